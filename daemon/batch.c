@@ -1,0 +1,278 @@
+/*
+ * batch.c - the runner: one "run" request's calls, started up to the batch's
+ * concurrency, each routed through the on_tool_error policy as it completes.
+ *
+ * Events go out in completion order (per call: started, completed, then one
+ * of encoded / ask_user_requested / tool_halt); batch_completed carries the
+ * messages in input order and the halt of the earliest input index. A halt
+ * never cancels siblings: every call runs to its end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
+
+struct call {
+    struct td_batch *b;
+    size_t index;
+    const char *id, *name; /* borrowed from the request */
+    json_t *arguments;
+    struct td_tool *tool;
+    struct td_worker *worker;
+    enum call_state state;
+    json_t *content; /* JSON string, once done */
+    json_t *halt;    /* this call's halt candidate, if it halts */
+};
+
+struct td_batch {
+    struct td_conn *conn;
+    char *id;
+    json_t *req; /* owns the calls */
+    te_run_request r;
+    struct call *calls;
+    size_t ncalls, next, running, done;
+    uint64_t max_concurrency;
+    bool pumping;
+};
+
+/* Send {"event": name, "batch": id, ...fields}; fields is stolen. */
+static void send_event(struct td_batch *b, const char *name, json_t *fields)
+{
+    json_t *ev = json_pack("{s:s,s:s}", "event", name, "batch", b->id);
+    if (ev && fields) json_object_update(ev, fields);
+    json_decref(fields);
+    td_conn_send(b->conn, ev);
+}
+
+static void complete(struct td_batch *b)
+{
+    json_t *messages = json_array();
+    json_t *halt = json_null();
+    for (size_t i = 0; i < b->ncalls; i++) {
+        struct call *c = &b->calls[i];
+        json_array_append_new(messages, json_pack("{s:s,s:s,s:O}", "role", "tool", "tool_call_id",
+                                                  c->id, "content", c->content));
+        if (json_is_null(halt) && c->halt) halt = json_incref(c->halt);
+    }
+    send_event(b, "batch_completed", json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
+    td_log(TD_LOG_DEBUG, "batch %s: completed (%zu calls)", b->id, b->ncalls);
+    td_conn_batch_remove(b->conn, b);
+    td_batch_free(b);
+}
+
+static void pump(struct td_batch *b);
+
+static json_t *content_string(const char *s, size_t n)
+{
+    return td_json_text(s, n);
+}
+
+/* A call's result is known: encode it, route it, emit its events. */
+static void call_done(void *data, json_t *result)
+{
+    struct call *c = data;
+    struct td_batch *b = c->b;
+    size_t len;
+    int rc;
+    char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
+    if (!text) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "content exceeds the limit of %zu bytes",
+                 td_cfg.max_content);
+        json_decref(result);
+        result =
+            te_tool_error_new(TE_ENCODING_FAILED, c->name, c->id,
+                              rc == -E2BIG ? detail : "content could not be encoded",
+                              json_pack("{s:I}", "limit", (json_int_t)td_cfg.max_content), NULL);
+        text = te_content_encode(result, SIZE_MAX, &len, &rc);
+    }
+    c->content = content_string(text ? text : "", text ? len : 0);
+    free(text);
+    c->state = CALL_DONE;
+    c->worker = NULL;
+
+    send_event(b, "tool_execution_completed",
+               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "result", result));
+    switch (te_result_kind_of(result)) {
+    case TE_RESULT_ERROR:
+    case TE_RESULT_TOOL_ERROR:
+        if (b->r.policy == TE_POLICY_HALT) {
+            c->halt =
+                json_pack("{s:s,s:s}", "halted_reason", "tool_error", "halt_tool_call_id", c->id);
+            send_event(b, "tool_halt",
+                       json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "reason", "tool_error",
+                                 "result", result, "content", c->content));
+            break;
+        }
+        /* under "continue" an error is just the call's content */
+        __attribute__((fallthrough));
+    case TE_RESULT_OK:
+        send_event(b, "tool_result_encoded",
+                   json_pack("{s:s,s:O}", "id", c->id, "content", c->content));
+        break;
+    case TE_RESULT_ASK_USER: {
+        json_t *q = json_object_get(result, "ask_user"), *opts = json_object_get(result, "opts");
+        c->halt = json_pack("{s:s,s:O,s:s,s:O}", "halted_reason", "ask_user", "pending_question", q,
+                            "pending_tool_call_id", c->id, "ask_user_opts", opts);
+        send_event(b, "ask_user_requested",
+                   json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "tool_name", c->name,
+                             "question", q, "opts", opts));
+        break;
+    }
+    case TE_RESULT_HALT: {
+        json_t *reason = json_object_get(result, "halt"), *v = json_object_get(result, "result");
+        c->halt = json_pack("{s:O,s:s,s:O}", "halted_reason", reason, "halt_tool_call_id", c->id,
+                            "halt_result", v);
+        send_event(b, "tool_halt",
+                   json_pack("{s:s,s:O,s:O,s:O}", "tool_call_id", c->id, "reason", reason, "result",
+                             v, "content", c->content));
+        break;
+    }
+    default:
+        break;
+    }
+    json_decref(result);
+    b->running--;
+    b->done++;
+    pump(b);
+}
+
+static void start_call(struct td_batch *b, struct call *c)
+{
+    c->state = CALL_RUNNING;
+    b->running++;
+    send_event(b, "tool_execution_started",
+               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
+    json_t *result = NULL;
+    if (td_shutting_down) {
+        result = te_tool_error_new(TE_HANDLER_EXIT, c->name, c->id, "cancelled",
+                                   json_pack("{s:b}", "cancelled", 1), NULL);
+    } else if (!c->tool->argv) {
+        result = te_tool_error_new(TE_NOT_FOUND, c->name, c->id,
+                                   "tool has no command (manual mode)", NULL, NULL);
+    } else {
+        json_t *req = json_pack("{s:s,s:O}", "tool", c->name, "arguments", c->arguments);
+        if (c->tool->context)
+            json_object_set_new(req, "opts",
+                                json_pack("{s:O,s:O,s:O,s:{s:s,s:s,s:O},s:O}", "context",
+                                          b->r.context, "session_id", b->r.session_id, "request_id",
+                                          b->r.request_id, "tool_call", "id", c->id, "name",
+                                          c->name, "arguments", c->arguments, "engine",
+                                          b->r.engine));
+        uint64_t timeout = b->r.tool_timeout_ms;
+        if (c->tool->timeout_ms && c->tool->timeout_ms < timeout) timeout = c->tool->timeout_ms;
+        struct td_worker_spec spec = {.tool = c->tool,
+                                      .batch_id = b->id,
+                                      .call_id = c->id,
+                                      .request = req,
+                                      .timeout_ms = timeout};
+        c->worker = td_worker_start(&spec, call_done, c, &result);
+        json_decref(req);
+    }
+    if (result) call_done(c, result);
+}
+
+/* Start queued calls while the batch's concurrency allows. Re-entrant calls
+ * (a call that completes while being started) only update counters; the
+ * outermost loop does the work, so the stack never grows with the batch. */
+static void pump(struct td_batch *b)
+{
+    if (b->pumping) return;
+    b->pumping = true;
+    while (b->next < b->ncalls && b->running < b->max_concurrency)
+        start_call(b, &b->calls[b->next++]);
+    b->pumping = false;
+    if (b->done == b->ncalls) complete(b);
+}
+
+static uint64_t default_concurrency(size_t ncalls)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t c = (uint64_t)(cpus > 0 ? cpus : 1) * 2;
+    if (ncalls < c) c = ncalls;
+    return c ? c : 1;
+}
+
+void td_batch_run(struct td_conn *conn, json_t *req)
+{
+    char err[256];
+    te_run_request r;
+    if (te_run_request_parse(req, &r, err, sizeof(err)) < 0) {
+        json_t *bid = json_object_get(req, "batch");
+        td_conn_error(conn, json_string_value(bid), "request_error", "invalid_request", err, NULL);
+        return;
+    }
+    char idbuf[32];
+    const char *id = r.batch;
+    if (!id) {
+        snprintf(idbuf, sizeof(idbuf), "b-%u", td_conn_next_batch_seq(conn));
+        id = idbuf;
+    }
+    /* Pre-flight: every tool must exist before any call runs. */
+    size_t i;
+    json_t *call;
+    json_array_foreach(r.calls, i, call)
+    {
+        const char *name = json_string_value(json_object_get(call, "name"));
+        if (!td_registry_find(td_tools, name)) {
+            char msg[128 + TE_TOOL_NAME_MAX];
+            snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
+            td_conn_error(conn, id, "engine_error", "unknown_tool", msg,
+                          json_pack("{s:s}", "tool_name", name));
+            return;
+        }
+    }
+
+    struct td_batch *b = calloc(1, sizeof(*b));
+    if (!b || !(b->calls = calloc(r.ncalls + 1, sizeof(*b->calls))) || !(b->id = strdup(id))) {
+        if (b) free(b->calls);
+        free(b);
+        td_conn_error(conn, id, "engine_error", "internal", "out of memory", NULL);
+        return;
+    }
+    if (!td_conn_batch_add(conn, b, id)) {
+        free(b->calls);
+        free(b->id);
+        free(b);
+        snprintf(err, sizeof(err), "batch \"%.64s\" is already running on this connection", id);
+        td_conn_error(conn, id, "request_error", "duplicate_batch", err, NULL);
+        return;
+    }
+    b->conn = conn;
+    b->req = json_incref(req);
+    b->r = r;
+    b->ncalls = r.ncalls;
+    b->max_concurrency = r.max_concurrency ? r.max_concurrency : default_concurrency(r.ncalls);
+    json_array_foreach(r.calls, i, call)
+    {
+        struct call *c = &b->calls[i];
+        c->b = b;
+        c->index = i;
+        c->id = json_string_value(json_object_get(call, "id"));
+        c->name = json_string_value(json_object_get(call, "name"));
+        c->arguments = json_object_get(call, "arguments");
+        c->tool = td_tool_ref(td_registry_find(td_tools, c->name));
+    }
+    td_log(TD_LOG_DEBUG, "batch %s: %zu calls, concurrency %llu", b->id, b->ncalls,
+           (unsigned long long)b->max_concurrency);
+    pump(b);
+}
+
+void td_batch_free(struct td_batch *b)
+{
+    for (size_t i = 0; i < b->ncalls; i++) {
+        struct call *c = &b->calls[i];
+        if (c->worker) td_worker_abandon(c->worker);
+        td_tool_unref(c->tool);
+        json_decref(c->content);
+        json_decref(c->halt);
+    }
+    json_decref(b->req);
+    free(b->calls);
+    free(b->id);
+    free(b);
+}

@@ -1,0 +1,241 @@
+/*
+ * main.c - toolexecd: options, start-up, signals and shutdown. Runs in the
+ * foreground and logs to stderr; a service manager daemonises it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+#define DEFAULT_TOOLS_DIR "/etc/toolexecd/tools.d"
+
+struct td_config td_cfg = {
+    .tools_dir = DEFAULT_TOOLS_DIR,
+    .max_frame = TE_FRAME_MAX_DEFAULT,
+    .max_content = TE_FRAME_MAX_DEFAULT,
+    .max_request = TE_FRAME_MAX_DEFAULT,
+    .log_level = TD_LOG_INFO,
+};
+uv_loop_t *td_loop;
+bool td_shutting_down;
+
+static uv_signal_t sigterm, sigint;
+static bool signals_closed;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: toolexecd [options]\n"
+               "  -s, --socket PATH          Unix socket to listen on\n"
+               "                             (default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
+               "                             /run/toolexecd/toolexecd.sock for root)\n"
+               "  -t, --tools DIR            tool definitions, one *.json per tool\n"
+               "                             (default " DEFAULT_TOOLS_DIR ")\n"
+               "      --work-dir DIR         where per-call private directories are made\n"
+               "                             (default: a fresh directory under $TMPDIR)\n"
+               "      --max-frame-bytes N    largest worker response (default 16777216)\n"
+               "      --max-content-bytes N  largest encoded content (default 16777216)\n"
+               "      --max-request-bytes N  longest request line (default 16777216)\n"
+               "      --log-level LEVEL      error, warn, info or debug (default info)\n"
+               "  -h, --help                 this text\n"
+               "  -V, --version              the version\n");
+}
+
+static bool parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v == 0 || v > max || s[0] == '-') return false;
+    *out = v;
+    return true;
+}
+
+void td_maybe_exit(void)
+{
+    if (!td_shutting_down || signals_closed || td_workers_alive() || td_server_conns()) return;
+    signals_closed = true;
+    uv_close((uv_handle_t *)&sigterm, NULL);
+    uv_close((uv_handle_t *)&sigint, NULL);
+    td_reaper_stop();
+}
+
+static void on_terminate(uv_signal_t *h, int signum)
+{
+    if (td_shutting_down) return;
+    td_log(TD_LOG_INFO, "%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    td_shutting_down = true;
+    td_server_stop();
+    td_worker_kill_all();
+    td_maybe_exit();
+}
+
+/* 0, 1 and 2 must be open so no pipe or socket of ours lands on them. */
+static void ensure_std_fds(void)
+{
+    int fd;
+    while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2)
+        fcntl(fd, F_SETFD, 0);
+    if (fd > 2) close(fd);
+}
+
+static int default_socket(char **out)
+{
+    char path[PATH_MAX];
+    int rc = te_default_socket_path(path, sizeof(path));
+    if (rc == -ENOENT) {
+        td_log(TD_LOG_ERR, "XDG_RUNTIME_DIR is not set; pass --socket PATH");
+        return rc;
+    }
+    if (rc < 0) return rc;
+    if (geteuid() == 0 && mkdir("/run/toolexecd", 0755) < 0 && errno != EEXIST) {
+        td_log(TD_LOG_ERR, "cannot create /run/toolexecd: %s", strerror(errno));
+        return -errno;
+    }
+    *out = strdup(path);
+    return *out ? 0 : -ENOMEM;
+}
+
+static int make_work_dir(void)
+{
+    if (td_cfg.work_dir) {
+        if (mkdir(td_cfg.work_dir, 0700) < 0 && errno != EEXIST) {
+            td_log(TD_LOG_ERR, "--work-dir %s: %s", td_cfg.work_dir, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    if (asprintf(&td_cfg.work_dir, "%s/toolexecd.XXXXXX", tmp) < 0) return -1;
+    if (!mkdtemp(td_cfg.work_dir)) {
+        td_log(TD_LOG_ERR, "cannot create a work directory under %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    td_cfg.work_dir_owned = true;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_WORK = 256, OPT_FRAME, OPT_CONTENT, OPT_REQUEST, OPT_LOG };
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"tools", required_argument, NULL, 't'},
+        {"work-dir", required_argument, NULL, OPT_WORK},
+        {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
+        {"max-content-bytes", required_argument, NULL, OPT_CONTENT},
+        {"max-request-bytes", required_argument, NULL, OPT_REQUEST},
+        {"log-level", required_argument, NULL, OPT_LOG},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    char *socket_path = NULL, *work_dir = NULL;
+    int opt;
+    uint64_t v;
+    while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 's':
+            td_cfg.socket_path = optarg;
+            break;
+        case 't':
+            td_cfg.tools_dir = optarg;
+            break;
+        case OPT_WORK:
+            work_dir = optarg;
+            break;
+        case OPT_FRAME:
+        case OPT_CONTENT:
+        case OPT_REQUEST:
+            if (!parse_size(optarg, UINT32_MAX, &v)) {
+                fprintf(stderr, "toolexecd: %s: expected a size in bytes (1 to %u)\n",
+                        opts[opt - OPT_WORK + 2].name, UINT32_MAX);
+                return 2;
+            }
+            if (opt == OPT_FRAME)
+                td_cfg.max_frame = (uint32_t)v;
+            else if (opt == OPT_CONTENT)
+                td_cfg.max_content = v;
+            else
+                td_cfg.max_request = v;
+            break;
+        case OPT_LOG:
+            if ((td_cfg.log_level = td_log_level_parse(optarg)) < 0) {
+                fprintf(stderr, "toolexecd: --log-level: expected error, warn, info or debug\n");
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("toolexecd %s (libuv %s, jansson %s)\n", TD_VERSION, uv_version_string(),
+                   JANSSON_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "toolexecd: unexpected argument: %s\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+
+    ensure_std_fds();
+    /* A client that vanishes must be a failed write, not a dead daemon. */
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[PATH_MAX + 256];
+    if (td_registry_load(td_cfg.tools_dir, &td_tools, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_ERR, "invalid tool definitions: %s", err);
+        return 1;
+    }
+    int status = 1;
+    if (!td_cfg.socket_path && default_socket(&socket_path) < 0) goto out_tools;
+    if (socket_path) td_cfg.socket_path = socket_path;
+    td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
+    if (make_work_dir() < 0) goto out_tools;
+
+    td_loop = uv_default_loop();
+    uv_signal_init(td_loop, &sigterm);
+    uv_signal_init(td_loop, &sigint);
+    uv_signal_start(&sigterm, on_terminate, SIGTERM);
+    uv_signal_start(&sigint, on_terminate, SIGINT);
+    if (td_reaper_start() < 0) {
+        td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
+        goto out_loop;
+    }
+    if (td_server_start() < 0) {
+        td_reaper_stop();
+        goto out_loop;
+    }
+    td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)", td_cfg.socket_path,
+           td_tools->n, td_cfg.work_dir);
+    uv_run(td_loop, UV_RUN_DEFAULT);
+    status = 0;
+    td_log(TD_LOG_INFO, "stopped");
+    goto out_loop_closed;
+
+out_loop:
+    uv_close((uv_handle_t *)&sigterm, NULL);
+    uv_close((uv_handle_t *)&sigint, NULL);
+    uv_run(td_loop, UV_RUN_DEFAULT);
+out_loop_closed:
+    uv_loop_close(td_loop);
+    if (td_cfg.work_dir_owned) td_remove_tree(td_cfg.work_dir);
+out_tools:
+    free(td_cfg.work_dir);
+    free(socket_path);
+    td_registry_free(td_tools);
+    return status;
+}

@@ -1,0 +1,148 @@
+/*
+ * sandbox.c - the one place that forks.
+ *
+ * td_sandbox_spawn() creates the worker's pipes, forks, and in the child
+ * runs a fixed sequence of set-up steps before exec. The parent is
+ * multi-threaded (libuv's threadpool), so between fork and exec the child
+ * calls only async-signal-safe functions, on data prepared before the fork.
+ *
+ * Why each step, in order:
+ *  1. setpgid(0, 0): the worker leads its own process group, so one kill of
+ *     the group reaches the helpers it forks, and signals aimed at the
+ *     daemon's group (a terminal's ^C) do not reach workers.
+ *  2. PR_SET_PDEATHSIG(SIGKILL): if the daemon dies the worker dies too;
+ *     checking getppid() afterwards closes the race where the daemon died
+ *     before the prctl.
+ *  3. Signal dispositions to default, then the mask cleared. The parent
+ *     blocked every signal around fork(), so none of the daemon's handlers
+ *     can run in the child before the dispositions are reset.
+ *  4. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
+ *  5. The error pipe moved to 3 (close-on-exec), everything above closed:
+ *     no daemon descriptor (client sockets, other workers' pipes) leaks in.
+ *  6. chdir into the call's private directory.
+ *  7. RLIMIT_CORE 0: a crashing tool does not litter the disk.
+ *  8. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
+ *  9. execve. On failure of any step, the step and errno are written to the
+ *     error pipe and the child exits 127; on success, exec closes the pipe,
+ *     so the parent reads EOF.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+struct exec_failure {
+    int step;
+    int err;
+};
+
+static const char *const step_names[] = {"setpgid",   "prctl",        "signals",
+                                         "dup2",      "close_range",  "chdir",
+                                         "setrlimit", "no_new_privs", "exec"};
+enum { S_SETPGID, S_PDEATHSIG, S_SIGNALS, S_DUP, S_CLOSE, S_CHDIR, S_RLIMIT, S_NNP, S_EXEC };
+
+static void pipe_close(int p[2])
+{
+    if (p[0] >= 0) close(p[0]);
+    if (p[1] >= 0) close(p[1]);
+    p[0] = p[1] = -1;
+}
+
+__attribute__((noreturn)) static void child_fail(int step)
+{
+    struct exec_failure f = {step, errno};
+    ssize_t n = write(3, &f, sizeof(f));
+    (void)n;
+    _exit(127);
+}
+
+__attribute__((noreturn)) static void child(const struct td_spawn *s, pid_t parent, int in, int out,
+                                            int err, int ex)
+{
+    /* Until step 5 the error pipe is not yet at 3; put it there first so
+     * child_fail() can always report. */
+    if (ex != 3) {
+        if (dup3(ex, 3, O_CLOEXEC) < 0) _exit(127);
+    }
+    if (setpgid(0, 0) < 0) child_fail(S_SETPGID);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(S_PDEATHSIG);
+    if (getppid() != parent) _exit(127);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP */
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) child_fail(S_SIGNALS);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) child_fail(S_DUP);
+    if (close_range(4, ~0U, 0) < 0) child_fail(S_CLOSE);
+    if (chdir(s->cwd) < 0) child_fail(S_CHDIR);
+    struct rlimit zero = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &zero) < 0) child_fail(S_RLIMIT);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(S_NNP);
+    execve(s->argv[0], s->argv, s->envp);
+    child_fail(S_EXEC);
+}
+
+int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
+    *what = "pipe";
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        pipe2(ex, O_CLOEXEC) < 0) {
+        int e = errno;
+        pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
+        return -e;
+    }
+    /* The child needs fds 0-3 free for its own use; pipes are always above
+     * 2 because main() makes sure 0, 1 and 2 are open. Fd 3 may be one of
+     * ours: the child moves the error pipe there first, so a pipe end that
+     * is fd 3 must be the error pipe or be duplicated away. */
+    if (in[0] == 3 || out[1] == 3 || err[1] == 3) {
+        int *p = in[0] == 3 ? &in[0] : out[1] == 3 ? &out[1] : &err[1];
+        int moved = fcntl(*p, F_DUPFD_CLOEXEC, 4);
+        if (moved < 0) {
+            int e = errno;
+            pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
+            return -e;
+        }
+        close(*p);
+        *p = moved;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) child(s, parent, in[0], out[1], err[1], ex[1]);
+    int fork_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(in[0]), close(out[1]), close(err[1]), close(ex[1]);
+    if (pid < 0) {
+        close(in[1]), close(out[0]), close(err[0]), close(ex[0]);
+        *what = "fork";
+        return -fork_errno;
+    }
+    /* Also from the parent, so the group exists before we might kill it;
+     * EACCES once the child has exec'd is fine. */
+    setpgid(pid, pid);
+    fcntl(ex[0], F_SETFL, O_NONBLOCK);
+    *c =
+        (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .exec_err = ex[0]};
+    return 0;
+}
+
+int td_sandbox_exec_error(int fd, const char **step, int *err)
+{
+    struct exec_failure f;
+    ssize_t n = read(fd, &f, sizeof(f));
+    if (n != (ssize_t)sizeof(f)) return 0;
+    *step = (unsigned)f.step < sizeof(step_names) / sizeof(step_names[0]) ? step_names[f.step]
+                                                                          : "setup";
+    *err = f.err;
+    return 1;
+}

@@ -1,0 +1,390 @@
+/*
+ * server.c - the Unix socket: accepting clients, reading JSON-line requests,
+ * writing JSON-line events. A connection carries any number of requests;
+ * its batches run concurrently. A client that half-closes still gets every
+ * event it is owed; the connection closes once its batches are done and
+ * every event is written.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+/* Pending connections the kernel queues for us. */
+#define LISTEN_BACKLOG 128
+#define READ_CHUNK 65536
+
+struct batch_entry {
+    struct td_batch *b;
+    char *id;
+    struct batch_entry *next;
+};
+
+struct td_conn {
+    uv_pipe_t h;
+    char *buf; /* unparsed request bytes */
+    size_t len, cap;
+    bool discarding; /* skipping the rest of an over-long line */
+    bool eof, dead, closing;
+    unsigned pending_writes;
+    struct batch_entry *batches;
+    unsigned nbatches, batch_seq;
+    struct ucred cred;
+    struct td_conn *prev, *next;
+};
+
+struct write_req {
+    uv_write_t req;
+    char *data;
+};
+
+static uv_pipe_t listener;
+static bool listening;
+static struct td_conn *conns;
+static unsigned nconns;
+static char read_buf[READ_CHUNK];
+
+unsigned td_server_conns(void)
+{
+    return nconns;
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    struct td_conn *c = h->data;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    nconns--;
+    td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
+    free(c->buf);
+    free(c);
+    td_maybe_exit();
+}
+
+static void maybe_close(struct td_conn *c)
+{
+    if (c->closing || c->nbatches || c->pending_writes) return;
+    if (!(c->eof || c->dead || td_shutting_down)) return;
+    c->closing = true;
+    uv_close((uv_handle_t *)&c->h, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct write_req *w = (struct write_req *)req;
+    struct td_conn *c = req->handle->data;
+    free(w->data);
+    free(w);
+    c->pending_writes--;
+    if (status < 0 && !c->dead) {
+        td_log(TD_LOG_INFO, "client pid %d: write failed: %s; its events are dropped",
+               (int)c->cred.pid, uv_strerror(status));
+        c->dead = true;
+        uv_read_stop((uv_stream_t *)&c->h);
+    }
+    maybe_close(c);
+}
+
+void td_conn_send(struct td_conn *c, json_t *event)
+{
+    if (!event) return;
+    if (c->dead || c->closing) {
+        json_decref(event);
+        return;
+    }
+    char *s = json_dumps(event, JSON_COMPACT);
+    json_decref(event);
+    struct write_req *w = s ? malloc(sizeof(*w)) : NULL;
+    if (!w) {
+        free(s);
+        td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
+        c->dead = true;
+        return;
+    }
+    size_t n = strlen(s);
+    s[n] = '\n'; /* the NUL's byte becomes the line end */
+    w->data = s;
+    uv_buf_t buf = uv_buf_init(s, (unsigned)n + 1);
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written);
+    if (rc < 0) {
+        free(s);
+        free(w);
+        c->dead = true;
+        return;
+    }
+    c->pending_writes++;
+}
+
+void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
+                   const char *message, json_t *metadata)
+{
+    json_t *ev = json_pack("{s:s,s:s*,s:s,s:s,s:s}", "event", "error", "batch", batch, "type", type,
+                           "reason", reason, "message", message);
+    if (ev && !batch) json_object_del(ev, "batch");
+    if (ev && metadata) json_object_set(ev, "metadata", metadata);
+    json_decref(metadata);
+    td_conn_send(c, ev);
+}
+
+bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
+{
+    for (struct batch_entry *e = c->batches; e; e = e->next)
+        if (strcmp(e->id, id) == 0) return false;
+    struct batch_entry *e = malloc(sizeof(*e));
+    if (!e || !(e->id = strdup(id))) {
+        free(e);
+        return false;
+    }
+    e->b = b;
+    e->next = c->batches;
+    c->batches = e;
+    c->nbatches++;
+    return true;
+}
+
+void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
+{
+    for (struct batch_entry **pp = &c->batches; *pp; pp = &(*pp)->next) {
+        if ((*pp)->b == b) {
+            struct batch_entry *e = *pp;
+            *pp = e->next;
+            free(e->id);
+            free(e);
+            c->nbatches--;
+            break;
+        }
+    }
+    maybe_close(c);
+}
+
+unsigned td_conn_next_batch_seq(struct td_conn *c)
+{
+    return ++c->batch_seq;
+}
+
+static void handle_line(struct td_conn *c, char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len) return; /* blank lines are harmless; socat users type them */
+    json_error_t jerr;
+    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    char msg[256];
+    if (!req) {
+        snprintf(msg, sizeof(msg), "request is not valid JSON (column %d): %s", jerr.column,
+                 jerr.text);
+        td_conn_error(c, NULL, "request_error", "invalid_json", msg, NULL);
+        return;
+    }
+    /* json_loadb without JSON_DECODE_ANY only accepts arrays and objects */
+    if (!json_is_object(req)) {
+        td_conn_error(c, NULL, "request_error", "not_an_object", "request is not a JSON object",
+                      NULL);
+        json_decref(req);
+        return;
+    }
+    const char *op = json_string_value(json_object_get(req, "op"));
+    if (!op) {
+        td_conn_error(c, NULL, "request_error", "unknown_op",
+                      "op: missing or not a string (expected \"run\" or \"tools\")", NULL);
+    } else if (strcmp(op, "run") == 0) {
+        td_batch_run(c, req);
+    } else if (strcmp(op, "tools") == 0) {
+        td_conn_send(c,
+                     json_pack("{s:s,s:o}", "event", "tools", "tools", td_registry_list(td_tools)));
+    } else {
+        snprintf(msg, sizeof(msg), "op: unknown op \"%.64s\" (expected \"run\" or \"tools\")", op);
+        td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
+    }
+    json_decref(req);
+}
+
+static void too_long(struct td_conn *c)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), "request line exceeds the limit of %zu bytes", td_cfg.max_request);
+    td_conn_error(c, NULL, "request_error", "request_too_long", msg, NULL);
+}
+
+/* Append bytes and handle every complete line. */
+static void take_input(struct td_conn *c, const char *p, size_t n)
+{
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t seg = nl ? (size_t)(nl - p) : n;
+        if (c->discarding) {
+            /* drop the rest of an over-long line */
+        } else if (c->len + seg > td_cfg.max_request) {
+            too_long(c);
+            c->discarding = true;
+            c->len = 0;
+        } else {
+            if (c->len + seg > c->cap) {
+                size_t ncap = c->cap ? c->cap : 4096;
+                while (ncap < c->len + seg)
+                    ncap *= 2;
+                char *nb = realloc(c->buf, ncap);
+                if (!nb) {
+                    td_conn_error(c, NULL, "request_error", "request_too_long",
+                                  "out of memory buffering the request", NULL);
+                    c->discarding = true;
+                    c->len = 0;
+                    goto next;
+                }
+                c->buf = nb;
+                c->cap = ncap;
+            }
+            memcpy(c->buf + c->len, p, seg);
+            c->len += seg;
+        }
+    next:
+        if (!nl) return;
+        if (!c->discarding) handle_line(c, c->buf, c->len);
+        c->discarding = false;
+        c->len = 0;
+        p = nl + 1;
+        n -= seg + 1;
+        if (c->closing || c->dead) return;
+    }
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(read_buf, sizeof(read_buf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct td_conn *c = s->data;
+    if (n > 0) {
+        take_input(c, buf->base, (size_t)n);
+        return;
+    }
+    if (n == 0) return;
+    uv_read_stop(s);
+    if (n == UV_EOF) {
+        /* half-close: a final unterminated line still counts */
+        if (c->len && !c->discarding) handle_line(c, c->buf, c->len);
+        c->len = 0;
+        c->eof = true;
+    } else {
+        td_log(TD_LOG_INFO, "client pid %d: read failed: %s", (int)c->cred.pid,
+               uv_strerror((int)n));
+        c->dead = true;
+    }
+    maybe_close(c);
+}
+
+static void free_on_close(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    if (status < 0) {
+        td_log(TD_LOG_WARN, "accept: %s", uv_strerror(status));
+        return;
+    }
+    struct td_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        td_log(TD_LOG_ERR, "accept: out of memory");
+        return;
+    }
+    uv_pipe_init(td_loop, &c->h, 0);
+    c->h.data = c;
+    int rc = uv_accept(server, (uv_stream_t *)&c->h);
+    if (rc < 0) {
+        td_log(TD_LOG_WARN, "accept: %s", uv_strerror(rc));
+        uv_close((uv_handle_t *)&c->h, free_on_close);
+        return;
+    }
+    uv_os_fd_t fd;
+    socklen_t len = sizeof(c->cred);
+    if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0)
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+    c->next = conns;
+    if (conns) conns->prev = c;
+    conns = c;
+    nconns++;
+    td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected", (int)c->cred.pid,
+           (int)c->cred.uid, (int)c->cred.gid);
+    uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
+}
+
+/* Refuse to replace a socket someone is listening on; remove a stale one. */
+static int check_existing(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -errno;
+    if (!S_ISSOCK(st.st_mode)) {
+        td_log(TD_LOG_ERR, "%s exists and is not a socket", path);
+        return -EEXIST;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    close(fd);
+    if (rc == 0) {
+        td_log(TD_LOG_ERR, "another toolexecd is listening on %s", path);
+        return -EADDRINUSE;
+    }
+    if (e != ECONNREFUSED) {
+        td_log(TD_LOG_ERR, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    td_log(TD_LOG_INFO, "removing stale socket %s", path);
+    return unlink(path) < 0 ? -errno : 0;
+}
+
+int td_server_start(void)
+{
+    const char *path = td_cfg.socket_path;
+    struct sockaddr_un sa;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        td_log(TD_LOG_ERR, "socket path too long (%zu bytes, at most %zu): %s", strlen(path),
+               sizeof(sa.sun_path) - 1, path);
+        return -ENAMETOOLONG;
+    }
+    int rc = check_existing(path);
+    if (rc < 0) return rc;
+    uv_pipe_init(td_loop, &listener, 0);
+    if ((rc = uv_pipe_bind(&listener, path)) < 0 ||
+        (chmod(path, 0660) < 0 ? (rc = -errno) : 0) < 0 ||
+        (rc = uv_listen((uv_stream_t *)&listener, LISTEN_BACKLOG, on_connection)) < 0) {
+        td_log(TD_LOG_ERR, "cannot listen on %s: %s", path, uv_strerror(rc));
+        uv_close((uv_handle_t *)&listener, NULL);
+        return rc;
+    }
+    listening = true;
+    return 0;
+}
+
+void td_server_stop(void)
+{
+    if (listening) {
+        listening = false;
+        uv_close((uv_handle_t *)&listener, NULL);
+        if (unlink(td_cfg.socket_path) < 0 && errno != ENOENT)
+            td_log(TD_LOG_WARN, "cannot remove %s: %s", td_cfg.socket_path, strerror(errno));
+    }
+    for (struct td_conn *c = conns, *next; c; c = next) {
+        next = c->next;
+        maybe_close(c);
+    }
+}

@@ -1,0 +1,147 @@
+/*
+ * toolexecd.h - the daemon's internal interfaces. Data flows one way:
+ *
+ *   server (socket, JSON lines) -> batch (runner: queue, policy, events)
+ *     -> worker (one call's process: pipes, frames, timer) -> sandbox (fork)
+ *   reaper (SIGCHLD) -> worker -> batch -> server
+ *
+ * registry holds the tool definitions; log writes to stderr.
+ */
+#ifndef TOOLEXECD_H
+#define TOOLEXECD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "toolexec.h"
+
+/* Last bytes of a worker's stderr kept for the error cause. */
+#define TD_STDERR_TAIL 4096
+/* stderr lines logged per call; the rest only reach the tail, so a flooding
+ * worker cannot flood the journal. */
+#define TD_STDERR_LOG_LINES 64
+/* The part of an offending response quoted in an invalid_return cause. */
+#define TD_QUOTE_MAX 1024
+/* The only PATH a worker sees (plus what its definition's env says). */
+#define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct td_config {
+    const char *socket_path;
+    const char *tools_dir;
+    char *work_dir;      /* root of the per-call private directories */
+    bool work_dir_owned; /* created by us: removed at exit */
+    uint32_t max_frame;  /* response frame / plain stdout cap */
+    size_t max_content;  /* encoded content cap (encoding_failed) */
+    size_t max_request;  /* request line cap */
+    int log_level;
+};
+extern struct td_config td_cfg;
+extern uv_loop_t *td_loop;
+
+/* main.c: called whenever something that keeps the daemon alive ends. */
+void td_maybe_exit(void);
+extern bool td_shutting_down;
+
+/* log.c */
+enum { TD_LOG_ERR, TD_LOG_WARN, TD_LOG_INFO, TD_LOG_DEBUG };
+void td_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int td_log_level_parse(const char *s);
+
+/* util.c */
+/* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
+json_t *td_json_text(const char *p, size_t n);
+/* Remove a directory tree without blocking the loop (threadpool). */
+void td_remove_tree_async(char *path /* taken */);
+int td_remove_tree(const char *path);
+
+/* registry.c */
+enum td_protocol { TD_PROTO_FRAMED, TD_PROTO_PLAIN };
+struct td_tool {
+    int refs;
+    char *name, *description, *file;
+    json_t *schema;
+    char **argv; /* NULL: manual-mode tool */
+    char **env;  /* "K=V", NULL-terminated */
+    size_t nenv;
+    enum td_protocol protocol;
+    bool context;
+    uint64_t timeout_ms; /* 0: no ceiling of its own */
+};
+struct td_registry {
+    struct td_tool **tools; /* sorted by name */
+    size_t n;
+};
+int td_registry_load(const char *dir, struct td_registry **out, char *err, size_t errlen);
+struct td_tool *td_registry_find(const struct td_registry *r, const char *name);
+json_t *td_registry_list(const struct td_registry *r);
+void td_registry_free(struct td_registry *r);
+struct td_tool *td_tool_ref(struct td_tool *t);
+void td_tool_unref(struct td_tool *t);
+extern struct td_registry *td_tools;
+
+/* reaper.c: SIGCHLD as a loop event; statuses handed to their owners. */
+typedef void (*td_exit_cb)(void *data, int status, const struct rusage *ru);
+int td_reaper_start(void);
+void td_reaper_stop(void);
+void td_reaper_watch(pid_t pid, td_exit_cb cb, void *data);
+
+/* sandbox.c: the one place that forks. */
+struct td_spawn {
+    char *const *argv;
+    char *const *envp;
+    const char *cwd;
+};
+struct td_child {
+    pid_t pid;
+    int in, out, err; /* parent ends: worker's stdin, stdout, stderr */
+    int exec_err;     /* read end of the close-on-exec error pipe */
+};
+/* 0 or -errno (the step that failed in *what). */
+int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what);
+/* Read the child's pre-exec failure, if any: 0 when exec succeeded. */
+int td_sandbox_exec_error(int fd, const char **step, int *err);
+
+/* worker.c: one call's process. */
+struct td_worker;
+typedef void (*td_result_cb)(void *data, json_t *result /* stolen */);
+struct td_worker_spec {
+    struct td_tool *tool;
+    const char *batch_id, *call_id;
+    json_t *request; /* the request frame's object */
+    uint64_t timeout_ms;
+};
+/* Start a worker. The result callback runs exactly once, never from inside
+ * this call; on failure to spawn returns NULL and *result is the call's
+ * handler_exit tool error. */
+struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb cb, void *data,
+                                  json_t **result);
+/* Forget the callback (its owner is going away); the worker is killed. */
+void td_worker_abandon(struct td_worker *w);
+void td_worker_kill_all(void);
+unsigned td_workers_alive(void);
+
+/* batch.c */
+struct td_conn;
+struct td_batch;
+/* Handle a {"op": "run"} request from conn. */
+void td_batch_run(struct td_conn *conn, json_t *req);
+void td_batch_free(struct td_batch *b);
+
+/* server.c */
+int td_server_start(void);
+void td_server_stop(void);
+unsigned td_server_conns(void);
+void td_conn_send(struct td_conn *c, json_t *event /* stolen */);
+void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
+                   const char *message, json_t *metadata);
+/* Batch bookkeeping on a connection. */
+bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id);
+void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
+unsigned td_conn_next_batch_seq(struct td_conn *c);
+
+#endif

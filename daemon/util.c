@@ -1,0 +1,112 @@
+/*
+ * util.c - small helpers shared by the daemon's modules.
+ */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolexecd.h"
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (n < len) return 0;
+    unsigned cp = c & (0xff >> (len + 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+json_t *td_json_text(const char *p, size_t n)
+{
+    json_t *s = json_stringn(p, n);
+    if (s) return s;
+    /* Not valid UTF-8: replace each bad byte with U+FFFD. */
+    char *out = malloc(n * 3 + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq((const unsigned char *)p + i, n - i);
+        if (l) {
+            memcpy(out + o, p + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    s = json_stringn(out, o);
+    free(out);
+    return s;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) < 0 && errno != ENOENT)
+        td_log(TD_LOG_WARN, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int td_remove_tree(const char *path)
+{
+    /* FTW_PHYS: never follow a symlink a tool planted out of its directory. */
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+struct remove_req {
+    uv_work_t req;
+    char *path;
+};
+
+static void remove_work(uv_work_t *req)
+{
+    struct remove_req *r = req->data;
+    td_remove_tree(r->path);
+}
+
+static void remove_done(uv_work_t *req, int status)
+{
+    struct remove_req *r = req->data;
+    free(r->path);
+    free(r);
+}
+
+void td_remove_tree_async(char *path)
+{
+    struct remove_req *r = malloc(sizeof(*r));
+    if (!r) {
+        td_remove_tree(path);
+        free(path);
+        return;
+    }
+    r->path = path;
+    r->req.data = r;
+    if (uv_queue_work(td_loop, &r->req, remove_work, remove_done) < 0) {
+        td_remove_tree(path);
+        free(path);
+        free(r);
+    }
+}

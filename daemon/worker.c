@@ -1,0 +1,583 @@
+/*
+ * worker.c - one tool call's process, seen from the loop: its three pipes,
+ * its timer and its exit. This is the executor: whatever the worker does, it
+ * ends as exactly one result object handed to the owner's callback, either
+ * one of the handler's five results or a tool error from the closed set.
+ *
+ * A call's result is known at the first of:
+ *   - a complete response frame on stdout (framed protocol),
+ *   - the worker's exit (its stdout is then drained: everything it wrote is
+ *     already in the pipe),
+ *   - its timer,
+ *   - an output limit (a frame header announcing too much, plain stdout
+ *     growing past the cap).
+ * At that moment the worker's process group is killed: no process of a call
+ * outlives the call. The worker object itself lives on until the pid is
+ * reaped and every handle is closed.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+/* Bytes read from a worker pipe per read; one static buffer serves all reads
+ * because each read is consumed before the next allocation. */
+#define READ_CHUNK 65536
+/* When draining a dead worker's pipes, stop after this much: only a stray
+ * that escaped the group kill could still be writing. */
+#define DRAIN_MAX (1u << 20)
+/* Longest stderr line logged as one line. */
+#define LOG_LINE_MAX 512
+
+struct td_worker {
+    struct td_tool *tool;
+    char *batch_id, *call_id, *workdir;
+    uint64_t timeout_ms;
+    pid_t pid;
+    bool reaped, finished, closing;
+    int handles; /* open libuv handles */
+    uv_pipe_t in, out, err;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    char *reqbody;
+    int exfd;
+    int status;
+    struct rusage ru;
+    te_frame_decoder dec;
+    char *plain;
+    size_t plain_len;
+    size_t discarded; /* stdout bytes after the result was known */
+    char tail[TD_STDERR_TAIL];
+    size_t tail_len;
+    char line[LOG_LINE_MAX];
+    size_t line_len;
+    unsigned lines_logged;
+    td_result_cb cb;
+    void *cb_data;
+    struct td_worker *prev, *next;
+};
+
+static struct td_worker *workers;
+static unsigned nworkers;
+static unsigned long long call_seq;
+static char read_buf[READ_CHUNK];
+
+unsigned td_workers_alive(void)
+{
+    return nworkers;
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(read_buf, sizeof(read_buf));
+}
+
+/* ---- freeing -------------------------------------------------------------- */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct td_worker *w = h->data;
+    if (--w->handles > 0) return;
+    if (w->discarded)
+        td_log(TD_LOG_INFO, "batch %s call %s: discarded %zu bytes written after the result",
+               w->batch_id, w->call_id, w->discarded);
+    if (w->workdir) td_remove_tree_async(w->workdir);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        workers = w->next;
+    if (w->next) w->next->prev = w->prev;
+    nworkers--;
+    te_frame_decoder_free(&w->dec);
+    td_tool_unref(w->tool);
+    free(w->plain);
+    free(w->reqbody);
+    free(w->batch_id);
+    free(w->call_id);
+    free(w);
+    td_maybe_exit();
+}
+
+static void close_handle(struct td_worker *w, uv_handle_t *h)
+{
+    if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
+}
+
+/* Free once the result is delivered and the process reaped. */
+static void maybe_free(struct td_worker *w)
+{
+    if (!w->finished || !w->reaped || w->closing) return;
+    w->closing = true;
+    if (w->exfd >= 0) close(w->exfd);
+    w->exfd = -1;
+    close_handle(w, (uv_handle_t *)&w->in);
+    close_handle(w, (uv_handle_t *)&w->out);
+    close_handle(w, (uv_handle_t *)&w->err);
+    close_handle(w, (uv_handle_t *)&w->timer);
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+static void kill_group(struct td_worker *w)
+{
+    /* The pgid cannot be reused while any member lives; once the leader is
+     * reaped we only kill in the same loop turn, before any new fork. */
+    if (kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
+        td_log(TD_LOG_WARN, "batch %s call %s: kill(-%d): %s", w->batch_id, w->call_id, (int)w->pid,
+               strerror(errno));
+}
+
+static void finish(struct td_worker *w, json_t *result)
+{
+    if (w->finished) {
+        json_decref(result);
+        return;
+    }
+    w->finished = true;
+    uv_timer_stop(&w->timer);
+    if (!w->reaped) kill_group(w);
+    uv_read_stop((uv_stream_t *)&w->out);
+    td_result_cb cb = w->cb;
+    w->cb = NULL;
+    if (cb)
+        cb(w->cb_data, result);
+    else
+        json_decref(result);
+    maybe_free(w);
+}
+
+static json_t *stderr_tail(struct td_worker *w)
+{
+    return td_json_text(w->tail, w->tail_len);
+}
+
+static void fail(struct td_worker *w, te_reason reason, const char *detail, json_t *cause,
+                 json_t *metadata)
+{
+    finish(w, te_tool_error_new(reason, w->tool->name, w->call_id, detail, cause, metadata));
+}
+
+static json_t *quote(const char *p, size_t n)
+{
+    return td_json_text(p, n > TD_QUOTE_MAX ? TD_QUOTE_MAX : n);
+}
+
+/* A complete response frame arrived. */
+static void on_frame(struct td_worker *w, char *body, size_t len)
+{
+    char why[256];
+    json_t *res = NULL;
+    int kind = te_response_parse(body, len, &res, why, sizeof(why));
+    if (kind < 0) {
+        fail(w, TE_INVALID_RETURN, why,
+             json_pack("{s:s,s:o}", "error", why, "value", quote(body, len)), NULL);
+    } else if (kind == TE_RESULT_RAISED) {
+        json_t *raised = json_deep_copy(json_object_get(res, "raised"));
+        const char *type = json_string_value(json_object_get(raised, "type"));
+        const char *msg = json_string_value(json_object_get(raised, "message"));
+        char detail[512];
+        snprintf(detail, sizeof(detail), "%s%s%s", type ? type : "raised", msg ? ": " : "",
+                 msg ? msg : "");
+        json_object_set_new(raised, "stderr", stderr_tail(w));
+        fail(w, TE_HANDLER_RAISED, detail, raised, NULL);
+        json_decref(res);
+    } else if (kind == TE_RESULT_HALT &&
+               te_halt_reason_reserved(json_string_value(json_object_get(res, "halt")))) {
+        const char *atom = json_string_value(json_object_get(res, "halt"));
+        snprintf(why, sizeof(why), "halt reason \"%s\" is reserved", atom);
+        fail(w, TE_INVALID_RETURN, why, json_pack("{s:o}", "value", quote(body, len)),
+             json_pack("{s:s}", "reserved_halt_atom", atom));
+        json_decref(res);
+    } else {
+        finish(w, res);
+    }
+    free(body);
+}
+
+static void take_stdout(struct td_worker *w, const char *p, size_t n)
+{
+    if (w->finished) {
+        w->discarded += n;
+        return;
+    }
+    if (w->tool->protocol == TD_PROTO_PLAIN) {
+        if (w->plain_len + n > td_cfg.max_frame) {
+            char detail[128];
+            snprintf(detail, sizeof(detail), "output exceeds the limit of %u bytes",
+                     td_cfg.max_frame);
+            fail(w, TE_INVALID_RETURN, detail,
+                 json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)td_cfg.max_frame),
+                 NULL);
+            return;
+        }
+        if (!w->plain && !(w->plain = malloc(td_cfg.max_frame + 1))) {
+            fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
+            return;
+        }
+        memcpy(w->plain + w->plain_len, p, n);
+        w->plain_len += n;
+        return;
+    }
+    size_t used;
+    int rc = te_frame_feed(&w->dec, p, n, &used);
+    if (rc == TE_FRAME_DONE) {
+        size_t len;
+        char *body = te_frame_take(&w->dec, &len);
+        w->discarded += n - used; /* counted before finish so the log says it */
+        on_frame(w, body, len);
+    } else if (rc == -EMSGSIZE) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "frame of %u bytes exceeds the limit of %u bytes",
+                 w->dec.len, td_cfg.max_frame);
+        fail(w, TE_INVALID_RETURN, detail,
+             json_pack("{s:I,s:I,s:{s:I}}", "frame_length", (json_int_t)w->dec.len, "limit",
+                       (json_int_t)td_cfg.max_frame, "output_limit", "limit",
+                       (json_int_t)td_cfg.max_frame),
+             NULL);
+    } else if (rc < 0) {
+        fail(w, TE_HANDLER_EXIT, "out of memory reading the response", NULL, NULL);
+    }
+}
+
+static void log_stderr_line(struct td_worker *w, bool truncated)
+{
+    if (w->lines_logged < TD_STDERR_LOG_LINES)
+        td_log(TD_LOG_INFO, "batch %s call %s tool %s: stderr: %.*s%s", w->batch_id, w->call_id,
+               w->tool->name, (int)w->line_len, w->line, truncated ? "..." : "");
+    else if (w->lines_logged == TD_STDERR_LOG_LINES)
+        td_log(TD_LOG_INFO, "batch %s call %s tool %s: further stderr lines are not logged",
+               w->batch_id, w->call_id, w->tool->name);
+    w->lines_logged++;
+    w->line_len = 0;
+}
+
+static void take_stderr(struct td_worker *w, const char *p, size_t n)
+{
+    /* keep the tail */
+    if (n >= TD_STDERR_TAIL) {
+        memcpy(w->tail, p + n - TD_STDERR_TAIL, TD_STDERR_TAIL);
+        w->tail_len = TD_STDERR_TAIL;
+    } else {
+        if (w->tail_len + n > TD_STDERR_TAIL) {
+            size_t drop = w->tail_len + n - TD_STDERR_TAIL;
+            memmove(w->tail, w->tail + drop, w->tail_len - drop);
+            w->tail_len -= drop;
+        }
+        memcpy(w->tail + w->tail_len, p, n);
+        w->tail_len += n;
+    }
+    /* log it line by line */
+    if (w->lines_logged > TD_STDERR_LOG_LINES) return;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') {
+            log_stderr_line(w, false);
+        } else if (w->line_len < LOG_LINE_MAX) {
+            w->line[w->line_len++] = p[i];
+        } else {
+            log_stderr_line(w, true);
+            w->line[w->line_len++] = p[i];
+        }
+    }
+}
+
+static void on_stdout(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct td_worker *w = s->data;
+    if (n > 0)
+        take_stdout(w, buf->base, (size_t)n);
+    else if (n < 0)
+        uv_read_stop(s); /* EOF: the exit decides */
+}
+
+static void on_stderr(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct td_worker *w = s->data;
+    if (n > 0)
+        take_stderr(w, buf->base, (size_t)n);
+    else if (n < 0)
+        uv_read_stop(s);
+}
+
+/* Read what a dead worker left in a pipe, without waiting. */
+static void drain(struct td_worker *w, uv_pipe_t *p,
+                  void (*take)(struct td_worker *, const char *, size_t))
+{
+    uv_os_fd_t fd;
+    if (uv_is_closing((uv_handle_t *)p) || uv_fileno((uv_handle_t *)p, &fd) < 0) return;
+    uv_read_stop((uv_stream_t *)p);
+    size_t total = 0;
+    while (total < DRAIN_MAX) {
+        ssize_t n = read(fd, read_buf, sizeof(read_buf));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        total += (size_t)n;
+        take(w, read_buf, (size_t)n);
+    }
+}
+
+static const char *signame(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "SIG%d", sig);
+    return buf;
+}
+
+/* The worker exited before its result was known: decide what it means. */
+static void decide_on_exit(struct td_worker *w)
+{
+    char detail[512];
+    const char *step;
+    int err;
+    if (td_sandbox_exec_error(w->exfd, &step, &err)) {
+        if (strcmp(step, "exec") == 0)
+            snprintf(detail, sizeof(detail), "could not execute %s: %s", w->tool->argv[0],
+                     strerror(err));
+        else
+            snprintf(detail, sizeof(detail), "could not set up the worker: %s: %s", step,
+                     strerror(err));
+        fail(w, TE_HANDLER_EXIT, detail,
+             json_pack("{s:s,s:o}", "exec_error", strerror(err), "stderr", stderr_tail(w)), NULL);
+        return;
+    }
+    if (WIFSIGNALED(w->status)) {
+        char name[32];
+        bool core = WCOREDUMP(w->status);
+        signame(WTERMSIG(w->status), name, sizeof(name));
+        snprintf(detail, sizeof(detail), "terminated; signal %d (%s)%s", WTERMSIG(w->status), name,
+                 core ? ", core dumped" : "");
+        fail(w, TE_HANDLER_EXIT, detail,
+             json_pack("{s:s,s:b,s:o}", "signal", name, "core_dumped", core, "stderr",
+                       stderr_tail(w)),
+             NULL);
+        return;
+    }
+    int code = WEXITSTATUS(w->status);
+    if (w->tool->protocol == TD_PROTO_PLAIN && code == 0) {
+        size_t n = w->plain_len;
+        const char *out = w->plain ? w->plain : "";
+        json_t *v = json_loadb(out, n, JSON_DECODE_ANY, NULL);
+        if (!v) {
+            if (n && out[n - 1] == '\n') n--;
+            v = json_stringn(out, n);
+        }
+        if (!v) {
+            fail(w, TE_ENCODING_FAILED, "output is not valid UTF-8",
+                 json_pack("{s:I}", "output_bytes", (json_int_t)w->plain_len), NULL);
+            return;
+        }
+        finish(w, json_pack("{s:o}", "ok", v));
+        return;
+    }
+    if (code == 0 && te_frame_pending(&w->dec) > 0) {
+        size_t got = te_frame_pending(&w->dec);
+        snprintf(detail, sizeof(detail), "exited with an incomplete frame (%zu bytes)", got);
+        json_t *tf = w->dec.hdr_have == TE_FRAME_HEADER_LEN
+                         ? json_pack("{s:I,s:I}", "expected", (json_int_t)w->dec.len, "received",
+                                     (json_int_t)w->dec.have)
+                         : json_pack("{s:n,s:I}", "expected", "received", (json_int_t)got);
+        fail(w, TE_INVALID_RETURN, detail, json_pack("{s:o}", "truncated_frame", tf), NULL);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "exited with status %d%s", code,
+             w->tool->protocol == TD_PROTO_FRAMED ? " without a response" : "");
+    fail(w, TE_HANDLER_EXIT, detail,
+         json_pack("{s:i,s:o}", "exit_status", code, "stderr", stderr_tail(w)), NULL);
+}
+
+static void on_worker_exit(void *data, int status, const struct rusage *ru)
+{
+    struct td_worker *w = data;
+    w->reaped = true;
+    w->status = status;
+    w->ru = *ru;
+    /* The leader is gone; what is left of its group are strays. */
+    kill_group(w);
+    drain(w, &w->err, take_stderr);
+    if (!w->finished) {
+        drain(w, &w->out, take_stdout);
+        decide_on_exit(w);
+    }
+    maybe_free(w);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct td_worker *w = t->data;
+    char detail[96];
+    snprintf(detail, sizeof(detail), "exceeded its timeout of %llu ms",
+             (unsigned long long)w->timeout_ms);
+    fail(w, TE_TIMEOUT, detail,
+         json_pack("{s:I,s:o}", "timeout_ms", (json_int_t)w->timeout_ms, "stderr", stderr_tail(w)),
+         NULL);
+}
+
+static void on_request_written(uv_write_t *req, int status)
+{
+    struct td_worker *w = req->data;
+    /* EPIPE: the worker closed stdin without reading; that is its business. */
+    if (status < 0 && status != UV_ECANCELED)
+        td_log(TD_LOG_DEBUG, "batch %s call %s: request not fully written: %s", w->batch_id,
+               w->call_id, uv_strerror(status));
+    free(w->reqbody);
+    w->reqbody = NULL;
+    close_handle(w, (uv_handle_t *)&w->in);
+}
+
+/* ---- starting ------------------------------------------------------------- */
+
+static char **build_env(const struct td_worker_spec *s)
+{
+    size_t n = s->tool->nenv + 5, i = 0;
+    char **env = calloc(n, sizeof(char *));
+    if (!env) return NULL;
+    bool has_path = false;
+    for (size_t k = 0; k < s->tool->nenv; k++)
+        has_path |= strncmp(s->tool->env[k], "PATH=", 5) == 0;
+    if (!has_path) env[i++] = strdup("PATH=" TD_WORKER_PATH);
+    for (size_t k = 0; k < s->tool->nenv; k++)
+        env[i++] = strdup(s->tool->env[k]);
+    if (asprintf(&env[i++], "TOOLEXEC_TOOL=%s", s->tool->name) < 0) env[i - 1] = NULL;
+    if (asprintf(&env[i++], "TOOLEXEC_CALL_ID=%s", s->call_id) < 0) env[i - 1] = NULL;
+    if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0) env[i - 1] = NULL;
+    for (size_t k = 0; k < i; k++) {
+        if (!env[k]) {
+            for (size_t j = 0; j < i; j++)
+                free(env[j]);
+            free(env);
+            return NULL;
+        }
+    }
+    return env;
+}
+
+static json_t *spawn_error(const struct td_worker_spec *s, const char *what, int err)
+{
+    char detail[256];
+    snprintf(detail, sizeof(detail), "could not start the worker: %s: %s", what, strerror(err));
+    char msg[128];
+    snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+    return te_tool_error_new(TE_HANDLER_EXIT, s->tool->name, s->call_id, detail,
+                             json_pack("{s:s}", "spawn_error", msg), NULL);
+}
+
+static void pipe_open(struct td_worker *w, uv_pipe_t *p, int fd)
+{
+    uv_pipe_init(td_loop, p, 0);
+    p->data = w;
+    w->handles++;
+    uv_pipe_open(p, fd);
+}
+
+struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb cb, void *data,
+                                  json_t **result)
+{
+    *result = NULL;
+    char *workdir = NULL;
+    char **env = NULL;
+    char *body = json_dumps(s->request, JSON_COMPACT);
+    struct td_worker *w = calloc(1, sizeof(*w));
+    const char *what = "malloc";
+    int err = ENOMEM;
+    if (!w || !body || asprintf(&workdir, "%s/%llu", td_cfg.work_dir, ++call_seq) < 0) goto fail;
+    env = build_env(s);
+    if (!env) goto fail;
+    what = "mkdir";
+    if (mkdir(workdir, 0700) < 0) {
+        err = errno;
+        goto fail;
+    }
+    struct td_spawn sp = {.argv = s->tool->argv, .envp = env, .cwd = workdir};
+    struct td_child child;
+    int rc = td_sandbox_spawn(&sp, &child, &what);
+    for (char **e = env; *e; e++)
+        free(*e);
+    free(env);
+    env = NULL;
+    if (rc < 0) {
+        err = -rc;
+        rmdir(workdir);
+        goto fail;
+    }
+
+    w->tool = td_tool_ref(s->tool);
+    w->batch_id = strdup(s->batch_id);
+    w->call_id = strdup(s->call_id);
+    w->workdir = workdir;
+    w->timeout_ms = s->timeout_ms;
+    w->pid = child.pid;
+    w->exfd = child.exec_err;
+    w->cb = cb;
+    w->cb_data = data;
+    te_frame_decoder_init(&w->dec, td_cfg.max_frame);
+    pipe_open(w, &w->in, child.in);
+    pipe_open(w, &w->out, child.out);
+    pipe_open(w, &w->err, child.err);
+    uv_timer_init(td_loop, &w->timer);
+    w->timer.data = w;
+    w->handles++;
+    w->next = workers;
+    if (workers) workers->prev = w;
+    workers = w;
+    nworkers++;
+    td_reaper_watch(w->pid, on_worker_exit, w);
+
+    /* The request: one frame, then stdin is closed. */
+    size_t len = strlen(body);
+    te_frame_header((uint32_t)len, w->hdr);
+    w->reqbody = body;
+    uv_buf_t bufs[2] = {uv_buf_init((char *)w->hdr, sizeof(w->hdr)), uv_buf_init(body, len)};
+    w->wreq.data = w;
+    if (uv_write(&w->wreq, (uv_stream_t *)&w->in, bufs, 2, on_request_written) < 0)
+        close_handle(w, (uv_handle_t *)&w->in);
+    uv_read_start((uv_stream_t *)&w->out, alloc_cb, on_stdout);
+    uv_read_start((uv_stream_t *)&w->err, alloc_cb, on_stderr);
+    uv_timer_start(&w->timer, on_timeout, s->timeout_ms, 0);
+    td_log(TD_LOG_DEBUG, "batch %s call %s: started %s as pid %d", s->batch_id, s->call_id,
+           s->tool->name, (int)w->pid);
+    return w;
+
+fail:
+    if (env) {
+        for (char **e = env; *e; e++)
+            free(*e);
+        free(env);
+    }
+    free(workdir);
+    free(body);
+    free(w);
+    *result = spawn_error(s, what, err);
+    td_log(TD_LOG_WARN, "batch %s call %s: %s: %s", s->batch_id, s->call_id, what, strerror(err));
+    return NULL;
+}
+
+static void cancel(struct td_worker *w)
+{
+    fail(w, TE_HANDLER_EXIT, "cancelled",
+         json_pack("{s:b,s:o}", "cancelled", 1, "stderr", stderr_tail(w)), NULL);
+}
+
+void td_worker_abandon(struct td_worker *w)
+{
+    w->cb = NULL;
+    cancel(w);
+}
+
+void td_worker_kill_all(void)
+{
+    for (struct td_worker *w = workers, *next; w; w = next) {
+        next = w->next;
+        if (!w->finished) cancel(w);
+    }
+}

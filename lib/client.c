@@ -1,0 +1,132 @@
+/*
+ * client.c - a small blocking client for toolexecd's Unix socket: one JSON
+ * object per line in each direction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "toolexec.h"
+
+/* Longest event line accepted; the daemon's own content limit plus room for
+ * the JSON around it. */
+#define TE_CLIENT_LINE_MAX (64u * 1024u * 1024u)
+
+struct te_client {
+    int fd;
+    char *buf;
+    size_t len, cap, scanned;
+};
+
+int te_default_socket_path(char *buf, size_t len)
+{
+    int n;
+    if (geteuid() == 0) {
+        n = snprintf(buf, len, "/run/toolexecd/toolexecd.sock");
+    } else {
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        if (!rt || !*rt) return -ENOENT;
+        n = snprintf(buf, len, "%s/toolexecd.sock", rt);
+    }
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int te_client_connect(const char *path, te_client **out)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    *out = NULL;
+    if (strlen(path) >= sizeof(sa.sun_path)) return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    te_client *c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return -ENOMEM;
+    }
+    c->fd = fd;
+    *out = c;
+    return 0;
+}
+
+int te_client_send(te_client *c, const json_t *req)
+{
+    char *s = json_dumps(req, JSON_COMPACT);
+    if (!s) return -ENOMEM;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+    const char *p = s;
+    size_t left = n + 1;
+    int rc = 0;
+    while (left) {
+        ssize_t w = send(c->fd, p, left, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            rc = -errno;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    free(s);
+    return rc;
+}
+
+int te_client_shutdown(te_client *c)
+{
+    return shutdown(c->fd, SHUT_WR) < 0 ? -errno : 0;
+}
+
+int te_client_recv(te_client *c, json_t **event)
+{
+    *event = NULL;
+    for (;;) {
+        char *nl =
+            c->len > c->scanned ? memchr(c->buf + c->scanned, '\n', c->len - c->scanned) : NULL;
+        if (nl) {
+            size_t linelen = (size_t)(nl - c->buf);
+            json_error_t jerr;
+            json_t *ev = json_loadb(c->buf, linelen, 0, &jerr);
+            memmove(c->buf, nl + 1, c->len - linelen - 1);
+            c->len -= linelen + 1;
+            c->scanned = 0;
+            if (!json_is_object(ev)) {
+                json_decref(ev);
+                return -EBADMSG;
+            }
+            *event = ev;
+            return 0;
+        }
+        c->scanned = c->len;
+        if (c->len == c->cap) {
+            if (c->cap >= TE_CLIENT_LINE_MAX) return -EMSGSIZE;
+            size_t ncap = c->cap ? c->cap * 2 : 65536;
+            char *nb = realloc(c->buf, ncap);
+            if (!nb) return -ENOMEM;
+            c->buf = nb;
+            c->cap = ncap;
+        }
+        ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -errno;
+        if (n == 0) return -ENODATA;
+        c->len += (size_t)n;
+    }
+}
+
+void te_client_close(te_client *c)
+{
+    if (!c) return;
+    close(c->fd);
+    free(c->buf);
+    free(c);
+}

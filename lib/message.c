@@ -1,0 +1,366 @@
+/*
+ * message.c - protocol messages: the closed set of tool-error reasons, the
+ * validation of worker responses, tool-error objects, content encoding and
+ * the validation of "run" requests. Pure functions over jansson values; no
+ * I/O, so everything here is unit-tested directly.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolexec.h"
+
+static const char *const reason_names[TE_REASON_COUNT] = {
+    [TE_HANDLER_RAISED] = "handler_raised",
+    [TE_HANDLER_EXIT] = "handler_exit",
+    [TE_TIMEOUT] = "timeout",
+    [TE_INVALID_RETURN] = "invalid_return",
+    [TE_NOT_FOUND] = "not_found",
+    [TE_ENCODING_FAILED] = "encoding_failed",
+};
+
+const char *te_reason_name(te_reason r)
+{
+    return (unsigned)r < TE_REASON_COUNT ? reason_names[r] : "unknown";
+}
+
+int te_reason_parse(const char *name)
+{
+    for (int i = 0; i < TE_REASON_COUNT; i++)
+        if (name && strcmp(name, reason_names[i]) == 0) return i;
+    return -EINVAL;
+}
+
+bool te_halt_reason_reserved(const char *reason)
+{
+    static const char *const reserved[] = {"ask_user",   "max_turns", "halt_when",
+                                           "tool_error", "cancelled", "completed"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcmp(reason, reserved[i]) == 0) return true;
+    return false;
+}
+
+bool te_tool_name_valid(const char *name)
+{
+    size_t n = 0;
+    for (const char *p = name; *p; p++, n++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return n >= 1 && n <= TE_TOOL_NAME_MAX;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+/* The key of obj other than the allowed ones, if any. */
+static const char *extra_key(const json_t *obj, const char *const *allowed, size_t nallowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        size_t i;
+        for (i = 0; i < nallowed; i++)
+            if (strcmp(key, allowed[i]) == 0) break;
+        if (i == nallowed) return key;
+    }
+    return NULL;
+}
+
+#define EXTRA_KEY(obj, ...)                                                                        \
+    extra_key((obj), (const char *const[]){__VA_ARGS__},                                           \
+              sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+int te_result_kind_of(const json_t *r)
+{
+    if (!json_is_object(r) || json_object_size(r) == 0) return -EINVAL;
+    if (json_object_get(r, "ok")) return TE_RESULT_OK;
+    if (json_object_get(r, "error")) return TE_RESULT_ERROR;
+    if (json_object_get(r, "ask_user")) return TE_RESULT_ASK_USER;
+    if (json_object_get(r, "halt")) return TE_RESULT_HALT;
+    if (json_object_get(r, "raised")) return TE_RESULT_RAISED;
+    if (json_object_get(r, "tool_error")) return TE_RESULT_TOOL_ERROR;
+    return -EINVAL;
+}
+
+int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!json_is_object(resp)) return fail(err, errlen, "response is not a JSON object");
+    json_t *v;
+    const char *extra;
+    if ((v = json_object_get(resp, "ok"))) {
+        if ((extra = EXTRA_KEY(resp, "ok")))
+            return fail(err, errlen, "unexpected key \"%s\" beside \"ok\"", extra);
+        *out = json_incref(resp);
+        return TE_RESULT_OK;
+    }
+    if ((v = json_object_get(resp, "error"))) {
+        if ((extra = EXTRA_KEY(resp, "error")))
+            return fail(err, errlen, "unexpected key \"%s\" beside \"error\"", extra);
+        *out = json_incref(resp);
+        return TE_RESULT_ERROR;
+    }
+    if ((v = json_object_get(resp, "ask_user"))) {
+        if ((extra = EXTRA_KEY(resp, "ask_user", "opts")))
+            return fail(err, errlen, "unexpected key \"%s\" beside \"ask_user\"", extra);
+        if (!json_is_string(v)) return fail(err, errlen, "\"ask_user\" question is not a string");
+        json_t *opts = json_object_get(resp, "opts");
+        if (opts && !json_is_object(opts))
+            return fail(err, errlen, "\"ask_user\" opts is not an object");
+        *out =
+            json_pack("{s:O,s:o}", "ask_user", v, "opts", opts ? json_incref(opts) : json_object());
+        return *out ? TE_RESULT_ASK_USER : -ENOMEM;
+    }
+    if ((v = json_object_get(resp, "halt"))) {
+        if ((extra = EXTRA_KEY(resp, "halt", "result")))
+            return fail(err, errlen, "unexpected key \"%s\" beside \"halt\"", extra);
+        if (!json_is_string(v)) return fail(err, errlen, "\"halt\" reason is not a string");
+        if (!json_object_get(resp, "result"))
+            return fail(err, errlen, "\"halt\" without \"result\"");
+        *out = json_incref(resp);
+        return TE_RESULT_HALT;
+    }
+    if ((v = json_object_get(resp, "raised"))) {
+        if ((extra = EXTRA_KEY(resp, "raised")))
+            return fail(err, errlen, "unexpected key \"%s\" beside \"raised\"", extra);
+        if (!json_is_object(v)) return fail(err, errlen, "\"raised\" is not an object");
+        *out = json_incref(resp);
+        return TE_RESULT_RAISED;
+    }
+    const char *key = json_object_size(resp) ? json_object_iter_key(json_object_iter(resp)) : NULL;
+    if (key)
+        return fail(err, errlen,
+                    "unknown key \"%s\" (expected ok, error, ask_user, halt or raised)", key);
+    return fail(err, errlen, "empty response object");
+}
+
+int te_response_parse(const char *buf, size_t len, json_t **out, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    *out = NULL;
+    json_t *resp = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (!resp) return fail(err, errlen, "invalid JSON at byte %d: %s", jerr.position, jerr.text);
+    int rc = te_response_check(resp, out, err, errlen);
+    json_decref(resp);
+    return rc;
+}
+
+json_t *te_tool_error_new(te_reason reason, const char *tool_name, const char *call_id,
+                          const char *detail, json_t *cause, json_t *metadata)
+{
+    const char *rname = te_reason_name(reason);
+    size_t n = strlen(tool_name) + strlen(rname) + (detail ? strlen(detail) + 2 : 0) + 32;
+    char *msg = malloc(n);
+    json_t *te = NULL;
+    if (msg) {
+        snprintf(msg, n, "tool error (%s): %s%s%s", tool_name, rname, detail ? ": " : "",
+                 detail ? detail : "");
+        te =
+            json_pack("{s:{s:s,s:s,s:s,s:s,s:o,s:o}}", "tool_error", "reason", rname, "message",
+                      msg, "tool_name", tool_name, "tool_call_id", call_id, "cause",
+                      cause ? cause : json_null(), "metadata", metadata ? metadata : json_object());
+        free(msg);
+        return te;
+    }
+    json_decref(cause);
+    json_decref(metadata);
+    return NULL;
+}
+
+static char *dump_limited(const json_t *v, size_t limit, size_t *len, int *rc)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    size_t n = strlen(s);
+    if (n > limit) {
+        free(s);
+        *rc = -E2BIG;
+        return NULL;
+    }
+    *len = n;
+    *rc = 0;
+    return s;
+}
+
+char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
+{
+    if (json_is_string(v)) {
+        size_t n = json_string_length(v);
+        if (n > limit) {
+            *rc = -E2BIG;
+            return NULL;
+        }
+        char *s = malloc(n + 1);
+        if (!s) {
+            *rc = -ENOMEM;
+            return NULL;
+        }
+        memcpy(s, json_string_value(v), n);
+        s[n] = '\0';
+        *len = n;
+        *rc = 0;
+        return s;
+    }
+    return dump_limited(v, limit, len, rc);
+}
+
+/* {"error": TEXT} */
+static char *encode_error_text(const json_t *reason, size_t limit, size_t *len, int *rc)
+{
+    json_t *text;
+    if (json_is_string(reason)) {
+        text = json_incref((json_t *)reason);
+    } else {
+        char *s = json_dumps(reason, JSON_COMPACT | JSON_ENCODE_ANY);
+        text = s ? json_string(s) : NULL;
+        free(s);
+    }
+    json_t *obj = text ? json_pack("{s:o}", "error", text) : NULL;
+    if (!obj) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    char *out = dump_limited(obj, limit, len, rc);
+    json_decref(obj);
+    return out;
+}
+
+#define TE_AWAITING "<awaiting user response>"
+
+char *te_content_encode(const json_t *result, size_t limit, size_t *len, int *rc)
+{
+    *rc = -EINVAL;
+    switch (te_result_kind_of(result)) {
+    case TE_RESULT_OK:
+        return te_content_of_value(json_object_get(result, "ok"), limit, len, rc);
+    case TE_RESULT_HALT:
+        return te_content_of_value(json_object_get(result, "result"), limit, len, rc);
+    case TE_RESULT_ERROR:
+        return encode_error_text(json_object_get(result, "error"), limit, len, rc);
+    case TE_RESULT_TOOL_ERROR: {
+        json_t *msg = json_object_get(json_object_get(result, "tool_error"), "message");
+        return msg ? encode_error_text(msg, limit, len, rc) : NULL;
+    }
+    case TE_RESULT_ASK_USER: {
+        json_t *s = json_string(TE_AWAITING);
+        char *out = s ? te_content_of_value(s, limit, len, rc) : NULL;
+        json_decref(s);
+        return out;
+    }
+    default:
+        return NULL;
+    }
+}
+
+static bool positive_int(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+static json_t *or_null(json_t *v)
+{
+    return v ? v : json_null();
+}
+
+int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    const char *extra =
+        EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout", "max_concurrency",
+                  "context", "session_id", "request_id", "engine");
+    if (extra) return fail(err, errlen, "unknown key \"%s\" in run request", extra);
+
+    json_t *v = json_object_get(req, "batch");
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v) || json_string_length(v) == 0)
+            return fail(err, errlen, "batch: expected a non-empty string");
+        out->batch = json_string_value(v);
+    }
+    out->policy = TE_POLICY_CONTINUE;
+    v = json_object_get(req, "on_tool_error");
+    if (v && !json_is_null(v)) {
+        const char *s = json_string_value(v);
+        if (s && strcmp(s, "continue") == 0)
+            out->policy = TE_POLICY_CONTINUE;
+        else if (s && strcmp(s, "halt") == 0)
+            out->policy = TE_POLICY_HALT;
+        else
+            return fail(err, errlen, "on_tool_error: expected \"continue\", \"halt\" or null");
+    }
+    out->tool_timeout_ms = TE_TOOL_TIMEOUT_DEFAULT_MS;
+    v = json_object_get(req, "tool_timeout");
+    if (v && !json_is_null(v) && !positive_int(v, &out->tool_timeout_ms))
+        return fail(err, errlen, "tool_timeout: expected a positive integer (milliseconds)");
+    v = json_object_get(req, "max_concurrency");
+    if (v && !json_is_null(v) && !positive_int(v, &out->max_concurrency))
+        return fail(err, errlen, "max_concurrency: expected a positive integer");
+
+    json_t *calls = json_object_get(req, "calls");
+    if (!json_is_array(calls))
+        return fail(err, errlen, calls ? "calls: expected an array" : "calls: missing");
+    json_t *seen = json_object();
+    if (!seen) return -ENOMEM;
+    size_t i;
+    json_t *call;
+    int rc = 0;
+    json_array_foreach(calls, i, call)
+    {
+        if (!json_is_object(call)) {
+            rc = fail(err, errlen, "calls[%zu]: expected an object", i);
+            break;
+        }
+        if ((extra = EXTRA_KEY(call, "id", "name", "arguments"))) {
+            rc = fail(err, errlen, "calls[%zu]: unknown key \"%s\"", i, extra);
+            break;
+        }
+        json_t *id = json_object_get(call, "id"), *name = json_object_get(call, "name");
+        if (!json_is_string(id)) {
+            rc = fail(err, errlen, "calls[%zu].id: expected a string", i);
+            break;
+        }
+        if (!json_is_string(name)) {
+            rc = fail(err, errlen, "calls[%zu].name: expected a string", i);
+            break;
+        }
+        json_t *args = json_object_get(call, "arguments");
+        if (args && !json_is_null(args) && !json_is_object(args)) {
+            rc = fail(err, errlen, "calls[%zu].arguments: expected an object or null", i);
+            break;
+        }
+        if (json_object_get(seen, json_string_value(id))) {
+            rc = fail(err, errlen, "calls[%zu].id: duplicate call id \"%s\"", i,
+                      json_string_value(id));
+            break;
+        }
+        json_object_set(seen, json_string_value(id), json_true());
+        if (!args || json_is_null(args)) json_object_set_new(call, "arguments", json_object());
+    }
+    json_decref(seen);
+    if (rc) return rc;
+    out->calls = calls;
+    out->ncalls = json_array_size(calls);
+    out->context = or_null(json_object_get(req, "context"));
+    out->session_id = or_null(json_object_get(req, "session_id"));
+    out->request_id = or_null(json_object_get(req, "request_id"));
+    out->engine = or_null(json_object_get(req, "engine"));
+    return 0;
+}

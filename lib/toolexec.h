@@ -1,0 +1,203 @@
+/*
+ * toolexec.h - libtoolexec, the public API shared by toolexecd, its clients
+ * and the tools it runs.
+ *
+ * Four parts, each in its own source file:
+ *   frame.c    length-prefixed frame codec (no I/O, incremental, size-capped)
+ *   message.c  protocol messages: worker responses, tool errors, content
+ *              encoding, run-request validation (no I/O)
+ *   client.c   a small blocking client for the daemon's Unix socket
+ *   worker.c   the worker SDK: write a tool in C
+ *
+ * Conventions: every name starts with te_; functions that can fail return a
+ * negative errno value (or NULL) and, where a human needs to know why, fill a
+ * caller-supplied message buffer.
+ */
+#ifndef TOOLEXEC_H
+#define TOOLEXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Frame codec: a 4-byte big-endian length N, then N bytes of UTF-8 JSON.    */
+
+#define TE_FRAME_HEADER_LEN 4
+/* Default cap on a frame body. Large enough for any sane tool result, small
+ * enough that a hostile worker cannot make the daemon allocate gigabytes. */
+#define TE_FRAME_MAX_DEFAULT (16u * 1024u * 1024u)
+
+typedef struct te_frame_decoder {
+    uint32_t max; /* largest body accepted */
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    size_t hdr_have; /* header bytes received */
+    uint32_t len;    /* body length, once the header is complete */
+    char *body;      /* len + 1 bytes (NUL-terminated for convenience) */
+    size_t have;     /* body bytes received */
+    bool done;       /* a whole frame is waiting in body */
+} te_frame_decoder;
+
+enum {
+    TE_FRAME_NEED = 0, /* all input consumed, frame not complete yet */
+    TE_FRAME_DONE = 1, /* a frame is complete; see te_frame_take() */
+};
+
+void te_frame_decoder_init(te_frame_decoder *d, uint32_t max);
+void te_frame_decoder_free(te_frame_decoder *d);
+/* Feed up to len bytes. Stops at the end of the first complete frame;
+ * *consumed tells how much of buf was used. Returns TE_FRAME_NEED,
+ * TE_FRAME_DONE, -EMSGSIZE as soon as a header announces a body over the cap
+ * (d->len then holds the announced length), or -ENOMEM. */
+int te_frame_feed(te_frame_decoder *d, const void *buf, size_t len, size_t *consumed);
+/* Take ownership of the completed body (NUL-terminated, *len bytes) and reset
+ * the decoder for the next frame. NULL when no frame is complete. */
+char *te_frame_take(te_frame_decoder *d, size_t *len);
+/* Bytes of an unfinished frame held (header + body), for "truncated" reports. */
+size_t te_frame_pending(const te_frame_decoder *d);
+/* Write the 4-byte header for a body of len bytes. */
+void te_frame_header(uint32_t len, uint8_t out[TE_FRAME_HEADER_LEN]);
+
+/* ------------------------------------------------------------------------ */
+/* Protocol messages.                                                        */
+
+/* The closed set of executor-originated tool error reasons. */
+typedef enum te_reason {
+    TE_HANDLER_RAISED,
+    TE_HANDLER_EXIT,
+    TE_TIMEOUT,
+    TE_INVALID_RETURN,
+    TE_NOT_FOUND,
+    TE_ENCODING_FAILED,
+    TE_REASON_COUNT
+} te_reason;
+
+const char *te_reason_name(te_reason r);
+/* -EINVAL for a name outside the set. */
+int te_reason_parse(const char *name);
+
+/* Halt reasons a worker may not use (ask_user, max_turns, halt_when,
+ * tool_error, cancelled, completed). */
+bool te_halt_reason_reserved(const char *reason);
+
+/* The kinds of a validated worker response / call result. */
+typedef enum te_result_kind {
+    TE_RESULT_OK,        /* {"ok": v} */
+    TE_RESULT_ERROR,     /* {"error": r}        handler-reported, passed through */
+    TE_RESULT_ASK_USER,  /* {"ask_user": q, "opts": {...}} */
+    TE_RESULT_HALT,      /* {"halt": reason, "result": v} */
+    TE_RESULT_RAISED,    /* {"raised": {...}}   worker reports it raised */
+    TE_RESULT_TOOL_ERROR /* {"tool_error": {...}} executor-originated */
+} te_result_kind;
+
+/* Validate a worker's response frame body. On success returns the kind and
+ * stores in *out a normalised result object (ask_user always carries "opts",
+ * halt always carries "result"). On failure returns -EINVAL and writes why
+ * into err (e.g. "unknown key \"x\""). A halt with a reserved reason is valid
+ * here; the caller decides what it means. */
+int te_response_parse(const char *buf, size_t len, json_t **out, char *err, size_t errlen);
+/* The same, for an already parsed value (steals nothing). */
+int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen);
+/* Kind of a normalised result object, or -EINVAL. */
+int te_result_kind_of(const json_t *result);
+
+/* Build {"tool_error": {reason, message, tool_name, tool_call_id, cause,
+ * metadata}}. message is "tool error (NAME): REASON" followed by ": detail"
+ * when detail is not NULL. cause and metadata are stolen (NULL: null / {}). */
+json_t *te_tool_error_new(te_reason reason, const char *tool_name, const char *call_id,
+                          const char *detail, json_t *cause, json_t *metadata);
+
+/* Encode a result as the text content that goes back to the model:
+ *   ok v / halt result v : v when it is a string, else compact JSON of v
+ *   error r              : {"error": TEXT}, TEXT = r if a string, else JSON of r
+ *   tool_error           : {"error": MESSAGE}
+ *   ask_user             : "<awaiting user response>"
+ * Returns a malloc'ed NUL-terminated string (length in *len), NULL with
+ * -ENOMEM / -EINVAL / -E2BIG (longer than limit) in *rc. */
+char *te_content_encode(const json_t *result, size_t limit, size_t *len, int *rc);
+/* Encode one JSON value as content (the ok rule). Same contract. */
+char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc);
+
+/* A validated "run" request. Pointers borrow from the request object. */
+typedef enum te_error_policy { TE_POLICY_CONTINUE, TE_POLICY_HALT } te_error_policy;
+
+#define TE_TOOL_TIMEOUT_DEFAULT_MS 30000
+
+typedef struct te_run_request {
+    const char *batch; /* NULL when the client gave none */
+    json_t *calls;     /* array; each item has string id, name and an
+                        * object "arguments" after normalisation */
+    size_t ncalls;
+    te_error_policy policy;
+    uint64_t tool_timeout_ms;
+    uint64_t max_concurrency; /* 0: not given, caller applies its default */
+    json_t *context, *session_id, *request_id, *engine; /* json null if absent */
+} te_run_request;
+
+/* Validate a {"op": "run", ...} request. Normalises calls[].arguments (absent
+ * or null becomes {}) in place. On failure returns -EINVAL with a message
+ * naming the offending field. */
+int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen);
+
+/* Tool names: [A-Za-z0-9_.-]{1,64}. */
+#define TE_TOOL_NAME_MAX 64
+bool te_tool_name_valid(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Client API (blocking; for tools, tests and the toolexec CLI).             */
+
+typedef struct te_client te_client;
+
+/* The daemon's default socket: $XDG_RUNTIME_DIR/toolexecd.sock for a
+ * non-root user, /run/toolexecd/toolexecd.sock for root. -ENOENT when a
+ * non-root user has no XDG_RUNTIME_DIR. */
+int te_default_socket_path(char *buf, size_t len);
+int te_client_connect(const char *path, te_client **out);
+/* Send one request (one JSON line). */
+int te_client_send(te_client *c, const json_t *req);
+/* Close the sending direction (the daemon still finishes owed work). */
+int te_client_shutdown(te_client *c);
+/* Receive one event. 0 and *event set; -ENODATA at end of stream;
+ * -EBADMSG on a line that is not a JSON object. */
+int te_client_recv(te_client *c, json_t **event);
+void te_client_close(te_client *c);
+
+/* ------------------------------------------------------------------------ */
+/* Worker SDK: a tool is a handler that receives the call and returns one of
+ * the five handler results (or reports that it raised).                    */
+
+typedef struct te_call {
+    const char *tool;  /* the tool's name */
+    json_t *arguments; /* always an object */
+    json_t *opts;      /* the call context for "context": true tools, else NULL */
+} te_call;
+
+/* Result constructors; each steals its json_t arguments. */
+json_t *te_ok(json_t *value);
+json_t *te_error(json_t *reason);
+json_t *te_ask_user(const char *question, json_t *opts /* may be NULL */);
+json_t *te_halt(const char *reason, json_t *result);
+json_t *te_raised(const char *type, const char *message, const char *stacktrace);
+
+/* A handler returns a new reference to a result built with the constructors
+ * above; returning NULL reports a raised "HandlerReturnedNull". */
+typedef json_t *(*te_handler)(const te_call *call, void *userdata);
+
+/* Read the request frame from fd (normally 0). */
+int te_worker_read_request(int fd, json_t **request);
+/* Write one response frame to fd (normally 1). */
+int te_worker_write_response(int fd, const json_t *response);
+/* The whole worker: read the request from stdin, run the handler, write the
+ * response to stdout. Returns the process exit status to use (0 on success). */
+int te_worker_main(te_handler handler, void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,128 @@
+/*
+ * worker.c - the C worker SDK. A worker reads exactly one request frame from
+ * stdin, runs its handler and writes exactly one response frame to stdout.
+ * Blocking I/O is right here: a worker is a short-lived single-call process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "toolexec.h"
+
+json_t *te_ok(json_t *value)
+{
+    return json_pack("{s:o}", "ok", value ? value : json_null());
+}
+
+json_t *te_error(json_t *reason)
+{
+    return json_pack("{s:o}", "error", reason ? reason : json_null());
+}
+
+json_t *te_ask_user(const char *question, json_t *opts)
+{
+    return json_pack("{s:s,s:o}", "ask_user", question, "opts", opts ? opts : json_object());
+}
+
+json_t *te_halt(const char *reason, json_t *result)
+{
+    return json_pack("{s:s,s:o}", "halt", reason, "result", result ? result : json_null());
+}
+
+json_t *te_raised(const char *type, const char *message, const char *stacktrace)
+{
+    return json_pack("{s:{s:s,s:s,s:s}}", "raised", "type", type, "message", message ? message : "",
+                     "stacktrace", stacktrace ? stacktrace : "");
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -errno;
+        if (n == 0) return -ENODATA;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int te_worker_read_request(int fd, json_t **request)
+{
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    *request = NULL;
+    int rc = read_full(fd, hdr, sizeof(hdr));
+    if (rc) return rc;
+    uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    if (len > TE_FRAME_MAX_DEFAULT) return -EMSGSIZE;
+    char *body = malloc((size_t)len + 1);
+    if (!body) return -ENOMEM;
+    rc = read_full(fd, body, len);
+    if (rc == 0) {
+        json_error_t jerr;
+        *request = json_loadb(body, len, 0, &jerr);
+        if (!json_is_object(*request)) {
+            json_decref(*request);
+            *request = NULL;
+            rc = -EBADMSG;
+        }
+    }
+    free(body);
+    return rc;
+}
+
+int te_worker_write_response(int fd, const json_t *response)
+{
+    char *body = json_dumps(response, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!body) return -ENOMEM;
+    size_t len = strlen(body);
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    te_frame_header((uint32_t)len, hdr);
+    int rc = write_full(fd, hdr, sizeof(hdr));
+    if (rc == 0) rc = write_full(fd, body, len);
+    free(body);
+    return rc;
+}
+
+int te_worker_main(te_handler handler, void *userdata)
+{
+    json_t *req = NULL;
+    int rc = te_worker_read_request(0, &req);
+    json_t *resp;
+    if (rc) {
+        resp = te_raised("BadRequest", strerror(-rc), NULL);
+    } else {
+        te_call call = {
+            .tool = json_string_value(json_object_get(req, "tool")),
+            .arguments = json_object_get(req, "arguments"),
+            .opts = json_object_get(req, "opts"),
+        };
+        if (!call.tool) call.tool = "";
+        if (!json_is_object(call.arguments))
+            call.arguments = json_object_set_new(req, "arguments", json_object()) == 0
+                                 ? json_object_get(req, "arguments")
+                                 : NULL;
+        resp = handler(&call, userdata);
+        if (!resp) resp = te_raised("HandlerReturnedNull", "the handler returned no result", NULL);
+    }
+    rc = resp ? te_worker_write_response(1, resp) : -ENOMEM;
+    json_decref(resp);
+    json_decref(req);
+    return rc ? 1 : 0;
+}
