@@ -1,0 +1,17 @@
+# contrib/deps.sh - sourced by the set-up scripts: installs the Debian
+# packages toolexecd needs to build, test and demo, when any is missing.
+TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev python3 socat groff-base man-db"
+
+te_install_deps() {
+    missing=""
+    for p in $TE_DEBIAN_PACKAGES ${TE_EXTRA_PACKAGES:-}; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    echo "installing:$missing" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
+}
