@@ -486,7 +486,11 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     *result = NULL;
     char *workdir = NULL;
     char **env = NULL;
-    char *body = json_dumps(s->request, JSON_COMPACT);
+    /* framed: the request object in one frame; plain: the arguments as one
+     * line of compact JSON */
+    bool plain = s->tool->protocol == TD_PROTO_PLAIN;
+    char *body = json_dumps(plain ? json_object_get(s->request, "arguments") : s->request,
+                            JSON_COMPACT);
     struct td_worker *w = calloc(1, sizeof(*w));
     const char *what = "malloc";
     int err = ENOMEM;
@@ -536,10 +540,13 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     /* The request: one frame, then stdin is closed. */
     size_t len = strlen(body);
     te_frame_header((uint32_t)len, w->hdr);
+    if (plain)
+        body[len++] = '\n'; /* over the NUL: json_dumps allocated len + 1 */
     w->reqbody = body;
     uv_buf_t bufs[2] = {uv_buf_init((char *)w->hdr, sizeof(w->hdr)), uv_buf_init(body, len)};
     w->wreq.data = w;
-    if (uv_write(&w->wreq, (uv_stream_t *)&w->in, bufs, 2, on_request_written) < 0)
+    if (uv_write(&w->wreq, (uv_stream_t *)&w->in, plain ? bufs + 1 : bufs, plain ? 1 : 2,
+                 on_request_written) < 0)
         close_handle(w, (uv_handle_t *)&w->in);
     uv_read_start((uv_stream_t *)&w->out, alloc_cb, on_stdout);
     uv_read_start((uv_stream_t *)&w->err, alloc_cb, on_stderr);
