@@ -43,7 +43,8 @@ struct td_batch {
 static void send_event(struct td_batch *b, const char *name, json_t *fields)
 {
     json_t *ev = json_pack("{s:s,s:s}", "event", name, "batch", b->id);
-    if (ev && fields) json_object_update(ev, fields);
+    if (ev && fields)
+        json_object_update(ev, fields);
     json_decref(fields);
     td_conn_send(b->conn, ev);
 }
@@ -56,7 +57,8 @@ static void complete(struct td_batch *b)
         struct call *c = &b->calls[i];
         json_array_append_new(messages, json_pack("{s:s,s:s,s:O}", "role", "tool", "tool_call_id",
                                                   c->id, "content", c->content));
-        if (json_is_null(halt) && c->halt) halt = json_incref(c->halt);
+        if (json_is_null(halt) && c->halt)
+            halt = json_incref(c->halt);
     }
     send_event(b, "batch_completed", json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
     td_log(TD_LOG_DEBUG, "batch %s: completed (%zu calls)", b->id, b->ncalls);
@@ -164,7 +166,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                           c->name, "arguments", c->arguments, "engine",
                                           b->r.engine));
         uint64_t timeout = b->r.tool_timeout_ms;
-        if (c->tool->timeout_ms && c->tool->timeout_ms < timeout) timeout = c->tool->timeout_ms;
+        if (c->tool->timeout_ms && c->tool->timeout_ms < timeout)
+            timeout = c->tool->timeout_ms;
         struct td_worker_spec spec = {.tool = c->tool,
                                       .batch_id = b->id,
                                       .call_id = c->id,
@@ -173,7 +176,8 @@ static void start_call(struct td_batch *b, struct call *c)
         c->worker = td_worker_start(&spec, call_done, c, &result);
         json_decref(req);
     }
-    if (result) call_done(c, result);
+    if (result)
+        call_done(c, result);
 }
 
 /* Start queued calls while the batch's concurrency allows. Re-entrant calls
@@ -181,19 +185,22 @@ static void start_call(struct td_batch *b, struct call *c)
  * outermost loop does the work, so the stack never grows with the batch. */
 static void pump(struct td_batch *b)
 {
-    if (b->pumping) return;
+    if (b->pumping)
+        return;
     b->pumping = true;
     while (b->next < b->ncalls && b->running < b->max_concurrency)
         start_call(b, &b->calls[b->next++]);
     b->pumping = false;
-    if (b->done == b->ncalls) complete(b);
+    if (b->done == b->ncalls)
+        complete(b);
 }
 
 static uint64_t default_concurrency(size_t ncalls)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint64_t c = (uint64_t)(cpus > 0 ? cpus : 1) * 2;
-    if (ncalls < c) c = ncalls;
+    if (ncalls < c)
+        c = ncalls;
     return c ? c : 1;
 }
 
@@ -229,7 +236,8 @@ void td_batch_run(struct td_conn *conn, json_t *req)
 
     struct td_batch *b = calloc(1, sizeof(*b));
     if (!b || !(b->calls = calloc(r.ncalls + 1, sizeof(*b->calls))) || !(b->id = strdup(id))) {
-        if (b) free(b->calls);
+        if (b)
+            free(b->calls);
         free(b);
         td_conn_error(conn, id, "engine_error", "internal", "out of memory", NULL);
         return;
@@ -266,7 +274,8 @@ void td_batch_free(struct td_batch *b)
 {
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
-        if (c->worker) td_worker_abandon(c->worker);
+        if (c->worker)
+            td_worker_abandon(c->worker);
         td_tool_unref(c->tool);
         json_decref(c->content);
         json_decref(c->halt);

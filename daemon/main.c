@@ -53,14 +53,16 @@ static bool parse_size(const char *s, uint64_t max, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v == 0 || v > max || s[0] == '-') return false;
+    if (errno || end == s || *end || v == 0 || v > max || s[0] == '-')
+        return false;
     *out = v;
     return true;
 }
 
 void td_maybe_exit(void)
 {
-    if (!td_shutting_down || signals_closed || td_workers_alive() || td_server_conns()) return;
+    if (!td_shutting_down || signals_closed || td_workers_alive() || td_server_conns())
+        return;
     signals_closed = true;
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
@@ -69,7 +71,8 @@ void td_maybe_exit(void)
 
 static void on_terminate(uv_signal_t *h, int signum)
 {
-    if (td_shutting_down) return;
+    if (td_shutting_down)
+        return;
     td_log(TD_LOG_INFO, "%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
     td_shutting_down = true;
     td_server_stop();
@@ -83,7 +86,8 @@ static void ensure_std_fds(void)
     int fd;
     while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2)
         fcntl(fd, F_SETFD, 0);
-    if (fd > 2) close(fd);
+    if (fd > 2)
+        close(fd);
 }
 
 static int default_socket(char **out)
@@ -94,7 +98,8 @@ static int default_socket(char **out)
         td_log(TD_LOG_ERR, "XDG_RUNTIME_DIR is not set; pass --socket PATH");
         return rc;
     }
-    if (rc < 0) return rc;
+    if (rc < 0)
+        return rc;
     if (geteuid() == 0 && mkdir("/run/toolexecd", 0755) < 0 && errno != EEXIST) {
         td_log(TD_LOG_ERR, "cannot create /run/toolexecd: %s", strerror(errno));
         return -errno;
@@ -113,8 +118,10 @@ static int make_work_dir(void)
         return 0;
     }
     const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp) tmp = "/tmp";
-    if (asprintf(&td_cfg.work_dir, "%s/toolexecd.XXXXXX", tmp) < 0) return -1;
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    if (asprintf(&td_cfg.work_dir, "%s/toolexecd.XXXXXX", tmp) < 0)
+        return -1;
     if (!mkdtemp(td_cfg.work_dir)) {
         td_log(TD_LOG_ERR, "cannot create a work directory under %s: %s", tmp, strerror(errno));
         return -1;
@@ -201,10 +208,13 @@ int main(int argc, char **argv)
         return 1;
     }
     int status = 1;
-    if (!td_cfg.socket_path && default_socket(&socket_path) < 0) goto out_tools;
-    if (socket_path) td_cfg.socket_path = socket_path;
+    if (!td_cfg.socket_path && default_socket(&socket_path) < 0)
+        goto out_tools;
+    if (socket_path)
+        td_cfg.socket_path = socket_path;
     td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
-    if (make_work_dir() < 0) goto out_tools;
+    if (make_work_dir() < 0)
+        goto out_tools;
 
     td_loop = uv_default_loop();
     uv_signal_init(td_loop, &sigterm);
@@ -232,7 +242,8 @@ out_loop:
     uv_run(td_loop, UV_RUN_DEFAULT);
 out_loop_closed:
     uv_loop_close(td_loop);
-    if (td_cfg.work_dir_owned) td_remove_tree(td_cfg.work_dir);
+    if (td_cfg.work_dir_owned)
+        td_remove_tree(td_cfg.work_dir);
 out_tools:
     free(td_cfg.work_dir);
     free(socket_path);

@@ -26,8 +26,10 @@ static void on_sigchld(uv_signal_t *h, int signum)
         int status;
         struct rusage ru;
         pid_t pid = wait4(-1, &status, WNOHANG, &ru);
-        if (pid < 0 && errno == EINTR) continue;
-        if (pid <= 0) break;
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid <= 0)
+            break;
         struct watch **pp = &watches;
         while (*pp && (*pp)->pid != pid)
             pp = &(*pp)->next;
@@ -46,7 +48,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
 int td_reaper_start(void)
 {
     int rc = uv_signal_init(td_loop, &sigchld);
-    if (rc == 0) rc = uv_signal_start(&sigchld, on_sigchld, SIGCHLD);
+    if (rc == 0)
+        rc = uv_signal_start(&sigchld, on_sigchld, SIGCHLD);
     return rc;
 }
 

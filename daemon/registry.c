@@ -24,7 +24,8 @@ struct td_tool *td_tool_ref(struct td_tool *t)
 
 static void free_strv(char **v)
 {
-    if (!v) return;
+    if (!v)
+        return;
     for (char **p = v; *p; p++)
         free(*p);
     free(v);
@@ -32,7 +33,8 @@ static void free_strv(char **v)
 
 void td_tool_unref(struct td_tool *t)
 {
-    if (!t || --t->refs > 0) return;
+    if (!t || --t->refs > 0)
+        return;
     free(t->name);
     free(t->description);
     free(t->file);
@@ -57,13 +59,17 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 static char *resolve_command(const char *dir, const char *cmd)
 {
     char *out = NULL;
-    if (cmd[0] == '/') return strdup(cmd);
-    if (strchr(cmd, '/')) return asprintf(&out, "%s/%s", dir, cmd) < 0 ? NULL : out;
+    if (cmd[0] == '/')
+        return strdup(cmd);
+    if (strchr(cmd, '/'))
+        return asprintf(&out, "%s/%s", dir, cmd) < 0 ? NULL : out;
     char path[] = TD_WORKER_PATH;
     char *save = NULL;
     for (char *d = strtok_r(path, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        if (asprintf(&out, "%s/%s", d, cmd) < 0) return NULL;
-        if (access(out, X_OK) == 0) return out;
+        if (asprintf(&out, "%s/%s", d, cmd) < 0)
+            return NULL;
+        if (access(out, X_OK) == 0)
+            return out;
         free(out);
     }
     return strdup(cmd);
@@ -76,18 +82,21 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                                        "protocol", "context",     "timeout_ms", "env"};
     const char *key;
     json_t *v;
-    if (!json_is_object(def)) return fail(err, errlen, "%s: expected a JSON object", file);
+    if (!json_is_object(def))
+        return fail(err, errlen, "%s: expected a JSON object", file);
     json_object_foreach(def, key, v)
     {
         size_t i;
         for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-            if (strcmp(key, keys[i]) == 0) break;
+            if (strcmp(key, keys[i]) == 0)
+                break;
         if (i == sizeof(keys) / sizeof(keys[0]))
             return fail(err, errlen, "%s: %s: unknown key", file, key);
     }
 
     struct td_tool *t = calloc(1, sizeof(*t));
-    if (!t) return -ENOMEM;
+    if (!t)
+        return -ENOMEM;
     t->refs = 1;
     int rc = -EINVAL;
 #define BAD(...)                                                                                   \
@@ -103,11 +112,13 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     t->file = strdup(file);
 
     v = json_object_get(def, "description");
-    if (v && !json_is_string(v)) BAD("%s: description: expected a string", file);
+    if (v && !json_is_string(v))
+        BAD("%s: description: expected a string", file);
     t->description = strdup(v ? json_string_value(v) : "");
 
     v = json_object_get(def, "schema");
-    if (v && !json_is_object(v)) BAD("%s: schema: expected a JSON object", file);
+    if (v && !json_is_object(v))
+        BAD("%s: schema: expected a JSON object", file);
     t->schema = v ? json_incref(v) : json_pack("{s:s}", "type", "object");
 
     v = json_object_get(def, "command");
@@ -148,7 +159,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     }
 
     v = json_object_get(def, "context");
-    if (v && !json_is_boolean(v)) BAD("%s: context: expected true or false", file);
+    if (v && !json_is_boolean(v))
+        BAD("%s: context: expected true or false", file);
     t->context = json_is_true(v);
 
     v = json_object_get(def, "timeout_ms");
@@ -157,7 +169,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     t->timeout_ms = v ? (uint64_t)json_integer_value(v) : 0;
 
     v = json_object_get(def, "env");
-    if (v && !json_is_object(v)) BAD("%s: env: expected an object of strings", file);
+    if (v && !json_is_object(v))
+        BAD("%s: env: expected an object of strings", file);
     t->env = calloc(json_object_size(v) + 1, sizeof(char *));
     if (!t->env) {
         rc = -ENOMEM;
@@ -166,7 +179,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     json_t *val;
     json_object_foreach(v, key, val)
     {
-        if (!*key || strchr(key, '=')) BAD("%s: env: invalid variable name \"%s\"", file, key);
+        if (!*key || strchr(key, '='))
+            BAD("%s: env: invalid variable name \"%s\"", file, key);
         if (strncmp(key, "TOOLEXEC_", 9) == 0)
             BAD("%s: env.%s: TOOLEXEC_* variables are set by the daemon", file, key);
         if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
@@ -202,11 +216,14 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
     char absdir[PATH_MAX];
     struct dirent **ents = NULL;
     *out = NULL;
-    if (!realpath(dir, absdir)) return fail(err, errlen, "%s: %s", dir, strerror(errno));
+    if (!realpath(dir, absdir))
+        return fail(err, errlen, "%s: %s", dir, strerror(errno));
     int n = scandir(absdir, &ents, json_file, alphasort);
-    if (n < 0) return fail(err, errlen, "%s: %s", absdir, strerror(errno));
+    if (n < 0)
+        return fail(err, errlen, "%s: %s", absdir, strerror(errno));
     struct td_registry *r = calloc(1, sizeof(*r));
-    if (r) r->tools = calloc((size_t)n + 1, sizeof(*r->tools));
+    if (r)
+        r->tools = calloc((size_t)n + 1, sizeof(*r->tools));
     int rc = r && r->tools ? 0 : -ENOMEM;
     for (int i = 0; i < n && rc == 0; i++) {
         char *path = NULL;
@@ -223,7 +240,8 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
         json_decref(def);
         free(path);
-        if (rc == 0) r->n++;
+        if (rc == 0)
+            r->n++;
     }
     for (int i = 0; i < n; i++)
         free(ents[i]);
@@ -249,7 +267,8 @@ struct td_tool *td_registry_find(const struct td_registry *r, const char *name)
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         int c = strcmp(name, r->tools[mid]->name);
-        if (c == 0) return r->tools[mid];
+        if (c == 0)
+            return r->tools[mid];
         if (c < 0)
             hi = mid;
         else
@@ -272,7 +291,8 @@ json_t *td_registry_list(const struct td_registry *r)
 
 void td_registry_free(struct td_registry *r)
 {
-    if (!r) return;
+    if (!r)
+        return;
     for (size_t i = 0; i < r->n; i++)
         td_tool_unref(r->tools[i]);
     free(r->tools);

@@ -62,7 +62,8 @@ static void on_conn_closed(uv_handle_t *h)
         c->prev->next = c->next;
     else
         conns = c->next;
-    if (c->next) c->next->prev = c->prev;
+    if (c->next)
+        c->next->prev = c->prev;
     nconns--;
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
     free(c->buf);
@@ -72,8 +73,10 @@ static void on_conn_closed(uv_handle_t *h)
 
 static void maybe_close(struct td_conn *c)
 {
-    if (c->closing || c->nbatches || c->pending_writes) return;
-    if (!(c->eof || c->dead || td_shutting_down)) return;
+    if (c->closing || c->nbatches || c->pending_writes)
+        return;
+    if (!(c->eof || c->dead || td_shutting_down))
+        return;
     c->closing = true;
     uv_close((uv_handle_t *)&c->h, on_conn_closed);
 }
@@ -96,7 +99,8 @@ static void on_written(uv_write_t *req, int status)
 
 void td_conn_send(struct td_conn *c, json_t *event)
 {
-    if (!event) return;
+    if (!event)
+        return;
     if (c->dead || c->closing) {
         json_decref(event);
         return;
@@ -129,8 +133,10 @@ void td_conn_error(struct td_conn *c, const char *batch, const char *type, const
 {
     json_t *ev = json_pack("{s:s,s:s*,s:s,s:s,s:s}", "event", "error", "batch", batch, "type", type,
                            "reason", reason, "message", message);
-    if (ev && !batch) json_object_del(ev, "batch");
-    if (ev && metadata) json_object_set(ev, "metadata", metadata);
+    if (ev && !batch)
+        json_object_del(ev, "batch");
+    if (ev && metadata)
+        json_object_set(ev, "metadata", metadata);
     json_decref(metadata);
     td_conn_send(c, ev);
 }
@@ -138,7 +144,8 @@ void td_conn_error(struct td_conn *c, const char *batch, const char *type, const
 bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
 {
     for (struct batch_entry *e = c->batches; e; e = e->next)
-        if (strcmp(e->id, id) == 0) return false;
+        if (strcmp(e->id, id) == 0)
+            return false;
     struct batch_entry *e = malloc(sizeof(*e));
     if (!e || !(e->id = strdup(id))) {
         free(e);
@@ -176,7 +183,8 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     size_t i = 0;
     while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
         i++;
-    if (i == len) return; /* blank lines are harmless; socat users type them */
+    if (i == len)
+        return; /* blank lines are harmless; socat users type them */
     json_error_t jerr;
     json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     char msg[256];
@@ -248,13 +256,16 @@ static void take_input(struct td_conn *c, const char *p, size_t n)
             c->len += seg;
         }
     next:
-        if (!nl) return;
-        if (!c->discarding) handle_line(c, c->buf, c->len);
+        if (!nl)
+            return;
+        if (!c->discarding)
+            handle_line(c, c->buf, c->len);
         c->discarding = false;
         c->len = 0;
         p = nl + 1;
         n -= seg + 1;
-        if (c->closing || c->dead) return;
+        if (c->closing || c->dead)
+            return;
     }
 }
 
@@ -272,11 +283,13 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         take_input(c, buf->base, (size_t)n);
         return;
     }
-    if (n == 0) return;
+    if (n == 0)
+        return;
     uv_read_stop(s);
     if (n == UV_EOF) {
         /* half-close: a final unterminated line still counts */
-        if (c->len && !c->discarding) handle_line(c, c->buf, c->len);
+        if (c->len && !c->discarding)
+            handle_line(c, c->buf, c->len);
         c->len = 0;
         c->eof = true;
     } else {
@@ -316,7 +329,8 @@ static void on_connection(uv_stream_t *server, int status)
     if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0)
         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
     c->next = conns;
-    if (conns) conns->prev = c;
+    if (conns)
+        conns->prev = c;
     conns = c;
     nconns++;
     td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected", (int)c->cred.pid,
@@ -328,7 +342,8 @@ static void on_connection(uv_stream_t *server, int status)
 static int check_existing(const char *path)
 {
     struct stat st;
-    if (lstat(path, &st) < 0) return errno == ENOENT ? 0 : -errno;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
     if (!S_ISSOCK(st.st_mode)) {
         td_log(TD_LOG_ERR, "%s exists and is not a socket", path);
         return -EEXIST;
@@ -336,7 +351,8 @@ static int check_existing(const char *path)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
+    if (fd < 0)
+        return -errno;
     int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
     int e = errno;
     close(fd);
@@ -362,7 +378,8 @@ int td_server_start(void)
         return -ENAMETOOLONG;
     }
     int rc = check_existing(path);
-    if (rc < 0) return rc;
+    if (rc < 0)
+        return rc;
     uv_pipe_init(td_loop, &listener, 0);
     if ((rc = uv_pipe_bind(&listener, path)) < 0 ||
         (chmod(path, 0660) < 0 ? (rc = -errno) : 0) < 0 ||

@@ -86,16 +86,19 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_handle_closed(uv_handle_t *h)
 {
     struct td_worker *w = h->data;
-    if (--w->handles > 0) return;
+    if (--w->handles > 0)
+        return;
     if (w->discarded)
         td_log(TD_LOG_INFO, "batch %s call %s: discarded %zu bytes written after the result",
                w->batch_id, w->call_id, w->discarded);
-    if (w->workdir) td_remove_tree_async(w->workdir);
+    if (w->workdir)
+        td_remove_tree_async(w->workdir);
     if (w->prev)
         w->prev->next = w->next;
     else
         workers = w->next;
-    if (w->next) w->next->prev = w->prev;
+    if (w->next)
+        w->next->prev = w->prev;
     nworkers--;
     te_frame_decoder_free(&w->dec);
     td_tool_unref(w->tool);
@@ -109,15 +112,18 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void close_handle(struct td_worker *w, uv_handle_t *h)
 {
-    if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
+    if (!uv_is_closing(h))
+        uv_close(h, on_handle_closed);
 }
 
 /* Free once the result is delivered and the process reaped. */
 static void maybe_free(struct td_worker *w)
 {
-    if (!w->finished || !w->reaped || w->closing) return;
+    if (!w->finished || !w->reaped || w->closing)
+        return;
     w->closing = true;
-    if (w->exfd >= 0) close(w->exfd);
+    if (w->exfd >= 0)
+        close(w->exfd);
     w->exfd = -1;
     close_handle(w, (uv_handle_t *)&w->in);
     close_handle(w, (uv_handle_t *)&w->out);
@@ -144,7 +150,8 @@ static void finish(struct td_worker *w, json_t *result)
     }
     w->finished = true;
     uv_timer_stop(&w->timer);
-    if (!w->reaped) kill_group(w);
+    if (!w->reaped)
+        kill_group(w);
     uv_read_stop((uv_stream_t *)&w->out);
     td_result_cb cb = w->cb;
     w->cb = NULL;
@@ -276,7 +283,8 @@ static void take_stderr(struct td_worker *w, const char *p, size_t n)
         w->tail_len += n;
     }
     /* log it line by line */
-    if (w->lines_logged > TD_STDERR_LOG_LINES) return;
+    if (w->lines_logged > TD_STDERR_LOG_LINES)
+        return;
     for (size_t i = 0; i < n; i++) {
         if (p[i] == '\n') {
             log_stderr_line(w, false);
@@ -312,13 +320,16 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
                   void (*take)(struct td_worker *, const char *, size_t))
 {
     uv_os_fd_t fd;
-    if (uv_is_closing((uv_handle_t *)p) || uv_fileno((uv_handle_t *)p, &fd) < 0) return;
+    if (uv_is_closing((uv_handle_t *)p) || uv_fileno((uv_handle_t *)p, &fd) < 0)
+        return;
     uv_read_stop((uv_stream_t *)p);
     size_t total = 0;
     while (total < DRAIN_MAX) {
         ssize_t n = read(fd, read_buf, sizeof(read_buf));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
         total += (size_t)n;
         take(w, read_buf, (size_t)n);
     }
@@ -369,7 +380,8 @@ static void decide_on_exit(struct td_worker *w)
         const char *out = w->plain ? w->plain : "";
         json_t *v = json_loadb(out, n, JSON_DECODE_ANY, NULL);
         if (!v) {
-            if (n && out[n - 1] == '\n') n--;
+            if (n && out[n - 1] == '\n')
+                n--;
             v = json_stringn(out, n);
         }
         if (!v) {
@@ -441,16 +453,21 @@ static char **build_env(const struct td_worker_spec *s)
 {
     size_t n = s->tool->nenv + 5, i = 0;
     char **env = calloc(n, sizeof(char *));
-    if (!env) return NULL;
+    if (!env)
+        return NULL;
     bool has_path = false;
     for (size_t k = 0; k < s->tool->nenv; k++)
         has_path |= strncmp(s->tool->env[k], "PATH=", 5) == 0;
-    if (!has_path) env[i++] = strdup("PATH=" TD_WORKER_PATH);
+    if (!has_path)
+        env[i++] = strdup("PATH=" TD_WORKER_PATH);
     for (size_t k = 0; k < s->tool->nenv; k++)
         env[i++] = strdup(s->tool->env[k]);
-    if (asprintf(&env[i++], "TOOLEXEC_TOOL=%s", s->tool->name) < 0) env[i - 1] = NULL;
-    if (asprintf(&env[i++], "TOOLEXEC_CALL_ID=%s", s->call_id) < 0) env[i - 1] = NULL;
-    if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0) env[i - 1] = NULL;
+    if (asprintf(&env[i++], "TOOLEXEC_TOOL=%s", s->tool->name) < 0)
+        env[i - 1] = NULL;
+    if (asprintf(&env[i++], "TOOLEXEC_CALL_ID=%s", s->call_id) < 0)
+        env[i - 1] = NULL;
+    if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0)
+        env[i - 1] = NULL;
     for (size_t k = 0; k < i; k++) {
         if (!env[k]) {
             for (size_t j = 0; j < i; j++)
@@ -489,14 +506,16 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     /* framed: the request object in one frame; plain: the arguments as one
      * line of compact JSON */
     bool plain = s->tool->protocol == TD_PROTO_PLAIN;
-    char *body = json_dumps(plain ? json_object_get(s->request, "arguments") : s->request,
-                            JSON_COMPACT);
+    char *body =
+        json_dumps(plain ? json_object_get(s->request, "arguments") : s->request, JSON_COMPACT);
     struct td_worker *w = calloc(1, sizeof(*w));
     const char *what = "malloc";
     int err = ENOMEM;
-    if (!w || !body || asprintf(&workdir, "%s/%llu", td_cfg.work_dir, ++call_seq) < 0) goto fail;
+    if (!w || !body || asprintf(&workdir, "%s/%llu", td_cfg.work_dir, ++call_seq) < 0)
+        goto fail;
     env = build_env(s);
-    if (!env) goto fail;
+    if (!env)
+        goto fail;
     what = "mkdir";
     if (mkdir(workdir, 0700) < 0) {
         err = errno;
@@ -532,7 +551,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->timer.data = w;
     w->handles++;
     w->next = workers;
-    if (workers) workers->prev = w;
+    if (workers)
+        workers->prev = w;
     workers = w;
     nworkers++;
     td_reaper_watch(w->pid, on_worker_exit, w);
@@ -585,6 +605,7 @@ void td_worker_kill_all(void)
 {
     for (struct td_worker *w = workers, *next; w; w = next) {
         next = w->next;
-        if (!w->finished) cancel(w);
+        if (!w->finished)
+            cancel(w);
     }
 }

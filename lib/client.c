@@ -29,7 +29,8 @@ int te_default_socket_path(char *buf, size_t len)
         n = snprintf(buf, len, "/run/toolexecd/toolexecd.sock");
     } else {
         const char *rt = getenv("XDG_RUNTIME_DIR");
-        if (!rt || !*rt) return -ENOENT;
+        if (!rt || !*rt)
+            return -ENOENT;
         n = snprintf(buf, len, "%s/toolexecd.sock", rt);
     }
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
@@ -39,10 +40,12 @@ int te_client_connect(const char *path, te_client **out)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     *out = NULL;
-    if (strlen(path) >= sizeof(sa.sun_path)) return -ENAMETOOLONG;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
     strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
+    if (fd < 0)
+        return -errno;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         int e = errno;
         close(fd);
@@ -61,7 +64,8 @@ int te_client_connect(const char *path, te_client **out)
 int te_client_send(te_client *c, const json_t *req)
 {
     char *s = json_dumps(req, JSON_COMPACT);
-    if (!s) return -ENOMEM;
+    if (!s)
+        return -ENOMEM;
     size_t n = strlen(s);
     s[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
     const char *p = s;
@@ -69,7 +73,8 @@ int te_client_send(te_client *c, const json_t *req)
     int rc = 0;
     while (left) {
         ssize_t w = send(c->fd, p, left, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EINTR)
+            continue;
         if (w < 0) {
             rc = -errno;
             break;
@@ -108,24 +113,30 @@ int te_client_recv(te_client *c, json_t **event)
         }
         c->scanned = c->len;
         if (c->len == c->cap) {
-            if (c->cap >= TE_CLIENT_LINE_MAX) return -EMSGSIZE;
+            if (c->cap >= TE_CLIENT_LINE_MAX)
+                return -EMSGSIZE;
             size_t ncap = c->cap ? c->cap * 2 : 65536;
             char *nb = realloc(c->buf, ncap);
-            if (!nb) return -ENOMEM;
+            if (!nb)
+                return -ENOMEM;
             c->buf = nb;
             c->cap = ncap;
         }
         ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -errno;
-        if (n == 0) return -ENODATA;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -ENODATA;
         c->len += (size_t)n;
     }
 }
 
 void te_client_close(te_client *c)
 {
-    if (!c) return;
+    if (!c)
+        return;
     close(c->fd);
     free(c->buf);
     free(c);

@@ -30,7 +30,8 @@ int te_frame_feed(te_frame_decoder *d, const void *buf, size_t len, size_t *cons
     size_t used = 0;
 
     *consumed = 0;
-    if (d->done) return TE_FRAME_DONE;
+    if (d->done)
+        return TE_FRAME_DONE;
     while (d->hdr_have < TE_FRAME_HEADER_LEN && used < len)
         d->hdr[d->hdr_have++] = p[used++];
     if (d->hdr_have < TE_FRAME_HEADER_LEN) {
@@ -45,16 +46,19 @@ int te_frame_feed(te_frame_decoder *d, const void *buf, size_t len, size_t *cons
             return -EMSGSIZE;
         }
         d->body = malloc((size_t)d->len + 1);
-        if (!d->body) return -ENOMEM;
+        if (!d->body)
+            return -ENOMEM;
         d->have = 0;
     }
     size_t take = d->len - d->have;
-    if (take > len - used) take = len - used;
+    if (take > len - used)
+        take = len - used;
     memcpy(d->body + d->have, p + used, take);
     d->have += take;
     used += take;
     *consumed = used;
-    if (d->have < d->len) return TE_FRAME_NEED;
+    if (d->have < d->len)
+        return TE_FRAME_NEED;
     d->body[d->len] = '\0';
     d->done = true;
     return TE_FRAME_DONE;
@@ -62,9 +66,11 @@ int te_frame_feed(te_frame_decoder *d, const void *buf, size_t len, size_t *cons
 
 char *te_frame_take(te_frame_decoder *d, size_t *len)
 {
-    if (!d->done) return NULL;
+    if (!d->done)
+        return NULL;
     char *body = d->body;
-    if (len) *len = d->len;
+    if (len)
+        *len = d->len;
     d->body = NULL;
     d->hdr_have = d->have = 0;
     d->done = false;

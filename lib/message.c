@@ -29,7 +29,8 @@ const char *te_reason_name(te_reason r)
 int te_reason_parse(const char *name)
 {
     for (int i = 0; i < TE_REASON_COUNT; i++)
-        if (name && strcmp(name, reason_names[i]) == 0) return i;
+        if (name && strcmp(name, reason_names[i]) == 0)
+            return i;
     return -EINVAL;
 }
 
@@ -38,7 +39,8 @@ bool te_halt_reason_reserved(const char *reason)
     static const char *const reserved[] = {"ask_user",   "max_turns", "halt_when",
                                            "tool_error", "cancelled", "completed"};
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        if (strcmp(reason, reserved[i]) == 0) return true;
+        if (strcmp(reason, reserved[i]) == 0)
+            return true;
     return false;
 }
 
@@ -74,8 +76,10 @@ static const char *extra_key(const json_t *obj, const char *const *allowed, size
     {
         size_t i;
         for (i = 0; i < nallowed; i++)
-            if (strcmp(key, allowed[i]) == 0) break;
-        if (i == nallowed) return key;
+            if (strcmp(key, allowed[i]) == 0)
+                break;
+        if (i == nallowed)
+            return key;
     }
     return NULL;
 }
@@ -86,20 +90,28 @@ static const char *extra_key(const json_t *obj, const char *const *allowed, size
 
 int te_result_kind_of(const json_t *r)
 {
-    if (!json_is_object(r) || json_object_size(r) == 0) return -EINVAL;
-    if (json_object_get(r, "ok")) return TE_RESULT_OK;
-    if (json_object_get(r, "error")) return TE_RESULT_ERROR;
-    if (json_object_get(r, "ask_user")) return TE_RESULT_ASK_USER;
-    if (json_object_get(r, "halt")) return TE_RESULT_HALT;
-    if (json_object_get(r, "raised")) return TE_RESULT_RAISED;
-    if (json_object_get(r, "tool_error")) return TE_RESULT_TOOL_ERROR;
+    if (!json_is_object(r) || json_object_size(r) == 0)
+        return -EINVAL;
+    if (json_object_get(r, "ok"))
+        return TE_RESULT_OK;
+    if (json_object_get(r, "error"))
+        return TE_RESULT_ERROR;
+    if (json_object_get(r, "ask_user"))
+        return TE_RESULT_ASK_USER;
+    if (json_object_get(r, "halt"))
+        return TE_RESULT_HALT;
+    if (json_object_get(r, "raised"))
+        return TE_RESULT_RAISED;
+    if (json_object_get(r, "tool_error"))
+        return TE_RESULT_TOOL_ERROR;
     return -EINVAL;
 }
 
 int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!json_is_object(resp)) return fail(err, errlen, "response is not a JSON object");
+    if (!json_is_object(resp))
+        return fail(err, errlen, "response is not a JSON object");
     json_t *v;
     const char *extra;
     if ((v = json_object_get(resp, "ok"))) {
@@ -117,7 +129,8 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     if ((v = json_object_get(resp, "ask_user"))) {
         if ((extra = EXTRA_KEY(resp, "ask_user", "opts")))
             return fail(err, errlen, "unexpected key \"%s\" beside \"ask_user\"", extra);
-        if (!json_is_string(v)) return fail(err, errlen, "\"ask_user\" question is not a string");
+        if (!json_is_string(v))
+            return fail(err, errlen, "\"ask_user\" question is not a string");
         json_t *opts = json_object_get(resp, "opts");
         if (opts && !json_is_object(opts))
             return fail(err, errlen, "\"ask_user\" opts is not an object");
@@ -128,7 +141,8 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     if ((v = json_object_get(resp, "halt"))) {
         if ((extra = EXTRA_KEY(resp, "halt", "result")))
             return fail(err, errlen, "unexpected key \"%s\" beside \"halt\"", extra);
-        if (!json_is_string(v)) return fail(err, errlen, "\"halt\" reason is not a string");
+        if (!json_is_string(v))
+            return fail(err, errlen, "\"halt\" reason is not a string");
         if (!json_object_get(resp, "result"))
             return fail(err, errlen, "\"halt\" without \"result\"");
         *out = json_incref(resp);
@@ -137,7 +151,8 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     if ((v = json_object_get(resp, "raised"))) {
         if ((extra = EXTRA_KEY(resp, "raised")))
             return fail(err, errlen, "unexpected key \"%s\" beside \"raised\"", extra);
-        if (!json_is_object(v)) return fail(err, errlen, "\"raised\" is not an object");
+        if (!json_is_object(v))
+            return fail(err, errlen, "\"raised\" is not an object");
         *out = json_incref(resp);
         return TE_RESULT_RAISED;
     }
@@ -153,7 +168,8 @@ int te_response_parse(const char *buf, size_t len, json_t **out, char *err, size
     json_error_t jerr;
     *out = NULL;
     json_t *resp = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (!resp) return fail(err, errlen, "invalid JSON at byte %d: %s", jerr.position, jerr.text);
+    if (!resp)
+        return fail(err, errlen, "invalid JSON at byte %d: %s", jerr.position, jerr.text);
     int rc = te_response_check(resp, out, err, errlen);
     json_decref(resp);
     return rc;
@@ -271,7 +287,8 @@ char *te_content_encode(const json_t *result, size_t limit, size_t *len, int *rc
 
 static bool positive_int(const json_t *v, uint64_t *out)
 {
-    if (!json_is_integer(v) || json_integer_value(v) <= 0) return false;
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        return false;
     *out = (uint64_t)json_integer_value(v);
     return true;
 }
@@ -287,7 +304,8 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     const char *extra =
         EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout", "max_concurrency",
                   "context", "session_id", "request_id", "engine");
-    if (extra) return fail(err, errlen, "unknown key \"%s\" in run request", extra);
+    if (extra)
+        return fail(err, errlen, "unknown key \"%s\" in run request", extra);
 
     json_t *v = json_object_get(req, "batch");
     if (v && !json_is_null(v)) {
@@ -318,7 +336,8 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     if (!json_is_array(calls))
         return fail(err, errlen, calls ? "calls: expected an array" : "calls: missing");
     json_t *seen = json_object();
-    if (!seen) return -ENOMEM;
+    if (!seen)
+        return -ENOMEM;
     size_t i;
     json_t *call;
     int rc = 0;
@@ -352,10 +371,12 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             break;
         }
         json_object_set(seen, json_string_value(id), json_true());
-        if (!args || json_is_null(args)) json_object_set_new(call, "arguments", json_object());
+        if (!args || json_is_null(args))
+            json_object_set_new(call, "arguments", json_object());
     }
     json_decref(seen);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     out->calls = calls;
     out->ncalls = json_array_size(calls);
     out->context = or_null(json_object_get(req, "context"));

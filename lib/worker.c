@@ -41,9 +41,12 @@ static int read_full(int fd, void *buf, size_t len)
     char *p = buf;
     while (len) {
         ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -errno;
-        if (n == 0) return -ENODATA;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -ENODATA;
         p += n;
         len -= (size_t)n;
     }
@@ -55,8 +58,10 @@ static int write_full(int fd, const void *buf, size_t len)
     const char *p = buf;
     while (len) {
         ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -errno;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
         p += n;
         len -= (size_t)n;
     }
@@ -68,15 +73,18 @@ int te_worker_read_request(int fd, json_t **request)
     uint8_t hdr[TE_FRAME_HEADER_LEN];
     *request = NULL;
     int rc = read_full(fd, hdr, sizeof(hdr));
-    if (rc) return rc;
+    if (rc)
+        return rc;
     uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-    if (len > TE_FRAME_MAX_DEFAULT) return -EMSGSIZE;
+    if (len > TE_FRAME_MAX_DEFAULT)
+        return -EMSGSIZE;
     char *body = malloc((size_t)len + 1);
-    if (!body) return -ENOMEM;
+    if (!body)
+        return -ENOMEM;
     rc = read_full(fd, body, len);
     if (rc == 0) {
         json_error_t jerr;
-        *request = json_loadb(body, len, 0, &jerr);
+        *request = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
         if (!json_is_object(*request)) {
             json_decref(*request);
             *request = NULL;
@@ -90,12 +98,14 @@ int te_worker_read_request(int fd, json_t **request)
 int te_worker_write_response(int fd, const json_t *response)
 {
     char *body = json_dumps(response, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!body) return -ENOMEM;
+    if (!body)
+        return -ENOMEM;
     size_t len = strlen(body);
     uint8_t hdr[TE_FRAME_HEADER_LEN];
     te_frame_header((uint32_t)len, hdr);
     int rc = write_full(fd, hdr, sizeof(hdr));
-    if (rc == 0) rc = write_full(fd, body, len);
+    if (rc == 0)
+        rc = write_full(fd, body, len);
     free(body);
     return rc;
 }
@@ -113,13 +123,15 @@ int te_worker_main(te_handler handler, void *userdata)
             .arguments = json_object_get(req, "arguments"),
             .opts = json_object_get(req, "opts"),
         };
-        if (!call.tool) call.tool = "";
+        if (!call.tool)
+            call.tool = "";
         if (!json_is_object(call.arguments))
             call.arguments = json_object_set_new(req, "arguments", json_object()) == 0
                                  ? json_object_get(req, "arguments")
                                  : NULL;
         resp = handler(&call, userdata);
-        if (!resp) resp = te_raised("HandlerReturnedNull", "the handler returned no result", NULL);
+        if (!resp)
+            resp = te_raised("HandlerReturnedNull", "the handler returned no result", NULL);
     }
     rc = resp ? te_worker_write_response(1, resp) : -ENOMEM;
     json_decref(resp);

@@ -1,0 +1,23 @@
+#!/bin/sh
+# bench/run.sh [CALLS] - start a private toolexecd with one trivial framed
+# tool (the C SDK echo example) and compare a call through the daemon with
+# the same worker run by a plain fork+exec+pipe loop, in the same run.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+ninja -C "$BUILD_DIR" bench/bench daemon/toolexecd contrib/tools/c/echo >/dev/null
+tmp=$(mktemp -d)
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+worker="$(pwd)/$BUILD_DIR/contrib/tools/c/echo"
+mkdir "$tmp/tools"
+printf '{"name": "echo", "command": ["%s"]}\n' "$worker" > "$tmp/tools/echo.json"
+"$BUILD_DIR/daemon/toolexecd" --socket "$tmp/s.sock" --tools "$tmp/tools" \
+    --work-dir "$tmp/work" --log-level warn &
+pid=$!
+i=0
+while [ ! -S "$tmp/s.sock" ]; do
+    i=$((i + 1)); [ $i -lt 500 ] || { echo "daemon did not start" >&2; exit 1; }
+    sleep 0.01
+done
+echo "toolexecd $("$BUILD_DIR/daemon/toolexecd" --version | cut -d' ' -f2), $(nproc) CPUs, worker $worker"
+"$BUILD_DIR/bench/bench" "$tmp/s.sock" "$worker" "${1:-2000}"
