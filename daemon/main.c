@@ -23,6 +23,7 @@ struct td_config td_cfg = {
     .max_content = TE_FRAME_MAX_DEFAULT,
     .max_request = TE_FRAME_MAX_DEFAULT,
     .log_level = TD_LOG_INFO,
+    .network = 1,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
@@ -44,6 +45,15 @@ static void usage(FILE *f)
                "      --max-content-bytes N  largest encoded content (default 16777216)\n"
                "      --max-request-bytes N  longest request line (default 16777216)\n"
                "      --log-level LEVEL      error, warn, info or debug (default info)\n"
+               "      --containment MODE     auto, pidns or pgroup (default auto)\n"
+               "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
+               "                             cpu_ms, memory_mb, processes, open_files,\n"
+               "                             file_size_mb, output_mb\n"
+               "      --default-user NAME    workers' user when running as root\n"
+               "                             (default: toolexec if it exists, else nobody)\n"
+               "      --default-group NAME   workers' group (default: the user's)\n"
+               "      --default-network yes|no  network for tools that do not say\n"
+               "      --check                print what isolation the host offers and exit\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
 }
@@ -132,7 +142,19 @@ static int make_work_dir(void)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_WORK = 256, OPT_FRAME, OPT_CONTENT, OPT_REQUEST, OPT_LOG };
+    enum {
+        OPT_WORK = 256,
+        OPT_FRAME,
+        OPT_CONTENT,
+        OPT_REQUEST,
+        OPT_LOG,
+        OPT_CONTAIN,
+        OPT_LIMITS,
+        OPT_USER,
+        OPT_GROUP,
+        OPT_NETWORK,
+        OPT_CHECK
+    };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
         {"tools", required_argument, NULL, 't'},
@@ -141,11 +163,19 @@ int main(int argc, char **argv)
         {"max-content-bytes", required_argument, NULL, OPT_CONTENT},
         {"max-request-bytes", required_argument, NULL, OPT_REQUEST},
         {"log-level", required_argument, NULL, OPT_LOG},
+        {"containment", required_argument, NULL, OPT_CONTAIN},
+        {"default-limits", required_argument, NULL, OPT_LIMITS},
+        {"default-user", required_argument, NULL, OPT_USER},
+        {"default-group", required_argument, NULL, OPT_GROUP},
+        {"default-network", required_argument, NULL, OPT_NETWORK},
+        {"check", no_argument, NULL, OPT_CHECK},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
     };
     char *socket_path = NULL, *work_dir = NULL;
+    const char *containment = "auto";
+    char lerr[256];
     int opt;
     uint64_t v;
     while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
@@ -180,6 +210,39 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case OPT_CONTAIN:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "pidns") && strcmp(optarg, "pgroup")) {
+                fprintf(stderr, "toolexecd: --containment: expected auto, pidns or pgroup\n");
+                return 2;
+            }
+            containment = optarg;
+            break;
+        case OPT_LIMITS:
+            if (td_limits_parse(optarg, &td_cfg.limits, lerr, sizeof(lerr)) < 0) {
+                fprintf(stderr, "toolexecd: --default-limits: %s\n", lerr);
+                return 2;
+            }
+            break;
+        case OPT_USER:
+            if (strcmp(optarg, "root") == 0) {
+                fprintf(stderr, "toolexecd: --default-user: workers run as root only when a "
+                                "tool definition says \"user\": \"root\"\n");
+                return 2;
+            }
+            td_cfg.user = optarg;
+            break;
+        case OPT_GROUP:
+            td_cfg.group = optarg;
+            break;
+        case OPT_NETWORK:
+            if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+                fprintf(stderr, "toolexecd: --default-network: expected yes or no\n");
+                return 2;
+            }
+            td_cfg.network = strcmp(optarg, "yes") == 0;
+            break;
+        case OPT_CHECK:
+            return td_containment_check();
         case 'h':
             usage(stdout);
             return 0;
@@ -202,6 +265,9 @@ int main(int argc, char **argv)
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
 
+    if (td_containment_setup(containment) < 0)
+        return 1;
+    td_worker_setup();
     char err[PATH_MAX + 256];
     if (td_registry_load(td_cfg.tools_dir, &td_tools, err, sizeof(err)) < 0) {
         td_log(TD_LOG_ERR, "invalid tool definitions: %s", err);
@@ -246,6 +312,7 @@ out_loop_closed:
         td_remove_tree(td_cfg.work_dir);
 out_tools:
     free(td_cfg.work_dir);
+    free(td_init_path);
     free(socket_path);
     td_registry_free(td_tools);
     return status;

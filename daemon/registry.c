@@ -4,6 +4,8 @@
  * duplicate name is an error naming the file and the field, never ignored.
  */
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -38,6 +40,8 @@ void td_tool_unref(struct td_tool *t)
     free(t->name);
     free(t->description);
     free(t->file);
+    free(t->user);
+    free(t->group);
     json_decref(t->schema);
     free_strv(t->argv);
     free_strv(t->env);
@@ -191,6 +195,57 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             goto out;
         }
         t->nenv++;
+    }
+    v = json_object_get(def, "limits");
+    if (v && !json_is_object(v))
+        BAD("%s: limits: expected an object", file);
+    json_object_foreach(v, key, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) <= 0)
+            BAD("%s: limits.%s: expected a positive integer", file, key);
+        if (td_limits_set(&t->limits, key, (uint64_t)json_integer_value(val)) < 0)
+            BAD("%s: limits.%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
+                "file_size_mb, output_mb)",
+                file, key);
+    }
+
+    t->network = -1;
+    v = json_object_get(def, "network");
+    if (v && !json_is_boolean(v))
+        BAD("%s: network: expected true or false", file);
+    if (v)
+        t->network = json_is_true(v);
+
+    const char *names[2] = {"user", "group"};
+    for (int k = 0; k < 2; k++) {
+        v = json_object_get(def, names[k]);
+        if (v && (!json_is_string(v) || json_string_length(v) == 0))
+            BAD("%s: %s: expected a user or group name", file, names[k]);
+        bool known = !v || (k == 0 ? getpwnam(json_string_value(v)) != NULL
+                                   : getgrnam(json_string_value(v)) != NULL);
+        if (!known)
+            BAD("%s: %s: no such %s \"%s\"", file, names[k], names[k], json_string_value(v));
+        if (v)
+            *(k == 0 ? &t->user : &t->group) = strdup(json_string_value(v));
+    }
+    if (geteuid() == 0) {
+        /* Workers never run as root unless a definition says so. */
+        const char *u = t->user                ? t->user
+                        : td_cfg.user          ? td_cfg.user
+                        : getpwnam("toolexec") ? "toolexec"
+                                               : "nobody";
+        struct passwd *pw = getpwnam(u);
+        if (!pw)
+            BAD("%s: user: no such user \"%s\"", file, u);
+        t->uid = pw->pw_uid;
+        t->gid = pw->pw_gid;
+        const char *g = t->group ? t->group : td_cfg.group;
+        struct group *gr = g ? getgrnam(g) : NULL;
+        if (g && !gr)
+            BAD("%s: group: no such group \"%s\"", file, g);
+        if (gr)
+            t->gid = gr->gr_gid;
+        t->switch_user = true;
     }
     *out = t;
     return 0;

@@ -14,27 +14,35 @@
  * that takes a lock.
  *
  * Why each step, in order:
- *  1. setpgid(0, 0): the worker leads its own process group, so one kill of
+ *  1. The report pipe moved to fd 3 (close-on-exec), so any later step can
+ *     say why it failed.
+ *  2. setpgid(0, 0): the worker leads its own process group, so one kill of
  *     the group reaches the helpers it forks, and signals aimed at the
  *     daemon's group (a terminal's ^C) do not reach workers.
- *  2. PR_SET_PDEATHSIG(SIGKILL): if the daemon dies the worker dies too;
+ *  3. PR_SET_PDEATHSIG(SIGKILL): if the daemon dies the worker dies too;
  *     checking getppid() afterwards closes the race where the daemon died
- *     before the prctl.
- *  3. Signal dispositions to default, then the mask cleared. The parent
- *     blocked every signal around fork(), so none of the daemon's handlers
+ *     before the prctl (in a new PID namespace the parent shows as 0).
+ *  4. Signal dispositions to default, then the mask cleared. The parent
+ *     blocked every signal around clone(), so none of the daemon's handlers
  *     can run in the child before the dispositions are reset.
- *  4. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
- *  5. The error pipe moved to 3 (close-on-exec), everything above closed:
- *     no daemon descriptor (client sockets, other workers' pipes) leaks in.
- *  6. chdir into the call's private directory.
- *  7. RLIMIT_CORE 0: a crashing tool does not litter the disk.
- *  8. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
- *  9. execve. On failure of any step, the step and errno are written to the
- *     error pipe and the child exits 127; on success, exec closes the pipe,
- *     so the parent reads EOF.
+ *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
+ *  6. Everything above fd 3 closed: no daemon descriptor (client sockets,
+ *     other workers' pipes) leaks into a worker.
+ *  7. In a new user namespace (unprivileged daemon): map our own uid and
+ *     gid, so the worker keeps its identity and may use its directory.
+ *  8. chdir into the call's private directory.
+ *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
+ *     disk) and the tool's limits. Before dropping privileges, so a root
+ *     daemon can set hard limits above its own soft ones.
+ * 10. The worker's user: supplementary groups dropped, then gid, then uid
+ *     (in that order: after setuid we could no longer change the others).
+ * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
+ * 12. execve. On failure of any step, the step and errno are written to the
+ *     report pipe and the child exits 127.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -42,17 +50,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "toolexecd.h"
 
-struct exec_failure {
-    int step;
-    int err;
-};
-
-static const char *const step_names[] = {"setpgid",   "prctl",        "signals",
-                                         "dup2",      "close_range",  "chdir",
-                                         "setrlimit", "no_new_privs", "exec"};
-enum { S_SETPGID, S_PDEATHSIG, S_SIGNALS, S_DUP, S_CLOSE, S_CHDIR, S_RLIMIT, S_NNP, S_EXEC };
+static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 
 static void pipe_close(int p[2])
 {
@@ -65,10 +66,20 @@ static void pipe_close(int p[2])
 
 __attribute__((noreturn)) static void child_fail(int step)
 {
-    struct exec_failure f = {step, errno};
-    ssize_t n = write(3, &f, sizeof(f));
+    struct td_report_rec r = {TD_REPORT_FAILED, step, errno};
+    ssize_t n = write(TD_REPORT_FD, &r, sizeof(r));
     (void)n;
     _exit(127);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
 struct child_args {
@@ -83,15 +94,17 @@ static int child(void *arg)
 {
     const struct child_args *a = arg;
     const struct td_spawn *s = a->s;
-    /* Until step 5 the error pipe is not yet at 3; put it there first so
-     * child_fail() can always report. */
-    if (a->ex != 3 && dup3(a->ex, 3, O_CLOEXEC) < 0)
+    /* With an init, the pipe stays open across exec: the init reports the
+     * tool's fate on it. */
+    int cloexec = s->init ? 0 : O_CLOEXEC;
+    if (a->ex != TD_REPORT_FD ? dup3(a->ex, TD_REPORT_FD, cloexec) < 0
+                              : fcntl(TD_REPORT_FD, F_SETFD, cloexec ? FD_CLOEXEC : 0) < 0)
         _exit(127);
     if (setpgid(0, 0) < 0)
-        child_fail(S_SETPGID);
+        child_fail(TD_STEP_SETPGID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-        child_fail(S_PDEATHSIG);
-    if (getppid() != a->parent)
+        child_fail(TD_STEP_PDEATHSIG);
+    if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
         _exit(127);
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
@@ -99,20 +112,29 @@ static int child(void *arg)
     sigset_t none;
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-        child_fail(S_SIGNALS);
+        child_fail(TD_STEP_SIGNALS);
     if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
-        child_fail(S_DUP);
-    if (close_range(4, ~0U, 0) < 0)
-        child_fail(S_CLOSE);
+        child_fail(TD_STEP_DUP);
+    if (close_range(TD_REPORT_FD + 1, ~0U, 0) < 0)
+        child_fail(TD_STEP_CLOSE);
+    if ((s->ns_flags & CLONE_NEWUSER) && (write_file("/proc/self/setgroups", "deny") < 0 ||
+                                          write_file("/proc/self/uid_map", s->uid_map) < 0 ||
+                                          write_file("/proc/self/gid_map", s->gid_map) < 0))
+        child_fail(TD_STEP_USERNS);
     if (chdir(s->cwd) < 0)
-        child_fail(S_CHDIR);
+        child_fail(TD_STEP_CHDIR);
     struct rlimit zero = {0, 0};
     if (setrlimit(RLIMIT_CORE, &zero) < 0)
-        child_fail(S_RLIMIT);
+        child_fail(TD_STEP_RLIMIT);
+    for (size_t i = 0; i < s->nrlimits; i++)
+        if (setrlimit(s->rlimits[i].resource, &s->rlimits[i].lim) < 0)
+            child_fail(TD_STEP_RLIMIT);
+    if (s->uid != (uid_t)-1 && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
+        child_fail(TD_STEP_USER);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        child_fail(S_NNP);
+        child_fail(TD_STEP_NNP);
     execve(s->argv[0], s->argv, s->envp);
-    child_fail(S_EXEC);
+    child_fail(TD_STEP_EXEC);
 }
 
 /* The child's stack while it shares our memory. One is enough: CLONE_VFORK
@@ -148,8 +170,8 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1]};
-    pid_t pid =
-        clone(child, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+    pid_t pid = clone(child, child_stack + sizeof(child_stack),
+                      CLONE_VM | CLONE_VFORK | SIGCHLD | s->ns_flags, &args);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(in[0]), close(out[1]), close(err[1]), close(ex[1]);
@@ -162,19 +184,22 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
      * EACCES once the child has exec'd is fine. */
     setpgid(pid, pid);
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
-    *c =
-        (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .exec_err = ex[0]};
+    *c = (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
     return 0;
 }
 
-int td_sandbox_exec_error(int fd, const char **step, int *err)
+void td_sandbox_report(int fd, struct td_report *r)
 {
-    struct exec_failure f;
-    ssize_t n = read(fd, &f, sizeof(f));
-    if (n != (ssize_t)sizeof(f))
-        return 0;
-    *step = (unsigned)f.step < sizeof(step_names) / sizeof(step_names[0]) ? step_names[f.step]
-                                                                          : "setup";
-    *err = f.err;
-    return 1;
+    struct td_report_rec rec;
+    memset(r, 0, sizeof(*r));
+    while (read(fd, &rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+        if (rec.type == TD_REPORT_FAILED && !r->failed) {
+            r->failed = true;
+            r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
+            r->err = rec.b;
+        } else if (rec.type == TD_REPORT_STATUS) {
+            r->have_status = true;
+            r->status = rec.a;
+        }
+    }
 }

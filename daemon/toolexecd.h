@@ -30,6 +30,12 @@
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
 
+/* Per-tool limits; 0 means not set (the daemon default applies). */
+struct td_limits {
+    uint64_t cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb;
+};
+#define TD_OUTPUT_MB_DEFAULT 16
+
 struct td_config {
     const char *socket_path;
     const char *tools_dir;
@@ -39,6 +45,9 @@ struct td_config {
     size_t max_content;  /* encoded content cap (encoding_failed) */
     size_t max_request;  /* request line cap */
     int log_level;
+    struct td_limits limits;  /* daemon-wide defaults */
+    const char *user, *group; /* default worker user/group (root daemon) */
+    int network;              /* default for "network": 1 yes, 0 no */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -55,6 +64,10 @@ int td_log_level_parse(const char *s);
 /* util.c */
 /* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *td_json_text(const char *p, size_t n);
+/* "cpu_ms=100,memory_mb=64" into limits; -EINVAL naming the bad key. */
+int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen);
+/* Parse one limits key from a JSON value. */
+int td_limits_set(struct td_limits *l, const char *key, uint64_t v);
 /* Remove a directory tree without blocking the loop (threadpool). */
 void td_remove_tree_async(char *path /* taken */);
 int td_remove_tree(const char *path);
@@ -71,6 +84,12 @@ struct td_tool {
     enum td_protocol protocol;
     bool context;
     uint64_t timeout_ms; /* 0: no ceiling of its own */
+    struct td_limits limits;
+    int network;        /* -1: daemon default, 0 no network, 1 network */
+    char *user, *group; /* NULL: daemon default */
+    bool switch_user;   /* root daemon: run workers as uid/gid */
+    uid_t uid;
+    gid_t gid;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */
@@ -91,20 +110,51 @@ void td_reaper_stop(void);
 void td_reaper_watch(pid_t pid, td_exit_cb cb, void *data);
 
 /* sandbox.c: the one place that forks. */
+struct td_rlimit {
+    int resource;
+    struct rlimit lim;
+};
 struct td_spawn {
-    char *const *argv;
+    char *const *argv; /* what is exec'd: the tool, or the init then the tool */
+    bool init;         /* argv[0] is toolexecd-init: keep the report pipe open */
     char *const *envp;
     const char *cwd;
+    int ns_flags;                  /* CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER */
+    const char *uid_map, *gid_map; /* written by the child with CLONE_NEWUSER */
+    uid_t uid;                     /* (uid_t)-1: keep the daemon's */
+    gid_t gid;
+    const struct td_rlimit *rlimits;
+    size_t nrlimits;
 };
 struct td_child {
     pid_t pid;
     int in, out, err; /* parent ends: worker's stdin, stdout, stderr */
-    int exec_err;     /* read end of the close-on-exec error pipe */
+    int report;       /* read end of the report pipe (report.h) */
 };
 /* 0 or -errno (the step that failed in *what). */
 int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what);
-/* Read the child's pre-exec failure, if any: 0 when exec succeeded. */
-int td_sandbox_exec_error(int fd, const char **step, int *err);
+/* What the child and its init reported, read without blocking at exit. */
+struct td_report {
+    bool failed;      /* set-up or exec failed: */
+    const char *step; /*   at this step */
+    int err;          /*   with this errno */
+    bool have_status; /* the init reported the tool's wait status */
+    int status;
+};
+void td_sandbox_report(int fd, struct td_report *r);
+
+/* containment.c: how a call's processes are kept from outliving it. */
+enum td_containment {
+    TD_CONTAIN_PGROUP, /* process group + subreaper: setsid() escapes it */
+    TD_CONTAIN_PIDNS,  /* a PID namespace per call, toolexecd-init as PID 1 */
+};
+extern enum td_containment td_containment;
+extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
+extern char *td_init_path; /* toolexecd-init */
+int td_containment_setup(const char *want /* "auto", "pidns", "pgroup" */);
+const char *td_containment_name(enum td_containment c);
+/* toolexecd --check */
+int td_containment_check(void);
 
 /* worker.c: one call's process. */
 struct td_worker;
@@ -123,6 +173,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
 /* Forget the callback (its owner is going away); the worker is killed. */
 void td_worker_abandon(struct td_worker *w);
 void td_worker_kill_all(void);
+void td_worker_setup(void);
 unsigned td_workers_alive(void);
 
 /* batch.c */

@@ -116,3 +116,47 @@ void td_remove_tree_async(char *path)
         free(r);
     }
 }
+
+static const char *const limit_keys[] = {"cpu_ms",     "memory_mb",    "processes",
+                                         "open_files", "file_size_mb", "output_mb"};
+
+int td_limits_set(struct td_limits *l, const char *key, uint64_t v)
+{
+    uint64_t *fields[] = {&l->cpu_ms,     &l->memory_mb,    &l->processes,
+                          &l->open_files, &l->file_size_mb, &l->output_mb};
+    for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++) {
+        if (strcmp(key, limit_keys[i]) == 0) {
+            *fields[i] = v;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen)
+{
+    char *copy = strdup(spec), *save = NULL;
+    int rc = copy ? 0 : -ENOMEM;
+    for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '='), *end;
+        unsigned long long v = 0;
+        if (eq) {
+            *eq = '\0';
+            errno = 0;
+            v = strtoull(eq + 1, &end, 10);
+        }
+        if (!eq || errno || end == eq + 1 || *end || v == 0 || eq[1] == '-') {
+            snprintf(err, errlen, "\"%s\": expected KEY=N with N a positive integer", item);
+            rc = -EINVAL;
+        } else if (td_limits_set(l, item, v) < 0) {
+            snprintf(err, errlen,
+                     "\"%s\": unknown limit (cpu_ms, memory_mb, processes, "
+                     "open_files, file_size_mb, output_mb)",
+                     item);
+            rc = -EINVAL;
+        }
+    }
+    free(copy);
+    return rc;
+}

@@ -16,6 +16,7 @@
  * reaped and every handle is closed.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +53,12 @@ struct td_worker {
     struct rusage ru;
     te_frame_decoder dec;
     char *plain;
-    size_t plain_len;
+    size_t plain_len, plain_cap;
     size_t discarded; /* stdout bytes after the result was known */
     char tail[TD_STDERR_TAIL];
     size_t tail_len;
+    struct td_limits limits; /* in force for this call */
+    uint32_t max_output;     /* largest response frame / plain stdout */
     char line[LOG_LINE_MAX];
     size_t line_len;
     unsigned lines_logged;
@@ -217,18 +220,24 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
         return;
     }
     if (w->tool->protocol == TD_PROTO_PLAIN) {
-        if (w->plain_len + n > td_cfg.max_frame) {
+        if (w->plain_len + n > w->max_output) {
             char detail[128];
-            snprintf(detail, sizeof(detail), "output exceeds the limit of %u bytes",
-                     td_cfg.max_frame);
+            snprintf(detail, sizeof(detail), "output exceeds the limit of %u bytes", w->max_output);
             fail(w, TE_INVALID_RETURN, detail,
-                 json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)td_cfg.max_frame),
-                 NULL);
+                 json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)w->max_output), NULL);
             return;
         }
-        if (!w->plain && !(w->plain = malloc(td_cfg.max_frame + 1))) {
-            fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
-            return;
+        if (w->plain_len + n > w->plain_cap) {
+            size_t cap = w->plain_cap ? w->plain_cap : 4096;
+            while (cap < w->plain_len + n)
+                cap *= 2;
+            char *p2 = realloc(w->plain, cap);
+            if (!p2) {
+                fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
+                return;
+            }
+            w->plain = p2;
+            w->plain_cap = cap;
         }
         memcpy(w->plain + w->plain_len, p, n);
         w->plain_len += n;
@@ -244,11 +253,11 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
     } else if (rc == -EMSGSIZE) {
         char detail[160];
         snprintf(detail, sizeof(detail), "frame of %u bytes exceeds the limit of %u bytes",
-                 w->dec.len, td_cfg.max_frame);
+                 w->dec.len, w->max_output);
         fail(w, TE_INVALID_RETURN, detail,
              json_pack("{s:I,s:I,s:{s:I}}", "frame_length", (json_int_t)w->dec.len, "limit",
-                       (json_int_t)td_cfg.max_frame, "output_limit", "limit",
-                       (json_int_t)td_cfg.max_frame),
+                       (json_int_t)w->max_output, "output_limit", "limit",
+                       (json_int_t)w->max_output),
              NULL);
     } else if (rc < 0) {
         fail(w, TE_HANDLER_EXIT, "out of memory reading the response", NULL, NULL);
@@ -349,29 +358,42 @@ static const char *signame(int sig, char *buf, size_t len)
 static void decide_on_exit(struct td_worker *w)
 {
     char detail[512];
-    const char *step;
-    int err;
-    if (td_sandbox_exec_error(w->exfd, &step, &err)) {
-        if (strcmp(step, "exec") == 0)
+    struct td_report rep;
+    td_sandbox_report(w->exfd, &rep);
+    if (rep.failed) {
+        if (strcmp(rep.step, "exec") == 0)
             snprintf(detail, sizeof(detail), "could not execute %s: %s", w->tool->argv[0],
-                     strerror(err));
+                     strerror(rep.err));
         else
-            snprintf(detail, sizeof(detail), "could not set up the worker: %s: %s", step,
-                     strerror(err));
+            snprintf(detail, sizeof(detail), "could not set up the worker: %s: %s", rep.step,
+                     strerror(rep.err));
         fail(w, TE_HANDLER_EXIT, detail,
-             json_pack("{s:s,s:o}", "exec_error", strerror(err), "stderr", stderr_tail(w)), NULL);
+             json_pack("{s:s,s:o}", "exec_error", strerror(rep.err), "stderr", stderr_tail(w)),
+             NULL);
         return;
     }
+    /* Under an init, the tool's own status is what counts. */
+    if (rep.have_status)
+        w->status = rep.status;
     if (WIFSIGNALED(w->status)) {
         char name[32];
         bool core = WCOREDUMP(w->status);
         signame(WTERMSIG(w->status), name, sizeof(name));
         snprintf(detail, sizeof(detail), "terminated; signal %d (%s)%s", WTERMSIG(w->status), name,
                  core ? ", core dumped" : "");
-        fail(w, TE_HANDLER_EXIT, detail,
-             json_pack("{s:s,s:b,s:o}", "signal", name, "core_dumped", core, "stderr",
-                       stderr_tail(w)),
-             NULL);
+        json_t *cause = json_pack("{s:s,s:b,s:o}", "signal", name, "core_dumped", core, "stderr",
+                                  stderr_tail(w));
+        /* SIGXCPU is what RLIMIT_CPU sends at the soft limit; SIGKILL at
+         * the hard one */
+        long cpu_ms = (long)(w->ru.ru_utime.tv_sec + w->ru.ru_stime.tv_sec) * 1000 +
+                      (w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1000;
+        if (w->limits.cpu_ms &&
+            (WTERMSIG(w->status) == SIGXCPU ||
+             (WTERMSIG(w->status) == SIGKILL && (uint64_t)cpu_ms >= w->limits.cpu_ms)))
+            json_object_set_new(cause, "cpu_limit",
+                                json_pack("{s:I,s:I}", "limit_ms", (json_int_t)w->limits.cpu_ms,
+                                          "used_ms", (json_int_t)cpu_ms));
+        fail(w, TE_HANDLER_EXIT, detail, cause, NULL);
         return;
     }
     int code = WEXITSTATUS(w->status);
@@ -479,6 +501,63 @@ static char **build_env(const struct td_worker_spec *s)
     return env;
 }
 
+static void merge_limits(struct td_limits *out, const struct td_limits *tool)
+{
+    const struct td_limits *d = &td_cfg.limits;
+#define PICK(k) out->k = tool->k ? tool->k : d->k
+    PICK(cpu_ms);
+    PICK(memory_mb);
+    PICK(processes);
+    PICK(open_files);
+    PICK(file_size_mb);
+    PICK(output_mb);
+#undef PICK
+    if (!out->output_mb)
+        out->output_mb = TD_OUTPUT_MB_DEFAULT;
+}
+
+static void build_rlimits(const struct td_limits *l, struct td_rlimit *rl, size_t *n)
+{
+    if (l->cpu_ms) {
+        /* SIGXCPU at the soft limit, SIGKILL a second later if ignored */
+        rlim_t sec = (l->cpu_ms + 999) / 1000;
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_CPU, {sec, sec + 1}};
+    }
+    if (l->memory_mb)
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_AS, {l->memory_mb << 20, l->memory_mb << 20}};
+    if (l->processes)
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {l->processes, l->processes}};
+    if (l->open_files)
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, {l->open_files, l->open_files}};
+    if (l->file_size_mb)
+        rl[(*n)++] =
+            (struct td_rlimit){RLIMIT_FSIZE, {l->file_size_mb << 20, l->file_size_mb << 20}};
+}
+
+/* [init, tool argv...]: the init is PID 1 of the call's namespace. */
+static const char **init_argv(char *const *tool)
+{
+    size_t n = 0;
+    while (tool[n])
+        n++;
+    const char **argv = calloc(n + 2, sizeof(char *));
+    if (!argv)
+        return NULL;
+    argv[0] = td_init_path;
+    for (size_t i = 0; i < n; i++)
+        argv[i + 1] = tool[i];
+    return argv;
+}
+
+/* "uid uid 1": an unprivileged daemon's user namespace maps only itself. */
+static char uid_map[32], gid_map[32];
+
+void td_worker_setup(void)
+{
+    snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+    snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+}
+
 static json_t *spawn_error(const struct td_worker_spec *s, const char *what, int err)
 {
     char detail[256];
@@ -521,9 +600,39 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         err = errno;
         goto fail;
     }
-    struct td_spawn sp = {.argv = s->tool->argv, .envp = env, .cwd = workdir};
+    if (s->tool->switch_user && chown(workdir, s->tool->uid, s->tool->gid) < 0) {
+        err = errno;
+        what = "chown";
+        rmdir(workdir);
+        goto fail;
+    }
+    merge_limits(&w->limits, &s->tool->limits);
+    struct td_rlimit rl[5];
+    size_t nrl = 0;
+    build_rlimits(&w->limits, rl, &nrl);
+    uint64_t out_bytes = w->limits.output_mb << 20;
+    w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
+    int network = s->tool->network >= 0 ? s->tool->network : td_cfg.network;
+    const char **argv = init_argv(s->tool->argv);
+    struct td_spawn sp = {
+        .argv = td_containment == TD_CONTAIN_PIDNS ? (char *const *)argv : s->tool->argv,
+        .init = td_containment == TD_CONTAIN_PIDNS,
+        .envp = env,
+        .cwd = workdir,
+        .ns_flags =
+            (td_containment == TD_CONTAIN_PIDNS ? CLONE_NEWPID : 0) | (network ? 0 : CLONE_NEWNET),
+        .uid_map = uid_map,
+        .gid_map = gid_map,
+        .uid = s->tool->switch_user ? s->tool->uid : (uid_t)-1,
+        .gid = s->tool->gid,
+        .rlimits = rl,
+        .nrlimits = nrl,
+    };
+    if (sp.ns_flags)
+        sp.ns_flags |= td_userns_flag;
     struct td_child child;
-    int rc = td_sandbox_spawn(&sp, &child, &what);
+    int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;
+    free(argv);
     for (char **e = env; *e; e++)
         free(*e);
     free(env);
@@ -540,10 +649,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
-    w->exfd = child.exec_err;
+    w->exfd = child.report;
     w->cb = cb;
     w->cb_data = data;
-    te_frame_decoder_init(&w->dec, td_cfg.max_frame);
+    te_frame_decoder_init(&w->dec, w->max_output);
     pipe_open(w, &w->in, child.in);
     pipe_open(w, &w->out, child.out);
     pipe_open(w, &w->err, child.err);

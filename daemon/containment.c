@@ -1,0 +1,164 @@
+/*
+ * containment.c - choosing, at start, how a call's processes are kept from
+ * outliving the call, and `toolexecd --check`.
+ *
+ *   pidns   every call in a fresh PID namespace whose PID 1 is toolexecd-init;
+ *           when the init exits or is killed, the kernel kills everything
+ *           left in the namespace, setsid() strays included, and the init's
+ *           PR_SET_PDEATHSIG takes the namespace down if the daemon dies.
+ *           An unprivileged daemon gets the namespace through a user
+ *           namespace of its own.
+ *   pgroup  the fallback: a process group per call, killed when the call
+ *           ends, with the daemon as child subreaper so orphans are reaped.
+ *           A process that calls setsid() escapes it; we say so at start.
+ *
+ * (cgroup v2 with cgroup.kill would be the third way; --check reports whether
+ * the host would allow it, but a PID namespace is cheaper per call and needs
+ * no delegation, so it is what we use where it exists.)
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+#ifndef TD_LIBEXECDIR
+#define TD_LIBEXECDIR "/usr/libexec/toolexecd"
+#endif
+
+enum td_containment td_containment = TD_CONTAIN_PGROUP;
+int td_userns_flag;
+char *td_init_path;
+
+const char *td_containment_name(enum td_containment c)
+{
+    return c == TD_CONTAIN_PIDNS ? "pidns" : "pgroup";
+}
+
+static int probe_child(void *arg)
+{
+    (void)arg;
+    _exit(0);
+}
+
+/* Can we start a child with these namespace flags? 0 or -errno. */
+static int probe(int flags)
+{
+    static char stack[16 * 1024] __attribute__((aligned(16)));
+    pid_t pid =
+        clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | flags, NULL);
+    if (pid < 0)
+        return -errno;
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+}
+
+/* toolexecd-init beside our own executable (a build tree), else installed. */
+static char *find_init(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *path = NULL;
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            if (asprintf(&path, "%s/toolexecd-init", self) > 0 && access(path, X_OK) == 0)
+                return path;
+            free(path);
+        }
+    }
+    if (access(TD_LIBEXECDIR "/toolexecd-init", X_OK) == 0)
+        return strdup(TD_LIBEXECDIR "/toolexecd-init");
+    return NULL;
+}
+
+int td_containment_setup(const char *want)
+{
+    /* Orphans of our workers come to us rather than to the host's init. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        td_log(TD_LOG_WARN, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    td_userns_flag = geteuid() == 0 ? 0 : CLONE_NEWUSER;
+    free(td_init_path);
+    td_init_path = find_init();
+    int rc = td_init_path ? probe(CLONE_NEWPID | td_userns_flag) : -ENOENT;
+    bool pidns = rc == 0;
+    if (strcmp(want, "pidns") == 0 && !pidns) {
+        td_log(TD_LOG_ERR, "--containment pidns: %s",
+               td_init_path ? strerror(-rc) : "toolexecd-init not found");
+        return -1;
+    }
+    if (strcmp(want, "pgroup") == 0)
+        pidns = false;
+    td_containment = pidns ? TD_CONTAIN_PIDNS : TD_CONTAIN_PGROUP;
+    if (pidns)
+        td_log(TD_LOG_INFO, "containment: a PID namespace per call%s (init %s)",
+               td_userns_flag ? " inside a user namespace" : "", td_init_path);
+    else
+        td_log(TD_LOG_WARN,
+               "containment: process group + subreaper only; a worker's process that calls "
+               "setsid() can outlive its call%s",
+               strcmp(want, "pgroup") == 0 ? " (chosen by --containment)" : "");
+    return 0;
+}
+
+static const char *yesno(int rc)
+{
+    return rc == 0 ? "yes" : "no";
+}
+
+int td_containment_check(void)
+{
+    int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
+    char *init = find_init();
+    int pid_rc = probe(CLONE_NEWPID | userns);
+    printf("running as uid %d%s\n", (int)geteuid(), userns ? " (unprivileged)" : "");
+    printf("user namespaces:     %s\n", yesno(probe(CLONE_NEWUSER)));
+    printf("pid namespaces:      %s%s\n", yesno(pid_rc),
+           userns ? " (inside a user namespace)" : "");
+    printf("network namespaces:  %s\n", yesno(probe(CLONE_NEWNET | userns)));
+
+    /* cgroup v2: where we are, whether we could manage sub-cgroups there */
+    char line[PATH_MAX], cg[PATH_MAX] = "";
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0)
+            snprintf(cg, sizeof(cg), "%s", line + 3);
+    if (f)
+        fclose(f);
+    cg[strcspn(cg, "\n")] = '\0';
+    const char *mount = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "/sys/fs/cgroup"
+                        : access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0
+                            ? "/sys/fs/cgroup/unified"
+                            : NULL;
+    if (!mount) {
+        printf("cgroup v2:           no\n");
+    } else {
+        char dir[2 * PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s%s", mount, cg);
+        bool writable = access(dir, W_OK) == 0;
+        char procs[2 * PATH_MAX + 32];
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+        bool delegated = writable && access(procs, W_OK) == 0;
+        printf("cgroup v2:           yes (%s%s, own cgroup %s)\n", mount,
+               strcmp(mount, "/sys/fs/cgroup") ? ", hybrid" : "", cg[0] ? cg : "?");
+        printf("  writable:          %s\n", writable ? "yes" : "no");
+        printf("  delegated:         %s\n", delegated ? "yes" : "no");
+    }
+    printf("toolexecd-init:      %s\n", init ? init : "not found");
+    printf("containment:         %s\n",
+           init && pid_rc == 0 ? "pidns (a PID namespace per call)"
+                               : "pgroup (process group + subreaper; setsid() escapes)");
+    free(init);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * report.h - records a call's pre-exec child and its init write to the
+ * daemon on fd 3 (a close-on-exec pipe): why set-up or exec failed, and the
+ * tool's wait status when an init stands between the daemon and the tool.
+ */
+#ifndef TD_REPORT_H
+#define TD_REPORT_H
+
+enum { TD_REPORT_FAILED = 1, TD_REPORT_STATUS = 2 };
+
+/* Set-up steps, in the order sandbox.c runs them; "exec" is also what the
+ * init reports when the tool cannot be executed. */
+enum {
+    TD_STEP_SETPGID,
+    TD_STEP_PDEATHSIG,
+    TD_STEP_SIGNALS,
+    TD_STEP_DUP,
+    TD_STEP_CLOSE,
+    TD_STEP_USERNS,
+    TD_STEP_CHDIR,
+    TD_STEP_RLIMIT,
+    TD_STEP_USER,
+    TD_STEP_NNP,
+    TD_STEP_EXEC,
+    TD_STEP_SPAWN,
+    TD_STEP_COUNT
+};
+
+#define TD_STEP_NAMES                                                                              \
+    {                                                                                              \
+        "setpgid", "prctl", "signals", "dup2", "close_range", "user namespace", "chdir",           \
+            "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                                 \
+    }
+
+/* The fd the report pipe is on in the child and in the init. */
+#define TD_REPORT_FD 3
+
+struct td_report_rec {
+    int type;
+    int a; /* FAILED: the step; STATUS: the wait status */
+    int b; /* FAILED: errno */
+};
+
+#endif
