@@ -1,23 +1,32 @@
 #!/bin/sh
-# bench/run.sh [CALLS] - start a private toolexecd with one trivial framed
-# tool (the C SDK echo example) and compare a call through the daemon with
-# the same worker run by a plain fork+exec+pipe loop, in the same run.
+# bench/run.sh [CALLS] - for each containment mode, start a private toolexecd
+# with one trivial framed tool (the C SDK echo example) and compare a call
+# through the daemon with the same worker run by a plain fork+exec+pipe
+# loop, measured in the same run. MODES="pgroup pidns" by default.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-ninja -C "$BUILD_DIR" bench/bench daemon/toolexecd contrib/tools/c/echo >/dev/null
+ninja -C "$BUILD_DIR" bench/bench daemon/toolexecd daemon/toolexecd-init contrib/tools/c/echo >/dev/null
 tmp=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 worker="$(pwd)/$BUILD_DIR/contrib/tools/c/echo"
 mkdir "$tmp/tools"
 printf '{"name": "echo", "command": ["%s"]}\n' "$worker" > "$tmp/tools/echo.json"
-"$BUILD_DIR/daemon/toolexecd" --socket "$tmp/s.sock" --tools "$tmp/tools" \
-    --work-dir "$tmp/work" --log-level warn &
-pid=$!
-i=0
-while [ ! -S "$tmp/s.sock" ]; do
-    i=$((i + 1)); [ $i -lt 500 ] || { echo "daemon did not start" >&2; exit 1; }
-    sleep 0.01
-done
 echo "toolexecd $("$BUILD_DIR/daemon/toolexecd" --version | cut -d' ' -f2), $(nproc) CPUs, worker $worker"
-"$BUILD_DIR/bench/bench" "$tmp/s.sock" "$worker" "${1:-2000}"
+for mode in ${MODES:-pgroup pidns}; do
+    rm -f "$tmp/s.sock"
+    "$BUILD_DIR/daemon/toolexecd" --socket "$tmp/s.sock" --tools "$tmp/tools" \
+        --work-dir "$tmp/work" --log-level error --containment "$mode" &
+    pid=$!
+    i=0
+    while [ ! -S "$tmp/s.sock" ]; do
+        i=$((i + 1)); [ $i -lt 500 ] || { echo "daemon did not start" >&2; exit 1; }
+        sleep 0.01
+    done
+    echo
+    echo "containment: $mode"
+    "$BUILD_DIR/bench/bench" "$tmp/s.sock" "$worker" "${1:-2000}"
+    kill "$pid"; wait "$pid" || true; pid=
+done

@@ -37,6 +37,7 @@ struct td_batch {
     size_t ncalls, next, running, done;
     uint64_t max_concurrency;
     bool pumping;
+    bool cancelled;
 };
 
 /* Send {"event": name, "batch": id, ...fields}; fields is stolen. */
@@ -60,6 +61,10 @@ static void complete(struct td_batch *b)
         if (json_is_null(halt) && c->halt)
             halt = json_incref(c->halt);
     }
+    if (b->cancelled) {
+        json_decref(halt);
+        halt = json_pack("{s:s}", "halted_reason", "cancelled");
+    }
     send_event(b, "batch_completed", json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
     td_log(TD_LOG_DEBUG, "batch %s: completed (%zu calls)", b->id, b->ncalls);
     td_conn_batch_remove(b->conn, b);
@@ -67,6 +72,7 @@ static void complete(struct td_batch *b)
 }
 
 static void pump(struct td_batch *b);
+static json_t *cancelled_error(struct call *c);
 
 static json_t *content_string(const char *s, size_t n)
 {
@@ -151,8 +157,7 @@ static void start_call(struct td_batch *b, struct call *c)
                json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     json_t *result = NULL;
     if (td_shutting_down) {
-        result = te_tool_error_new(TE_HANDLER_EXIT, c->name, c->id, "cancelled",
-                                   json_pack("{s:b}", "cancelled", 1), NULL);
+        result = cancelled_error(c);
     } else if (!c->tool->argv) {
         result = te_tool_error_new(TE_NOT_FOUND, c->name, c->id,
                                    "tool has no command (manual mode)", NULL, NULL);
@@ -267,6 +272,43 @@ void td_batch_run(struct td_conn *conn, json_t *req)
     }
     td_log(TD_LOG_DEBUG, "batch %s: %zu calls, concurrency %llu", b->id, b->ncalls,
            (unsigned long long)b->max_concurrency);
+    pump(b);
+}
+
+static json_t *cancelled_error(struct call *c)
+{
+    return te_tool_error_new(TE_HANDLER_EXIT, c->name, c->id, "cancelled",
+                             json_pack("{s:b}", "cancelled", 1), NULL);
+}
+
+void td_batch_cancel(struct td_batch *b)
+{
+    if (b->cancelled)
+        return;
+    b->cancelled = true;
+    td_log(TD_LOG_INFO, "batch %s: cancelled (%zu running, %zu queued)", b->id, b->running,
+           b->ncalls - b->next);
+    /* Hold completion until every call is settled: call_done() runs
+     * synchronously for each cancelled worker. */
+    b->pumping = true;
+    /* Queued calls never start; they keep a message, without events. */
+    for (size_t i = b->next; i < b->ncalls; i++) {
+        struct call *c = &b->calls[i];
+        json_t *err = cancelled_error(c);
+        size_t len;
+        int rc;
+        char *text = te_content_encode(err, SIZE_MAX, &len, &rc);
+        c->content = td_json_text(text ? text : "", text ? len : 0);
+        free(text);
+        json_decref(err);
+        c->state = CALL_DONE;
+        b->done++;
+    }
+    b->next = b->ncalls;
+    for (size_t i = 0; i < b->ncalls; i++)
+        if (b->calls[i].state == CALL_RUNNING && b->calls[i].worker)
+            td_worker_cancel(b->calls[i].worker);
+    b->pumping = false;
     pump(b);
 }
 

@@ -6,6 +6,7 @@
  * every event is written.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 struct batch_entry {
     struct td_batch *b;
     char *id;
+    bool cancelled;
     struct batch_entry *next;
 };
 
@@ -36,6 +38,9 @@ struct td_conn {
     struct batch_entry *batches;
     unsigned nbatches, batch_seq;
     struct ucred cred;
+    uv_poll_t hup; /* after EOF: tells a full close from a half-close */
+    int hup_fd;    /* a dup of the socket, -1 when not watching */
+    int handles;   /* open libuv handles */
     struct td_conn *prev, *next;
 };
 
@@ -58,6 +63,10 @@ unsigned td_server_conns(void)
 static void on_conn_closed(uv_handle_t *h)
 {
     struct td_conn *c = h->data;
+    if (--c->handles > 0)
+        return;
+    if (c->hup_fd >= 0)
+        close(c->hup_fd);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -79,7 +88,65 @@ static void maybe_close(struct td_conn *c)
         return;
     c->closing = true;
     uv_close((uv_handle_t *)&c->h, on_conn_closed);
+    if (c->hup_fd >= 0)
+        uv_close((uv_handle_t *)&c->hup, on_conn_closed);
 }
+
+/* The client is gone for good: its batches are cancelled (their workers
+ * killed at once); the connection closes when they have completed. */
+static void conn_lost(struct td_conn *c, const char *why)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    td_log(TD_LOG_INFO, "client pid %d: %s; cancelling its %u batches", (int)c->cred.pid, why,
+           c->nbatches);
+    if (!uv_is_closing((uv_handle_t *)&c->h))
+        uv_read_stop((uv_stream_t *)&c->h);
+    if (c->hup_fd >= 0)
+        uv_poll_stop(&c->hup);
+    /* cancelling may complete and remove batches: restart from the head */
+    for (struct batch_entry *e = c->batches; e;) {
+        if (!e->cancelled) {
+            e->cancelled = true;
+            td_batch_cancel(e->b);
+            e = c->batches;
+        } else {
+            e = e->next;
+        }
+    }
+    maybe_close(c);
+}
+
+/* EPOLLHUP on a Unix stream socket means both directions are closed; a
+ * half-close (shutdown(SHUT_WR), as socat does) only gives EOF. We ask for
+ * UV_PRIORITIZED, which a Unix socket never has, so any event here is the
+ * hang-up. */
+static void on_hup(uv_poll_t *p, int status, int events)
+{
+    conn_lost(p->data, "disconnected");
+}
+
+static void watch_hup(struct td_conn *c)
+{
+    uv_os_fd_t fd;
+    if (c->hup_fd >= 0 || c->closing || uv_fileno((uv_handle_t *)&c->h, &fd) < 0)
+        return;
+    /* a second descriptor, so epoll watches it apart from the stream's */
+    c->hup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (c->hup_fd < 0)
+        return;
+    if (uv_poll_init(td_loop, &c->hup, c->hup_fd) < 0) {
+        close(c->hup_fd);
+        c->hup_fd = -1;
+        return;
+    }
+    c->hup.data = c;
+    c->handles++;
+    uv_poll_start(&c->hup, UV_PRIORITIZED, on_hup);
+}
+
+static void conn_lost(struct td_conn *c, const char *why);
 
 static void on_written(uv_write_t *req, int status)
 {
@@ -88,12 +155,8 @@ static void on_written(uv_write_t *req, int status)
     free(w->data);
     free(w);
     c->pending_writes--;
-    if (status < 0 && !c->dead) {
-        td_log(TD_LOG_INFO, "client pid %d: write failed: %s; its events are dropped",
-               (int)c->cred.pid, uv_strerror(status));
-        c->dead = true;
-        uv_read_stop((uv_stream_t *)&c->h);
-    }
+    if (status < 0 && status != UV_ECANCELED)
+        conn_lost(c, uv_strerror(status));
     maybe_close(c);
 }
 
@@ -152,6 +215,7 @@ bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
         return false;
     }
     e->b = b;
+    e->cancelled = false;
     e->next = c->batches;
     c->batches = e;
     c->nbatches++;
@@ -186,7 +250,7 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     if (i == len)
         return; /* blank lines are harmless; socat users type them */
     json_error_t jerr;
-    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     char msg[256];
     if (!req) {
         snprintf(msg, sizeof(msg), "request is not valid JSON (column %d): %s", jerr.column,
@@ -194,7 +258,6 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
         td_conn_error(c, NULL, "request_error", "invalid_json", msg, NULL);
         return;
     }
-    /* json_loadb without JSON_DECODE_ANY only accepts arrays and objects */
     if (!json_is_object(req)) {
         td_conn_error(c, NULL, "request_error", "not_an_object", "request is not a JSON object",
                       NULL);
@@ -204,14 +267,31 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     const char *op = json_string_value(json_object_get(req, "op"));
     if (!op) {
         td_conn_error(c, NULL, "request_error", "unknown_op",
-                      "op: missing or not a string (expected \"run\" or \"tools\")", NULL);
+                      "op: missing or not a string (expected \"run\", \"cancel\" or \"tools\")",
+                      NULL);
     } else if (strcmp(op, "run") == 0) {
         td_batch_run(c, req);
+    } else if (strcmp(op, "cancel") == 0) {
+        const char *id = json_string_value(json_object_get(req, "batch"));
+        struct batch_entry *e = c->batches;
+        while (e && id && strcmp(e->id, id) != 0)
+            e = e->next;
+        if (!id) {
+            td_conn_error(c, NULL, "request_error", "invalid_request",
+                          "batch: expected the id of a running batch", NULL);
+        } else if (!e || e->cancelled) {
+            snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
+            td_conn_error(c, id, "request_error", "unknown_batch", msg, NULL);
+        } else {
+            e->cancelled = true;
+            td_batch_cancel(e->b);
+        }
     } else if (strcmp(op, "tools") == 0) {
         td_conn_send(c,
                      json_pack("{s:s,s:o}", "event", "tools", "tools", td_registry_list(td_tools)));
     } else {
-        snprintf(msg, sizeof(msg), "op: unknown op \"%.64s\" (expected \"run\" or \"tools\")", op);
+        snprintf(msg, sizeof(msg),
+                 "op: unknown op \"%.64s\" (expected \"run\", \"cancel\" or \"tools\")", op);
         td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
     }
     json_decref(req);
@@ -292,10 +372,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             handle_line(c, c->buf, c->len);
         c->len = 0;
         c->eof = true;
+        if (c->nbatches)
+            watch_hup(c);
     } else {
-        td_log(TD_LOG_INFO, "client pid %d: read failed: %s", (int)c->cred.pid,
-               uv_strerror((int)n));
-        c->dead = true;
+        conn_lost(c, uv_strerror((int)n));
     }
     maybe_close(c);
 }
@@ -318,6 +398,8 @@ static void on_connection(uv_stream_t *server, int status)
     }
     uv_pipe_init(td_loop, &c->h, 0);
     c->h.data = c;
+    c->hup_fd = -1;
+    c->handles = 1;
     int rc = uv_accept(server, (uv_stream_t *)&c->h);
     if (rc < 0) {
         td_log(TD_LOG_WARN, "accept: %s", uv_strerror(rc));

@@ -34,7 +34,6 @@
 struct td_limits {
     uint64_t cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb;
 };
-#define TD_OUTPUT_MB_DEFAULT 16
 
 struct td_config {
     const char *socket_path;
@@ -173,6 +172,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
 /* Forget the callback (its owner is going away); the worker is killed. */
 void td_worker_abandon(struct td_worker *w);
 void td_worker_kill_all(void);
+/* Kill it now; its result is a handler_exit with cause.cancelled. */
+void td_worker_cancel(struct td_worker *w);
 void td_worker_setup(void);
 unsigned td_workers_alive(void);
 
@@ -182,6 +183,9 @@ struct td_batch;
 /* Handle a {"op": "run"} request from conn. */
 void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
+/* Kill its running workers, start none of its queued calls, complete it
+ * with halt {"halted_reason": "cancelled"}. */
+void td_batch_cancel(struct td_batch *b);
 
 /* server.c */
 int td_server_start(void);

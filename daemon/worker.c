@@ -512,8 +512,6 @@ static void merge_limits(struct td_limits *out, const struct td_limits *tool)
     PICK(file_size_mb);
     PICK(output_mb);
 #undef PICK
-    if (!out->output_mb)
-        out->output_mb = TD_OUTPUT_MB_DEFAULT;
 }
 
 static void build_rlimits(const struct td_limits *l, struct td_rlimit *rl, size_t *n)
@@ -610,7 +608,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     struct td_rlimit rl[5];
     size_t nrl = 0;
     build_rlimits(&w->limits, rl, &nrl);
-    uint64_t out_bytes = w->limits.output_mb << 20;
+    /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
+    uint64_t out_bytes = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
     w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
     int network = s->tool->network >= 0 ? s->tool->network : td_cfg.network;
     const char **argv = init_argv(s->tool->argv);
@@ -698,7 +697,7 @@ fail:
     return NULL;
 }
 
-static void cancel(struct td_worker *w)
+void td_worker_cancel(struct td_worker *w)
 {
     fail(w, TE_HANDLER_EXIT, "cancelled",
          json_pack("{s:b,s:o}", "cancelled", 1, "stderr", stderr_tail(w)), NULL);
@@ -707,7 +706,7 @@ static void cancel(struct td_worker *w)
 void td_worker_abandon(struct td_worker *w)
 {
     w->cb = NULL;
-    cancel(w);
+    td_worker_cancel(w);
 }
 
 void td_worker_kill_all(void)
@@ -715,6 +714,6 @@ void td_worker_kill_all(void)
     for (struct td_worker *w = workers, *next; w; w = next) {
         next = w->next;
         if (!w->finished)
-            cancel(w);
+            td_worker_cancel(w);
     }
 }
