@@ -200,6 +200,27 @@ static void pump(struct td_batch *b)
         complete(b);
 }
 
+static bool id_listed(const json_t *list, long id)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        if (json_integer_value(v) == id)
+            return true;
+    }
+    return false;
+}
+
+/* allow_uids / allow_gids: a client passes if either list names it. */
+static bool tool_allowed(const struct td_tool *t, const struct ucred *cred)
+{
+    if (!t->allow_uids && !t->allow_gids)
+        return true;
+    return (t->allow_uids && id_listed(t->allow_uids, (long)cred->uid)) ||
+           (t->allow_gids && id_listed(t->allow_gids, (long)cred->gid));
+}
+
 static uint64_t default_concurrency(size_t ncalls)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -224,13 +245,32 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         snprintf(idbuf, sizeof(idbuf), "b-%u", td_conn_next_batch_seq(conn));
         id = idbuf;
     }
-    /* Pre-flight: every tool must exist before any call runs. */
+    if (r.ncalls > td_cfg.max_batch_calls) {
+        snprintf(err, sizeof(err), "calls: %zu calls exceed the limit of %zu (--max-batch-calls)",
+                 r.ncalls, td_cfg.max_batch_calls);
+        td_conn_error(conn, id, "request_error", "invalid_request", err, NULL);
+        return;
+    }
+    /* Pre-flight: every tool must exist, and be allowed to this client,
+     * before any call runs. */
+    const struct ucred *cred = td_conn_cred(conn);
     size_t i;
     json_t *call;
     json_array_foreach(r.calls, i, call)
     {
         const char *name = json_string_value(json_object_get(call, "name"));
-        if (!td_registry_find(td_tools, name)) {
+        struct td_tool *tool = td_registry_find(td_tools, name);
+        if (tool && !tool_allowed(tool, cred)) {
+            char msg[128 + TE_TOOL_NAME_MAX];
+            snprintf(msg, sizeof(msg), "tool %.*s is not allowed for uid %d", 2 * TE_TOOL_NAME_MAX,
+                     name, (int)cred->uid);
+            td_log(TD_LOG_INFO, "batch %s: client pid %d uid %d: forbidden tool %s", id,
+                   (int)cred->pid, (int)cred->uid, name);
+            td_conn_error(conn, id, "engine_error", "forbidden_tool", msg,
+                          json_pack("{s:s}", "tool_name", name));
+            return;
+        }
+        if (!tool) {
             char msg[128 + TE_TOOL_NAME_MAX];
             snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
             td_conn_error(conn, id, "engine_error", "unknown_tool", msg,
@@ -270,7 +310,8 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         c->arguments = json_object_get(call, "arguments");
         c->tool = td_tool_ref(td_registry_find(td_tools, c->name));
     }
-    td_log(TD_LOG_DEBUG, "batch %s: %zu calls, concurrency %llu", b->id, b->ncalls,
+    td_log(TD_LOG_INFO, "batch %s: client pid %d uid %d gid %d: %zu calls, concurrency %llu", b->id,
+           (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
            (unsigned long long)b->max_concurrency);
     pump(b);
 }

@@ -24,6 +24,12 @@ struct td_config td_cfg = {
     .max_request = TE_FRAME_MAX_DEFAULT,
     .log_level = TD_LOG_INFO,
     .network = 1,
+    /* Far above any sane agent fleet; a bound so a connection flood cannot
+     * exhaust descriptors. */
+    .max_clients = 512,
+    /* An LLM turn asks for a handful of calls; thousands is a bug. */
+    .max_batch_calls = 1024,
+    .socket_mode = 0660,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
@@ -53,6 +59,10 @@ static void usage(FILE *f)
                "                             (default: toolexec if it exists, else nobody)\n"
                "      --default-group NAME   workers' group (default: the user's)\n"
                "      --default-network yes|no  network for tools that do not say\n"
+               "      --max-clients N        connections at once (default 512)\n"
+               "      --max-batch-calls N    calls in one batch (default 1024)\n"
+               "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
+               "      --socket-group NAME    group of the socket file\n"
                "      --check                print what isolation the host offers and exit\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
@@ -153,7 +163,11 @@ int main(int argc, char **argv)
         OPT_USER,
         OPT_GROUP,
         OPT_NETWORK,
-        OPT_CHECK
+        OPT_CHECK,
+        OPT_CLIENTS,
+        OPT_BATCH_CALLS,
+        OPT_SOCK_MODE,
+        OPT_SOCK_GROUP
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -169,6 +183,10 @@ int main(int argc, char **argv)
         {"default-group", required_argument, NULL, OPT_GROUP},
         {"default-network", required_argument, NULL, OPT_NETWORK},
         {"check", no_argument, NULL, OPT_CHECK},
+        {"max-clients", required_argument, NULL, OPT_CLIENTS},
+        {"max-batch-calls", required_argument, NULL, OPT_BATCH_CALLS},
+        {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
+        {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -240,6 +258,31 @@ int main(int argc, char **argv)
                 return 2;
             }
             td_cfg.network = strcmp(optarg, "yes") == 0;
+            break;
+        case OPT_CLIENTS:
+        case OPT_BATCH_CALLS:
+            if (!parse_size(optarg, 1000000, &v)) {
+                fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
+                        opt == OPT_CLIENTS ? "max-clients" : "max-batch-calls");
+                return 2;
+            }
+            if (opt == OPT_CLIENTS)
+                td_cfg.max_clients = (unsigned)v;
+            else
+                td_cfg.max_batch_calls = v;
+            break;
+        case OPT_SOCK_MODE: {
+            char *end;
+            unsigned long m = strtoul(optarg, &end, 8);
+            if (!*optarg || *end || m > 0777) {
+                fprintf(stderr, "toolexecd: --socket-mode: expected octal permissions\n");
+                return 2;
+            }
+            td_cfg.socket_mode = (unsigned)m;
+            break;
+        }
+        case OPT_SOCK_GROUP:
+            td_cfg.socket_group = optarg;
             break;
         case OPT_CHECK:
             return td_containment_check();

@@ -43,6 +43,8 @@ void td_tool_unref(struct td_tool *t)
     free(t->user);
     free(t->group);
     json_decref(t->schema);
+    json_decref(t->allow_uids);
+    json_decref(t->allow_gids);
     free_strv(t->argv);
     free_strv(t->env);
     free(t);
@@ -207,6 +209,23 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             BAD("%s: limits.%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
                 "file_size_mb, output_mb)",
                 file, key);
+    }
+
+    const char *lists[2] = {"allow_uids", "allow_gids"};
+    for (int k = 0; k < 2; k++) {
+        v = json_object_get(def, lists[k]);
+        if (!v)
+            continue;
+        size_t i;
+        json_t *id;
+        if (!json_is_array(v))
+            BAD("%s: %s: expected an array of integers", file, lists[k]);
+        json_array_foreach(v, i, id)
+        {
+            if (!json_is_integer(id) || json_integer_value(id) < 0)
+                BAD("%s: %s[%zu]: expected a non-negative integer", file, lists[k], i);
+        }
+        *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
     }
 
     t->network = -1;

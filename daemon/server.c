@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,11 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
     maybe_close(c);
 }
 
+const struct ucred *td_conn_cred(const struct td_conn *c)
+{
+    return &c->cred;
+}
+
 unsigned td_conn_next_batch_seq(struct td_conn *c)
 {
     return ++c->batch_seq;
@@ -415,6 +421,15 @@ static void on_connection(uv_stream_t *server, int status)
         conns->prev = c;
     conns = c;
     nconns++;
+    if (nconns > td_cfg.max_clients) {
+        td_log(TD_LOG_WARN, "client pid %d uid %d: refused: %u clients connected (--max-clients)",
+               (int)c->cred.pid, (int)c->cred.uid, nconns - 1);
+        td_conn_error(c, NULL, "request_error", "too_many_clients",
+                      "too many clients connected; try again later", NULL);
+        c->eof = true;
+        maybe_close(c);
+        return;
+    }
     td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected", (int)c->cred.pid,
            (int)c->cred.uid, (int)c->cred.gid);
     uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
@@ -464,11 +479,21 @@ int td_server_start(void)
         return rc;
     uv_pipe_init(td_loop, &listener, 0);
     if ((rc = uv_pipe_bind(&listener, path)) < 0 ||
-        (chmod(path, 0660) < 0 ? (rc = -errno) : 0) < 0 ||
+        (chmod(path, td_cfg.socket_mode) < 0 ? (rc = -errno) : 0) < 0 ||
         (rc = uv_listen((uv_stream_t *)&listener, LISTEN_BACKLOG, on_connection)) < 0) {
         td_log(TD_LOG_ERR, "cannot listen on %s: %s", path, uv_strerror(rc));
         uv_close((uv_handle_t *)&listener, NULL);
         return rc;
+    }
+    if (td_cfg.socket_group) {
+        struct group *gr = getgrnam(td_cfg.socket_group);
+        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) < 0) {
+            td_log(TD_LOG_ERR, "--socket-group %s: %s", td_cfg.socket_group,
+                   gr ? strerror(errno) : "no such group");
+            uv_close((uv_handle_t *)&listener, NULL);
+            unlink(path);
+            return -EINVAL;
+        }
     }
     listening = true;
     return 0;

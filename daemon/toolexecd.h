@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -47,6 +48,10 @@ struct td_config {
     struct td_limits limits;  /* daemon-wide defaults */
     const char *user, *group; /* default worker user/group (root daemon) */
     int network;              /* default for "network": 1 yes, 0 no */
+    unsigned max_clients;     /* connections beyond it are refused */
+    size_t max_batch_calls;   /* calls in one run request */
+    unsigned socket_mode;     /* permission bits of the socket file */
+    const char *socket_group; /* group of the socket file, NULL: ours */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -84,9 +89,10 @@ struct td_tool {
     bool context;
     uint64_t timeout_ms; /* 0: no ceiling of its own */
     struct td_limits limits;
-    int network;        /* -1: daemon default, 0 no network, 1 network */
-    char *user, *group; /* NULL: daemon default */
-    bool switch_user;   /* root daemon: run workers as uid/gid */
+    int network;                     /* -1: daemon default, 0 no network, 1 network */
+    char *user, *group;              /* NULL: daemon default */
+    json_t *allow_uids, *allow_gids; /* integer arrays; NULL: any client */
+    bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
 };
@@ -198,5 +204,7 @@ void td_conn_error(struct td_conn *c, const char *batch, const char *type, const
 bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id);
 void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
 unsigned td_conn_next_batch_seq(struct td_conn *c);
+/* The client's credentials (SO_PEERCRED). */
+const struct ucred *td_conn_cred(const struct td_conn *c);
 
 #endif
