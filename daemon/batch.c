@@ -26,6 +26,7 @@ struct call {
     enum call_state state;
     json_t *content; /* JSON string, once done */
     json_t *halt;    /* this call's halt candidate, if it halts */
+    bool slot;       /* holds one of the daemon's --max-workers slots */
 };
 
 struct td_batch {
@@ -38,7 +39,43 @@ struct td_batch {
     uint64_t max_concurrency;
     bool pumping;
     bool cancelled;
+    bool waiting; /* in the queue for a worker slot */
+    struct td_batch *wnext;
 };
+
+/* Calls beyond --max-workers wait here: batches in round-robin order, one
+ * call started per turn, so a big batch cannot starve the others. */
+static unsigned slots_used;
+static struct td_batch *wait_head, *wait_tail;
+
+static void wait_enqueue(struct td_batch *b)
+{
+    if (b->waiting)
+        return;
+    b->waiting = true;
+    b->wnext = NULL;
+    if (wait_tail)
+        wait_tail->wnext = b;
+    else
+        wait_head = b;
+    wait_tail = b;
+}
+
+static void wait_remove(struct td_batch *b)
+{
+    if (!b->waiting)
+        return;
+    struct td_batch **pp = &wait_head, *prev = NULL;
+    while (*pp && *pp != b) {
+        prev = *pp;
+        pp = &(*pp)->wnext;
+    }
+    if (*pp)
+        *pp = b->wnext;
+    if (wait_tail == b)
+        wait_tail = prev;
+    b->waiting = false;
+}
 
 /* Send {"event": name, "batch": id, ...fields}; fields is stolen. */
 static void send_event(struct td_batch *b, const char *name, json_t *fields)
@@ -72,6 +109,7 @@ static void complete(struct td_batch *b)
 }
 
 static void pump(struct td_batch *b);
+static void schedule(void);
 static json_t *cancelled_error(struct call *c);
 
 static json_t *content_string(const char *s, size_t n)
@@ -144,9 +182,15 @@ static void call_done(void *data, json_t *result)
         break;
     }
     json_decref(result);
+    bool freed_slot = c->slot;
+    c->slot = false;
+    if (freed_slot)
+        slots_used--;
     b->running--;
     b->done++;
     pump(b);
+    if (freed_slot)
+        schedule();
 }
 
 static void start_call(struct td_batch *b, struct call *c)
@@ -185,19 +229,71 @@ static void start_call(struct td_batch *b, struct call *c)
         call_done(c, result);
 }
 
-/* Start queued calls while the batch's concurrency allows. Re-entrant calls
- * (a call that completes while being started) only update counters; the
- * outermost loop does the work, so the stack never grows with the batch. */
-static void pump(struct td_batch *b)
+/* Start queued calls while the batch's concurrency and the daemon's worker
+ * slots allow, at most max_starts of them. Re-entrant calls (a call that
+ * completes while being started) return at once; the outermost loop does
+ * the work, so the stack never grows with the batch. from_queue: this batch
+ * has its turn; otherwise it may not overtake batches already waiting.
+ * Returns false when the batch completed (it is freed then). */
+static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
 {
     if (b->pumping)
-        return;
+        return true;
     b->pumping = true;
-    while (b->next < b->ncalls && b->running < b->max_concurrency)
-        start_call(b, &b->calls[b->next++]);
+    size_t started = 0;
+    while (b->next < b->ncalls && b->running < b->max_concurrency && started < max_starts) {
+        struct call *c = &b->calls[b->next];
+        if (c->tool->argv && !td_shutting_down) {
+            if (slots_used >= td_cfg.max_workers || (!from_queue && wait_head)) {
+                wait_enqueue(b);
+                break;
+            }
+            slots_used++;
+            c->slot = true;
+        }
+        b->next++;
+        started++;
+        start_call(b, c);
+    }
     b->pumping = false;
-    if (b->done == b->ncalls)
+    if (b->done == b->ncalls) {
         complete(b);
+        return false;
+    }
+    if (started == max_starts && b->next < b->ncalls && b->running < b->max_concurrency)
+        wait_enqueue(b); /* more to start: back of the queue */
+    return true;
+}
+
+static void pump(struct td_batch *b)
+{
+    pump_n(b, SIZE_MAX, false);
+}
+
+/* Hand free worker slots to waiting batches, one call each in turn. */
+static void schedule(void)
+{
+    static bool active;
+    if (active)
+        return;
+    active = true;
+    while (slots_used < td_cfg.max_workers && wait_head) {
+        struct td_batch *b = wait_head;
+        wait_head = b->wnext;
+        if (!wait_head)
+            wait_tail = NULL;
+        b->waiting = false;
+        pump_n(b, 1, true);
+    }
+    active = false;
+}
+
+unsigned td_batch_queued(void)
+{
+    unsigned n = 0;
+    for (struct td_batch *b = wait_head; b; b = b->wnext)
+        n += (unsigned)(b->ncalls - b->next);
+    return n;
 }
 
 static bool id_listed(const json_t *list, long id)
@@ -355,6 +451,7 @@ void td_batch_cancel(struct td_batch *b)
 
 void td_batch_free(struct td_batch *b)
 {
+    wait_remove(b);
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
         if (c->worker)

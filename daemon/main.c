@@ -59,6 +59,7 @@ static void usage(FILE *f)
                "                             (default: toolexec if it exists, else nobody)\n"
                "      --default-group NAME   workers' group (default: the user's)\n"
                "      --default-network yes|no  network for tools that do not say\n"
+               "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
                "      --max-clients N        connections at once (default 512)\n"
                "      --max-batch-calls N    calls in one batch (default 1024)\n"
                "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
@@ -167,7 +168,8 @@ int main(int argc, char **argv)
         OPT_CLIENTS,
         OPT_BATCH_CALLS,
         OPT_SOCK_MODE,
-        OPT_SOCK_GROUP
+        OPT_SOCK_GROUP,
+        OPT_WORKERS
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -184,6 +186,7 @@ int main(int argc, char **argv)
         {"default-network", required_argument, NULL, OPT_NETWORK},
         {"check", no_argument, NULL, OPT_CHECK},
         {"max-clients", required_argument, NULL, OPT_CLIENTS},
+        {"max-workers", required_argument, NULL, OPT_WORKERS},
         {"max-batch-calls", required_argument, NULL, OPT_BATCH_CALLS},
         {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
         {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
@@ -259,14 +262,19 @@ int main(int argc, char **argv)
             }
             td_cfg.network = strcmp(optarg, "yes") == 0;
             break;
+        case OPT_WORKERS:
         case OPT_CLIENTS:
         case OPT_BATCH_CALLS:
             if (!parse_size(optarg, 1000000, &v)) {
                 fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
-                        opt == OPT_CLIENTS ? "max-clients" : "max-batch-calls");
+                        opt == OPT_CLIENTS   ? "max-clients"
+                        : opt == OPT_WORKERS ? "max-workers"
+                                             : "max-batch-calls");
                 return 2;
             }
-            if (opt == OPT_CLIENTS)
+            if (opt == OPT_WORKERS)
+                td_cfg.max_workers = (unsigned)v;
+            else if (opt == OPT_CLIENTS)
                 td_cfg.max_clients = (unsigned)v;
             else
                 td_cfg.max_batch_calls = v;
@@ -304,6 +312,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (!td_cfg.max_workers) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        td_cfg.max_workers = cpus > 4 ? (unsigned)cpus * 4 : 16;
+    }
     ensure_std_fds();
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);

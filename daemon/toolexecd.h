@@ -49,6 +49,7 @@ struct td_config {
     const char *user, *group; /* default worker user/group (root daemon) */
     int network;              /* default for "network": 1 yes, 0 no */
     unsigned max_clients;     /* connections beyond it are refused */
+    unsigned max_workers;     /* worker processes at once, all batches */
     size_t max_batch_calls;   /* calls in one run request */
     unsigned socket_mode;     /* permission bits of the socket file */
     const char *socket_group; /* group of the socket file, NULL: ours */
@@ -189,6 +190,8 @@ struct td_batch;
 /* Handle a {"op": "run"} request from conn. */
 void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
+/* Calls waiting for a worker slot. */
+unsigned td_batch_queued(void);
 /* Kill its running workers, start none of its queued calls, complete it
  * with halt {"halted_reason": "cancelled"}. */
 void td_batch_cancel(struct td_batch *b);
