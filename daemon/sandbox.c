@@ -36,6 +36,7 @@
  *     daemon can set hard limits above its own soft ones.
  * 10. The worker's user: supplementary groups dropped, then gid, then uid
  *     (in that order: after setuid we could no longer change the others).
+ *     Changing credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
  * 12. execve. On failure of any step, the step and errno are written to the
  *     report pipe and the child exits 127.
@@ -129,8 +130,16 @@ static int child(void *arg)
     for (size_t i = 0; i < s->nrlimits; i++)
         if (setrlimit(s->rlimits[i].resource, &s->rlimits[i].lim) < 0)
             child_fail(TD_STEP_RLIMIT);
-    if (s->uid != (uid_t)-1 && (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0))
-        child_fail(TD_STEP_USER);
+    if (s->uid != (uid_t)-1) {
+        if (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0)
+            child_fail(TD_STEP_USER);
+        /* A credential change clears the parent-death signal: set it again,
+         * and check again that the daemon did not die in between. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            child_fail(TD_STEP_PDEATHSIG);
+        if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
+            _exit(127);
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
     execve(s->argv[0], s->argv, s->envp);

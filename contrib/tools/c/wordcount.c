@@ -40,7 +40,8 @@ static json_t *wordcount(const te_call *call, void *userdata)
 
     /* Reject unknown keys: a misspelt argument should not be silently
      * ignored, the model would never learn about its mistake. */
-    json_object_foreach(call->arguments, key, value) {
+    json_object_foreach(call->arguments, key, value)
+    {
         if (strcmp(key, "text") != 0)
             return bad_argument("unknown argument \"%.64s\" (expected only \"text\")", key);
     }
@@ -72,8 +73,8 @@ static json_t *wordcount(const te_call *call, void *userdata)
     if (len > 0 && s[len - 1] != '\n')
         lines++;
 
-    return te_ok(json_pack("{s:I, s:I, s:I, s:I}", "lines", lines, "words", words, "chars",
-                           chars, "bytes", (json_int_t)len));
+    return te_ok(json_pack("{s:I, s:I, s:I, s:I}", "lines", lines, "words", words, "chars", chars,
+                           "bytes", (json_int_t)len));
 }
 
 int main(void)

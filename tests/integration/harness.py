@@ -1,0 +1,645 @@
+"""Shared harness for the toolexecd integration tests (standard library only).
+
+A Daemon makes a temporary directory, writes tool definitions into
+TMP/tools, starts the real daemon
+
+    $TOOLEXECD --socket TMP/s.sock --tools TMP/tools --work-dir TMP/work
+
+waits until the socket accepts connections (deadline-bounded retry), hands
+out Clients that speak JSON lines, and stops the daemon with SIGTERM,
+asserting exit status 0 and a stderr free of sanitizer reports.
+
+Environment (set by tests/integration/meson.build):
+  TOOLEXECD       the daemon executable
+  TE_TESTWORKER   tests/workers/testworker
+  TE_WORKERS_SRC  the tests/workers source directory (shell scripts)
+  TE_PROTO_DIR    the proto/ source directory
+  TE_TIMEOUT_SCALE  optional factor for every wait (slow machines)
+
+Run one file: meson test -C build test_errors --print-errorlogs, or export the
+variables above and run python3 tests/integration/test_errors.py [-k NAME].
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLEXECD = os.environ.get("TOOLEXECD", "")
+TESTWORKER = os.environ.get("TE_TESTWORKER", "")
+WORKERS_SRC = os.environ.get("TE_WORKERS_SRC", os.path.join(HERE, "..", "workers"))
+PROTO_DIR = os.environ.get("TE_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
+
+SCALE = float(os.environ.get("TE_TIMEOUT_SCALE", "1"))
+# Longest wait for any single event / condition. Generous: under ASan on a
+# loaded machine a fork+exec can take a while; a correct daemon never makes
+# a test wait this long.
+WAIT = 15.0 * SCALE
+
+TERMINAL = ("batch_completed", "error")
+PER_CALL_LAST = ("tool_result_encoded", "ask_user_requested", "tool_halt")
+RESERVED_HALTS = ("ask_user", "max_turns", "halt_when", "tool_error", "cancelled", "completed")
+
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                     "runtime error", "ThreadSanitizer")
+
+
+def require_env(testcase=None):
+    missing = [n for n, v in (("TOOLEXECD", TOOLEXECD), ("TE_TESTWORKER", TESTWORKER)) if not v]
+    if missing:
+        raise unittest.SkipTest("environment lacks " + ", ".join(missing) +
+                                " (run through meson test)")
+
+
+def deadline_wait(cond, timeout=WAIT, interval=0.005, what="condition"):
+    """Poll cond() until it returns a true value or the deadline passes."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() >= end:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+        interval = min(interval * 2, 0.05)
+
+
+def new_token(what="tok"):
+    """A unique marker to put in a worker's command line."""
+    return "te-%s-%s" % (what, uuid.uuid4().hex)
+
+
+def pids_with_token(token):
+    """Live (non-zombie) processes whose command line contains token. Found
+    from outside through /proc, so PID namespaces do not matter."""
+    needle = token.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                cmd = f.read()
+            if needle not in cmd:
+                continue
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        state = stat[stat.rindex(")") + 2:].split()[0]
+        if state not in ("Z", "X", "x"):
+            found.append(int(name))
+    return found
+
+
+def wait_token_present(token, timeout=WAIT):
+    return deadline_wait(lambda: pids_with_token(token), timeout=timeout,
+                         what="a process with %s in its command line" % token)
+
+
+def assert_token_gone(token, timeout=3.0 * SCALE, what="process"):
+    """No process of the call is left: the spec kills leftovers within 1 s."""
+    try:
+        deadline_wait(lambda: not pids_with_token(token), timeout=timeout,
+                      what="%s (%s) to be gone" % (what, token))
+    finally:
+        for pid in pids_with_token(token):  # clean up after a failure
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def worker_tool(name, mode=None, *argv, **fields):
+    """A tool definition running the testworker with argv [mode, *argv]."""
+    cmd = [TESTWORKER] + ([mode] if mode else []) + list(argv)
+    d = {"name": name, "description": "testworker %s" % (mode or "(mode from arguments)"),
+         "schema": {"type": "object"}, "command": cmd}
+    d.update(fields)
+    return d
+
+
+def script_tool(name, script, **fields):
+    """A plain-protocol tool running tests/workers/SCRIPT with /bin/sh."""
+    d = {"name": name, "description": "script " + script, "schema": {"type": "object"},
+         "command": ["/bin/sh", os.path.join(WORKERS_SRC, script)], "protocol": "plain"}
+    d.update(fields)
+    return d
+
+
+def daemon_own_lines(text):
+    """The daemon's stderr without the worker stderr lines it relays
+    ("... call ID tool NAME: stderr: TEXT"), which may legitimately mention
+    anything."""
+    return "\n".join(l for l in text.split("\n") if ": stderr: " not in l)
+
+
+class DaemonFailed(AssertionError):
+    pass
+
+
+class Daemon:
+    """One toolexecd instance in its own temporary directory."""
+
+    def __init__(self, tools=(), args=(), start=True, env=None):
+        require_env()
+        base = None
+        # Unix socket paths are limited to 107 bytes.
+        if len(tempfile.gettempdir()) > 60:
+            base = "/tmp"
+        self.tmp = tempfile.mkdtemp(prefix="te-it-", dir=base)
+        # Workers may run as an unprivileged user: let them reach tool files.
+        os.chmod(self.tmp, 0o755)
+        self.sock = os.path.join(self.tmp, "s.sock")
+        self.tools_dir = os.path.join(self.tmp, "tools")
+        self.work_dir = os.path.join(self.tmp, "work")
+        self.stderr_path = os.path.join(self.tmp, "daemon.stderr")
+        os.mkdir(self.tools_dir)
+        os.mkdir(self.work_dir)
+        self.args = list(args)
+        self.env = env
+        self.proc = None
+        self.clients = []
+        for t in tools:
+            self.add_tool(t)
+        if start:
+            try:
+                self.start()
+            except BaseException:
+                self.kill()
+                self.stop(check=False)
+                raise
+
+    # -- set-up -----------------------------------------------------------
+    def add_tool(self, definition, filename=None):
+        if filename is None:
+            filename = definition["name"] + ".json"
+        path = os.path.join(self.tools_dir, filename)
+        with open(path, "w") as f:
+            if isinstance(definition, str):
+                f.write(definition)
+            else:
+                json.dump(definition, f, indent=1)
+        return path
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def shared_dir(self, name):
+        """A directory that workers (perhaps another user) can write to."""
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o1777)
+        return d
+
+    def command(self):
+        return [TOOLEXECD, "--socket", self.sock, "--tools", self.tools_dir,
+                "--work-dir", self.work_dir] + self.args
+
+    def spawn(self):
+        env = dict(os.environ)
+        # A marker that must never reach a worker's environment.
+        env["TE_DAEMON_ONLY_MARKER"] = "leak"
+        if self.env:
+            env.update(self.env)
+        self._stderr_f = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                     stdout=self._stderr_f, stderr=self._stderr_f, env=env,
+                                     start_new_session=True)
+        return self.proc
+
+    def start(self):
+        self.spawn()
+        self.wait_ready()
+
+    def wait_ready(self, timeout=WAIT):
+        end = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise DaemonFailed("toolexecd exited with %s during start-up; stderr:\n%s"
+                                   % (rc, self.stderr()))
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.sock)
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass
+            finally:
+                s.close()
+            if time.monotonic() >= end:
+                self.kill()
+                raise DaemonFailed("toolexecd did not accept connections within %.1fs; "
+                                   "stderr:\n%s" % (timeout, self.stderr()))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def stderr(self):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def client(self):
+        c = Client(self.sock)
+        self.clients.append(c)
+        return c
+
+    # -- tear-down --------------------------------------------------------
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def stop(self, check=True):
+        """SIGTERM; the daemon must exit 0 with a clean stderr."""
+        for c in self.clients:
+            c.close()
+        self.clients = []
+        problems = []
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=WAIT)
+                except subprocess.TimeoutExpired:
+                    problems.append("toolexecd did not exit within %.1fs of SIGTERM" % WAIT)
+                    self.kill()
+            rc = self.proc.returncode
+            self._stderr_f.close()
+            if rc != 0:
+                problems.append("toolexecd exit status %s (expected 0)" % rc)
+            err = daemon_own_lines(self.stderr())
+            for m in SANITIZER_MARKERS:
+                if m in err:
+                    problems.append("toolexecd stderr contains %r" % m)
+        if check and problems:
+            raise DaemonFailed("; ".join(problems) + "\n--- toolexecd stderr ---\n" +
+                               self.stderr()[-20000:])
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return problems
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if et is None:
+            self.stop()
+        else:
+            self.kill()
+            self.stop(check=False)
+        return False
+
+
+class Client:
+    """A JSON-lines client with timeouts and per-batch event demultiplexing."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(WAIT)
+        self.sock.connect(path)
+        self.buf = b""
+        self.eof = False
+        self.log = []        # every event, in arrival order
+        self.pending = []    # received but not yet consumed
+        self._auto = 0
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send_raw(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def shutdown_write(self):
+        self.sock.shutdown(socket.SHUT_WR)
+
+    def _read_line(self, timeout):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            if self.eof:
+                return None
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no event from toolexecd within %.1fs (received so far: %s)"
+                                     % (timeout, self.log[-10:]))
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                self.eof = True
+                if self.buf:
+                    raise AssertionError("connection closed after a partial line: %r"
+                                         % self.buf[:200])
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def _next_raw(self, timeout):
+        line = self._read_line(timeout)
+        if line is None:
+            return None
+        try:
+            ev = json.loads(line.decode("utf-8"))
+        except ValueError as e:
+            raise AssertionError("toolexecd sent a line that is not JSON (%s): %r" % (e, line))
+        if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
+            raise AssertionError("toolexecd sent a reply without an \"event\" key: %r" % line)
+        self.log.append(ev)
+        return ev
+
+    def recv(self, timeout=WAIT):
+        """The next event (first those set aside by recv_batch)."""
+        if self.pending:
+            return self.pending.pop(0)
+        ev = self._next_raw(timeout)
+        if ev is None:
+            raise AssertionError("toolexecd closed the connection; events so far: %s"
+                                 % self.log[-10:])
+        return ev
+
+    def recv_or_eof(self, timeout=WAIT):
+        if self.pending:
+            return self.pending.pop(0)
+        return self._next_raw(timeout)
+
+    def recv_for(self, pred, timeout=WAIT):
+        """The first event (pending or new) satisfying pred; others are kept."""
+        for i, ev in enumerate(self.pending):
+            if pred(ev):
+                return self.pending.pop(i)
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no matching event within %.1fs; recent: %s"
+                                     % (timeout, self.log[-10:]))
+            ev = self._next_raw(left)
+            if ev is None:
+                raise AssertionError("toolexecd closed the connection; events so far: %s"
+                                     % self.log[-10:])
+            if pred(ev):
+                return ev
+            self.pending.append(ev)
+
+    def recv_batch(self, batch, timeout=WAIT):
+        """All events of batch up to and including its terminal event."""
+        evs = []
+        end = time.monotonic() + timeout
+        while True:
+            ev = self.recv_for(lambda e: e.get("batch") == batch,
+                               timeout=max(0.0, end - time.monotonic()))
+            evs.append(ev)
+            if ev["event"] in TERMINAL:
+                return evs
+
+    def finish_batch(self, batch, timeout=WAIT):
+        """Wait for batch's terminal event; return every event of that batch
+        this client has received (including ones consumed earlier)."""
+        if not any(e.get("batch") == batch and e["event"] in TERMINAL for e in self.log):
+            self.recv_batch(batch, timeout=timeout)
+        self.pending = [e for e in self.pending if e.get("batch") != batch]
+        return [e for e in self.log if e.get("batch") == batch]
+
+    def start_batch(self, calls, batch=None, **opts):
+        if batch is None:
+            self._auto += 1
+            batch = "b%d" % self._auto
+        req = {"op": "run", "batch": batch, "calls": calls}
+        req.update(opts)
+        self.send(req)
+        return batch
+
+    def run(self, calls, batch=None, timeout=WAIT, **opts):
+        """Run a batch; returns a BatchResult after checking the event grammar."""
+        batch = self.start_batch(calls, batch, **opts)
+        return BatchResult(calls, self.recv_batch(batch, timeout=timeout))
+
+    def tools(self):
+        self.send({"op": "tools"})
+        return self.recv_for(lambda e: e.get("event") == "tools")
+
+    def assert_quiet(self):
+        """Nothing unsolicited is queued: a tools probe answers next."""
+        self.send({"op": "tools"})
+        ev = self.recv()
+        if ev.get("event") != "tools":
+            raise AssertionError("unexpected event before the tools probe's reply: %r" % ev)
+
+
+def call_id_of(ev):
+    if "id" in ev and ev["event"] in ("tool_execution_started", "tool_execution_completed",
+                                      "tool_result_encoded"):
+        return ev["id"]
+    if ev["event"] in ("ask_user_requested", "tool_halt"):
+        return ev.get("tool_call_id")
+    return None
+
+
+class GrammarError(AssertionError):
+    pass
+
+
+class BatchResult:
+    """The events of one batch, checked against the spec's grammar:
+    per call started, completed, then exactly one of encoded /
+    ask_user_requested / tool_halt; exactly one terminal event, last."""
+
+    def __init__(self, calls, events):
+        self.calls = calls
+        self.events = events
+        self.terminal = events[-1]
+        self.per_call = {}
+        self.check()
+
+    def fail(self, msg):
+        raise GrammarError(msg + "\nevents:\n" + "\n".join(json.dumps(e) for e in self.events))
+
+    def check(self):
+        evs = self.events
+        batch = evs[-1].get("batch")
+        if sum(1 for e in evs if e["event"] in TERMINAL) != 1:
+            self.fail("expected exactly one terminal event")
+        if evs[-1]["event"] not in TERMINAL:
+            self.fail("the terminal event is not last")
+        for e in evs:
+            if e.get("batch") != batch:
+                self.fail("event with a different batch id")
+        if self.terminal["event"] == "error":
+            if len(evs) != 1:
+                self.fail("an error terminal event after call events")
+            return
+        ids = [c.get("id") for c in self.calls]
+        for e in evs[:-1]:
+            cid = call_id_of(e)
+            if cid is None:
+                self.fail("event without a call id: %r" % e)
+            if cid not in ids:
+                self.fail("event for an unknown call id %r" % cid)
+            self.per_call.setdefault(cid, []).append(e)
+        for c in self.calls:
+            seq = self.per_call.get(c["id"], [])
+            kinds = [e["event"] for e in seq]
+            if (len(kinds) != 3 or kinds[0] != "tool_execution_started"
+                    or kinds[1] != "tool_execution_completed" or kinds[2] not in PER_CALL_LAST):
+                self.fail("call %s: events %s, expected started, completed, then one of %s"
+                          % (c["id"], kinds, PER_CALL_LAST))
+            st = seq[0]
+            if st.get("name") != c["name"]:
+                self.fail("call %s: started event names %r" % (c["id"], st.get("name")))
+            if seq[1].get("name") != c["name"]:
+                self.fail("call %s: completed event names %r" % (c["id"], seq[1].get("name")))
+        msgs = self.terminal.get("messages")
+        if not isinstance(msgs, list) or [m.get("tool_call_id") for m in msgs] != ids:
+            self.fail("messages are not one per call in input order")
+        for m in msgs:
+            if set(m) != {"role", "tool_call_id", "content"} or m["role"] != "tool":
+                self.fail("malformed message %r" % m)
+            if not isinstance(m["content"], str):
+                self.fail("message content is not a string: %r" % m)
+        if "halt" not in self.terminal:
+            self.fail("batch_completed without a halt key")
+
+    # -- accessors ---------------------------------------------------------
+    @property
+    def ok(self):
+        return self.terminal["event"] == "batch_completed"
+
+    def started(self, cid):
+        return self.per_call[cid][0]
+
+    def completed(self, cid):
+        return self.per_call[cid][1]
+
+    def result(self, cid):
+        return self.per_call[cid][1]["result"]
+
+    def last(self, cid):
+        return self.per_call[cid][2]
+
+    def content(self, cid):
+        for m in self.terminal["messages"]:
+            if m["tool_call_id"] == cid:
+                return m["content"]
+        raise KeyError(cid)
+
+    def tool_error(self, cid):
+        r = self.result(cid)
+        if not (isinstance(r, dict) and set(r) == {"tool_error"}):
+            raise AssertionError("call %s: expected a tool_error result, got %r" % (cid, r))
+        return r["tool_error"]
+
+    @property
+    def halt(self):
+        return self.terminal["halt"]
+
+    def order(self, kind):
+        """Call ids in the order their events of this kind arrived."""
+        return [call_id_of(e) for e in self.events if e["event"] == kind]
+
+
+class DaemonTestCase(unittest.TestCase):
+    """One daemon per test class: TOOLS (a list of definitions) and ARGS."""
+
+    TOOLS = []
+    ARGS = []
+
+    @classmethod
+    def tools(cls):
+        return cls.TOOLS
+
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        cls.daemon = Daemon(cls.tools(), cls.ARGS)
+
+    @classmethod
+    def tearDownClass(cls):
+        d = cls.__dict__.get("daemon")
+        if d is not None:
+            d.stop()
+
+    def setUp(self):
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        # Nothing stray (a second terminal event, a late call event) may
+        # follow what the test consumed: the next event answers a probe.
+        if self._outcome_ok() and not self.c.eof:
+            if self.c.pending:
+                self.fail("unconsumed events: %s" % self.c.pending)
+            self.c.assert_quiet()
+        self.c.close()
+        if self.c in self.daemon.clients:
+            self.daemon.clients.remove(self.c)
+        if self.daemon.proc.poll() is not None:
+            self.fail("toolexecd died during the test; stderr:\n" + self.daemon.stderr()[-5000:])
+
+    def _outcome_ok(self):
+        outcome = getattr(self, "_outcome", None)
+        result = getattr(outcome, "result", None)
+        if result is None:
+            return True
+        return not (result.failures or result.errors) or all(
+            t is not self for t, _ in list(result.failures) + list(result.errors))
+
+    # -- helpers -------------------------------------------------------------
+    def tmpfile(self, name):
+        """A path in a per-test directory that workers can write to."""
+        d = self.daemon.shared_dir("t-" + self.id().rsplit(".", 1)[-1])
+        return os.path.join(d, name)
+
+    def assertToolError(self, res, cid, reason, tool=None):
+        te = res.tool_error(cid)
+        self.assertEqual(te.get("reason"), reason, te)
+        self.assertEqual(set(te), {"reason", "message", "tool_name", "tool_call_id", "cause",
+                                   "metadata"}, te)
+        name = tool or next(c["name"] for c in res.calls if c["id"] == cid)
+        self.assertEqual(te["tool_name"], name)
+        self.assertEqual(te["tool_call_id"], cid)
+        self.assertIsInstance(te["metadata"], dict)
+        prefix = "tool error (%s): %s" % (name, reason)
+        self.assertTrue(te["message"] == prefix or te["message"].startswith(prefix + ": "),
+                        "message %r does not start with %r" % (te["message"], prefix))
+        # Encoded content of a tool error: {"error": MESSAGE}.
+        self.assertEqual(json.loads(res.content(cid)), {"error": te["message"]})
+        self.assertEqual(json.dumps({"error": te["message"]}, separators=(",", ":"),
+                                    ensure_ascii=False), res.content(cid))
+        return te
+
+    def assertOk(self, res, cid, value=None, content=None):
+        r = res.result(cid)
+        self.assertEqual(set(r) if isinstance(r, dict) else r, {"ok"}, r)
+        if value is not None:
+            self.assertEqual(r["ok"], value)
+        self.assertEqual(res.last(cid)["event"], "tool_result_encoded")
+        self.assertEqual(res.last(cid)["content"], res.content(cid))
+        if content is not None:
+            self.assertEqual(res.content(cid), content)
+        return r["ok"]
+
+
+def main():
+    unittest.main(verbosity=2)

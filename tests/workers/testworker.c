@@ -1,0 +1,605 @@
+/*
+ * testworker - one worker program with many behaviours, well-behaved and
+ * hostile, for the integration tests and the conformance vectors.
+ *
+ * The behaviour (mode) is argv[1]; when the tool definition gives no argv[1]
+ * it is the string "mode" of the call's arguments. Further parameters come
+ * from the call's arguments (some also from argv[2]). Every mode first sleeps
+ * arguments.delay_ms milliseconds when that is given (a workload, so that
+ * tests can shape completion order without sleeping themselves).
+ *
+ * Framed modes run inside the SDK's te_worker_main(); hostile modes write raw
+ * bytes to fd 1 and leave with _exit(). "request" and "plain-*" modes do
+ * their own I/O.
+ *
+ * Modes (arguments in parentheses):
+ *   echo                 ok: the arguments object
+ *   ok-string            ok: arguments.s (default "hello world"), a string
+ *   ok-value             ok: arguments.value (any JSON, default null)
+ *   error                error: arguments.reason (any JSON, default "boom")
+ *   raise                raised: {type, message, stacktrace} (type, message)
+ *   null                 the handler returns NULL (SDK reports a raise)
+ *   exit [N]             writes a line to stderr, exits N (argv[2] or code, 3)
+ *   segv                 writes a line to stderr, dies by SIGSEGV
+ *   abort                writes a line to stderr, dies by SIGABRT
+ *   garbage              writes bytes that are not a frame, exits 0
+ *   huge-prefix          writes a prefix claiming 0xFFFFFFFF bytes, sleeps
+ *   truncated            prefix 100, then 10 body bytes, exits (code, 0)
+ *   badjson              a frame whose body is not JSON (size: body length)
+ *   badshape [V]         a frame with a JSON value of a wrong shape (variant)
+ *   sleep                writes a line to stderr, sleeps forever
+ *   grandchild           forks a grandchild that runs "testworker linger
+ *                        TOKEN" (token; with setsid true it calls setsid()
+ *                        first) and sleeps 60 s; once it runs, then (then):
+ *                        "ok" -> ok {"grandchild": pid, "token": token},
+ *                        "exit" -> exit 3, "sleep" -> sleep forever
+ *   halt [R]             halt: argv[2] or reason (default "plan_submitted"),
+ *                        result (default {"plan": "p"})
+ *   ask                  ask_user: question (default "which city?"), opts
+ *   request              ok: the whole request frame as received
+ *   context              ok: the SDK's call->opts (null when there are none)
+ *   env                  ok: {"env": {..environ..}, "cwd": path,
+ *                        "cwd_entries": [...], "cwd_writable": bool}
+ *   isolation            ok: process attributes set up by the daemon
+ *   fds                  ok: the list of open descriptors
+ *   concurrency          appends "start PID" to arguments.log, works for ms
+ *                        (default 40) milliseconds, appends "end PID"
+ *   wait-file            waits (up to 30 s) until arguments.path exists,
+ *                        then acts as arguments.then_mode (default echo)
+ *   touch                creates arguments.path; ok "touched"
+ *   big-output           ok: a string of arguments.n 'x' characters
+ *   write-after-frame    writes {"ok":"first"}, more frames and garbage, then
+ *                        exits 0 or, with then "sleep", sleeps forever
+ *   stderr-flood         writes kb KiB (default 64) to stderr, then the line
+ *                        "FINAL-MARKER", exits 3
+ *   plain-stdin          plain protocol: prints {"stdin": "<raw stdin>"}
+ *   linger TOKEN FD      (internal) the grandchild of "grandchild"
+ *
+ * Tests find a call's processes from outside by a token in their command
+ * line (argv of the tool definition, or the grandchild's "linger TOKEN"),
+ * not by pids a worker reports: those may belong to another PID namespace.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <toolexec.h>
+
+extern char **environ;
+
+static int g_argc;
+static char **g_argv;
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(120);
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void say(const char *text)
+{
+    write_all(2, text, strlen(text));
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void __attribute__((noreturn)) sleep_forever(void)
+{
+    for (;;)
+        pause();
+}
+
+static const char *arg_str(const json_t *args, const char *key, const char *dflt)
+{
+    const json_t *v = json_object_get(args, key);
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+static long long arg_int(const json_t *args, const char *key, long long dflt)
+{
+    const json_t *v = json_object_get(args, key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
+}
+
+/* argv[2] when given, else the string argument key, else dflt. */
+static const char *param(const json_t *args, const char *key, const char *dflt)
+{
+    if (g_argc > 2)
+        return g_argv[2];
+    return arg_str(args, key, dflt);
+}
+
+static void write_frame_raw(const char *body, size_t len)
+{
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    te_frame_header((uint32_t)len, hdr);
+    write_all(1, hdr, sizeof hdr);
+    write_all(1, body, len);
+}
+
+static void write_frame_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s)
+        _exit(121);
+    write_frame_raw(s, strlen(s));
+    free(s);
+}
+
+static void append_line(const char *path, const char *what)
+{
+    char line[64];
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        _exit(122);
+    int n = snprintf(line, sizeof line, "%s %ld\n", what, (long)getpid());
+    write_all(fd, line, (size_t)n);
+    close(fd);
+}
+
+static json_t *list_fds(void)
+{
+    json_t *fds = json_array();
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return fds;
+    int self = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        int fd = atoi(e->d_name);
+        if (fd == self)
+            continue;
+        json_array_append_new(fds, json_integer(fd));
+    }
+    closedir(d);
+    /* readdir order is already ascending for /proc/self/fd */
+    return fds;
+}
+
+/* "SigBlk:\t0000000000000000" -> "0000000000000000" */
+static json_t *status_field(const char *name)
+{
+    char line[256];
+    size_t nlen = strlen(name);
+    json_t *out = json_null();
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return out;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            char *v = line + nlen + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            v[strcspn(v, "\n")] = '\0';
+            out = json_string(v);
+            break;
+        }
+    }
+    fclose(f);
+    return out;
+}
+
+static json_t *env_report(void)
+{
+    json_t *env = json_object();
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        char *key = strndup(*e, (size_t)(eq - *e));
+        json_object_set_new(env, key, json_string(eq + 1));
+        free(key);
+    }
+    char cwd[4096];
+    json_t *entries = json_array();
+    DIR *d = opendir(".");
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                json_array_append_new(entries, json_string(e->d_name));
+        }
+        closedir(d);
+    }
+    int fd = open("scratch", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    bool writable = fd >= 0;
+    if (fd >= 0)
+        close(fd);
+    struct stat st;
+    json_t *mode = json_null();
+    if (stat(".", &st) == 0)
+        mode = json_integer(st.st_mode & 07777);
+    return json_pack("{s:o, s:s?, s:o, s:b, s:o}", "env", env, "cwd",
+                     getcwd(cwd, sizeof cwd) ? cwd : NULL, "cwd_entries", entries, "cwd_writable",
+                     writable, "cwd_mode", mode);
+}
+
+static json_t *isolation_report(void)
+{
+    int pdeath = -1;
+    prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0);
+    int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
+    struct rlimit rl;
+    long long core = -2;
+    if (getrlimit(RLIMIT_CORE, &rl) == 0)
+        core = rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur;
+    char ns[128];
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    ns[n > 0 ? n : 0] = '\0';
+    return json_pack("{s:I, s:I, s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:o, s:s, s:I}", "pid",
+                     (json_int_t)getpid(), "ppid", (json_int_t)getppid(), "pgid",
+                     (json_int_t)getpgid(0), "sid", (json_int_t)getsid(0), "pdeathsig", pdeath,
+                     "no_new_privs", nnp, "core_limit", (json_int_t)core, "sigblk",
+                     status_field("SigBlk"), "sigign", status_field("SigIgn"), "fds", list_fds(),
+                     "pidns", ns, "uid", (json_int_t)getuid());
+}
+
+static json_t *badshape(const char *variant)
+{
+    const char *text;
+    if (strcmp(variant, "extra-key") == 0)
+        text = "{\"ok\": 1, \"extra\": 2}";
+    else if (strcmp(variant, "unknown-key") == 0)
+        text = "{\"bogus\": 1}";
+    else if (strcmp(variant, "empty") == 0)
+        text = "{}";
+    else if (strcmp(variant, "not-object") == 0)
+        text = "[1, 2, 3]";
+    else if (strcmp(variant, "string") == 0)
+        text = "\"just a string\"";
+    else if (strcmp(variant, "two-kinds") == 0)
+        text = "{\"ok\": 1, \"error\": 2}";
+    else if (strcmp(variant, "ask-nonstring") == 0)
+        text = "{\"ask_user\": 42}";
+    else if (strcmp(variant, "ask-badopts") == 0)
+        text = "{\"ask_user\": \"q\", \"opts\": \"not an object\"}";
+    else if (strcmp(variant, "halt-nonstring") == 0)
+        text = "{\"halt\": 7, \"result\": 1}";
+    else if (strcmp(variant, "opts-on-ok") == 0)
+        text = "{\"ok\": 1, \"opts\": {}}";
+    else
+        text = "{\"unknown variant\": true}";
+    write_frame_raw(text, strlen(text));
+    _exit(0);
+}
+
+static json_t *run_mode(const char *mode, const te_call *call);
+
+static json_t *grandchild(const te_call *call)
+{
+    const json_t *args = call->arguments;
+    const char *token = arg_str(args, "token", "no-token");
+    int ready[2];
+    if (pipe(ready) < 0)
+        return te_raised("OSError", "pipe failed", NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return te_raised("OSError", "fork failed", NULL);
+    if (pid == 0) {
+        /* The grandchild re-executes this program as "linger TOKEN FD" so
+         * that a test can find it from outside by the token in its command
+         * line, whatever PID namespace it lives in. */
+        close(ready[0]);
+        if (json_is_true(json_object_get(args, "setsid")))
+            setsid();
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", ready[1]);
+        char *const argv[] = {(char *)"testworker", (char *)"linger", (char *)token, fd, NULL};
+        execv("/proc/self/exe", argv);
+        execv(g_argv[0], argv);
+        _exit(126);
+    }
+    close(ready[1]);
+    char byte;
+    ssize_t n;
+    while ((n = read(ready[0], &byte, 1)) < 0 && errno == EINTR)
+        ;
+    close(ready[0]);
+    if (n != 1)
+        return te_error(json_string("grandchild: did not start"));
+    const char *then = arg_str(args, "then", "ok");
+    if (strcmp(then, "exit") == 0) {
+        say("testworker: grandchild forked, exiting with 3\n");
+        _exit(3);
+    }
+    if (strcmp(then, "sleep") == 0) {
+        say("testworker: grandchild forked, sleeping\n");
+        sleep_forever();
+    }
+    return te_ok(json_pack("{s:I, s:s}", "grandchild", (json_int_t)pid, "token", token));
+}
+
+/* "linger TOKEN FD": a grandchild. Lets go of the worker's pipes, tells its
+ * parent it runs, then sleeps 60 s; only a kill by the daemon ends it early. */
+static int linger_mode(int argc, char **argv)
+{
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (null > 2)
+            close(null);
+    }
+    if (argc > 3) {
+        int fd = atoi(argv[3]);
+        write_all(fd, "!", 1);
+        close(fd);
+    }
+    for (int i = 0; i < 600; i++)
+        sleep_ms(100);
+    return 0;
+}
+
+static json_t *run_mode(const char *mode, const te_call *call)
+{
+    json_t *args = call->arguments;
+
+    if (strcmp(mode, "echo") == 0)
+        return te_ok(json_incref(args));
+    if (strcmp(mode, "ok-string") == 0)
+        return te_ok(json_string(arg_str(args, "s", "hello world")));
+    if (strcmp(mode, "ok-value") == 0) {
+        json_t *v = json_object_get(args, "value");
+        return te_ok(v ? json_incref(v) : json_null());
+    }
+    if (strcmp(mode, "error") == 0) {
+        json_t *r = json_object_get(args, "reason");
+        return te_error(r ? json_incref(r) : json_string("boom"));
+    }
+    if (strcmp(mode, "raise") == 0) {
+        say("testworker: raising\n");
+        return te_raised(arg_str(args, "type", "ValueError"), arg_str(args, "message", "bad value"),
+                         "Traceback: testworker.c raise");
+    }
+    if (strcmp(mode, "null") == 0)
+        return NULL;
+    if (strcmp(mode, "exit") == 0) {
+        int code = g_argc > 2 ? atoi(g_argv[2]) : (int)arg_int(args, "code", 3);
+        char line[64];
+        snprintf(line, sizeof line, "testworker: exiting with %d\n", code);
+        say(line);
+        _exit(code);
+    }
+    if (strcmp(mode, "segv") == 0) {
+        say("testworker: segfaulting\n");
+        /* Undo any handler a sanitizer runtime may have installed. */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGSEGV, &sa, NULL);
+        raise(SIGSEGV);
+        _exit(124);
+    }
+    if (strcmp(mode, "abort") == 0) {
+        say("testworker: aborting\n");
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGABRT, &sa, NULL);
+        abort();
+    }
+    if (strcmp(mode, "garbage") == 0) {
+        static const char junk[] = "garbage! this is not a length-prefixed frame\n";
+        write_all(1, junk, sizeof junk - 1);
+        _exit(0);
+    }
+    if (strcmp(mode, "huge-prefix") == 0) {
+        static const uint8_t ff[4] = {0xff, 0xff, 0xff, 0xff};
+        write_all(1, ff, sizeof ff);
+        write_all(1, "{\"ok\":", 6);
+        sleep_forever();
+    }
+    if (strcmp(mode, "truncated") == 0) {
+        uint8_t hdr[TE_FRAME_HEADER_LEN];
+        te_frame_header(100, hdr);
+        write_all(1, hdr, sizeof hdr);
+        write_all(1, "{\"ok\": 123", 10);
+        _exit((int)arg_int(args, "code", 0));
+    }
+    if (strcmp(mode, "badjson") == 0) {
+        long long n = arg_int(args, "size", 0);
+        if (n <= 0) {
+            static const char bad[] = "{not json";
+            write_frame_raw(bad, sizeof bad - 1);
+        } else {
+            char *buf = malloc((size_t)n);
+            if (!buf)
+                _exit(125);
+            memset(buf, 'z', (size_t)n);
+            memcpy(buf, "{not json", 9);
+            write_frame_raw(buf, (size_t)n);
+            free(buf);
+        }
+        _exit(0);
+    }
+    if (strcmp(mode, "badshape") == 0)
+        return badshape(param(args, "variant", "unknown-key"));
+    if (strcmp(mode, "sleep") == 0) {
+        say("testworker: sleeping\n");
+        sleep_forever();
+    }
+    if (strcmp(mode, "grandchild") == 0)
+        return grandchild(call);
+    if (strcmp(mode, "halt") == 0) {
+        json_t *r = json_object_get(args, "result");
+        return te_halt(param(args, "reason", "plan_submitted"),
+                       r ? json_incref(r) : json_pack("{s:s}", "plan", "p"));
+    }
+    if (strcmp(mode, "ask") == 0) {
+        json_t *o = json_object_get(args, "opts");
+        return te_ask_user(arg_str(args, "question", "which city?"), o ? json_incref(o) : NULL);
+    }
+    if (strcmp(mode, "context") == 0)
+        return te_ok(call->opts ? json_incref(call->opts) : json_null());
+    if (strcmp(mode, "env") == 0)
+        return te_ok(env_report());
+    if (strcmp(mode, "isolation") == 0)
+        return te_ok(isolation_report());
+    if (strcmp(mode, "fds") == 0)
+        return te_ok(list_fds());
+    if (strcmp(mode, "concurrency") == 0) {
+        const char *log = arg_str(args, "log", NULL);
+        if (!log)
+            return te_error(json_string("concurrency: no log path"));
+        append_line(log, "start");
+        sleep_ms((long)arg_int(args, "ms", 40));
+        append_line(log, "end");
+        return te_ok(json_integer((json_int_t)getpid()));
+    }
+    if (strcmp(mode, "wait-file") == 0) {
+        const char *path = arg_str(args, "path", NULL);
+        if (!path)
+            return te_error(json_string("wait-file: no path"));
+        for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++)
+            sleep_ms(10);
+        if (access(path, F_OK) != 0)
+            return te_error(json_string("wait-file: gave up waiting"));
+        return run_mode(arg_str(args, "then_mode", "echo"), call);
+    }
+    if (strcmp(mode, "touch") == 0) {
+        const char *path = arg_str(args, "path", NULL);
+        if (!path)
+            return te_error(json_string("touch: no path"));
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return te_error(json_string("touch: open failed"));
+        close(fd);
+        return te_ok(json_string("touched"));
+    }
+    if (strcmp(mode, "big-output") == 0) {
+        long long n = arg_int(args, "n", 1024);
+        char *buf = malloc((size_t)n + 1);
+        if (!buf)
+            _exit(125);
+        memset(buf, 'x', (size_t)n);
+        buf[n] = '\0';
+        json_t *s = json_stringn(buf, (size_t)n);
+        free(buf);
+        return te_ok(s);
+    }
+    if (strcmp(mode, "write-after-frame") == 0) {
+        json_t *first = json_pack("{s:s}", "ok", "first");
+        json_t *second = json_pack("{s:s}", "ok", "second");
+        write_frame_json(first);
+        write_frame_json(second);
+        json_decref(first);
+        json_decref(second);
+        write_all(1, "trailing garbage\n", 17);
+        say("testworker: wrote after the frame\n");
+        if (strcmp(arg_str(args, "then", "exit"), "sleep") == 0)
+            sleep_forever();
+        _exit(0);
+    }
+    if (strcmp(mode, "stderr-flood") == 0) {
+        long long kb = arg_int(args, "kb", 64);
+        char line[128];
+        for (long long i = 0; i < kb * 16; i++) {
+            /* 64-byte lines, 16 per KiB */
+            int n = snprintf(line, sizeof line, "flood line %08lld ", i % 100000000);
+            memset(line + n, '.', (size_t)(63 - n));
+            line[63] = '\n';
+            write_all(2, line, 64);
+        }
+        say("FINAL-MARKER\n");
+        _exit(3);
+    }
+    return te_raised("UnknownMode", mode, NULL);
+}
+
+static json_t *handler(const te_call *call, void *userdata)
+{
+    (void)userdata;
+    long long delay = arg_int(call->arguments, "delay_ms", 0);
+    if (delay > 0)
+        sleep_ms((long)delay);
+    const char *mode = g_argc > 1 ? g_argv[1] : arg_str(call->arguments, "mode", "echo");
+    return run_mode(mode, call);
+}
+
+/* "request": answer with the request frame exactly as it arrived. */
+static int request_mode(void)
+{
+    json_t *req = NULL;
+    if (te_worker_read_request(0, &req) < 0)
+        return 2;
+    json_t *resp = json_pack("{s:O}", "ok", req);
+    int rc = te_worker_write_response(1, resp);
+    json_decref(resp);
+    json_decref(req);
+    return rc < 0 ? 2 : 0;
+}
+
+/* "plain-stdin": plain protocol; print what arrived on stdin. */
+static int plain_stdin_mode(void)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return 2;
+        if (len == cap) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return 2;
+            }
+            buf = nb;
+        }
+        ssize_t n = read(0, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    json_t *out = json_pack("{s:s%}", "stdin", buf, len);
+    free(buf);
+    char *s = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+    if (!s)
+        return 2;
+    write_all(1, s, strlen(s));
+    write_all(1, "\n", 1);
+    free(s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    g_argc = argc;
+    g_argv = argv;
+    if (argc > 1 && strcmp(argv[1], "request") == 0)
+        return request_mode();
+    if (argc > 1 && strcmp(argv[1], "plain-stdin") == 0)
+        return plain_stdin_mode();
+    if (argc > 1 && strcmp(argv[1], "linger") == 0)
+        return linger_mode(argc, argv);
+    return te_worker_main(handler, NULL);
+}
