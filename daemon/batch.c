@@ -39,7 +39,8 @@ struct td_batch {
     uint64_t max_concurrency;
     bool pumping;
     bool cancelled;
-    bool waiting; /* in the queue for a worker slot */
+    bool waiting;   /* in the queue for a worker slot */
+    bool throttled; /* its client is not reading: workers' output paused */
     struct td_batch *wnext;
 };
 
@@ -223,6 +224,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .request = req,
                                       .timeout_ms = timeout};
         c->worker = td_worker_start(&spec, call_done, c, &result);
+        if (c->worker && b->throttled)
+            td_worker_throttle(c->worker, true);
         json_decref(req);
     }
     if (result)
@@ -447,6 +450,14 @@ void td_batch_cancel(struct td_batch *b)
             td_worker_cancel(b->calls[i].worker);
     b->pumping = false;
     pump(b);
+}
+
+void td_batch_throttle(struct td_batch *b, bool pause)
+{
+    b->throttled = pause;
+    for (size_t i = 0; i < b->ncalls; i++)
+        if (b->calls[i].state == CALL_RUNNING && b->calls[i].worker)
+            td_worker_throttle(b->calls[i].worker, pause);
 }
 
 void td_batch_free(struct td_batch *b)

@@ -18,6 +18,11 @@
 
 #include "toolexecd.h"
 
+/* Event bytes queued for a client before we stop reading its workers'
+ * output; reading resumes below half of it. A client that stops reading
+ * then costs at most this plus one result per running call (a worker that
+ * exits or times out still completes). */
+#define CONN_BUFFER_MAX (1u << 20)
 /* Pending connections the kernel queues for us. */
 #define LISTEN_BACKLOG 128
 #define READ_CHUNK 65536
@@ -36,6 +41,8 @@ struct td_conn {
     bool discarding; /* skipping the rest of an over-long line */
     bool eof, dead, closing;
     unsigned pending_writes;
+    size_t pending_bytes; /* queued, not yet written */
+    bool congested;       /* workers' output paused for this client */
     struct batch_entry *batches;
     unsigned nbatches, batch_seq;
     struct ucred cred;
@@ -48,6 +55,7 @@ struct td_conn {
 struct write_req {
     uv_write_t req;
     char *data;
+    size_t len;
 };
 
 static uv_pipe_t listener;
@@ -153,9 +161,14 @@ static void on_written(uv_write_t *req, int status)
 {
     struct write_req *w = (struct write_req *)req;
     struct td_conn *c = req->handle->data;
+    c->pending_writes--;
+    c->pending_bytes -= w->len;
     free(w->data);
     free(w);
-    c->pending_writes--;
+    if (c->congested && c->pending_bytes < CONN_BUFFER_MAX / 2) {
+        c->congested = false;
+        td_batches_throttle(c, false);
+    }
     if (status < 0 && status != UV_ECANCELED)
         conn_lost(c, uv_strerror(status));
     maybe_close(c);
@@ -190,6 +203,14 @@ void td_conn_send(struct td_conn *c, json_t *event)
         return;
     }
     c->pending_writes++;
+    w->len = n + 1;
+    c->pending_bytes += w->len;
+    if (!c->congested && c->pending_bytes > CONN_BUFFER_MAX) {
+        c->congested = true;
+        td_log(TD_LOG_INFO, "client pid %d: not reading (%zu bytes queued); pausing its workers",
+               (int)c->cred.pid, c->pending_bytes);
+        td_batches_throttle(c, true);
+    }
 }
 
 void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
@@ -205,6 +226,12 @@ void td_conn_error(struct td_conn *c, const char *batch, const char *type, const
     td_conn_send(c, ev);
 }
 
+void td_batches_throttle(struct td_conn *c, bool pause)
+{
+    for (struct batch_entry *e = c->batches; e; e = e->next)
+        td_batch_throttle(e->b, pause);
+}
+
 bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
 {
     for (struct batch_entry *e = c->batches; e; e = e->next)
@@ -217,6 +244,8 @@ bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
     }
     e->b = b;
     e->cancelled = false;
+    if (c->congested)
+        td_batch_throttle(b, true);
     e->next = c->batches;
     c->batches = e;
     c->nbatches++;

@@ -182,6 +182,8 @@ void td_worker_kill_all(void);
 /* Kill it now; its result is a handler_exit with cause.cancelled. */
 void td_worker_cancel(struct td_worker *w);
 void td_worker_setup(void);
+/* Stop / resume reading a worker's stdout (its client is not reading). */
+void td_worker_throttle(struct td_worker *w, bool pause);
 unsigned td_workers_alive(void);
 
 /* batch.c */
@@ -192,6 +194,9 @@ void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);
+/* Pause or resume reading the output of the batch's workers; workers started
+ * while paused start paused. */
+void td_batch_throttle(struct td_batch *b, bool pause);
 /* Kill its running workers, start none of its queued calls, complete it
  * with halt {"halted_reason": "cancelled"}. */
 void td_batch_cancel(struct td_batch *b);
@@ -209,5 +214,6 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
 unsigned td_conn_next_batch_seq(struct td_conn *c);
 /* The client's credentials (SO_PEERCRED). */
 const struct ucred *td_conn_cred(const struct td_conn *c);
+void td_batches_throttle(struct td_conn *c, bool pause);
 
 #endif

@@ -697,6 +697,17 @@ fail:
     return NULL;
 }
 
+void td_worker_throttle(struct td_worker *w, bool pause)
+{
+    if (w->finished || uv_is_closing((uv_handle_t *)&w->out))
+        return;
+    /* The worker then blocks on a full pipe; its timer keeps running. */
+    if (pause)
+        uv_read_stop((uv_stream_t *)&w->out);
+    else
+        uv_read_start((uv_stream_t *)&w->out, alloc_cb, on_stdout);
+}
+
 void td_worker_cancel(struct td_worker *w)
 {
     fail(w, TE_HANDLER_EXIT, "cancelled",
