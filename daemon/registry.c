@@ -84,8 +84,9 @@ static char *resolve_command(const char *dir, const char *cmd)
 static int parse_tool(const char *dir, const char *file, json_t *def, struct td_tool **out,
                       char *err, size_t errlen)
 {
-    static const char *const keys[] = {"name",     "description", "schema",     "command",
-                                       "protocol", "context",     "timeout_ms", "env"};
+    static const char *const keys[] = {
+        "name", "description", "schema", "command", "protocol", "context",    "timeout_ms",
+        "env",  "limits",      "user",   "group",   "network",  "allow_uids", "allow_gids"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))

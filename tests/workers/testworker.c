@@ -53,12 +53,30 @@
  *   stderr-flood         writes kb KiB (default 64) to stderr, then the line
  *                        "FINAL-MARKER", exits 3
  *   plain-stdin          plain protocol: prints {"stdin": "<raw stdin>"}
+ *   setsid-grandchild    double fork: a child forks the grandchild and exits;
+ *                        the grandchild calls setsid() and runs "testworker
+ *                        linger TOKEN" (token); once it runs, then (then) as
+ *                        for grandchild: "ok" -> ok {"token": token},
+ *                        "exit" -> exit 3, "sleep" -> sleep forever
+ *   connect              connects over TCP to host (default 127.0.0.1):port;
+ *                        ok {"connected": bool, "errno": NAME or null}
+ *   open-files           opens /dev/null until that fails; ok {"opened": N,
+ *                        "errno": NAME, "nofile": soft RLIMIT_NOFILE}
+ *   write-file           writes mb MiB (default 2) to ./big.out in 64 KiB
+ *                        pieces (with ignore_sigxfsz true SIGXFSZ is ignored);
+ *                        ok {"written": N} or error {"errno": NAME,
+ *                        "written": N}
+ *   spin                 burns CPU in a loop forever
+ *   identity             ok {"uid", "euid", "gid", "egid", "groups": [...]}
+ *   stderr-flood-ok      writes mb MiB (default 1) to stderr in 64 KiB
+ *                        pieces, then "FINAL-MARKER"; ok {"bytes": N}
  *   linger TOKEN FD      (internal) the grandchild of "grandchild"
  *
  * Tests find a call's processes from outside by a token in their command
  * line (argv of the tool definition, or the grandchild's "linger TOKEN"),
  * not by pids a worker reports: those may belong to another PID namespace.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,9 +84,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -356,6 +378,178 @@ static int linger_mode(int argc, char **argv)
     return 0;
 }
 
+/* "setsid-grandchild": the classic daemon double fork. The worker's child
+ * forks the grandchild and exits at once, so the grandchild is an orphan;
+ * the grandchild calls setsid(), leaving the worker's process group and
+ * session, and lingers. */
+static json_t *setsid_grandchild(const te_call *call)
+{
+    const json_t *args = call->arguments;
+    const char *token = arg_str(args, "token", "no-token");
+    int ready[2];
+    if (pipe(ready) < 0)
+        return te_raised("OSError", "pipe failed", NULL);
+    pid_t child = fork();
+    if (child < 0)
+        return te_raised("OSError", "fork failed", NULL);
+    if (child == 0) {
+        close(ready[0]);
+        pid_t gc = fork();
+        if (gc < 0)
+            _exit(1);
+        if (gc > 0)
+            _exit(0); /* the middle process leaves at once */
+        if (setsid() < 0)
+            _exit(2);
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", ready[1]);
+        char *const argv[] = {(char *)"testworker", (char *)"linger", (char *)token, fd, NULL};
+        execv("/proc/self/exe", argv);
+        execv(g_argv[0], argv);
+        _exit(126);
+    }
+    close(ready[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    char byte;
+    ssize_t n;
+    while ((n = read(ready[0], &byte, 1)) < 0 && errno == EINTR)
+        ;
+    close(ready[0]);
+    if (n != 1)
+        return te_error(json_string("setsid-grandchild: did not start"));
+    const char *then = arg_str(args, "then", "ok");
+    if (strcmp(then, "exit") == 0) {
+        say("testworker: setsid grandchild forked, exiting with 3\n");
+        _exit(3);
+    }
+    if (strcmp(then, "sleep") == 0) {
+        say("testworker: setsid grandchild forked, sleeping\n");
+        sleep_forever();
+    }
+    return te_ok(json_pack("{s:s}", "token", token));
+}
+
+static json_t *errno_json(int e)
+{
+    const char *name = strerrorname_np(e);
+    return name ? json_string(name) : json_integer(e);
+}
+
+static json_t *connect_mode(const json_t *args)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)arg_int(args, "port", 9));
+    if (inet_pton(AF_INET, arg_str(args, "host", "127.0.0.1"), &sa.sin_addr) != 1)
+        return te_error(json_string("connect: bad host"));
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return te_ok(json_pack("{s:b, s:o, s:s}", "connected", 0, "errno", errno_json(errno),
+                               "step", "socket"));
+    int rc;
+    while ((rc = connect(fd, (struct sockaddr *)&sa, sizeof sa)) < 0 && errno == EINTR)
+        ;
+    int e = errno;
+    close(fd);
+    if (rc == 0)
+        return te_ok(json_pack("{s:b, s:n}", "connected", 1, "errno"));
+    return te_ok(
+        json_pack("{s:b, s:o, s:s}", "connected", 0, "errno", errno_json(e), "step", "connect"));
+}
+
+static json_t *open_files_mode(void)
+{
+    static int fds[65536];
+    long long opened = 0;
+    int e = 0;
+    while (opened < (long long)(sizeof fds / sizeof fds[0])) { /* else: no limit */
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            e = errno;
+            break;
+        }
+        fds[opened++] = fd;
+    }
+    for (long long i = 0; i < opened; i++)
+        close(fds[i]);
+    struct rlimit rl;
+    long long nofile = -2;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur;
+    return te_ok(json_pack("{s:I, s:o, s:I}", "opened", (json_int_t)opened, "errno",
+                           e ? errno_json(e) : json_null(), "nofile", (json_int_t)nofile));
+}
+
+static json_t *write_file_mode(const json_t *args)
+{
+    if (json_is_true(json_object_get(args, "ignore_sigxfsz")))
+        signal(SIGXFSZ, SIG_IGN);
+    long long total = arg_int(args, "mb", 2) << 20, written = 0;
+    static char chunk[65536];
+    memset(chunk, 'f', sizeof chunk);
+    int fd = open("big.out", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return te_error(json_pack("{s:o, s:I}", "errno", errno_json(errno), "written", 0));
+    while (written < total) {
+        size_t want = sizeof chunk;
+        if ((long long)want > total - written)
+            want = (size_t)(total - written);
+        ssize_t n = write(fd, chunk, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return te_error(
+                json_pack("{s:o, s:I}", "errno", errno_json(e), "written", (json_int_t)written));
+        }
+        written += n;
+    }
+    close(fd);
+    return te_ok(json_pack("{s:I}", "written", (json_int_t)written));
+}
+
+static void __attribute__((noreturn)) spin_forever(void)
+{
+    volatile unsigned long long x = 0;
+    for (;;)
+        x++;
+}
+
+static json_t *identity_report(void)
+{
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_integer((json_int_t)groups[i]));
+    return json_pack("{s:I, s:I, s:I, s:I, s:o}", "uid", (json_int_t)getuid(), "euid",
+                     (json_int_t)geteuid(), "gid", (json_int_t)getgid(), "egid",
+                     (json_int_t)getegid(), "groups", list);
+}
+
+static json_t *stderr_flood_ok(const json_t *args)
+{
+    long long total = arg_int(args, "mb", 1) << 20, sent = 0;
+    static char chunk[65536];
+    for (size_t i = 0; i < sizeof chunk; i += 64) {
+        memset(chunk + i, '.', 63);
+        chunk[i + 63] = '\n';
+    }
+    while (sent < total) {
+        size_t want = sizeof chunk;
+        if ((long long)want > total - sent)
+            want = (size_t)(total - sent);
+        write_all(2, chunk, want);
+        sent += (long long)want;
+    }
+    say("FINAL-MARKER\n");
+    return te_ok(json_pack("{s:I}", "bytes", (json_int_t)sent));
+}
+
 static json_t *run_mode(const char *mode, const te_call *call)
 {
     json_t *args = call->arguments;
@@ -529,6 +723,20 @@ static json_t *run_mode(const char *mode, const te_call *call)
         say("FINAL-MARKER\n");
         _exit(3);
     }
+    if (strcmp(mode, "setsid-grandchild") == 0)
+        return setsid_grandchild(call);
+    if (strcmp(mode, "connect") == 0)
+        return connect_mode(args);
+    if (strcmp(mode, "open-files") == 0)
+        return open_files_mode();
+    if (strcmp(mode, "write-file") == 0)
+        return write_file_mode(args);
+    if (strcmp(mode, "spin") == 0)
+        spin_forever();
+    if (strcmp(mode, "identity") == 0)
+        return te_ok(identity_report());
+    if (strcmp(mode, "stderr-flood-ok") == 0)
+        return stderr_flood_ok(args);
     return te_raised("UnknownMode", mode, NULL);
 }
 

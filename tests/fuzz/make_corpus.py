@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""tests/fuzz/make_corpus.py - (re)write the seed corpora in tests/fuzz/corpus/.
+
+The seeds are committed; run this only to regenerate them after changing the
+list below. Each seed is small and shows one meaningful case.
+"""
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def frame(body):
+    if isinstance(body, str):
+        body = body.encode()
+    return struct.pack(">I", len(body)) + body
+
+
+def frame_seed(sel=6, cap=0, splits=(), feed_again=False, stream=b""):
+    """fuzz_frame input: [sel][cap hi][cap lo][flags][splits...][stream].
+    sel 0-6: caps 0 1 4 16 255 4096 65536; 7: cap given; 6 with cap 0xffff:
+    TE_FRAME_MAX_DEFAULT (16 MiB)."""
+    assert len(splits) < 16
+    flags = len(splits) | (16 if feed_again else 0)
+    return bytes([sel, cap >> 8 & 255, cap & 255, flags]) + bytes(splits) + stream
+
+
+FRAME = {
+    "one-ok": frame_seed(cap=0xffff, stream=frame('{"ok":"hello"}')),
+    "two-frames-split": frame_seed(splits=(1, 3, 7), stream=frame('{"ok":1}') + frame('{"error":"x"}')),
+    "byte-at-a-time": frame_seed(splits=(1,), stream=frame('{"ask_user":"q?"}')),
+    "empty-body": frame_seed(stream=frame(b"") + frame(b"") + frame("{}")),
+    "cap0-empty-frames": frame_seed(sel=0, stream=frame(b"") * 3),
+    "cap0-refuses-one": frame_seed(sel=0, stream=frame(b"x")),
+    "over-64k": frame_seed(stream=struct.pack(">I", 65537) + b"x"),
+    "over-cap-custom": frame_seed(sel=7, cap=16, stream=frame(b"a" * 17)),
+    "at-cap-custom": frame_seed(sel=7, cap=16, splits=(2, 0, 5), stream=frame(b"a" * 16)),
+    "huge-announced": frame_seed(cap=0xffff, stream=b"\xff\xff\xff\xff" + b"junk"),
+    "default-cap-plus-one": frame_seed(cap=0xffff, stream=struct.pack(">I", 16 * 1024 * 1024 + 1)),
+    "truncated-body": frame_seed(splits=(4, 2), stream=frame('{"ok":"trunc"}')[:9]),
+    "truncated-header": frame_seed(stream=b"\x00\x00"),
+    "trailing-bytes": frame_seed(sel=5, splits=(200,), stream=frame('{"ok":null}') + b"after the frame"),
+    "feed-again": frame_seed(splits=(3, 20), feed_again=True,
+                             stream=frame('{"halt":"done","result":1}') + frame('{"raised":{}}')),
+    "zero-splits": frame_seed(sel=3, splits=(0, 0, 6), stream=frame("0123456789abcdef")),
+}
+
+REQUEST = {
+    "minimal": {"op": "run", "calls": [{"id": "c0", "name": "echo"}]},
+    "full": {"op": "run", "batch": "b1", "calls": [{"id": "c0", "name": "echo", "arguments": {"x": 1}}],
+             "on_tool_error": "continue", "tool_timeout": 30000, "max_concurrency": 4,
+             "context": {}, "session_id": None, "request_id": "r-1", "engine": {"name": "e"}},
+    "halt-policy": {"op": "run", "batch": "h", "on_tool_error": "halt",
+                    "calls": [{"id": "c0", "name": "echo", "arguments": {"x": 1}},
+                              {"id": "c1", "name": "fail", "arguments": {"reason": "boom"}}]},
+    "empty-calls": {"op": "run", "batch": "e", "calls": []},
+    "arguments-null": {"op": "run", "calls": [{"id": "a", "name": "t.x-1", "arguments": None}]},
+    "context": {"op": "run", "batch": "c", "request_id": "r-7", "context": {"user": "u"},
+                "calls": [{"id": "c0", "name": "ctx", "arguments": {"x": 1}}]},
+    "nulls": {"op": "run", "batch": None, "on_tool_error": None, "tool_timeout": None,
+              "max_concurrency": None, "calls": [{"id": "", "name": ""}]},
+    "unicode-ids": {"op": "run", "calls": [{"id": "\u00e9t\u00e9", "name": "echo"},
+                                           {"id": "\u65e5\u672c", "name": "echo"}]},
+    "bad-duplicate-id": {"op": "run", "batch": "b8", "calls": [{"id": "a", "name": "echo"}, {"id": "a", "name": "echo"}]},
+    "bad-missing-id": {"op": "run", "calls": [{"id": "a", "name": "echo"}, {"name": "echo"}]},
+    "bad-policy": {"op": "run", "calls": [], "on_tool_error": "sometimes"},
+    "bad-concurrency": {"op": "run", "calls": [{"id": "a", "name": "echo"}], "max_concurrency": 0},
+    "bad-timeout": {"op": "run", "calls": [], "tool_timeout": -5},
+    "bad-timeout-real": {"op": "run", "calls": [], "tool_timeout": 1.5},
+    "bad-arguments": {"op": "run", "calls": [{"id": "a", "name": "echo", "arguments": [1]}]},
+    "bad-calls": {"op": "run", "calls": "nope"},
+    "bad-no-calls": {"op": "run"},
+    "bad-call-key": {"op": "run", "calls": [{"id": "a", "name": "echo", "args": {}}]},
+    "bad-unknown-key": {"op": "run", "calls": [], "pad": "x"},
+    "bad-batch-empty": {"op": "run", "batch": "", "calls": []},
+    "tools-op": {"op": "tools"},
+}
+REQUEST_RAW = {
+    "not-json": b"this is not json",
+    "array": b"[1, 2, 3]",
+    "duplicate-keys": b'{"op":"run","op":"run","calls":[]}',
+    "big-int": b'{"op":"run","calls":[],"tool_timeout":9223372036854775807}',
+}
+
+RESPONSE = {
+    "ok-string": b'{"ok":"hello"}',
+    "ok-value": b'{"ok":[1,null,true,{"a":1.5}]}',
+    "ok-null": b'{"ok":null}',
+    "error-string": b'{"error":"boom"}',
+    "error-object": b'{"error":{"code":42,"why":"no"}}',
+    "ask-user": b'{"ask_user":"which city?"}',
+    "ask-user-opts": b'{"ask_user":"where?","opts":{"choices":["Paris","Oslo"]}}',
+    "halt": b'{"halt":"plan_submitted","result":{"plan":"p"}}',
+    "halt-string-result": b'{"halt":"done","result":"text"}',
+    "halt-reserved": b'{"halt":"completed","result":null}',
+    "raised": b'{"raised":{"type":"ValueError","message":"bad value","stacktrace":"line 1"}}',
+    "raised-empty": b'{"raised":{}}',
+    "unicode": '{"ok":"\u00e9t\u00e9 \u65e5\u672c \U0001f600"}'.encode(),
+    "bad-unknown-key": b'{"result":1}',
+    "bad-extra-key": b'{"ok":1,"x":2}',
+    "bad-empty-object": b"{}",
+    "bad-not-object": b"[1]",
+    "bad-scalar": b"42",
+    "bad-json": b'{"ok":',
+    "bad-duplicate": b'{"ok":1,"ok":2}',
+    "bad-halt-no-result": b'{"halt":"x"}',
+    "bad-halt-reason": b'{"halt":1,"result":2}',
+    "bad-ask-opts": b'{"ask_user":"q","opts":[]}',
+    "bad-raised": b'{"raised":"boom"}',
+    "bad-tool-error": b'{"tool_error":{"reason":"timeout","message":"m"}}',
+    "bad-tool-error-nonstring": b'{"tool_error":{"message":{"m":1}}}',
+    "bad-tool-error-scalar": b'{"tool_error":7}',
+    "halt-reason-name": b'{"halt":"timeout","result":[1,2]}',
+    "bad-utf8": b'{"ok":"\xff\xfe"}',
+    "bad-nul": b'{"ok":"a\\u0000b"}',
+}
+
+
+def write(target, seeds):
+    d = os.path.join(HERE, "corpus", target)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, data in seeds.items():
+        if not isinstance(data, bytes):
+            data = json_line(data)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+def json_line(obj):
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+if __name__ == "__main__":
+    write("fuzz_frame", FRAME)
+    write("fuzz_request", {**REQUEST, **REQUEST_RAW})
+    write("fuzz_response", RESPONSE)
