@@ -58,7 +58,12 @@ struct write_req {
     size_t len;
 };
 
-static uv_pipe_t listener;
+/* Out of descriptors, accepting pauses this long before it is retried. */
+#define ACCEPT_RETRY_MS 100
+
+static int listen_fd = -1;
+static uv_poll_t listen_poll;
+static uv_timer_t accept_retry;
 static bool listening;
 static struct td_conn *conns;
 static unsigned nconns;
@@ -420,31 +425,28 @@ static void free_on_close(uv_handle_t *h)
     free(h->data);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* A new client on fd (non-blocking, close-on-exec). */
+static void conn_new(int fd)
 {
-    if (status < 0) {
-        td_log(TD_LOG_WARN, "accept: %s", uv_strerror(status));
-        return;
-    }
     struct td_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         td_log(TD_LOG_ERR, "accept: out of memory");
+        close(fd);
         return;
     }
     uv_pipe_init(td_loop, &c->h, 0);
     c->h.data = c;
     c->hup_fd = -1;
     c->handles = 1;
-    int rc = uv_accept(server, (uv_stream_t *)&c->h);
+    int rc = uv_pipe_open(&c->h, fd);
     if (rc < 0) {
         td_log(TD_LOG_WARN, "accept: %s", uv_strerror(rc));
+        close(fd);
         uv_close((uv_handle_t *)&c->h, free_on_close);
         return;
     }
-    uv_os_fd_t fd;
     socklen_t len = sizeof(c->cred);
-    if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0)
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
     c->next = conns;
     if (conns)
         conns->prev = c;
@@ -462,6 +464,37 @@ static void on_connection(uv_stream_t *server, int status)
     td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected", (int)c->cred.pid,
            (int)c->cred.uid, (int)c->cred.gid);
     uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
+}
+
+static void on_listen_ready(uv_poll_t *p, int status, int events);
+
+static void resume_accepting(uv_timer_t *t)
+{
+    if (listening)
+        uv_poll_start(&listen_poll, UV_READABLE, on_listen_ready);
+}
+
+/* Accept every pending client. Out of descriptors (or memory), we stop
+ * accepting for a moment rather than spin on a socket that stays readable;
+ * the clients wait in the backlog meanwhile. */
+static void on_listen_ready(uv_poll_t *p, int status, int events)
+{
+    for (;;) {
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            conn_new(fd);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno == EAGAIN)
+            return;
+        td_log(TD_LOG_WARN, "accept: %s; not accepting for %d ms", strerror(errno),
+               ACCEPT_RETRY_MS);
+        uv_poll_stop(&listen_poll);
+        uv_timer_start(&accept_retry, resume_accepting, ACCEPT_RETRY_MS, 0);
+        return;
+    }
 }
 
 /* Refuse to replace a socket someone is listening on; remove a stale one. */
@@ -494,10 +527,16 @@ static int check_existing(const char *path)
     return unlink(path) < 0 ? -errno : 0;
 }
 
+static void close_listen_fd(uv_handle_t *h)
+{
+    close(listen_fd);
+    listen_fd = -1;
+}
+
 int td_server_start(void)
 {
     const char *path = td_cfg.socket_path;
-    struct sockaddr_un sa;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(sa.sun_path)) {
         td_log(TD_LOG_ERR, "socket path too long (%zu bytes, at most %zu): %s", strlen(path),
                sizeof(sa.sun_path) - 1, path);
@@ -506,33 +545,51 @@ int td_server_start(void)
     int rc = check_existing(path);
     if (rc < 0)
         return rc;
-    uv_pipe_init(td_loop, &listener, 0);
-    if ((rc = uv_pipe_bind(&listener, path)) < 0 ||
-        (chmod(path, td_cfg.socket_mode) < 0 ? (rc = -errno) : 0) < 0 ||
-        (rc = uv_listen((uv_stream_t *)&listener, LISTEN_BACKLOG, on_connection)) < 0) {
-        td_log(TD_LOG_ERR, "cannot listen on %s: %s", path, uv_strerror(rc));
-        uv_close((uv_handle_t *)&listener, NULL);
-        return rc;
-    }
+    strcpy(sa.sun_path, path);
+    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const char *step = "socket";
+    if (listen_fd < 0)
+        goto fail;
+    step = "bind";
+    if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        goto fail;
+    step = "chmod";
+    if (chmod(path, td_cfg.socket_mode) < 0)
+        goto fail;
     if (td_cfg.socket_group) {
         struct group *gr = getgrnam(td_cfg.socket_group);
-        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) < 0) {
-            td_log(TD_LOG_ERR, "--socket-group %s: %s", td_cfg.socket_group,
-                   gr ? strerror(errno) : "no such group");
-            uv_close((uv_handle_t *)&listener, NULL);
-            unlink(path);
-            return -EINVAL;
-        }
+        step = "--socket-group";
+        if (!gr)
+            errno = ENOENT;
+        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) < 0)
+            goto fail;
     }
+    step = "listen";
+    if (listen(listen_fd, LISTEN_BACKLOG) < 0)
+        goto fail;
+    uv_poll_init(td_loop, &listen_poll, listen_fd);
+    uv_timer_init(td_loop, &accept_retry);
+    uv_poll_start(&listen_poll, UV_READABLE, on_listen_ready);
     listening = true;
     return 0;
+fail:
+    rc = -errno;
+    td_log(TD_LOG_ERR, "cannot listen on %s: %s: %s", path, step, strerror(errno));
+    if (listen_fd >= 0) {
+        close(listen_fd);
+        listen_fd = -1;
+        if (strcmp(step, "socket") && strcmp(step, "bind"))
+            unlink(path);
+    }
+    return rc;
 }
 
 void td_server_stop(void)
 {
     if (listening) {
         listening = false;
-        uv_close((uv_handle_t *)&listener, NULL);
+        uv_close((uv_handle_t *)&accept_retry, NULL);
+        uv_close((uv_handle_t *)&listen_poll, close_listen_fd);
         if (unlink(td_cfg.socket_path) < 0 && errno != ENOENT)
             td_log(TD_LOG_WARN, "cannot remove %s: %s", td_cfg.socket_path, strerror(errno));
     }

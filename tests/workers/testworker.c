@@ -70,6 +70,10 @@
  *   identity             ok {"uid", "euid", "gid", "egid", "groups": [...]}
  *   stderr-flood-ok      writes mb MiB (default 1) to stderr in 64 KiB
  *                        pieces, then "FINAL-MARKER"; ok {"bytes": N}
+ *   no-read              never reads its request; ok "unread"
+ *   close-stdin          closes stdin at once, unread; ok "closed"
+ *   deep [N]             a response frame nested N (default 100000) arrays
+ *                        deep inside {"ok": ...}
  *   linger TOKEN FD      (internal) the grandchild of "grandchild"
  *
  * Tests find a call's processes from outside by a token in their command
@@ -799,6 +803,29 @@ static int plain_stdin_mode(void)
     return 0;
 }
 
+/* {"ok": [[[...]]]} nested depth deep, written as one raw frame. */
+static int deep_mode(long depth)
+{
+    size_t len = 6 + 2 * (size_t)depth + 1;
+    char *body = malloc(len);
+    if (!body)
+        return 125;
+    memcpy(body, "{\"ok\":", 6);
+    memset(body + 6, '[', (size_t)depth);
+    memset(body + 6 + depth, ']', (size_t)depth);
+    body[len - 1] = '}';
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    te_frame_header((uint32_t)len, hdr);
+    int ok = write(1, hdr, sizeof(hdr)) == (ssize_t)sizeof(hdr);
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t n = write(1, body + off, len - off);
+        ok = n > 0;
+        off += ok ? (size_t)n : 0;
+    }
+    free(body);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     g_argc = argc;
@@ -809,5 +836,20 @@ int main(int argc, char **argv)
         return plain_stdin_mode();
     if (argc > 1 && strcmp(argv[1], "linger") == 0)
         return linger_mode(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "no-read") == 0) {
+        json_t *r = te_ok(json_string("unread"));
+        int rc = te_worker_write_response(1, r);
+        json_decref(r);
+        return rc ? 1 : 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "close-stdin") == 0) {
+        close(0);
+        json_t *r = te_ok(json_string("closed"));
+        int rc = te_worker_write_response(1, r);
+        json_decref(r);
+        return rc ? 1 : 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "deep") == 0)
+        return deep_mode(argc > 2 ? atol(argv[2]) : 100000);
     return te_worker_main(handler, NULL);
 }

@@ -1,0 +1,134 @@
+"""Resource exhaustion and hostile sizes: the daemon runs out of descriptors
+(accepting pauses and resumes, spawning fails as a handler_exit with
+cause.spawn_error), a 10 MiB request to a worker that never reads it or
+closes stdin at once, JSON nested 100,000 levels deep from a worker and
+from a client. The daemon stays up and serves the next request."""
+
+import json
+import socket
+import unittest
+
+import harness
+from harness import Daemon, worker_tool, WAIT
+
+NOFILE = 64
+
+
+class FewDescriptors(Daemon):
+    """A daemon started under RLIMIT_NOFILE = NOFILE (util-linux prlimit)."""
+
+    def command(self):
+        return ["prlimit", "--nofile=%d:%d" % (NOFILE, NOFILE), "--"] + super().command()
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+
+def read_event(sock, timeout=WAIT):
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed before an event")
+        buf += chunk
+    return json.loads(buf.split(b"\n", 1)[0])
+
+
+class Descriptors(unittest.TestCase):
+
+    def setUp(self):
+        self.d = FewDescriptors(tools=[worker_tool("echo", "echo")])
+        self.addCleanup(self.d.stop)
+        self.socks = []
+        self.addCleanup(lambda: [s.close() for s in self.socks])
+
+    def fill(self):
+        """Connect clients until the daemon runs out of descriptors."""
+        for _ in range(NOFILE * 2):
+            s = connect(self.d.sock)
+            s.sendall(b'{"op":"tools"}\n')
+            self.socks.append(s)
+            if "not accepting" in self.d.stderr():
+                return
+        harness.deadline_wait(lambda: "not accepting" in self.d.stderr(),
+                              what="the daemon to run out of descriptors")
+
+    def test_accepting_pauses_and_resumes(self):
+        self.fill()
+        # Every client is eventually served, in order, as earlier ones leave.
+        for s in self.socks:
+            ev = read_event(s)
+            self.assertEqual(ev["event"], "tools")
+            s.close()
+        self.socks = []
+        # ... and the daemon is as good as new.
+        c = self.d.client()
+        res = c.run([{"id": "a", "name": "echo", "arguments": {"n": 1}}])
+        self.assertEqual(res.result("a"), {"ok": {"n": 1}})
+
+    def test_spawn_failure_is_a_handler_exit(self):
+        c = self.d.client()
+        self.fill()
+        # c was accepted before the daemon ran out: its call cannot get pipes.
+        res = c.run([{"id": "a", "name": "echo"}])
+        te = res.result("a")["tool_error"]
+        self.assertEqual(te["reason"], "handler_exit")
+        self.assertIn("spawn_error", te["cause"])
+        self.assertIn("Too many open files", te["cause"]["spawn_error"])
+        for s in self.socks:
+            s.close()
+        self.socks = []
+        res = harness.deadline_wait(
+            lambda: (lambda r: r if "ok" in r.result("b") else None)(
+                c.run([{"id": "b", "name": "echo"}], batch=harness.new_token("b"))),
+            what="a call to succeed once descriptors are free")
+        self.assertEqual(res.result("b"), {"ok": {}})
+
+
+class HostileSizes(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(tools=[worker_tool("noread", "no-read"),
+                              worker_tool("closer", "close-stdin"),
+                              worker_tool("deep", "deep"),
+                              worker_tool("echo", "echo")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_10mib_request_to_workers_that_do_not_read_it(self):
+        c = self.d.client()
+        big = "x" * (10 << 20)
+        for tool, want in (("noread", "unread"), ("closer", "closed")):
+            res = c.run([{"id": "x", "name": tool, "arguments": {"blob": big}}],
+                        timeout=WAIT * 2)
+            self.assertEqual(res.result("x"), {"ok": want})
+        self.assertEqual(c.run([{"id": "e", "name": "echo"}]).result("e"), {"ok": {}})
+
+    def test_response_nested_100000_deep(self):
+        c = self.d.client()
+        res = c.run([{"id": "d", "name": "deep"}])
+        te = res.result("d")["tool_error"]
+        self.assertEqual(te["reason"], "invalid_return")
+        self.assertIn("invalid JSON", te["message"])
+        self.assertEqual(c.run([{"id": "e", "name": "echo"}]).result("e"), {"ok": {}})
+
+    def test_request_nested_100000_deep(self):
+        c = self.d.client()
+        depth = 100000
+        c.send_raw(b'{"op":"run","calls":' + b"[" * depth + b"]" * depth + b"}\n")
+        ev = c.recv()
+        self.assertEqual(ev["event"], "error")
+        self.assertEqual(ev["type"], "request_error")
+        self.assertEqual(ev["reason"], "invalid_json")
+        self.assertEqual(c.run([{"id": "e", "name": "echo"}]).result("e"), {"ok": {}})
+
+
+if __name__ == "__main__":
+    unittest.main()
