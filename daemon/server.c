@@ -221,8 +221,8 @@ void td_conn_send(struct td_conn *c, json_t *event)
 void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
                    const char *message, json_t *metadata)
 {
-    json_t *ev = json_pack("{s:s,s:s*,s:s,s:s,s:s}", "event", "error", "batch", batch, "type", type,
-                           "reason", reason, "message", message);
+    json_t *ev = json_pack("{s:s,s:s*,s:s,s:s,s:o}", "event", "error", "batch", batch, "type", type,
+                           "reason", reason, "message", td_json_text(message, strlen(message)));
     if (ev && !batch)
         json_object_del(ev, "batch");
     if (ev && metadata)

@@ -56,6 +56,61 @@ bool te_tool_name_valid(const char *name)
     return n >= 1 && n <= TE_TOOL_NAME_MAX;
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid or cut off. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0], cp, min;
+    size_t len;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    cp = c & (0xffu >> (len + 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+void te_utf8_repair(char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        if (l) {
+            i += l;
+            continue;
+        }
+        /* a sequence cut off at the very end (a truncated message) goes;
+         * a bad byte elsewhere becomes '?' */
+        size_t rest = n - i;
+        unsigned c = (unsigned char)s[i];
+        size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+        bool cut = want && rest < want;
+        for (size_t k = 1; cut && k < rest; k++)
+            cut = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+        if (cut) {
+            s[i] = '\0';
+            return;
+        }
+        s[i++] = '?';
+    }
+}
+
+/* Messages quote what they reject; they must stay valid UTF-8 (they go out
+ * in JSON) even when the quoted text was not, or was cut mid-character. */
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
@@ -63,6 +118,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        te_utf8_repair(err);
     }
     return -EINVAL;
 }
@@ -185,6 +241,7 @@ json_t *te_tool_error_new(te_reason reason, const char *tool_name, const char *c
     if (msg) {
         snprintf(msg, n, "tool error (%s): %s%s%s", tool_name, rname, detail ? ": " : "",
                  detail ? detail : "");
+        te_utf8_repair(msg);
         te =
             json_pack("{s:{s:s,s:s,s:s,s:s,s:o,s:o}}", "tool_error", "reason", rname, "message",
                       msg, "tool_name", tool_name, "tool_call_id", call_id, "cause",
@@ -217,6 +274,10 @@ static char *dump_limited(const json_t *v, size_t limit, size_t *len, int *rc)
 
 char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
 {
+    if (!v) {
+        *rc = -EINVAL;
+        return NULL;
+    }
     if (json_is_string(v)) {
         size_t n = json_string_length(v);
         if (n > limit) {

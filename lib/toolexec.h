@@ -145,6 +145,10 @@ typedef struct te_run_request {
  * naming the offending field. */
 int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen);
 
+/* Make a NUL-terminated string valid UTF-8 in place: a multi-byte sequence
+ * cut off at the end is dropped, any other invalid byte becomes '?'. */
+void te_utf8_repair(char *s);
+
 /* Tool names: [A-Za-z0-9_.-]{1,64}. */
 #define TE_TOOL_NAME_MAX 64
 bool te_tool_name_valid(const char *name);

@@ -119,6 +119,20 @@ class HostileSizes(unittest.TestCase):
         self.assertIn("invalid JSON", te["message"])
         self.assertEqual(c.run([{"id": "e", "name": "echo"}]).result("e"), {"ok": {}})
 
+    def test_error_messages_stay_utf8(self):
+        # A long non-ASCII unknown key is quoted in the error and the quote
+        # is cut at the message limit, mid-character: the client still gets
+        # a well-formed error event, not silence.
+        c = self.d.client()
+        key = "x" + "\u00e9" * 300
+        c.send({"op": "run", "calls": [], key: 1})
+        ev = c.recv()
+        self.assertEqual((ev["event"], ev["reason"]), ("error", "invalid_request"))
+        self.assertIn("unknown key", ev["message"])
+        c.send_raw(b'{"\\u00\xc3\xa900"}\n')
+        ev = c.recv()
+        self.assertEqual((ev["event"], ev["reason"]), ("error", "invalid_json"))
+
     def test_request_nested_100000_deep(self):
         c = self.d.client()
         depth = 100000
