@@ -144,6 +144,8 @@ static void run_batch(te_client *c, int n, int conc)
         if (strcmp(name, "tool_execution_completed") == 0 &&
             json_object_get(json_object_get(ev, "result"), "ok"))
             ok++;
+        if (strcmp(name, "error") == 0)
+            fprintf(stderr, "bench: %s\n", json_string_value(json_object_get(ev, "message")));
         bool end = strcmp(name, "batch_completed") == 0 || strcmp(name, "error") == 0;
         json_decref(ev);
         if (end)

@@ -24,7 +24,8 @@
  *     before the prctl (in a new PID namespace the parent shows as 0).
  *  4. Signal dispositions to default, then the mask cleared. The parent
  *     blocked every signal around clone(), so none of the daemon's handlers
- *     can run in the child before the dispositions are reset.
+ *     can run in the child before the dispositions are reset. Only the
+ *     signals the daemon changed need it (snapshot_signals()).
  *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
  *  6. Everything above fd 3 closed: no daemon descriptor (client sockets,
  *     other workers' pipes) leaks into a worker.
@@ -83,6 +84,22 @@ static int write_file(const char *path, const char *text)
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
+/* The signals whose disposition is not the default in the daemon (libuv's
+ * handlers, SIGPIPE ignored, a sanitizer's handlers): the only ones the
+ * child must reset, taken once, after the daemon has installed them all. */
+static int changed[NSIG];
+static int n_changed = -1;
+
+static void snapshot_signals(void)
+{
+    n_changed = 0;
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
+            changed[n_changed++] = sig;
+    }
+}
+
 struct child_args {
     const struct td_spawn *s;
     pid_t parent;
@@ -108,8 +125,8 @@ static int child(void *arg)
     if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
         _exit(127);
     struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int sig = 1; sig < NSIG; sig++)
-        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP */
+    for (int i = 0; i < n_changed; i++)
+        sigaction(changed[i], &dfl, NULL);
     sigset_t none;
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
@@ -175,6 +192,8 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
         close(*p);
         *p = moved;
     }
+    if (n_changed < 0)
+        snapshot_signals();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -19,7 +19,8 @@
 struct te_client {
     int fd;
     char *buf;
-    size_t len, cap, scanned;
+    size_t start, len, cap; /* unread bytes are buf[start, len) */
+    size_t scanned;         /* bytes after start known to hold no newline */
 };
 
 int te_default_socket_path(char *buf, size_t len)
@@ -95,14 +96,16 @@ int te_client_recv(te_client *c, json_t **event)
 {
     *event = NULL;
     for (;;) {
-        char *nl =
-            c->len > c->scanned ? memchr(c->buf + c->scanned, '\n', c->len - c->scanned) : NULL;
+        char *from = c->buf + c->start + c->scanned;
+        size_t avail = c->len - c->start - c->scanned;
+        char *nl = avail ? memchr(from, '\n', avail) : NULL;
         if (nl) {
-            size_t linelen = (size_t)(nl - c->buf);
+            char *line = c->buf + c->start;
+            size_t linelen = (size_t)(nl - line);
             json_error_t jerr;
-            json_t *ev = json_loadb(c->buf, linelen, 0, &jerr);
-            memmove(c->buf, nl + 1, c->len - linelen - 1);
-            c->len -= linelen + 1;
+            json_t *ev = json_loadb(line, linelen, 0, &jerr);
+            /* consume the line without moving the rest */
+            c->start += linelen + 1;
             c->scanned = 0;
             if (!json_is_object(ev)) {
                 json_decref(ev);
@@ -111,7 +114,12 @@ int te_client_recv(te_client *c, json_t **event)
             *event = ev;
             return 0;
         }
-        c->scanned = c->len;
+        c->scanned = c->len - c->start;
+        if (c->start > 0) { /* move the partial line to the front, once per read */
+            memmove(c->buf, c->buf + c->start, c->len - c->start);
+            c->len -= c->start;
+            c->start = 0;
+        }
         if (c->len == c->cap) {
             if (c->cap >= TE_CLIENT_LINE_MAX)
                 return -EMSGSIZE;
