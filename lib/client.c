@@ -149,3 +149,13 @@ void te_client_close(te_client *c)
     free(c->buf);
     free(c);
 }
+
+int te_client_fd(const te_client *c)
+{
+    return c->fd;
+}
+
+bool te_client_pending(const te_client *c)
+{
+    return c->len > c->start && memchr(c->buf + c->start, '\n', c->len - c->start) != NULL;
+}

@@ -171,6 +171,12 @@ int te_client_shutdown(te_client *c);
  * -EBADMSG on a line that is not a JSON object. */
 int te_client_recv(te_client *c, json_t **event);
 void te_client_close(te_client *c);
+/* The socket, for poll(): readable means te_client_recv() has data, though a
+ * partial line can still make it wait for the rest. */
+int te_client_fd(const te_client *c);
+/* Whether a whole event is already buffered (te_client_recv() will not
+ * block). */
+bool te_client_pending(const te_client *c);
 
 /* ------------------------------------------------------------------------ */
 /* Worker SDK: a tool is a handler that receives the call and returns one of
