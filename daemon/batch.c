@@ -27,6 +27,7 @@ struct call {
     json_t *content; /* JSON string, once done */
     json_t *halt;    /* this call's halt candidate, if it halts */
     bool slot;       /* holds one of the daemon's --max-workers slots */
+    uint64_t started_ns;
 };
 
 struct td_batch {
@@ -78,13 +79,17 @@ static void wait_remove(struct td_batch *b)
     b->waiting = false;
 }
 
-/* Send {"event": name, "batch": id, ...fields}; fields is stolen. */
-static void send_event(struct td_batch *b, const char *name, json_t *fields)
+/* Send {"event": name, "batch": id, ...fields} to the batch's client and
+ * the subscribers; tool: the call's tool, NULL for the batch's own events.
+ * fields is stolen. */
+static void send_event(struct td_batch *b, const char *tool, const char *name, json_t *fields)
 {
     json_t *ev = json_pack("{s:s,s:s}", "event", name, "batch", b->id);
     if (ev && fields)
         json_object_update(ev, fields);
     json_decref(fields);
+    if (ev)
+        td_tail_publish(ev, b, b->id, tool);
     td_conn_send(b->conn, ev);
 }
 
@@ -103,15 +108,16 @@ static void complete(struct td_batch *b)
         json_decref(halt);
         halt = json_pack("{s:s}", "halted_reason", "cancelled");
     }
-    send_event(b, "batch_completed", json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
-    td_log(TD_LOG_DEBUG, "batch %s: completed (%zu calls)", b->id, b->ncalls);
+    send_event(b, NULL, "batch_completed",
+               json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
+    td_logc(TD_LOG_DEBUG, b->id, NULL, "completed (%zu calls)", b->ncalls);
+    td_stats_batch_done();
     td_conn_batch_remove(b->conn, b);
     td_batch_free(b);
 }
 
 static void pump(struct td_batch *b);
 static void schedule(void);
-static json_t *cancelled_error(struct call *c);
 
 static json_t *content_string(const char *s, size_t n)
 {
@@ -142,7 +148,7 @@ static void call_done(void *data, json_t *result)
     c->state = CALL_DONE;
     c->worker = NULL;
 
-    send_event(b, "tool_execution_completed",
+    send_event(b, c->name, "tool_execution_completed",
                json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "result", result));
     switch (te_result_kind_of(result)) {
     case TE_RESULT_ERROR:
@@ -150,7 +156,7 @@ static void call_done(void *data, json_t *result)
         if (b->r.policy == TE_POLICY_HALT) {
             c->halt =
                 json_pack("{s:s,s:s}", "halted_reason", "tool_error", "halt_tool_call_id", c->id);
-            send_event(b, "tool_halt",
+            send_event(b, c->name, "tool_halt",
                        json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "reason", "tool_error",
                                  "result", result, "content", c->content));
             break;
@@ -158,14 +164,14 @@ static void call_done(void *data, json_t *result)
         /* under "continue" an error is just the call's content */
         __attribute__((fallthrough));
     case TE_RESULT_OK:
-        send_event(b, "tool_result_encoded",
+        send_event(b, c->name, "tool_result_encoded",
                    json_pack("{s:s,s:O}", "id", c->id, "content", c->content));
         break;
     case TE_RESULT_ASK_USER: {
         json_t *q = json_object_get(result, "ask_user"), *opts = json_object_get(result, "opts");
         c->halt = json_pack("{s:s,s:O,s:s,s:O}", "halted_reason", "ask_user", "pending_question", q,
                             "pending_tool_call_id", c->id, "ask_user_opts", opts);
-        send_event(b, "ask_user_requested",
+        send_event(b, c->name, "ask_user_requested",
                    json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "tool_name", c->name,
                              "question", q, "opts", opts));
         break;
@@ -174,7 +180,7 @@ static void call_done(void *data, json_t *result)
         json_t *reason = json_object_get(result, "halt"), *v = json_object_get(result, "result");
         c->halt = json_pack("{s:O,s:s,s:O}", "halted_reason", reason, "halt_tool_call_id", c->id,
                             "halt_result", v);
-        send_event(b, "tool_halt",
+        send_event(b, c->name, "tool_halt",
                    json_pack("{s:s,s:O,s:O,s:O}", "tool_call_id", c->id, "reason", reason, "result",
                              v, "content", c->content));
         break;
@@ -182,6 +188,7 @@ static void call_done(void *data, json_t *result)
     default:
         break;
     }
+    td_stats_call(c->name, result, (uv_hrtime() - c->started_ns) / 1000);
     json_decref(result);
     bool freed_slot = c->slot;
     c->slot = false;
@@ -196,14 +203,13 @@ static void call_done(void *data, json_t *result)
 
 static void start_call(struct td_batch *b, struct call *c)
 {
+    c->started_ns = uv_hrtime();
     c->state = CALL_RUNNING;
     b->running++;
-    send_event(b, "tool_execution_started",
+    send_event(b, c->name, "tool_execution_started",
                json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     json_t *result = NULL;
-    if (td_shutting_down) {
-        result = cancelled_error(c);
-    } else if (!c->tool->argv) {
+    if (!c->tool->argv) {
         result = te_tool_error_new(TE_NOT_FOUND, c->name, c->id,
                                    "tool has no command (manual mode)", NULL, NULL);
     } else {
@@ -246,7 +252,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
     size_t started = 0;
     while (b->next < b->ncalls && b->running < b->max_concurrency && started < max_starts) {
         struct call *c = &b->calls[b->next];
-        if (c->tool->argv && !td_shutting_down) {
+        if (c->tool->argv) {
             if (slots_used >= td_cfg.max_workers || (!from_queue && wait_head)) {
                 wait_enqueue(b);
                 break;
@@ -363,8 +369,8 @@ void td_batch_run(struct td_conn *conn, json_t *req)
             char msg[128 + TE_TOOL_NAME_MAX];
             snprintf(msg, sizeof(msg), "tool %.*s is not allowed for uid %d", 2 * TE_TOOL_NAME_MAX,
                      name, (int)cred->uid);
-            td_log(TD_LOG_INFO, "batch %s: client pid %d uid %d: forbidden tool %s", id,
-                   (int)cred->pid, (int)cred->uid, name);
+            td_logc(TD_LOG_INFO, id, NULL, "client pid %d uid %d: forbidden tool %s",
+                    (int)cred->pid, (int)cred->uid, name);
             td_conn_error(conn, id, "engine_error", "forbidden_tool", msg,
                           json_pack("{s:s}", "tool_name", name));
             return;
@@ -409,9 +415,20 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         c->arguments = json_object_get(call, "arguments");
         c->tool = td_tool_ref(td_registry_find(td_tools, c->name));
     }
-    td_log(TD_LOG_INFO, "batch %s: client pid %d uid %d gid %d: %zu calls, concurrency %llu", b->id,
-           (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
-           (unsigned long long)b->max_concurrency);
+    /* Subscribers learn who runs what before the batch's first event. */
+    json_t *list = json_array();
+    for (size_t k = 0; k < b->ncalls; k++)
+        json_array_append_new(
+            list, json_pack("{s:s,s:s}", "id", b->calls[k].id, "name", b->calls[k].name));
+    json_t *started = json_pack("{s:s,s:s,s:{s:i,s:i,s:i},s:o}", "event", "batch_started", "batch",
+                                b->id, "client", "pid", (int)cred->pid, "uid", (int)cred->uid,
+                                "gid", (int)cred->gid, "calls", list);
+    if (started)
+        td_tail_publish(started, b, b->id, NULL);
+    json_decref(started);
+    td_logc(TD_LOG_INFO, b->id, NULL, "client pid %d uid %d gid %d: %zu calls, concurrency %llu",
+            (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
+            (unsigned long long)b->max_concurrency);
     pump(b);
 }
 
@@ -426,8 +443,8 @@ void td_batch_cancel(struct td_batch *b)
     if (b->cancelled)
         return;
     b->cancelled = true;
-    td_log(TD_LOG_INFO, "batch %s: cancelled (%zu running, %zu queued)", b->id, b->running,
-           b->ncalls - b->next);
+    td_logc(TD_LOG_INFO, b->id, NULL, "cancelled (%zu running, %zu queued)", b->running,
+            b->ncalls - b->next);
     /* Hold completion until every call is settled: call_done() runs
      * synchronously for each cancelled worker. */
     b->pumping = true;
@@ -450,6 +467,19 @@ void td_batch_cancel(struct td_batch *b)
             td_worker_cancel(b->calls[i].worker);
     b->pumping = false;
     pump(b);
+}
+
+bool td_batch_calls_any(const struct td_batch *b, const json_t *tools)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(tools, i, v)
+    {
+        for (size_t k = 0; k < b->ncalls; k++)
+            if (json_is_string(v) && strcmp(b->calls[k].name, json_string_value(v)) == 0)
+                return true;
+    }
+    return false;
 }
 
 void td_batch_throttle(struct td_batch *b, bool pause)

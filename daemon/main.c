@@ -30,11 +30,15 @@ struct td_config td_cfg = {
     /* An LLM turn asks for a handful of calls; thousands is a bug. */
     .max_batch_calls = 1024,
     .socket_mode = 0660,
+    /* In-flight calls get this long to finish on SIGTERM; systemd's default
+     * TimeoutStopSec (90 s) leaves room for it. */
+    .shutdown_timeout_s = 10,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
 
-static uv_signal_t sigterm, sigint;
+static uv_signal_t sigterm, sigint, sighup;
+static uv_timer_t shutdown_timer;
 static bool signals_closed;
 
 static void usage(FILE *f)
@@ -64,6 +68,11 @@ static void usage(FILE *f)
                "      --max-batch-calls N    calls in one batch (default 1024)\n"
                "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
                "      --socket-group NAME    group of the socket file\n"
+               "      --events-socket PATH   also listen here; connecting subscribes to every\n"
+               "                             event (socat -u UNIX-CONNECT:PATH -)\n"
+               "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
+               "                             before they are cancelled (default 10)\n"
+               "      --log-format FORMAT    text or json (default text)\n"
                "      --check                print what isolation the host offers and exit\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
@@ -82,23 +91,70 @@ static bool parse_size(const char *s, uint64_t max, uint64_t *out)
 
 void td_maybe_exit(void)
 {
-    if (!td_shutting_down || signals_closed || td_workers_alive() || td_server_conns())
+    if (!td_shutting_down || signals_closed || td_workers_alive())
+        return;
+    if (td_server_batches() == 0)
+        td_server_stop(); /* subscribers too: nothing more to tell them */
+    if (td_server_conns())
         return;
     signals_closed = true;
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
+    uv_close((uv_handle_t *)&sighup, NULL);
+    uv_close((uv_handle_t *)&shutdown_timer, NULL);
+    td_notify_close();
     td_reaper_stop();
 }
 
+static void on_shutdown_timeout(uv_timer_t *t)
+{
+    unsigned n = td_server_batches();
+    if (n)
+        td_log(TD_LOG_WARN, "shutdown: %u batches still running after %u s; cancelling them", n,
+               td_cfg.shutdown_timeout_s);
+    td_server_cancel_all();
+    td_maybe_exit();
+}
+
+/* First SIGTERM/SIGINT: stop taking work, let in-flight calls finish for
+ * --shutdown-timeout, then cancel them; every owed terminal event is still
+ * delivered. A second one cancels at once. */
 static void on_terminate(uv_signal_t *h, int signum)
+{
+    const char *name = signum == SIGINT ? "SIGINT" : "SIGTERM";
+    if (td_shutting_down) {
+        td_log(TD_LOG_INFO, "%s again: cancelling every batch now", name);
+        uv_timer_stop(&shutdown_timer);
+        on_shutdown_timeout(&shutdown_timer);
+        return;
+    }
+    td_log(TD_LOG_INFO, "%s: shutting down; %u batches in flight get %u s to finish", name,
+           td_server_batches(), td_cfg.shutdown_timeout_s);
+    td_shutting_down = true;
+    td_notify_stopping();
+    td_listeners_stop();
+    td_server_stop();
+    uv_timer_start(&shutdown_timer, on_shutdown_timeout, td_cfg.shutdown_timeout_s * 1000ULL, 0);
+    td_maybe_exit();
+}
+
+/* SIGHUP: re-read the tool definitions, all or nothing. Calls in flight keep
+ * the definitions they started with (they hold references). */
+static void on_reload(uv_signal_t *h, int signum)
 {
     if (td_shutting_down)
         return;
-    td_log(TD_LOG_INFO, "%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
-    td_shutting_down = true;
-    td_server_stop();
-    td_worker_kill_all();
-    td_maybe_exit();
+    td_notify_reloading();
+    struct td_registry *fresh;
+    char err[PATH_MAX + 256];
+    if (td_registry_load(td_cfg.tools_dir, &fresh, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_ERR, "reload rejected, keeping the %zu tools in force: %s", td_tools->n, err);
+    } else {
+        td_registry_free(td_tools);
+        td_tools = fresh;
+        td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
+    }
+    td_notify_ready();
 }
 
 /* 0, 1 and 2 must be open so no pipe or socket of ours lands on them. */
@@ -169,7 +225,10 @@ int main(int argc, char **argv)
         OPT_BATCH_CALLS,
         OPT_SOCK_MODE,
         OPT_SOCK_GROUP,
-        OPT_WORKERS
+        OPT_WORKERS,
+        OPT_EVENTS,
+        OPT_SHUTDOWN,
+        OPT_LOGFMT
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -187,6 +246,9 @@ int main(int argc, char **argv)
         {"check", no_argument, NULL, OPT_CHECK},
         {"max-clients", required_argument, NULL, OPT_CLIENTS},
         {"max-workers", required_argument, NULL, OPT_WORKERS},
+        {"events-socket", required_argument, NULL, OPT_EVENTS},
+        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
+        {"log-format", required_argument, NULL, OPT_LOGFMT},
         {"max-batch-calls", required_argument, NULL, OPT_BATCH_CALLS},
         {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
         {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
@@ -196,6 +258,7 @@ int main(int argc, char **argv)
     };
     char *socket_path = NULL, *work_dir = NULL;
     const char *containment = "auto";
+    const char *log_format = "text";
     char lerr[256];
     int opt;
     uint64_t v;
@@ -292,14 +355,29 @@ int main(int argc, char **argv)
         case OPT_SOCK_GROUP:
             td_cfg.socket_group = optarg;
             break;
+        case OPT_EVENTS:
+            td_cfg.events_socket_path = optarg;
+            break;
+        case OPT_SHUTDOWN:
+            if (!parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
+                fprintf(stderr, "toolexecd: --shutdown-timeout: expected seconds (0 to 86400)\n");
+                return 2;
+            }
+            td_cfg.shutdown_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
+            break;
+        case OPT_LOGFMT:
+            log_format = optarg;
+            break;
         case OPT_CHECK:
             return td_containment_check();
         case 'h':
             usage(stdout);
             return 0;
         case 'V':
-            printf("toolexecd %s (libuv %s, jansson %s)\n", TD_VERSION, uv_version_string(),
-                   JANSSON_VERSION);
+            printf("toolexecd %s (libuv %s, jansson %s, %s)\n", TD_VERSION, uv_version_string(),
+                   JANSSON_VERSION,
+                   td_notify_built() ? "systemd: notify and socket activation"
+                                     : "built without libsystemd: no notify, no socket activation");
             return 0;
         default:
             usage(stderr);
@@ -315,6 +393,10 @@ int main(int argc, char **argv)
     if (!td_cfg.max_workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         td_cfg.max_workers = cpus > 4 ? (unsigned)cpus * 4 : 16;
+    }
+    if (td_log_setup(log_format) < 0) {
+        fprintf(stderr, "toolexecd: --log-format: expected text or json\n");
+        return 2;
     }
     ensure_std_fds();
     /* A client that vanishes must be a failed write, not a dead daemon. */
@@ -338,20 +420,27 @@ int main(int argc, char **argv)
         goto out_tools;
 
     td_loop = uv_default_loop();
+    td_stats_init();
     uv_signal_init(td_loop, &sigterm);
     uv_signal_init(td_loop, &sigint);
+    uv_signal_init(td_loop, &sighup);
+    uv_timer_init(td_loop, &shutdown_timer);
     uv_signal_start(&sigterm, on_terminate, SIGTERM);
     uv_signal_start(&sigint, on_terminate, SIGINT);
+    uv_signal_start(&sighup, on_reload, SIGHUP);
     if (td_reaper_start() < 0) {
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
-    if (td_server_start() < 0) {
+    if (td_listeners_start() < 0) {
+        td_listeners_stop();
         td_reaper_stop();
         goto out_loop;
     }
-    td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)", td_cfg.socket_path,
-           td_tools->n, td_cfg.work_dir);
+    char where[2 * PATH_MAX + 64];
+    td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
+           td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
+    td_notify_ready();
     uv_run(td_loop, UV_RUN_DEFAULT);
     status = 0;
     td_log(TD_LOG_INFO, "stopped");
@@ -360,6 +449,8 @@ int main(int argc, char **argv)
 out_loop:
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
+    uv_close((uv_handle_t *)&sighup, NULL);
+    uv_close((uv_handle_t *)&shutdown_timer, NULL);
     uv_run(td_loop, UV_RUN_DEFAULT);
 out_loop_closed:
     uv_loop_close(td_loop);
@@ -370,5 +461,6 @@ out_tools:
     free(td_init_path);
     free(socket_path);
     td_registry_free(td_tools);
+    td_stats_free();
     return status;
 }

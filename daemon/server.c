@@ -23,8 +23,6 @@
  * then costs at most this plus one result per running call (a worker that
  * exits or times out still completes). */
 #define CONN_BUFFER_MAX (1u << 20)
-/* Pending connections the kernel queues for us. */
-#define LISTEN_BACKLOG 128
 #define READ_CHUNK 65536
 
 struct batch_entry {
@@ -46,9 +44,11 @@ struct td_conn {
     struct batch_entry *batches;
     unsigned nbatches, batch_seq;
     struct ucred cred;
-    uv_poll_t hup; /* after EOF: tells a full close from a half-close */
-    int hup_fd;    /* a dup of the socket, -1 when not watching */
-    int handles;   /* open libuv handles */
+    uv_poll_t hup;        /* after EOF: tells a full close from a half-close */
+    int hup_fd;           /* a dup of the socket, -1 when not watching */
+    int handles;          /* open libuv handles */
+    struct td_tail *tail; /* a subscriber to the event stream */
+    bool events_only;     /* accepted on the events socket: requests ignored */
     struct td_conn *prev, *next;
 };
 
@@ -56,15 +56,10 @@ struct write_req {
     uv_write_t req;
     char *data;
     size_t len;
+    td_written_cb cb; /* NULL: a batch event, counted for back-pressure */
+    void *arg;
 };
 
-/* Out of descriptors, accepting pauses this long before it is retried. */
-#define ACCEPT_RETRY_MS 100
-
-static int listen_fd = -1;
-static uv_poll_t listen_poll;
-static uv_timer_t accept_retry;
-static bool listening;
 static struct td_conn *conns;
 static unsigned nconns;
 static char read_buf[READ_CHUNK];
@@ -89,6 +84,7 @@ static void on_conn_closed(uv_handle_t *h)
         c->next->prev = c->prev;
     nconns--;
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
+    td_tail_free(c->tail);
     free(c->buf);
     free(c);
     td_maybe_exit();
@@ -98,7 +94,11 @@ static void maybe_close(struct td_conn *c)
 {
     if (c->closing || c->nbatches || c->pending_writes)
         return;
-    if (!(c->eof || c->dead || td_shutting_down))
+    /* A subscriber stays until it hangs up (socat -u half-closes at once),
+     * or until the daemon has nothing more to tell (td_server_stop). */
+    bool done = c->tail ? c->dead || (td_shutting_down && td_server_finished())
+                        : c->eof || c->dead || td_shutting_down;
+    if (!done)
         return;
     c->closing = true;
     uv_close((uv_handle_t *)&c->h, on_conn_closed);
@@ -167,7 +167,10 @@ static void on_written(uv_write_t *req, int status)
     struct write_req *w = (struct write_req *)req;
     struct td_conn *c = req->handle->data;
     c->pending_writes--;
-    c->pending_bytes -= w->len;
+    if (!w->cb)
+        c->pending_bytes -= w->len;
+    if (w->cb)
+        w->cb(c, w->arg, status);
     free(w->data);
     free(w);
     if (c->congested && c->pending_bytes < CONN_BUFFER_MAX / 2) {
@@ -177,6 +180,27 @@ static void on_written(uv_write_t *req, int status)
     if (status < 0 && status != UV_ECANCELED)
         conn_lost(c, uv_strerror(status));
     maybe_close(c);
+}
+
+int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg)
+{
+    struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
+    if (!w) {
+        free(data);
+        return -1;
+    }
+    *w = (struct write_req){.data = data, .len = len, .cb = cb, .arg = arg};
+    uv_buf_t buf = uv_buf_init(data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written) < 0) {
+        free(data);
+        free(w);
+        c->dead = true;
+        return -1;
+    }
+    c->pending_writes++;
+    if (!cb)
+        c->pending_bytes += len;
+    return 0;
 }
 
 void td_conn_send(struct td_conn *c, json_t *event)
@@ -189,27 +213,15 @@ void td_conn_send(struct td_conn *c, json_t *event)
     }
     char *s = json_dumps(event, JSON_COMPACT);
     json_decref(event);
-    struct write_req *w = s ? malloc(sizeof(*w)) : NULL;
-    if (!w) {
-        free(s);
+    if (!s) {
         td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
         c->dead = true;
         return;
     }
     size_t n = strlen(s);
     s[n] = '\n'; /* the NUL's byte becomes the line end */
-    w->data = s;
-    uv_buf_t buf = uv_buf_init(s, (unsigned)n + 1);
-    int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written);
-    if (rc < 0) {
-        free(s);
-        free(w);
-        c->dead = true;
+    if (td_conn_write(c, s, n + 1, NULL, NULL) < 0)
         return;
-    }
-    c->pending_writes++;
-    w->len = n + 1;
-    c->pending_bytes += w->len;
     if (!c->congested && c->pending_bytes > CONN_BUFFER_MAX) {
         c->congested = true;
         td_log(TD_LOG_INFO, "client pid %d: not reading (%zu bytes queued); pausing its workers",
@@ -282,8 +294,36 @@ unsigned td_conn_next_batch_seq(struct td_conn *c)
     return ++c->batch_seq;
 }
 
+static bool valid_filter(const json_t *v)
+{
+    size_t i;
+    json_t *s;
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_array(v))
+        return false;
+    json_array_foreach(v, i, s)
+    {
+        if (!json_is_string(s))
+            return false;
+    }
+    return true;
+}
+
+/* Make c a subscriber to the event stream (again: new filters replace). */
+static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
+{
+    td_tail_free(c->tail);
+    c->tail = td_tail_new(c, tools, batches);
+    td_conn_send(
+        c, json_pack("{s:s,s:O?,s:O?}", "event", "tailing", "tools", tools, "batches", batches));
+    td_log(TD_LOG_DEBUG, "client pid %d: tailing", (int)c->cred.pid);
+}
+
 static void handle_line(struct td_conn *c, char *line, size_t len)
 {
+    if (c->events_only)
+        return; /* the events socket only talks */
     size_t i = 0;
     while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
         i++;
@@ -307,8 +347,11 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     const char *op = json_string_value(json_object_get(req, "op"));
     if (!op) {
         td_conn_error(c, NULL, "request_error", "unknown_op",
-                      "op: missing or not a string (expected \"run\", \"cancel\" or \"tools\")",
+                      "op: missing or not a string (expected run, cancel, tools, tail or stats)",
                       NULL);
+    } else if (strcmp(op, "run") == 0 && td_shutting_down) {
+        td_conn_error(c, json_string_value(json_object_get(req, "batch")), "request_error",
+                      "shutting_down", "toolexecd is shutting down; no new batches", NULL);
     } else if (strcmp(op, "run") == 0) {
         td_batch_run(c, req);
     } else if (strcmp(op, "cancel") == 0) {
@@ -326,12 +369,26 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             e->cancelled = true;
             td_batch_cancel(e->b);
         }
+    } else if (strcmp(op, "tail") == 0) {
+        json_t *tools = json_object_get(req, "tools"), *batches = json_object_get(req, "batches");
+        const char *bad = !valid_filter(tools)     ? "tools"
+                          : !valid_filter(batches) ? "batches"
+                                                   : NULL;
+        if (bad) {
+            snprintf(msg, sizeof(msg), "%s: expected an array of strings", bad);
+            td_conn_error(c, NULL, "request_error", "invalid_request", msg, NULL);
+        } else {
+            subscribe(c, json_is_null(tools) ? NULL : tools,
+                      json_is_null(batches) ? NULL : batches);
+        }
+    } else if (strcmp(op, "stats") == 0) {
+        td_conn_send(c, td_stats_event());
     } else if (strcmp(op, "tools") == 0) {
         td_conn_send(c,
                      json_pack("{s:s,s:o}", "event", "tools", "tools", td_registry_list(td_tools)));
     } else {
         snprintf(msg, sizeof(msg),
-                 "op: unknown op \"%.64s\" (expected \"run\", \"cancel\" or \"tools\")", op);
+                 "op: unknown op \"%.64s\" (expected run, cancel, tools, tail or stats)", op);
         td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
     }
     json_decref(req);
@@ -412,7 +469,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             handle_line(c, c->buf, c->len);
         c->len = 0;
         c->eof = true;
-        if (c->nbatches)
+        if (c->nbatches || c->tail)
             watch_hup(c);
     } else {
         conn_lost(c, uv_strerror((int)n));
@@ -425,8 +482,9 @@ static void free_on_close(uv_handle_t *h)
     free(h->data);
 }
 
-/* A new client on fd (non-blocking, close-on-exec). */
-static void conn_new(int fd)
+/* A new client on fd (non-blocking, close-on-exec); on the events socket it
+ * is a subscriber from the start. */
+void td_conn_accept(int fd, bool events)
 {
     struct td_conn *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -461,138 +519,50 @@ static void conn_new(int fd)
         maybe_close(c);
         return;
     }
-    td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected", (int)c->cred.pid,
-           (int)c->cred.uid, (int)c->cred.gid);
+    td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected%s", (int)c->cred.pid,
+           (int)c->cred.uid, (int)c->cred.gid, events ? " to the events socket" : "");
+    if (events) {
+        c->events_only = true;
+        subscribe(c, NULL, NULL);
+    }
     uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
 }
 
-static void on_listen_ready(uv_poll_t *p, int status, int events);
-
-static void resume_accepting(uv_timer_t *t)
+static unsigned total_batches(void)
 {
-    if (listening)
-        uv_poll_start(&listen_poll, UV_READABLE, on_listen_ready);
+    unsigned n = 0;
+    for (struct td_conn *c = conns; c; c = c->next)
+        n += c->nbatches;
+    return n;
 }
 
-/* Accept every pending client. Out of descriptors (or memory), we stop
- * accepting for a moment rather than spin on a socket that stays readable;
- * the clients wait in the backlog meanwhile. */
-static void on_listen_ready(uv_poll_t *p, int status, int events)
+bool td_server_finished(void)
 {
-    for (;;) {
-        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0) {
-            conn_new(fd);
-            continue;
+    return total_batches() == 0 && td_workers_alive() == 0;
+}
+
+void td_server_cancel_all(void)
+{
+    for (struct td_conn *c = conns; c; c = c->next) {
+        for (struct batch_entry *e = c->batches; e;) {
+            if (!e->cancelled) {
+                e->cancelled = true;
+                td_batch_cancel(e->b);
+                e = c->batches;
+            } else {
+                e = e->next;
+            }
         }
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno == EAGAIN)
-            return;
-        td_log(TD_LOG_WARN, "accept: %s; not accepting for %d ms", strerror(errno),
-               ACCEPT_RETRY_MS);
-        uv_poll_stop(&listen_poll);
-        uv_timer_start(&accept_retry, resume_accepting, ACCEPT_RETRY_MS, 0);
-        return;
     }
 }
 
-/* Refuse to replace a socket someone is listening on; remove a stale one. */
-static int check_existing(const char *path)
+unsigned td_server_batches(void)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -errno;
-    if (!S_ISSOCK(st.st_mode)) {
-        td_log(TD_LOG_ERR, "%s exists and is not a socket", path);
-        return -EEXIST;
-    }
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int e = errno;
-    close(fd);
-    if (rc == 0) {
-        td_log(TD_LOG_ERR, "another toolexecd is listening on %s", path);
-        return -EADDRINUSE;
-    }
-    if (e != ECONNREFUSED) {
-        td_log(TD_LOG_ERR, "%s: %s", path, strerror(e));
-        return -e;
-    }
-    td_log(TD_LOG_INFO, "removing stale socket %s", path);
-    return unlink(path) < 0 ? -errno : 0;
-}
-
-static void close_listen_fd(uv_handle_t *h)
-{
-    close(listen_fd);
-    listen_fd = -1;
-}
-
-int td_server_start(void)
-{
-    const char *path = td_cfg.socket_path;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        td_log(TD_LOG_ERR, "socket path too long (%zu bytes, at most %zu): %s", strlen(path),
-               sizeof(sa.sun_path) - 1, path);
-        return -ENAMETOOLONG;
-    }
-    int rc = check_existing(path);
-    if (rc < 0)
-        return rc;
-    strcpy(sa.sun_path, path);
-    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    const char *step = "socket";
-    if (listen_fd < 0)
-        goto fail;
-    step = "bind";
-    if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        goto fail;
-    step = "chmod";
-    if (chmod(path, td_cfg.socket_mode) < 0)
-        goto fail;
-    if (td_cfg.socket_group) {
-        struct group *gr = getgrnam(td_cfg.socket_group);
-        step = "--socket-group";
-        if (!gr)
-            errno = ENOENT;
-        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) < 0)
-            goto fail;
-    }
-    step = "listen";
-    if (listen(listen_fd, LISTEN_BACKLOG) < 0)
-        goto fail;
-    uv_poll_init(td_loop, &listen_poll, listen_fd);
-    uv_timer_init(td_loop, &accept_retry);
-    uv_poll_start(&listen_poll, UV_READABLE, on_listen_ready);
-    listening = true;
-    return 0;
-fail:
-    rc = -errno;
-    td_log(TD_LOG_ERR, "cannot listen on %s: %s: %s", path, step, strerror(errno));
-    if (listen_fd >= 0) {
-        close(listen_fd);
-        listen_fd = -1;
-        if (strcmp(step, "socket") && strcmp(step, "bind"))
-            unlink(path);
-    }
-    return rc;
+    return total_batches();
 }
 
 void td_server_stop(void)
 {
-    if (listening) {
-        listening = false;
-        uv_close((uv_handle_t *)&accept_retry, NULL);
-        uv_close((uv_handle_t *)&listen_poll, close_listen_fd);
-        if (unlink(td_cfg.socket_path) < 0 && errno != ENOENT)
-            td_log(TD_LOG_WARN, "cannot remove %s: %s", td_cfg.socket_path, strerror(errno));
-    }
     for (struct td_conn *c = conns, *next; c; c = next) {
         next = c->next;
         maybe_close(c);

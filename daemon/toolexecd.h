@@ -45,14 +45,16 @@ struct td_config {
     size_t max_content;  /* encoded content cap (encoding_failed) */
     size_t max_request;  /* request line cap */
     int log_level;
-    struct td_limits limits;  /* daemon-wide defaults */
-    const char *user, *group; /* default worker user/group (root daemon) */
-    int network;              /* default for "network": 1 yes, 0 no */
-    unsigned max_clients;     /* connections beyond it are refused */
-    unsigned max_workers;     /* worker processes at once, all batches */
-    size_t max_batch_calls;   /* calls in one run request */
-    unsigned socket_mode;     /* permission bits of the socket file */
-    const char *socket_group; /* group of the socket file, NULL: ours */
+    struct td_limits limits;        /* daemon-wide defaults */
+    const char *user, *group;       /* default worker user/group (root daemon) */
+    int network;                    /* default for "network": 1 yes, 0 no */
+    unsigned max_clients;           /* connections beyond it are refused */
+    unsigned max_workers;           /* worker processes at once, all batches */
+    size_t max_batch_calls;         /* calls in one run request */
+    unsigned socket_mode;           /* permission bits of the socket file */
+    const char *socket_group;       /* group of the socket file, NULL: ours */
+    const char *events_socket_path; /* NULL: no events socket */
+    unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -64,6 +66,11 @@ extern bool td_shutting_down;
 /* log.c */
 enum { TD_LOG_ERR, TD_LOG_WARN, TD_LOG_INFO, TD_LOG_DEBUG };
 void td_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line about a batch (call NULL) or one of its calls. */
+void td_logc(int level, const char *batch, const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* --log-format text|json; also detects the journal. -1 on a bad format. */
+int td_log_setup(const char *format);
 int td_log_level_parse(const char *s);
 
 /* util.c */
@@ -194,6 +201,8 @@ void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);
+/* Whether the batch calls any tool named in the array. */
+bool td_batch_calls_any(const struct td_batch *b, const json_t *tools);
 /* Pause or resume reading the output of the batch's workers; workers started
  * while paused start paused. */
 void td_batch_throttle(struct td_batch *b, bool pause);
@@ -201,9 +210,52 @@ void td_batch_throttle(struct td_batch *b, bool pause);
  * with halt {"halted_reason": "cancelled"}. */
 void td_batch_cancel(struct td_batch *b);
 
+/* notify.c: sd_notify (no-ops without libsystemd or outside systemd). */
+void td_notify_ready(void);
+void td_notify_reloading(void);
+void td_notify_stopping(void);
+void td_notify_close(void);
+bool td_notify_built(void);
+
+/* stats.c: counters for {"op": "stats"}. */
+void td_stats_call(const char *tool, const json_t *result, uint64_t duration_us);
+void td_stats_spawn(const char *tool, uint64_t spawn_us);
+void td_stats_batch_done(void);
+void td_stats_init(void);
+uint64_t td_stats_batches_served(void);
+json_t *td_stats_event(void);
+void td_stats_free(void);
+
+/* tail.c: event subscribers. */
+struct td_tail;
+struct td_tail *td_tail_new(struct td_conn *c, json_t *tools, json_t *batches);
+void td_tail_free(struct td_tail *t);
+/* Offer one event of batch b (tool: the call's tool, NULL for the batch's
+ * own events) to every subscriber that wants it; ev is not stolen. */
+void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *batch_id,
+                     const char *tool);
+unsigned td_tail_count(void);
+
+/* listener.c */
+int td_listeners_start(void);
+void td_listeners_stop(void);
+/* "PATH and PATH (events)", for the start-up log line. */
+const char *td_listeners_describe(char *buf, size_t len);
+
 /* server.c */
-int td_server_start(void);
+/* Close idle connections (shutting down). */
 void td_server_stop(void);
+/* No batch running and no worker left: subscribers may go. */
+bool td_server_finished(void);
+/* Cancel every batch of every client. */
+void td_server_cancel_all(void);
+unsigned td_server_batches(void);
+/* A connection accepted on a listening socket. */
+void td_conn_accept(int fd, bool events);
+/* Write data (taken) to the client; cb (may be NULL) runs when it is written
+ * or failed. -1 when the connection is gone (data freed). */
+typedef void (*td_written_cb)(struct td_conn *c, void *arg, int status);
+int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg);
 unsigned td_server_conns(void);
 void td_conn_send(struct td_conn *c, json_t *event /* stolen */);
 void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,

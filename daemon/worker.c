@@ -92,8 +92,8 @@ static void on_handle_closed(uv_handle_t *h)
     if (--w->handles > 0)
         return;
     if (w->discarded)
-        td_log(TD_LOG_INFO, "batch %s call %s: discarded %zu bytes written after the result",
-               w->batch_id, w->call_id, w->discarded);
+        td_logc(TD_LOG_INFO, w->batch_id, w->call_id,
+                "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
         td_remove_tree_async(w->workdir);
     if (w->prev)
@@ -141,8 +141,8 @@ static void kill_group(struct td_worker *w)
     /* The pgid cannot be reused while any member lives; once the leader is
      * reaped we only kill in the same loop turn, before any new fork. */
     if (kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
-        td_log(TD_LOG_WARN, "batch %s call %s: kill(-%d): %s", w->batch_id, w->call_id, (int)w->pid,
-               strerror(errno));
+        td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "kill(-%d): %s", (int)w->pid,
+                strerror(errno));
 }
 
 static void finish(struct td_worker *w, json_t *result)
@@ -267,11 +267,11 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
 static void log_stderr_line(struct td_worker *w, bool truncated)
 {
     if (w->lines_logged < TD_STDERR_LOG_LINES)
-        td_log(TD_LOG_INFO, "batch %s call %s tool %s: stderr: %.*s%s", w->batch_id, w->call_id,
-               w->tool->name, (int)w->line_len, w->line, truncated ? "..." : "");
+        td_logc(TD_LOG_INFO, w->batch_id, w->call_id, "tool %s: stderr: %.*s%s", w->tool->name,
+                (int)w->line_len, w->line, truncated ? "..." : "");
     else if (w->lines_logged == TD_STDERR_LOG_LINES)
-        td_log(TD_LOG_INFO, "batch %s call %s tool %s: further stderr lines are not logged",
-               w->batch_id, w->call_id, w->tool->name);
+        td_logc(TD_LOG_INFO, w->batch_id, w->call_id,
+                "tool %s: further stderr lines are not logged", w->tool->name);
     w->lines_logged++;
     w->line_len = 0;
 }
@@ -462,8 +462,8 @@ static void on_request_written(uv_write_t *req, int status)
     struct td_worker *w = req->data;
     /* EPIPE: the worker closed stdin without reading; that is its business. */
     if (status < 0 && status != UV_ECANCELED)
-        td_log(TD_LOG_DEBUG, "batch %s call %s: request not fully written: %s", w->batch_id,
-               w->call_id, uv_strerror(status));
+        td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "request not fully written: %s",
+                uv_strerror(status));
     free(w->reqbody);
     w->reqbody = NULL;
     close_handle(w, (uv_handle_t *)&w->in);
@@ -679,8 +679,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     uv_read_start((uv_stream_t *)&w->out, alloc_cb, on_stdout);
     uv_read_start((uv_stream_t *)&w->err, alloc_cb, on_stderr);
     uv_timer_start(&w->timer, on_timeout, s->timeout_ms, 0);
-    td_log(TD_LOG_DEBUG, "batch %s call %s: started %s as pid %d", s->batch_id, s->call_id,
-           s->tool->name, (int)w->pid);
+    td_logc(TD_LOG_DEBUG, s->batch_id, s->call_id, "started %s as pid %d", s->tool->name,
+            (int)w->pid);
     return w;
 
 fail:
@@ -693,7 +693,7 @@ fail:
     free(body);
     free(w);
     *result = spawn_error(s, what, err);
-    td_log(TD_LOG_WARN, "batch %s call %s: %s: %s", s->batch_id, s->call_id, what, strerror(err));
+    td_logc(TD_LOG_WARN, s->batch_id, s->call_id, "%s: %s", what, strerror(err));
     return NULL;
 }
 

@@ -117,9 +117,9 @@ def wait_log(daemon, text, what=None):
 
 def sleeping_logged(daemon, batch, call):
     """The worker of batch/call runs: its stderr line reached the daemon."""
-    wait_log(daemon, "batch %s call %s tool " % (batch, call),
+    wait_log(daemon, "batch %s call %s: tool " % (batch, call),
              what="call %s of batch %s to start" % (call, batch))
-    deadline_wait(lambda: any("batch %s call %s tool " % (batch, call) in l and
+    deadline_wait(lambda: any("batch %s call %s: tool " % (batch, call) in l and
                               "testworker: sleeping" in l
                               for l in daemon.stderr().split("\n")),
                   what="call %s of batch %s to be sleeping" % (call, batch))

@@ -1,0 +1,156 @@
+/*
+ * stats.c - what {"op": "stats"} reports: uptime, workers, clients, and per
+ * tool its calls by outcome, latency percentiles over its recent calls and
+ * the mean cost of spawning its workers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolexecd.h"
+
+/* Latency percentiles are over each tool's last LATENCY_SAMPLES calls:
+ * recent behaviour, in bounded memory. */
+#define LATENCY_SAMPLES 1024
+
+struct tool_stats {
+    char *name;
+    uint64_t calls, ok, handler_errors, asks, halts, tool_errors[TE_REASON_COUNT];
+    uint64_t lat_us[LATENCY_SAMPLES];
+    size_t nlat, lat_next;
+    uint64_t spawn_us_sum, spawns;
+    struct tool_stats *next;
+};
+
+static struct tool_stats *all;
+static uint64_t started_ns, batches_served, calls_total;
+
+void td_stats_init(void)
+{
+    started_ns = uv_hrtime();
+}
+
+static struct tool_stats *find(const char *tool)
+{
+    for (struct tool_stats *t = all; t; t = t->next)
+        if (strcmp(t->name, tool) == 0)
+            return t;
+    struct tool_stats *t = calloc(1, sizeof(*t));
+    if (!t || !(t->name = strdup(tool))) {
+        free(t);
+        return NULL;
+    }
+    t->next = all;
+    all = t;
+    return t;
+}
+
+void td_stats_call(const char *tool, const json_t *result, uint64_t duration_us)
+{
+    struct tool_stats *t = find(tool);
+    calls_total++;
+    if (!t)
+        return;
+    t->calls++;
+    switch (te_result_kind_of(result)) {
+    case TE_RESULT_OK:
+        t->ok++;
+        break;
+    case TE_RESULT_ERROR:
+        t->handler_errors++;
+        break;
+    case TE_RESULT_ASK_USER:
+        t->asks++;
+        break;
+    case TE_RESULT_HALT:
+        t->halts++;
+        break;
+    case TE_RESULT_TOOL_ERROR: {
+        const char *r =
+            json_string_value(json_object_get(json_object_get(result, "tool_error"), "reason"));
+        int i = te_reason_parse(r);
+        if (i >= 0)
+            t->tool_errors[i]++;
+        break;
+    }
+    default:
+        break;
+    }
+    t->lat_us[t->lat_next] = duration_us;
+    t->lat_next = (t->lat_next + 1) % LATENCY_SAMPLES;
+    if (t->nlat < LATENCY_SAMPLES)
+        t->nlat++;
+}
+
+void td_stats_spawn(const char *tool, uint64_t spawn_us)
+{
+    struct tool_stats *t = find(tool);
+    if (t) {
+        t->spawn_us_sum += spawn_us;
+        t->spawns++;
+    }
+}
+
+void td_stats_batch_done(void)
+{
+    batches_served++;
+}
+
+uint64_t td_stats_batches_served(void)
+{
+    return batches_served;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static json_t *percentiles(const struct tool_stats *t)
+{
+    if (!t->nlat)
+        return json_null();
+    uint64_t sorted[LATENCY_SAMPLES];
+    memcpy(sorted, t->lat_us, t->nlat * sizeof(sorted[0]));
+    qsort(sorted, t->nlat, sizeof(sorted[0]), cmp_u64);
+    /* nearest rank */
+#define PCT(p) ((double)sorted[(t->nlat * (p) + 99) / 100 - 1] / 1000.0)
+    return json_pack("{s:f,s:f,s:f}", "p50", PCT(50), "p90", PCT(90), "p99", PCT(99));
+#undef PCT
+}
+
+json_t *td_stats_event(void)
+{
+    json_t *tools = json_object();
+    for (struct tool_stats *t = all; t; t = t->next) {
+        json_t *errs = json_object();
+        for (int r = 0; r < TE_REASON_COUNT; r++)
+            json_object_set_new(errs, te_reason_name(r),
+                                json_integer((json_int_t)t->tool_errors[r]));
+        json_object_set_new(
+            tools, t->name,
+            json_pack("{s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o}", "calls", (json_int_t)t->calls, "ok",
+                      (json_int_t)t->ok, "handler_errors", (json_int_t)t->handler_errors, "asks",
+                      (json_int_t)t->asks, "halts", (json_int_t)t->halts, "tool_errors", errs,
+                      "latency_ms", percentiles(t), "spawn_us_mean",
+                      t->spawns ? json_real((double)t->spawn_us_sum / (double)t->spawns)
+                                : json_null()));
+    }
+    return json_pack("{s:s,s:I,s:s,s:{s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event", "stats",
+                     "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000), "version",
+                     TD_VERSION, "workers", "running", (int)td_workers_alive(), "queued",
+                     (int)td_batch_queued(), "max", (int)td_cfg.max_workers, "clients",
+                     (int)td_server_conns(), "subscribers", (int)td_tail_count(), "batches",
+                     "running", (int)td_server_batches(), "served", (json_int_t)batches_served,
+                     "calls", (json_int_t)calls_total, "tools", tools);
+}
+
+void td_stats_free(void)
+{
+    for (struct tool_stats *t = all, *n; t; t = n) {
+        n = t->next;
+        free(t->name);
+        free(t);
+    }
+    all = NULL;
+}
