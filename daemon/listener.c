@@ -172,7 +172,10 @@ static int inherited(void)
     int taken = 0;
     for (int i = 0; i < n; i++) {
         int fd = SD_LISTEN_FDS_START + i;
-        bool events = names && names[i] && strcmp(names[i], "events") == 0;
+        /* named "events" by its socket unit, or bound to --events-socket */
+        bool events = (names && names[i] && strcmp(names[i], "events") == 0) ||
+                      (td_cfg.events_socket_path &&
+                       sd_is_socket_unix(fd, SOCK_STREAM, 1, td_cfg.events_socket_path, 0) > 0);
         if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0 || taken == 2 ||
             (nlisteners && listeners[0].events == events)) {
             td_log(TD_LOG_WARN, "ignoring inherited descriptor %d (%s)", fd,
