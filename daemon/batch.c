@@ -297,6 +297,11 @@ static void schedule(void)
     active = false;
 }
 
+unsigned td_batch_running(void)
+{
+    return slots_used;
+}
+
 unsigned td_batch_queued(void)
 {
     unsigned n = 0;

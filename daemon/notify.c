@@ -37,7 +37,7 @@ static void send_status(void)
     char status[256];
     snprintf(status, sizeof(status),
              "STATUS=%zu tools, %u workers running, %u queued, %u batches running, %llu served",
-             td_tools ? td_tools->n : 0, td_workers_alive(), td_batch_queued(), td_server_batches(),
+             td_tools ? td_tools->n : 0, td_batch_running(), td_batch_queued(), td_server_batches(),
              (unsigned long long)td_stats_batches_served());
     if (strcmp(status, last_status) == 0)
         return;

@@ -201,6 +201,8 @@ void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);
+/* Calls running in a worker (holding a --max-workers slot). */
+unsigned td_batch_running(void);
 /* Whether the batch calls any tool named in the array. */
 bool td_batch_calls_any(const struct td_batch *b, const json_t *tools);
 /* Pause or resume reading the output of the batch's workers; workers started

@@ -1,0 +1,114 @@
+/*
+ * cli.h - the toolexec command-line client: shared declarations.
+ *
+ *   toolexec.c  options, the socket, connecting, exit codes, dispatch
+ *   input.c     reading a batch: a run request, a calls array or LLM tool calls
+ *   batch.c     run and call: send a batch, follow it, report it
+ *   info.c      tools, stats and tail
+ *   term.c      terminal text: widths, sanitising, tables, durations
+ */
+#ifndef TE_CLI_H
+#define TE_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "toolexec.h"
+
+/* Exit codes, documented in toolexec(1). */
+enum {
+    TE_EXIT_OK = 0,      /* every call ok */
+    TE_EXIT_FAILED = 1,  /* a call failed, or the batch halted */
+    TE_EXIT_ERROR = 2,   /* usage, bad input, a request or engine error */
+    TE_EXIT_CONNECT = 3, /* the daemon cannot be reached */
+};
+
+/* Settings shared by every command. */
+struct te_cli {
+    const char *socket_path; /* NULL until resolved by te_cli_connect() */
+    bool json;               /* --json: raw JSON lines, whatever stdout is */
+};
+
+/* "toolexec: MESSAGE\n" on stderr. */
+void te_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Connect to the daemon; on failure explain what to check and return NULL
+ * (the caller exits TE_EXIT_CONNECT). */
+te_client *te_cli_connect(struct te_cli *cli);
+/* Long options every command accepts; their short forms are "s:jh". */
+#define TE_CLI_COMMON_OPTIONS                                                                      \
+    {"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},                    \
+        {"help", no_argument, NULL, 'h'}
+/* Options every command accepts: --socket, --json. True when handled. */
+bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg);
+/* Print a command's help on stdout; returns TE_EXIT_OK. */
+int te_cli_help(const char *cmd);
+/* "toolexec: MESSAGE" and a pointer to --help on stderr; returns
+ * TE_EXIT_ERROR. cmd is NULL for the global options. */
+int te_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The complaint for getopt's '?' or ':' (opterr is off). */
+int te_cli_bad_option(const char *cmd, int opt, char **argv);
+/* Send a request; on failure say so and return TE_EXIT_CONNECT. */
+int te_cli_send(const struct te_cli *cli, te_client *c, const json_t *req);
+/* Say that the daemon hung up or sent garbage; returns TE_EXIT_ERROR. */
+int te_cli_recv_failed(const struct te_cli *cli, int rc, const char *what);
+/* Print one event as a compact JSON line and flush it (for jq and pipes). */
+void te_cli_print_json(const json_t *ev);
+
+/* Commands: each parses its own arguments (argv[0] is the command name) and
+ * returns the process exit code. */
+int te_cmd_run(struct te_cli *cli, int argc, char **argv);
+int te_cmd_call(struct te_cli *cli, int argc, char **argv);
+int te_cmd_tools(struct te_cli *cli, int argc, char **argv);
+int te_cmd_stats(struct te_cli *cli, int argc, char **argv);
+int te_cmd_tail(struct te_cli *cli, int argc, char **argv);
+
+/* batch.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
+ * for a call's result object. */
+void te_outcome_text(const json_t *result, char *buf, size_t len);
+
+/* input.c */
+/* Read a batch from path ("-" or NULL: stdin) and return a run request
+ * object ({"op": "run", "calls": [...], ...}); NULL with a message in err. */
+json_t *te_input_load(const char *path, char *err, size_t errlen);
+/* Turn a run request, a calls array or LLM-shaped tool calls into a run
+ * request (new reference); NULL with a message in err. */
+json_t *te_input_to_request(json_t *in, char *err, size_t errlen);
+
+/* term.c */
+void te_term_init(void);
+/* Whether the locale's character set is UTF-8 (else output stays ASCII). */
+bool te_term_utf8(void);
+/* Columns of the terminal on fd, or 0 when fd is not a terminal. */
+size_t te_term_width(int fd);
+/* Whether to colour output on fd: a terminal, NO_COLOR unset, TERM not dumb. */
+bool te_term_color(int fd);
+/* A copy of s fit for one terminal line: control characters (escape
+ * sequences included) and runs of white space become one space, text that
+ * is not valid or not displayable becomes '?'. */
+char *te_text_clean(const char *s);
+/* Display width of a string returned by te_text_clean(). */
+size_t te_text_width(const char *s);
+/* A copy of clean text cut to at most width columns, with an ellipsis when
+ * it had to be cut. */
+char *te_text_fit(const char *s, size_t width);
+/* A duration for people: "2.5ms", "12ms", "1.52s", "2m03s", "3h07m", "2d04h". */
+void te_format_ms(char *buf, size_t len, double ms);
+
+/* A table of text cells printed with aligned columns. The last column takes
+ * what is left of the line and is cut to fit. */
+typedef struct te_table te_table;
+te_table *te_table_new(size_t ncols, const char *const *headers);
+/* Right-align a column (numbers). */
+void te_table_right(te_table *t, size_t col);
+/* Cut a column's cells to at most max columns (0: no limit). */
+void te_table_cap(te_table *t, size_t col, size_t max);
+/* Add a row of ncols cells (copied, cleaned); color[i] is an SGR parameter
+ * such as "32" or NULL. Returns -ENOMEM on failure. */
+int te_table_add(te_table *t, const char *const *cells, const char *const *color);
+/* width 0: no line limit (not a terminal). */
+void te_table_print(const te_table *t, FILE *f, size_t width, bool color);
+void te_table_free(te_table *t);
+
+#endif

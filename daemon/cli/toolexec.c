@@ -1,0 +1,341 @@
+/*
+ * toolexec.c - the toolexec command-line client: global options, finding and
+ * reaching the daemon's socket, help texts, and dispatch to the commands.
+ *
+ *   toolexec [--socket PATH] COMMAND [OPTIONS] [ARGS]
+ *
+ * Global options may come before the command; every command also accepts
+ * them after it, and options may follow operands (toolexec run b.json --json).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
+#endif
+
+/* Where the packaged service listens (contrib/systemd/toolexecd.socket). */
+#define TE_SYSTEM_SOCKET "/run/toolexecd/toolexecd.sock"
+
+static char socket_buf[PATH_MAX];
+
+struct te_command {
+    const char *name;
+    int (*run)(struct te_cli *cli, int argc, char **argv);
+    const char *help;
+};
+
+static const struct te_command commands[] = {
+    {"run", te_cmd_run,
+     "usage: toolexec run [OPTIONS] [FILE|-]\n"
+     "\n"
+     "Send the batch in FILE (default: standard input) and show what it did: on\n"
+     "a terminal a live progress line, then a table of results; otherwise the raw\n"
+     "JSON lines of every event. FILE holds a run request, an array of calls, or\n"
+     "tool calls as an LLM API emits them (OpenAI, Anthropic, Gemini).\n"
+     "\n"
+     "  -j, --json                 JSON lines even on a terminal\n"
+     "  -b, --batch ID             the batch id (replaces the input's)\n"
+     "      --on-tool-error continue|halt\n"
+     "                             what an error does to the batch\n"
+     "      --tool-timeout MS      timeout of each call, in milliseconds\n"
+     "      --max-concurrency N    most workers of this batch at once\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "  -h, --help                 this text\n"
+     "\n"
+     "Ctrl-C cancels the batch and waits for it to complete; a second Ctrl-C\n"
+     "quits at once.\n"},
+    {"call", te_cmd_call,
+     "usage: toolexec call [OPTIONS] NAME [ARGS-JSON|-]\n"
+     "\n"
+     "Run the tool NAME once with the arguments ARGS-JSON (a JSON object; default\n"
+     "{}; - reads it from standard input) and print the call's content: what\n"
+     "would go back to the model.\n"
+     "\n"
+     "  -j, --json                 print the batch's raw JSON events instead\n"
+     "      --tool-timeout MS      timeout of the call, in milliseconds\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "  -h, --help                 this text\n"},
+    {"tools", te_cmd_tools,
+     "usage: toolexec tools [OPTIONS]\n"
+     "\n"
+     "List the tools the daemon has loaded.\n"
+     "\n"
+     "  -j, --json                 print the tools array as JSON\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "  -h, --help                 this text\n"},
+    {"stats", te_cmd_stats,
+     "usage: toolexec stats [OPTIONS]\n"
+     "\n"
+     "Show the daemon's uptime, workers, clients and per-tool counters and\n"
+     "latencies.\n"
+     "\n"
+     "  -j, --json                 print the stats event as JSON\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "  -h, --help                 this text\n"},
+    {"tail", te_cmd_tail,
+     "usage: toolexec tail [OPTIONS]\n"
+     "\n"
+     "Follow the events of every batch on the daemon, one line each, until\n"
+     "interrupted.\n"
+     "\n"
+     "  -t, --tools NAME[,NAME...]   only calls of these tools\n"
+     "  -b, --batches ID[,ID...]     only these batches\n"
+     "  -j, --json                   the raw JSON lines\n"
+     "  -s, --socket PATH            the daemon's socket\n"
+     "  -h, --help                   this text\n"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: toolexec [OPTIONS] COMMAND [ARGS]\n"
+            "\n"
+            "Send tool calls to toolexecd and show what they did.\n"
+            "\n"
+            "Commands:\n"
+            "  run [FILE|-]           run a batch and show its results\n"
+            "  call NAME [ARGS-JSON]  run one call and print its content\n"
+            "  tools                  list the daemon's tools\n"
+            "  stats                  show the daemon's counters\n"
+            "  tail                   follow the events of every batch\n"
+            "  help [COMMAND]         show help for a command\n"
+            "\n"
+            "Options:\n"
+            "  -s, --socket PATH      the daemon's socket (default $TOOLEXECD_SOCKET, else\n"
+            "                         $XDG_RUNTIME_DIR/toolexecd.sock; for root\n"
+            "                         " TE_SYSTEM_SOCKET ")\n"
+            "  -j, --json             JSON output\n"
+            "  -h, --help             this text\n"
+            "  -V, --version          the version\n"
+            "\n"
+            "Exit status: 0 every call ok; 1 a call failed or the batch halted;\n"
+            "2 bad usage or input, or a request or engine error; 3 toolexecd could\n"
+            "not be reached. See toolexec(1).\n");
+}
+
+void te_cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("toolexec: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const struct te_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int te_cli_help(const char *cmd)
+{
+    const struct te_command *c = find_command(cmd);
+    if (c)
+        fputs(c->help, stdout);
+    return TE_EXIT_OK;
+}
+
+int te_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("toolexec: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'toolexec%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
+    va_end(ap);
+    return TE_EXIT_ERROR;
+}
+
+int te_cli_bad_option(const char *cmd, int opt, char **argv)
+{
+    if (opt == ':')
+        return te_cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+    if (optopt) /* an unknown short option, perhaps inside a cluster */
+        return te_cli_usage_error(cmd, "unknown option -%c", optopt);
+    return te_cli_usage_error(cmd, "unknown option %s", argv[optind - 1]);
+}
+
+bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg)
+{
+    if (opt == 's')
+        cli->socket_path = arg;
+    else if (opt == 'j')
+        cli->json = true;
+    else
+        return false;
+    return true;
+}
+
+void te_cli_print_json(const json_t *ev)
+{
+    char *s = json_dumps(ev, JSON_COMPACT);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+    fflush(stdout); /* a consumer such as jq sees each event as it comes */
+}
+
+/* The socket: --socket, then $TOOLEXECD_SOCKET, then the daemon's own
+ * default, so that a toolexec and a toolexecd started alike meet. */
+static const char *resolve_socket(struct te_cli *cli)
+{
+    if (cli->socket_path)
+        return cli->socket_path;
+    const char *env = getenv("TOOLEXECD_SOCKET");
+    if (env && *env)
+        return cli->socket_path = env;
+    int rc = te_default_socket_path(socket_buf, sizeof(socket_buf));
+    if (rc == -ENOENT) {
+        te_cli_err("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket "
+                   "PATH or set TOOLEXECD_SOCKET (the system service listens on " TE_SYSTEM_SOCKET
+                   ")");
+        return NULL;
+    }
+    if (rc < 0) {
+        te_cli_err("cannot work out the default socket: %s; pass --socket PATH", strerror(-rc));
+        return NULL;
+    }
+    return cli->socket_path = socket_buf;
+}
+
+static const char *dash(void)
+{
+    return te_term_utf8() ? "\u2014" : "--";
+}
+
+static void explain_connect_error(const char *path, int err)
+{
+    if (err == EACCES || err == EPERM) {
+        te_cli_err("cannot connect to %s: %s %s is your user in the socket's group? "
+                   "(ls -l %s; toolexecd --socket-group) Set --socket or TOOLEXECD_SOCKET.",
+                   path, strerror(err), dash(), path);
+        return;
+    }
+    if (err == ENAMETOOLONG) {
+        te_cli_err("cannot connect to %s: the path is longer than a Unix socket allows "
+                   "(107 bytes)",
+                   path);
+        return;
+    }
+    te_cli_err("cannot connect to %s: %s %s is toolexecd running? (systemctl status "
+               "toolexecd.socket) Set --socket or TOOLEXECD_SOCKET.",
+               path, strerror(err), dash());
+    /* A user whose default is under XDG_RUNTIME_DIR while the system
+     * service listens elsewhere: point at it. */
+    if (strcmp(path, TE_SYSTEM_SOCKET) != 0 && access(TE_SYSTEM_SOCKET, F_OK) == 0)
+        te_cli_err("the system service's socket exists: try --socket " TE_SYSTEM_SOCKET);
+}
+
+te_client *te_cli_connect(struct te_cli *cli)
+{
+    const char *path = resolve_socket(cli);
+    if (!path)
+        return NULL;
+    te_client *c;
+    int rc = te_client_connect(path, &c);
+    if (rc < 0) {
+        explain_connect_error(path, -rc);
+        return NULL;
+    }
+    return c;
+}
+
+int te_cli_recv_failed(const struct te_cli *cli, int rc, const char *what)
+{
+    if (rc == -EBADMSG) {
+        te_cli_err("%s sent a line that is not a JSON object %s is it a toolexecd socket?",
+                   cli->socket_path, dash());
+        return TE_EXIT_ERROR;
+    }
+    if (rc == -ENODATA)
+        te_cli_err("toolexecd at %s closed the connection before %s (check its log: "
+                   "journalctl -u toolexecd)",
+                   cli->socket_path, what);
+    else
+        te_cli_err("lost the connection to %s before %s: %s", cli->socket_path, what,
+                   strerror(-rc));
+    return TE_EXIT_CONNECT;
+}
+
+int te_cli_send(const struct te_cli *cli, te_client *c, const json_t *req)
+{
+    int rc = te_client_send(c, req);
+    if (rc < 0) {
+        te_cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
+                   cli->socket_path, strerror(-rc));
+        return TE_EXIT_CONNECT;
+    }
+    return TE_EXIT_OK;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return TE_EXIT_OK;
+    }
+    if (!find_command(argv[1]))
+        return te_cli_usage_error(NULL, "no command '%s'", argv[1]);
+    return te_cli_help(argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    struct te_cli cli = {0};
+    int opt;
+
+    te_term_init();
+    opterr = 0; /* our own messages, which say what to try */
+    /* "+": stop at the command; its own options are parsed by it. */
+    while ((opt = getopt_long(argc, argv, "+:s:jhV", opts, NULL)) != -1) {
+        if (te_cli_common_option(&cli, opt, optarg))
+            continue;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return TE_EXIT_OK;
+        case 'V':
+            printf("toolexec %s (jansson %s)\n", TE_CLI_VERSION, jansson_version_str());
+            return TE_EXIT_OK;
+        default:
+            return te_cli_bad_option(NULL, opt, argv);
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return TE_EXIT_ERROR;
+    }
+    const char *name = argv[optind];
+    if (strcmp(name, "help") == 0)
+        return cmd_help(argc - optind, argv + optind);
+    const struct te_command *cmd = find_command(name);
+    if (!cmd)
+        return te_cli_usage_error(NULL, "unknown command '%s'", name);
+    argc -= optind;
+    argv += optind;
+    optind = 0; /* glibc: start afresh on the command's own arguments */
+    return cmd->run(&cli, argc, argv);
+}
