@@ -211,17 +211,19 @@ int td_listeners_start(void)
         td_log(TD_LOG_ERR, "systemd passed only an events socket; no main socket");
         return -EINVAL;
     }
-    if (!have_main) {
-        int fd = bind_socket(td_cfg.socket_path);
-        if (fd < 0)
-            return fd;
-        add(fd, false, true, td_cfg.socket_path);
-    }
+    /* The events socket first: a client that can reach the main socket
+     * must find the events socket there too. */
     if (!have_events && td_cfg.events_socket_path) {
         int fd = bind_socket(td_cfg.events_socket_path);
         if (fd < 0)
             return fd;
         add(fd, true, true, td_cfg.events_socket_path);
+    }
+    if (!have_main) {
+        int fd = bind_socket(td_cfg.socket_path);
+        if (fd < 0)
+            return fd;
+        add(fd, false, true, td_cfg.socket_path);
     }
     return 0;
 }

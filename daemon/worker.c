@@ -630,7 +630,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
     struct td_child child;
+    uint64_t t0 = uv_hrtime();
     int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;
+    if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
+        td_stats_spawn(s->tool->name, (uv_hrtime() - t0) / 1000);
     free(argv);
     for (char **e = env; *e; e++)
         free(*e);
