@@ -136,13 +136,14 @@ json_t *td_stats_event(void)
                       t->spawns ? json_real((double)t->spawn_us_sum / (double)t->spawns)
                                 : json_null()));
     }
-    return json_pack("{s:s,s:I,s:s,s:{s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event", "stats",
-                     "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000), "version",
-                     TD_VERSION, "workers", "running", (int)td_workers_alive(), "queued",
-                     (int)td_batch_queued(), "max", (int)td_cfg.max_workers, "clients",
-                     (int)td_server_conns(), "subscribers", (int)td_tail_count(), "batches",
-                     "running", (int)td_server_batches(), "served", (json_int_t)batches_served,
-                     "calls", (json_int_t)calls_total, "tools", tools);
+    /* running: calls in a worker; processes: workers not yet reaped */
+    return json_pack("{s:s,s:I,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event",
+                     "stats", "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000),
+                     "version", TD_VERSION, "workers", "running", (int)td_batch_running(),
+                     "processes", (int)td_workers_alive(), "queued", (int)td_batch_queued(), "max",
+                     (int)td_cfg.max_workers, "clients", (int)td_server_conns(), "subscribers",
+                     (int)td_tail_count(), "batches", "running", (int)td_server_batches(), "served",
+                     (json_int_t)batches_served, "calls", (json_int_t)calls_total, "tools", tools);
 }
 
 void td_stats_free(void)
