@@ -26,6 +26,7 @@ struct call {
     enum call_state state;
     json_t *content; /* JSON string, once done */
     json_t *halt;    /* this call's halt candidate, if it halts */
+    bool is_error;   /* its result is an error (Anthropic's is_error) */
     bool slot;       /* holds one of the daemon's --max-workers slots */
     uint64_t started_ns;
 };
@@ -40,6 +41,7 @@ struct td_batch {
     uint64_t max_concurrency;
     bool pumping;
     bool cancelled;
+    uint64_t accepted_ns;
     bool waiting;   /* in the queue for a worker slot */
     bool throttled; /* its client is not reading: workers' output paused */
     struct td_batch *wnext;
@@ -93,14 +95,29 @@ static void send_event(struct td_batch *b, const char *tool, const char *name, j
     td_conn_send(b->conn, ev);
 }
 
+/* One call's message in the shape the client's LLM API takes back. */
+static json_t *message(te_result_format format, const struct call *c)
+{
+    switch (format) {
+    case TE_FORMAT_OPENAI_RESPONSES:
+        return json_pack("{s:s,s:s,s:O}", "type", "function_call_output", "call_id", c->id,
+                         "output", c->content);
+    case TE_FORMAT_ANTHROPIC:
+        return json_pack("{s:s,s:s,s:O,s:b}", "type", "tool_result", "tool_use_id", c->id,
+                         "content", c->content, "is_error", c->is_error);
+    default:
+        return json_pack("{s:s,s:s,s:O}", "role", "tool", "tool_call_id", c->id, "content",
+                         c->content);
+    }
+}
+
 static void complete(struct td_batch *b)
 {
     json_t *messages = json_array();
     json_t *halt = json_null();
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
-        json_array_append_new(messages, json_pack("{s:s,s:s,s:O}", "role", "tool", "tool_call_id",
-                                                  c->id, "content", c->content));
+        json_array_append_new(messages, message(b->r.format, c));
         if (json_is_null(halt) && c->halt)
             halt = json_incref(c->halt);
     }
@@ -125,12 +142,57 @@ static json_t *content_string(const char *s, size_t n)
 }
 
 /* A call's result is known: encode it, route it, emit its events. */
-static void call_done(void *data, json_t *result)
+/* Content longer than the limit keeps its head and tail, cut on UTF-8
+ * boundaries, with a marker between saying what was left out. */
+static char *truncate_content(char *text, size_t *len, size_t limit, json_t **info)
+{
+    char marker[200];
+    size_t orig = *len;
+    int mlen = snprintf(marker, sizeof(marker),
+                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
+                        "result ...]\n\n",
+                        orig, orig); /* sized with the largest count: fixed below */
+    if ((size_t)mlen + 16 > limit)
+        mlen = 0; /* a limit too small for a marker: keep bytes only */
+    size_t budget = limit - (size_t)mlen;
+    size_t head = budget / 2, tail = budget - head;
+    while (head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80)
+        head--; /* do not start the cut inside a character */
+    size_t tail_from = orig - tail;
+    while (tail_from < orig && ((unsigned char)text[tail_from] & 0xc0) == 0x80)
+        tail_from++;
+    size_t omitted = tail_from - head;
+    if (mlen)
+        mlen = snprintf(marker, sizeof(marker),
+                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
+                        "result ...]\n\n",
+                        omitted, orig);
+    char *out = malloc(head + (size_t)mlen + (orig - tail_from) + 1);
+    if (!out)
+        return text;
+    memcpy(out, text, head);
+    memcpy(out + head, marker, (size_t)mlen);
+    memcpy(out + head + mlen, text + tail_from, orig - tail_from);
+    *len = head + (size_t)mlen + (orig - tail_from);
+    out[*len] = '\0';
+    free(text);
+    *info = json_pack("{s:I,s:I}", "original_bytes", (json_int_t)orig, "kept_bytes",
+                      (json_int_t)(head + orig - tail_from));
+    return out;
+}
+
+static json_t *ms(uint64_t ns)
+{
+    return json_real((double)ns / 1e6);
+}
+
+static void call_done(void *data, json_t *result, const struct rusage *ru)
 {
     struct call *c = data;
     struct td_batch *b = c->b;
     size_t len;
     int rc;
+    uint64_t now = uv_hrtime();
     char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
     if (!text) {
         char detail[128];
@@ -143,14 +205,38 @@ static void call_done(void *data, json_t *result)
                               json_pack("{s:I}", "limit", (json_int_t)td_cfg.max_content), NULL);
         text = te_content_encode(result, SIZE_MAX, &len, &rc);
     }
+    json_t *truncated = NULL;
+    size_t limit = b->r.max_content_bytes ? b->r.max_content_bytes : TD_CONTENT_BYTES_DEFAULT;
+    if (c->tool->max_content_bytes && c->tool->max_content_bytes < limit)
+        limit = c->tool->max_content_bytes;
+    if (text && len > limit)
+        text = truncate_content(text, &len, limit, &truncated);
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
     c->state = CALL_DONE;
     c->worker = NULL;
+    int kind = te_result_kind_of(result);
+    c->is_error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
 
-    send_event(b, c->name, "tool_execution_completed",
-               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "result", result));
-    switch (te_result_kind_of(result)) {
+    json_t *done = json_pack("{s:s,s:s,s:O,s:o,s:o}", "id", c->id, "name", c->name, "result",
+                             result, "duration_ms", ms(now - c->started_ns), "queued_ms",
+                             ms(c->started_ns - b->accepted_ns));
+    if (done && ru) {
+        /* the worker's resource use, from wait4() */
+        json_object_set_new(
+            done, "cpu_user_ms",
+            json_integer((json_int_t)ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000));
+        json_object_set_new(
+            done, "cpu_sys_ms",
+            json_integer((json_int_t)ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000));
+        json_object_set_new(done, "max_rss_kb", json_integer(ru->ru_maxrss));
+    }
+    if (done && truncated)
+        json_object_set_new(done, "truncated", truncated);
+    else
+        json_decref(truncated);
+    send_event(b, c->name, "tool_execution_completed", done);
+    switch (kind) {
     case TE_RESULT_ERROR:
     case TE_RESULT_TOOL_ERROR:
         if (b->r.policy == TE_POLICY_HALT) {
@@ -188,7 +274,7 @@ static void call_done(void *data, json_t *result)
     default:
         break;
     }
-    td_stats_call(c->name, result, (uv_hrtime() - c->started_ns) / 1000);
+    td_stats_call(c->name, result, (now - c->started_ns) / 1000);
     json_decref(result);
     bool freed_slot = c->slot;
     c->slot = false;
@@ -209,7 +295,11 @@ static void start_call(struct td_batch *b, struct call *c)
     send_event(b, c->name, "tool_execution_started",
                json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     json_t *result = NULL;
-    if (!c->tool->argv) {
+    json_t *bad_args = json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR);
+    if (bad_args) {
+        /* a handler-style error the model can act on; no worker runs */
+        result = json_pack("{s:O}", "error", bad_args);
+    } else if (!c->tool->argv) {
         result = te_tool_error_new(TE_NOT_FOUND, c->name, c->id,
                                    "tool has no command (manual mode)", NULL, NULL);
     } else {
@@ -235,7 +325,7 @@ static void start_call(struct td_batch *b, struct call *c)
         json_decref(req);
     }
     if (result)
-        call_done(c, result);
+        call_done(c, result, NULL);
 }
 
 /* Start queued calls while the batch's concurrency and the daemon's worker
@@ -252,7 +342,8 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
     size_t started = 0;
     while (b->next < b->ncalls && b->running < b->max_concurrency && started < max_starts) {
         struct call *c = &b->calls[b->next];
-        if (c->tool->argv) {
+        if (c->tool->argv &&
+            !json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR)) {
             if (slots_used >= td_cfg.max_workers || (!from_queue && wait_head)) {
                 wait_enqueue(b);
                 break;
@@ -406,6 +497,7 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         return;
     }
     b->conn = conn;
+    b->accepted_ns = uv_hrtime();
     b->req = json_incref(req);
     b->r = r;
     b->ncalls = r.ncalls;

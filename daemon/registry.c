@@ -85,8 +85,9 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {
-        "name", "description", "schema", "command", "protocol", "context",    "timeout_ms",
-        "env",  "limits",      "user",   "group",   "network",  "allow_uids", "allow_gids"};
+        "name",    "description", "schema",     "command",    "protocol",
+        "context", "timeout_ms",  "env",        "limits",     "user",
+        "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -228,6 +229,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         }
         *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
     }
+
+    v = json_object_get(def, "max_content_bytes");
+    if (v && (!json_is_integer(v) || json_integer_value(v) <= 0))
+        BAD("%s: max_content_bytes: expected a positive integer", file);
+    t->max_content_bytes = v ? (uint64_t)json_integer_value(v) : 0;
 
     t->network = -1;
     v = json_object_get(def, "network");

@@ -28,6 +28,9 @@
 #define TD_STDERR_LOG_LINES 64
 /* The part of an offending response quoted in an invalid_return cause. */
 #define TD_QUOTE_MAX 1024
+/* Content handed back to the model is cut beyond this (head and tail kept):
+ * about 25k tokens, what a model can take without crowding out the rest. */
+#define TD_CONTENT_BYTES_DEFAULT 100000
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -100,6 +103,7 @@ struct td_tool {
     int network;                     /* -1: daemon default, 0 no network, 1 network */
     char *user, *group;              /* NULL: daemon default */
     json_t *allow_uids, *allow_gids; /* integer arrays; NULL: any client */
+    uint64_t max_content_bytes;      /* 0: the batch's or the default */
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
@@ -171,7 +175,8 @@ int td_containment_check(void);
 
 /* worker.c: one call's process. */
 struct td_worker;
-typedef void (*td_result_cb)(void *data, json_t *result /* stolen */);
+/* ru: the worker's resource use (wait4), NULL when it is not known. */
+typedef void (*td_result_cb)(void *data, json_t *result /* stolen */, const struct rusage *ru);
 struct td_worker_spec {
     struct td_tool *tool;
     const char *batch_id, *call_id;

@@ -33,6 +33,9 @@
 /* When draining a dead worker's pipes, stop after this much: only a stray
  * that escaped the group kill could still be writing. */
 #define DRAIN_MAX (1u << 20)
+/* A killed worker is normally reaped within a millisecond; past this, its
+ * result goes out without its resource use. */
+#define REAP_WAIT_MS 1000
 /* Longest stderr line logged as one line. */
 #define LOG_LINE_MAX 512
 
@@ -64,6 +67,8 @@ struct td_worker {
     unsigned lines_logged;
     td_result_cb cb;
     void *cb_data;
+    json_t *pending; /* the result, waiting for the killed worker's reaping */
+    bool cancelling;
     struct td_worker *prev, *next;
 };
 
@@ -122,7 +127,7 @@ static void close_handle(struct td_worker *w, uv_handle_t *h)
 /* Free once the result is delivered and the process reaped. */
 static void maybe_free(struct td_worker *w)
 {
-    if (!w->finished || !w->reaped || w->closing)
+    if (!w->finished || !w->reaped || w->pending || w->closing)
         return;
     w->closing = true;
     if (w->exfd >= 0)
@@ -145,6 +150,28 @@ static void kill_group(struct td_worker *w)
                 strerror(errno));
 }
 
+/* Hand the result over, with the worker's resource use when it is known. */
+static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru)
+{
+    td_result_cb cb = w->cb;
+    w->cb = NULL;
+    w->pending = NULL;
+    if (cb)
+        cb(w->cb_data, result, ru);
+    else
+        json_decref(result);
+    maybe_free(w);
+}
+
+static void on_reap_late(uv_timer_t *t)
+{
+    struct td_worker *w = t->data;
+    td_logc(TD_LOG_WARN, w->batch_id, w->call_id,
+            "worker %d not reaped %d ms after SIGKILL; reporting without its resource use",
+            (int)w->pid, REAP_WAIT_MS);
+    deliver(w, w->pending, NULL);
+}
+
 static void finish(struct td_worker *w, json_t *result)
 {
     if (w->finished) {
@@ -153,16 +180,21 @@ static void finish(struct td_worker *w, json_t *result)
     }
     w->finished = true;
     uv_timer_stop(&w->timer);
-    if (!w->reaped)
-        kill_group(w);
     uv_read_stop((uv_stream_t *)&w->out);
-    td_result_cb cb = w->cb;
-    w->cb = NULL;
-    if (cb)
-        cb(w->cb_data, result);
-    else
-        json_decref(result);
-    maybe_free(w);
+    if (w->reaped) {
+        deliver(w, result, &w->ru);
+        return;
+    }
+    kill_group(w);
+    if (w->cancelling) {
+        /* a cancel completes at once (its batch may be gone next) */
+        deliver(w, result, NULL);
+        return;
+    }
+    /* Report once it is reaped: the result then carries the worker's CPU
+     * time and peak memory from wait4(). */
+    w->pending = result;
+    uv_timer_start(&w->timer, on_reap_late, REAP_WAIT_MS, 0);
 }
 
 static json_t *stderr_tail(struct td_worker *w)
@@ -442,6 +474,10 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
     if (!w->finished) {
         drain(w, &w->out, take_stdout);
         decide_on_exit(w);
+    } else if (w->pending) {
+        uv_timer_stop(&w->timer);
+        deliver(w, w->pending, &w->ru);
+        return;
     }
     maybe_free(w);
 }
@@ -713,6 +749,7 @@ void td_worker_throttle(struct td_worker *w, bool pause)
 
 void td_worker_cancel(struct td_worker *w)
 {
+    w->cancelling = true;
     fail(w, TE_HANDLER_EXIT, "cancelled",
          json_pack("{s:b,s:o}", "cancelled", 1, "stderr", stderr_tail(w)), NULL);
 }

@@ -359,12 +359,97 @@ static json_t *or_null(json_t *v)
     return v ? v : json_null();
 }
 
+/* Indexed by te_result_format. */
+static const char *const format_names[] = {"openai", "openai_responses", "anthropic"};
+
+/* Arguments that came as JSON text (OpenAI): parsed here; text that does
+ * not parse, or is not an object, does not sink the batch: the call keeps
+ * the text and the reason, and completes with a handler-style error. */
+static void parse_arguments_text(json_t *call, const char *text)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    char why[320];
+    if (json_is_object(v)) {
+        json_object_set_new(call, "arguments", v);
+        return;
+    }
+    if (!v)
+        snprintf(why, sizeof(why), "invalid arguments: %s (line %d, column %d)", jerr.text,
+                 jerr.line, jerr.column);
+    else
+        snprintf(why, sizeof(why), "invalid arguments: expected a JSON object, got %s",
+                 json_is_array(v)     ? "an array"
+                 : json_is_string(v)  ? "a string"
+                 : json_is_number(v)  ? "a number"
+                 : json_is_boolean(v) ? "a boolean"
+                                      : "null");
+    json_decref(v);
+    te_utf8_repair(why);
+    json_object_set_new(call, "arguments", json_string(text));
+    json_object_set_new(call, TE_ARGUMENTS_ERROR, json_string(why));
+}
+
+/* Tool calls exactly as LLM APIs emit them, rewritten in place to the
+ * native {"id", "name", "arguments"} (plus "shape", and TE_ARGUMENTS_ERROR
+ * when the arguments text did not parse). Keys the APIs add (status, ...)
+ * are ignored. */
+static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
+{
+    const char *type = json_string_value(json_object_get(call, "type"));
+    json_t *id, *name, *args;
+    te_result_format shape;                      /* the API the call came from */
+    if (type && strcmp(type, "function") == 0) { /* OpenAI Chat Completions */
+        json_t *fn = json_object_get(call, "function");
+        if (!json_is_object(fn))
+            return fail(err, errlen, "calls[%zu].function: expected an object", i);
+        id = json_object_get(call, "id");
+        name = json_object_get(fn, "name");
+        args = json_object_get(fn, "arguments");
+        shape = TE_FORMAT_OPENAI;
+    } else if (type && strcmp(type, "function_call") == 0) { /* OpenAI Responses */
+        id = json_object_get(call, "call_id");
+        name = json_object_get(call, "name");
+        args = json_object_get(call, "arguments");
+        shape = TE_FORMAT_OPENAI_RESPONSES;
+    } else if (type && strcmp(type, "tool_use") == 0) { /* Anthropic */
+        id = json_object_get(call, "id");
+        name = json_object_get(call, "name");
+        args = json_object_get(call, "input");
+        shape = TE_FORMAT_ANTHROPIC;
+    } else {
+        return fail(err, errlen,
+                    "calls[%zu].type: expected \"function\", \"function_call\" or \"tool_use\"", i);
+    }
+    if (!json_is_string(id))
+        return fail(err, errlen, "calls[%zu].%s: expected a string", i,
+                    shape == TE_FORMAT_OPENAI_RESPONSES ? "call_id" : "id");
+    if (!json_is_string(name))
+        return fail(err, errlen, "calls[%zu]%s.name: expected a string", i,
+                    shape == TE_FORMAT_OPENAI ? ".function" : "");
+    if (args && !json_is_null(args) && !json_is_object(args) && !json_is_string(args))
+        return fail(err, errlen, "calls[%zu]: arguments: expected an object or JSON text", i);
+    json_incref(id);
+    json_incref(name);
+    json_incref(args);
+    json_object_clear(call);
+    json_object_set_new(call, "id", id);
+    json_object_set_new(call, "name", name);
+    json_object_set_new(call, "shape", json_string(format_names[shape]));
+    if (json_is_string(args))
+        parse_arguments_text(call, json_string_value(args));
+    else
+        json_object_set(call, "arguments", json_is_object(args) ? args : json_null());
+    json_decref(args);
+    return 0;
+}
+
 int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    const char *extra =
-        EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout", "max_concurrency",
-                  "context", "session_id", "request_id", "engine");
+    const char *extra = EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout",
+                                  "max_concurrency", "context", "session_id", "request_id",
+                                  "engine", "result_format", "max_content_bytes");
     if (extra)
         return fail(err, errlen, "unknown key \"%s\" in run request", extra);
 
@@ -385,6 +470,23 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
         else
             return fail(err, errlen, "on_tool_error: expected \"continue\", \"halt\" or null");
     }
+    out->format = TE_FORMAT_OPENAI;
+    v = json_object_get(req, "result_format");
+    if (v && !json_is_null(v)) {
+        const char *f = json_string_value(v);
+        size_t k, n = sizeof(format_names) / sizeof(format_names[0]);
+        for (k = 0; f && k < n; k++)
+            if (strcmp(f, format_names[k]) == 0)
+                break;
+        if (!f || k == n)
+            return fail(err, errlen,
+                        "result_format: expected \"openai\", \"openai_responses\" "
+                        "or \"anthropic\"");
+        out->format = (te_result_format)k;
+    }
+    v = json_object_get(req, "max_content_bytes");
+    if (v && !json_is_null(v) && !positive_int(v, &out->max_content_bytes))
+        return fail(err, errlen, "max_content_bytes: expected a positive integer");
     out->tool_timeout_ms = TE_TOOL_TIMEOUT_DEFAULT_MS;
     v = json_object_get(req, "tool_timeout");
     if (v && !json_is_null(v) && !positive_int(v, &out->tool_timeout_ms))
@@ -408,7 +510,10 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             rc = fail(err, errlen, "calls[%zu]: expected an object", i);
             break;
         }
-        if ((extra = EXTRA_KEY(call, "id", "name", "arguments"))) {
+        if (json_object_get(call, "type")) {
+            if ((rc = normalize_llm_call(call, i, err, errlen)) < 0)
+                break;
+        } else if ((extra = EXTRA_KEY(call, "id", "name", "arguments"))) {
             rc = fail(err, errlen, "calls[%zu]: unknown key \"%s\"", i, extra);
             break;
         }
@@ -422,7 +527,8 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             break;
         }
         json_t *args = json_object_get(call, "arguments");
-        if (args && !json_is_null(args) && !json_is_object(args)) {
+        bool bad_text = json_object_get(call, TE_ARGUMENTS_ERROR) != NULL;
+        if (args && !bad_text && !json_is_null(args) && !json_is_object(args)) {
             rc = fail(err, errlen, "calls[%zu].arguments: expected an object or null", i);
             break;
         }

@@ -129,6 +129,17 @@ typedef enum te_error_policy { TE_POLICY_CONTINUE, TE_POLICY_HALT } te_error_pol
 
 #define TE_TOOL_TIMEOUT_DEFAULT_MS 30000
 
+/* The shape of batch_completed.messages. */
+typedef enum te_result_format {
+    TE_FORMAT_OPENAI,           /* {"role": "tool", "tool_call_id", "content"} */
+    TE_FORMAT_OPENAI_RESPONSES, /* {"type": "function_call_output", "call_id", "output"} */
+    TE_FORMAT_ANTHROPIC,        /* {"type": "tool_result", "tool_use_id", "content", "is_error"} */
+} te_result_format;
+
+/* Set on a normalised call whose arguments came as JSON text that did not
+ * parse to an object: the handler-style error text for it. */
+#define TE_ARGUMENTS_ERROR "arguments_error"
+
 typedef struct te_run_request {
     const char *batch; /* NULL when the client gave none */
     json_t *calls;     /* array; each item has string id, name and an
@@ -138,11 +149,15 @@ typedef struct te_run_request {
     uint64_t tool_timeout_ms;
     uint64_t max_concurrency; /* 0: not given, caller applies its default */
     json_t *context, *session_id, *request_id, *engine; /* json null if absent */
+    te_result_format format;
+    uint64_t max_content_bytes; /* 0: not given */
 } te_run_request;
 
-/* Validate a {"op": "run", ...} request. Normalises calls[].arguments (absent
- * or null becomes {}) in place. On failure returns -EINVAL with a message
- * naming the offending field. */
+/* Validate a {"op": "run", ...} request. Normalises the calls in place: the
+ * shapes LLM APIs emit (OpenAI Chat Completions tool_calls items, OpenAI
+ * Responses function_call items, Anthropic tool_use blocks) become
+ * {"id", "name", "arguments", "shape"}; absent or null arguments become {}. On failure returns
+ * -EINVAL with a message naming the offending field. */
 int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen);
 
 /* Make a NUL-terminated string valid UTF-8 in place: a multi-byte sequence

@@ -29,6 +29,10 @@ class Framed(DaemonTestCase):
     def test_echo_spec_example(self):
         calls = [{"id": "c0", "name": "echo", "arguments": {"x": 1}}]
         res = self.c.run(calls, batch="b1")
+        done = res.events[1]
+        # measured per call (durations, the worker's resource use): checked apart
+        for k in ("duration_ms", "queued_ms", "cpu_user_ms", "cpu_sys_ms", "max_rss_kb"):
+            self.assertGreaterEqual(done.pop(k), 0, k)
         self.assertEqual(res.events, [
             {"event": "tool_execution_started", "batch": "b1", "id": "c0", "name": "echo",
              "arguments": {"x": 1}},

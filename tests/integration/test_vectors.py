@@ -116,12 +116,35 @@ def key_of(ev):
     return harness.call_id_of(ev) if isinstance(ev, dict) and "event" in ev else None
 
 
+# Measured on every tool_execution_completed (issue: duration, queueing and
+# the worker's resource use); a vector need not spell them out: unless its
+# pattern names one, it is checked for type and set aside before matching.
+MEASURED = {"duration_ms": "number", "queued_ms": "number", "cpu_user_ms": "integer",
+            "cpu_sys_ms": "integer", "max_rss_kb": "integer"}
+
+
+def set_measured_aside(pattern, value):
+    if not (isinstance(value, dict) and value.get("event") == "tool_execution_completed"):
+        return value
+    value = dict(value)
+    for k, t in MEASURED.items():
+        if k in value and not (isinstance(pattern, dict) and k in pattern):
+            if not type_ok(t, value[k]) or value[k] < 0:
+                raise Mismatch("%s: expected a non-negative %s, got %r" % (k, t, value[k]))
+            del value[k]
+    for k in ("duration_ms", "queued_ms"):
+        if isinstance(pattern, dict) and pattern.get("event") == "tool_execution_completed" \
+                and k not in pattern and k in value:
+            raise Mismatch("%s left over" % k)
+    return value
+
+
 def match_events(expected, actual, order):
     if len(actual) != len(expected):
         raise Mismatch("expected %d events, got %d" % (len(expected), len(actual)))
     if order == "exact":
         for i, (p, v) in enumerate(zip(expected, actual)):
-            match(p, v, "event[%d]" % i)
+            match(p, set_measured_aside(p, v), "event[%d]" % i)
         return
     if order != "per_call":
         raise ValueError("unknown order %r" % order)
@@ -138,7 +161,7 @@ def match_events(expected, actual, order):
             raise Mismatch("call %s: %d events, expected %d"
                            % (k, len(groups_a[k]), len(groups_e[k])))
         for i, (p, v) in enumerate(zip(groups_e[k], groups_a[k])):
-            match(p, v, "call %s event[%d]" % (k, i))
+            match(p, set_measured_aside(p, v), "call %s event[%d]" % (k, i))
     if key_of(expected[-1]) is None and key_of(actual[-1]) is not None:
         raise Mismatch("the last event is not the batch-level event %r" % expected[-1])
 

@@ -9,10 +9,11 @@ The daemon does not wait for an answer: the call's content becomes
 agent asks its user before continuing the conversation.
 """
 
-from toolexec_worker import ask_user, error, run
+from toolexec.worker import ask_user, error, serve, tool
 
 
-def handler(arguments):
+@tool
+def ask(arguments):
     unknown = sorted(set(arguments) - {"question", "choices"})
     if unknown:
         return error("unknown argument %r" % unknown[0])
@@ -28,4 +29,4 @@ def handler(arguments):
 
 
 if __name__ == "__main__":
-    run(handler)
+    serve()

@@ -12,7 +12,7 @@ result over 4096 bits.
 
 A malformed or disallowed expression is the caller's mistake and is answered
 with {"error": "..."}. An arithmetic failure while evaluating (division by
-zero) is left to raise on purpose: the helper reports it as {"raised": ...},
+zero) is left to raise on purpose: the SDK reports it as {"raised": ...},
 which shows how the daemon turns an exception into a handler_raised error.
 """
 
@@ -20,7 +20,7 @@ import ast
 import math
 import operator
 
-from toolexec_worker import error, ok, run
+from toolexec.worker import error, serve
 
 MAX_LENGTH = 1000
 MAX_INT_BITS = 4096
@@ -103,8 +103,8 @@ def handler(arguments):
         return error("result is not a real number")
     if isinstance(value, float) and not math.isfinite(value):
         return error("result is not finite")
-    return ok(value)
+    return value  # a plain value is the ok result
 
 
 if __name__ == "__main__":
-    run(handler)
+    serve(handler)

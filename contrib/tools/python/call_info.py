@@ -7,27 +7,29 @@ Result:    {"ok": {"tool", "arguments", "opts", "environment", "cwd", "pid",
 
 Because its definition says "context": true, the request frame carries
 "opts" (the batch's context, session_id, request_id and engine, and this
-call's tool_call) and the helper calls handler(arguments, opts). The rest
-shows the isolation the daemon sets up: the clean environment, the private
-working directory and the worker's own process group.
+call's tool_call), which the SDK passes to the handler as its second
+argument, a toolexec.worker.Context (a dict). The rest shows the isolation
+the daemon sets up: the clean environment, the private working directory
+and the worker's own process group.
 """
 
 import os
 
-from toolexec_worker import ok, run
+from toolexec.worker import serve, tool
 
 
-def handler(arguments, opts):
-    return ok({
+@tool
+def call_info(arguments, context):
+    return {
         "tool": os.environ.get("TOOLEXEC_TOOL"),
         "arguments": arguments,
-        "opts": opts,
+        "opts": context,  # a Context: the request's "opts"
         "environment": dict(os.environ),
         "cwd": os.getcwd(),
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
-    })
+    }
 
 
 if __name__ == "__main__":
-    run(handler)
+    serve()

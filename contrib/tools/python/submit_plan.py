@@ -11,10 +11,11 @@ max_turns, halt_when, tool_error, cancelled, completed) are reserved; a tool
 returning one of them gets an invalid_return error instead.
 """
 
-from toolexec_worker import error, halt, run
+from toolexec.worker import error, halt, serve, tool
 
 
-def handler(arguments):
+@tool
+def submit_plan(arguments):
     unknown = sorted(set(arguments) - {"plan"})
     if unknown:
         return error("unknown argument %r" % unknown[0])
@@ -25,4 +26,4 @@ def handler(arguments):
 
 
 if __name__ == "__main__":
-    run(handler)
+    serve()
