@@ -384,8 +384,17 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     } else if (strcmp(op, "stats") == 0) {
         td_conn_send(c, td_stats_event());
     } else if (strcmp(op, "tools") == 0) {
-        td_conn_send(c,
-                     json_pack("{s:s,s:o}", "event", "tools", "tools", td_registry_list(td_tools)));
+        json_t *f = json_object_get(req, "format");
+        json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
+                       : json_is_string(f)   ? td_registry_list_as(td_tools, json_string_value(f))
+                                             : NULL;
+        if (!list)
+            td_conn_error(c, NULL, "request_error", "invalid_request",
+                          "format: expected \"openai\", \"openai_responses\", \"anthropic\" "
+                          "or \"mcp\"",
+                          NULL);
+        else
+            td_conn_send(c, json_pack("{s:s,s:o}", "event", "tools", "tools", list));
     } else {
         snprintf(msg, sizeof(msg),
                  "op: unknown op \"%.64s\" (expected run, cancel, tools, tail or stats)", op);

@@ -83,6 +83,8 @@ json_t *td_json_text(const char *p, size_t n);
 int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen);
 /* Parse one limits key from a JSON value. */
 int td_limits_set(struct td_limits *l, const char *key, uint64_t v);
+/* {"encoding": "base64", "data", "size_bytes"} for bytes that are not text. */
+json_t *td_base64_value(const char *p, size_t n);
 /* Remove a directory tree without blocking the loop (threadpool). */
 void td_remove_tree_async(char *path /* taken */);
 int td_remove_tree(const char *path);
@@ -115,6 +117,9 @@ struct td_registry {
 int td_registry_load(const char *dir, struct td_registry **out, char *err, size_t errlen);
 struct td_tool *td_registry_find(const struct td_registry *r, const char *name);
 json_t *td_registry_list(const struct td_registry *r);
+/* The tools as "openai", "openai_responses", "anthropic" or "mcp" declare
+ * them; NULL for another format. */
+json_t *td_registry_list_as(const struct td_registry *r, const char *format);
 void td_registry_free(struct td_registry *r);
 struct td_tool *td_tool_ref(struct td_tool *t);
 void td_tool_unref(struct td_tool *t);

@@ -167,3 +167,29 @@ int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t err
     free(copy);
     return rc;
 }
+
+/* Base64 (RFC 4648) by hand: an encoder is a dozen lines, not worth a
+ * dependency on a crypto or utility library. */
+json_t *td_base64_value(const char *p, size_t n)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *in = (const unsigned char *)p;
+    size_t olen = (n + 2) / 3 * 4;
+    char *out = malloc(olen + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        out[o++] = alphabet[v >> 18 & 63];
+        out[o++] = alphabet[v >> 12 & 63];
+        out[o++] = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
+    }
+    json_t *obj = json_pack("{s:s,s:s%,s:I}", "encoding", "base64", "data", out, olen, "size_bytes",
+                            (json_int_t)n);
+    free(out);
+    return obj;
+}

@@ -438,9 +438,10 @@ static void decide_on_exit(struct td_worker *w)
                 n--;
             v = json_stringn(out, n);
         }
+        if (!v) /* not text: hand it over intact rather than as a broken string */
+            v = td_base64_value(out, w->plain_len);
         if (!v) {
-            fail(w, TE_ENCODING_FAILED, "output is not valid UTF-8",
-                 json_pack("{s:I}", "output_bytes", (json_int_t)w->plain_len), NULL);
+            fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
             return;
         }
         finish(w, json_pack("{s:o}", "ok", v));

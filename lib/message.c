@@ -427,6 +427,8 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
     if (!json_is_string(name))
         return fail(err, errlen, "calls[%zu]%s.name: expected a string", i,
                     shape == TE_FORMAT_OPENAI ? ".function" : "");
+    if (shape == TE_FORMAT_ANTHROPIC && args && !json_is_null(args) && !json_is_object(args))
+        return fail(err, errlen, "calls[%zu].input: expected an object", i);
     if (args && !json_is_null(args) && !json_is_object(args) && !json_is_string(args))
         return fail(err, errlen, "calls[%zu]: arguments: expected an object or JSON text", i);
     json_incref(id);
