@@ -222,6 +222,58 @@ int te_worker_write_response(int fd, const json_t *response);
  * response to stdout. Returns the process exit status to use (0 on success). */
 int te_worker_main(te_handler handler, void *userdata);
 
+/* ------------------------------------------------------------------------ */
+/* JSON Schema (draft-07) validation of tool arguments (schema.c).          */
+/*
+ * Covers the validation vocabulary of draft-07: type, enum, const, numeric
+ * bounds and multipleOf, string lengths (in code points) and pattern,
+ * items/additionalItems/contains and item counts, uniqueItems, properties,
+ * patternProperties, additionalProperties, propertyNames, required,
+ * dependencies, property counts, allOf/anyOf/oneOf/not, if/then/else,
+ * boolean schemas, definitions and $ref within the document (JSON pointers,
+ * "$id"-identified subschemas). "format" and the content keywords are
+ * annotations only. Regular expressions are PCRE2 in UTF/UCP mode with the
+ * options that bring it closest to ECMA-262 ("$" only at the very end,
+ * ECMA's u-escapes, "[^]"), unanchored as the specification says. A $ref to
+ * the draft-07 meta-schema itself checks that the value is a valid schema.
+ *
+ * A compiled schema is immutable: one te_schema may be used by several
+ * threads at once.
+ */
+
+/* Instance nesting followed before a violation "nesting too deep" is
+ * reported instead of descending further; bounds the C stack used. */
+#define TE_SCHEMA_MAX_DEPTH 512
+
+typedef struct te_schema te_schema;
+
+/* Compile and check a schema: an object or a boolean. An invalid schema (not
+ * an object or boolean, a keyword of the wrong type, a bad regular
+ * expression, a $ref that does not resolve within the document) fails with
+ * -EINVAL and a message naming the JSON pointer into the schema, e.g.
+ * "/properties/count/type: expected a string or an array of strings".
+ * -ENOMEM on allocation failure. The schema is copied; the caller keeps it. */
+int te_schema_compile(const json_t *schema, te_schema **out, char *err, size_t errlen);
+void te_schema_free(te_schema *s);
+
+/* Validate an instance. 0 when valid; otherwise the number of violations
+ * (> 0), and when errors is not NULL *errors is a malloc'ed string (the
+ * caller frees it) listing them, each with the JSON pointer into the
+ * instance ("/" for the root), joined by "; ", e.g.
+ *   /count: expected integer, got string; /mode: must be one of ["a","b"]
+ * Every violation is counted; the list stops after a few dozen with
+ * "... and N more". -ENOMEM on allocation failure. */
+int te_schema_validate(const te_schema *s, const json_t *instance, char **errors);
+
+/* Opt-in coercion, to run before te_schema_validate(): where the schema says
+ * a value's type is integer, number or boolean (and not string), a string
+ * value that parses completely as one ("42" -> 42, "4.5" -> 4.5, "true",
+ * "false"; JSON number syntax) is replaced in place; "42abc" stays a string.
+ * Follows properties, patternProperties, additionalProperties, items,
+ * additionalItems, allOf and $ref. The root value itself is never replaced.
+ * Returns the number of values converted, or -ENOMEM. */
+int te_schema_coerce(const te_schema *s, json_t *instance);
+
 #ifdef __cplusplus
 }
 #endif
