@@ -287,9 +287,33 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
         schedule();
 }
 
+/* Arguments checked against the tool's schema before any fork: violations
+ * are a handler-style error naming each with its JSON pointer. */
+static json_t *check_arguments(struct call *c)
+{
+    if (!c->tool->validator || !json_is_object(c->arguments))
+        return NULL;
+    char *errors = NULL;
+    int n = te_schema_validate(c->tool->validator, c->arguments, &errors);
+    json_t *result = NULL;
+    if (n > 0 && errors) {
+        size_t len = strlen(errors) + 32;
+        char *msg = malloc(len);
+        if (msg) {
+            snprintf(msg, len, "invalid arguments: %s", errors);
+            result = json_pack("{s:o}", "error", td_json_text(msg, strlen(msg)));
+            free(msg);
+        }
+    }
+    free(errors);
+    return result;
+}
+
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
+    if (c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
+        te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;
     b->running++;
     send_event(b, c->name, "tool_execution_started",
@@ -302,6 +326,8 @@ static void start_call(struct td_batch *b, struct call *c)
     } else if (!c->tool->argv) {
         result = te_tool_error_new(TE_NOT_FOUND, c->name, c->id,
                                    "tool has no command (manual mode)", NULL, NULL);
+    } else if ((result = check_arguments(c))) {
+        /* runs no worker */
     } else {
         json_t *req = json_pack("{s:s,s:O}", "tool", c->name, "arguments", c->arguments);
         if (c->tool->context)

@@ -43,6 +43,7 @@ void td_tool_unref(struct td_tool *t)
     free(t->user);
     free(t->group);
     json_decref(t->schema);
+    te_schema_free(t->validator);
     json_decref(t->allow_uids);
     json_decref(t->allow_gids);
     free_strv(t->argv);
@@ -87,7 +88,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     static const char *const keys[] = {
         "name",    "description", "schema",     "command",    "protocol",
         "context", "timeout_ms",  "env",        "limits",     "user",
-        "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes"};
+        "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
+        "coerce"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -128,6 +130,14 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     if (v && !json_is_object(v))
         BAD("%s: schema: expected a JSON object", file);
     t->schema = v ? json_incref(v) : json_pack("{s:s}", "type", "object");
+    char why[512];
+    if (te_schema_compile(t->schema, &t->validator, why, sizeof(why)) < 0)
+        BAD("%s: schema%s%s", file, why[0] == '/' ? "" : ": ", why);
+
+    v = json_object_get(def, "coerce");
+    if (v && !json_is_boolean(v))
+        BAD("%s: coerce: expected true or false", file);
+    t->coerce = json_is_true(v);
 
     v = json_object_get(def, "command");
     if (v) {

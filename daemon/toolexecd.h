@@ -106,6 +106,8 @@ struct td_tool {
     char *user, *group;              /* NULL: daemon default */
     json_t *allow_uids, *allow_gids; /* integer arrays; NULL: any client */
     uint64_t max_content_bytes;      /* 0: the batch's or the default */
+    te_schema *validator;            /* the compiled schema */
+    bool coerce;                     /* "42" -> 42 where the schema wants a number */
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;

@@ -147,5 +147,42 @@ class Shapes(DaemonTestCase):
         self.assertGreater(b["queued_ms"], a["queued_ms"])
 
 
+SCHEMA = {"type": "object", "required": ["count"], "additionalProperties": False,
+          "properties": {"count": {"type": "integer", "minimum": 1},
+                         "mode": {"enum": ["a", "b"]},
+                         "flag": {"type": "boolean"}}}
+
+
+class Schema(DaemonTestCase):
+    TOOLS = [worker_tool("strict", "touch", schema=SCHEMA),
+             worker_tool("lenient", "echo", schema=SCHEMA, coerce=True)]
+
+    def test_violations_listed_and_no_worker(self):
+        path = os.path.join(self.daemon.shared_dir("side"), "never")
+        res = self.c.run([{"id": "v", "name": "strict",
+                           "arguments": {"count": "3", "mode": "c", "path": path}}])
+        err = res.result("v")["error"]
+        self.assertTrue(err.startswith("invalid arguments: "), err)
+        self.assertIn("/count: expected integer, got string", err)
+        self.assertIn("/mode: must be one of", err)
+        self.assertIn("property \"path\" is not allowed", err)  # additionalProperties
+        self.assertFalse(os.path.exists(path))
+
+    def test_coercion_only_when_the_whole_string_parses(self):
+        res = self.c.run([{"id": "ok", "name": "lenient",
+                           "arguments": {"count": "42", "flag": "true"}},
+                          {"id": "no", "name": "lenient", "arguments": {"count": "42abc"}}])
+        self.assertEqual(res.result("ok"), {"ok": {"count": 42, "flag": True}})
+        self.assertIn("/count: expected integer, got string", res.result("no")["error"])
+
+    def test_invalid_schema_stops_the_start(self):
+        from harness import Daemon, DaemonFailed
+        bad = worker_tool("broken", "echo",
+                          schema={"type": "object", "properties": {"n": {"type": 7}}})
+        with self.assertRaises(DaemonFailed) as cm:
+            Daemon(tools=[bad])
+        self.assertIn("broken.json: schema/properties/n/type", str(cm.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
