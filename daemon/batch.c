@@ -28,7 +28,12 @@ struct call {
     json_t *halt;    /* this call's halt candidate, if it halts */
     bool is_error;   /* its result is an error (Anthropic's is_error) */
     bool slot;       /* holds one of the daemon's --max-workers slots */
-    uint64_t started_ns;
+    uint64_t started_ns, done_ns;
+    uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
+    struct rusage ru;    /* the worker's, from wait4() */
+    bool have_ru;
+    json_t *awaiting;      /* an error waiting for the client's decision */
+    uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
 
 struct td_batch {
@@ -186,25 +191,14 @@ static json_t *ms(uint64_t ns)
     return json_real((double)ns / 1e6);
 }
 
-static void call_done(void *data, json_t *result, const struct rusage *ru)
+/* The call's result is final: encode it, route it, emit its events.
+ * halting: an error that halts the batch (by policy or decision). */
+static void finish_call(struct call *c, json_t *result, bool halting)
 {
-    struct call *c = data;
     struct td_batch *b = c->b;
     size_t len;
     int rc;
-    uint64_t now = uv_hrtime();
-    char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
-    if (!text) {
-        char detail[128];
-        snprintf(detail, sizeof(detail), "content exceeds the limit of %zu bytes",
-                 td_cfg.max_content);
-        json_decref(result);
-        result =
-            te_tool_error_new(TE_ENCODING_FAILED, c->name, c->id,
-                              rc == -E2BIG ? detail : "content could not be encoded",
-                              json_pack("{s:I}", "limit", (json_int_t)td_cfg.max_content), NULL);
-        text = te_content_encode(result, SIZE_MAX, &len, &rc);
-    }
+    char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
     json_t *truncated = NULL;
     size_t limit = b->r.max_content_bytes ? b->r.max_content_bytes : TD_CONTENT_BYTES_DEFAULT;
     if (c->tool->max_content_bytes && c->tool->max_content_bytes < limit)
@@ -214,22 +208,21 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
     c->state = CALL_DONE;
-    c->worker = NULL;
     int kind = te_result_kind_of(result);
     c->is_error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
 
     json_t *done = json_pack("{s:s,s:s,s:O,s:o,s:o}", "id", c->id, "name", c->name, "result",
-                             result, "duration_ms", ms(now - c->started_ns), "queued_ms",
+                             result, "duration_ms", ms(c->done_ns - c->started_ns), "queued_ms",
                              ms(c->started_ns - b->accepted_ns));
-    if (done && ru) {
+    if (done && c->have_ru) {
         /* the worker's resource use, from wait4() */
         json_object_set_new(
             done, "cpu_user_ms",
-            json_integer((json_int_t)ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000));
+            json_integer((json_int_t)c->ru.ru_utime.tv_sec * 1000 + c->ru.ru_utime.tv_usec / 1000));
         json_object_set_new(
             done, "cpu_sys_ms",
-            json_integer((json_int_t)ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000));
-        json_object_set_new(done, "max_rss_kb", json_integer(ru->ru_maxrss));
+            json_integer((json_int_t)c->ru.ru_stime.tv_sec * 1000 + c->ru.ru_stime.tv_usec / 1000));
+        json_object_set_new(done, "max_rss_kb", json_integer(c->ru.ru_maxrss));
     }
     if (done && truncated)
         json_object_set_new(done, "truncated", truncated);
@@ -239,7 +232,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     switch (kind) {
     case TE_RESULT_ERROR:
     case TE_RESULT_TOOL_ERROR:
-        if (b->r.policy == TE_POLICY_HALT) {
+        if (halting) {
             c->halt =
                 json_pack("{s:s,s:s}", "halted_reason", "tool_error", "halt_tool_call_id", c->id);
             send_event(b, c->name, "tool_halt",
@@ -247,7 +240,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
                                  "result", result, "content", c->content));
             break;
         }
-        /* under "continue" an error is just the call's content */
+        /* otherwise an error is just the call's content */
         __attribute__((fallthrough));
     case TE_RESULT_OK:
         send_event(b, c->name, "tool_result_encoded",
@@ -274,15 +267,164 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     default:
         break;
     }
-    td_stats_call(c->name, result, (now - c->started_ns) / 1000);
+    td_stats_call(c->name, result, (c->done_ns - c->started_ns) / 1000);
     json_decref(result);
+    b->done++;
+    pump(b);
+}
+
+/* A decision turned into the call's final result; NULL result: halt. */
+static void apply_decision(struct call *c, json_t *result, const json_t *decision)
+{
+    switch (te_decision_check(decision)) {
+    case TE_DECIDE_CONTINUE:
+        finish_call(c, result, false);
+        break;
+    case TE_DECIDE_CONTINUE_WITH:
+        /* the replacement is the call's content, exactly like an ok value */
+        json_decref(result);
+        finish_call(c, json_pack("{s:O}", "ok", json_object_get(decision, "continue_with")), false);
+        break;
+    default:
+        finish_call(c, result, true);
+        break;
+    }
+}
+
+static void ask_free(struct call *c);
+
+/* No usable decision (a wrong shape, or none before the call's timeout):
+ * the batch halts with an invalid_return that says so. */
+static void decision_invalid(struct call *c, const char *why, const json_t *given)
+{
+    json_decref(c->awaiting);
+    c->awaiting = NULL;
+    ask_free(c);
+    finish_call(c,
+                te_tool_error_new(TE_INVALID_RETURN, c->name, c->id, why,
+                                  json_pack("{s:O?}", "decision", given),
+                                  json_pack("{s:b}", "on_tool_error_invalid", 1)),
+                true);
+}
+
+static void on_decision_timeout(uv_timer_t *t)
+{
+    struct call *c = t->data;
+    decision_invalid(c, "no on_tool_error decision before the call's timeout", NULL);
+}
+
+static void ask_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void ask_free(struct call *c)
+{
+    if (c->ask_timer) {
+        uv_close((uv_handle_t *)c->ask_timer, ask_closed);
+        c->ask_timer = NULL;
+    }
+}
+
+/* on_tool_error "ask": the batch's client decides; the call's timeout keeps
+ * running meanwhile. */
+static void ask_client(struct call *c, json_t *result)
+{
+    struct td_batch *b = c->b;
+    uint64_t deadline = c->started_ns + c->timeout_ms * 1000000ULL;
+    uint64_t left_ms = deadline > c->done_ns ? (deadline - c->done_ns) / 1000000ULL : 0;
+    c->awaiting = result;
+    c->ask_timer = malloc(sizeof(*c->ask_timer));
+    if (!c->ask_timer) {
+        decision_invalid(c, "out of memory waiting for a decision", NULL);
+        return;
+    }
+    uv_timer_init(td_loop, c->ask_timer);
+    c->ask_timer->data = c;
+    uv_timer_start(c->ask_timer, on_decision_timeout, left_ms, 0);
+    send_event(b, c->name, "tool_error_decision_requested",
+               json_pack("{s:s,s:O}", "id", c->id, "error", result));
+}
+
+int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, char *err,
+                    size_t errlen)
+{
+    struct call *c = NULL;
+    for (size_t i = 0; i < b->ncalls && !c; i++)
+        if (strcmp(b->calls[i].id, call_id) == 0)
+            c = &b->calls[i];
+    if (!c || !c->awaiting) {
+        snprintf(err, errlen, "id: no decision is pending for call \"%.64s\" of batch \"%.64s\"",
+                 call_id, b->id);
+        return -ENOENT;
+    }
+    json_t *result = c->awaiting;
+    int kind = te_decision_check(decision);
+    if (kind != TE_DECIDE_HALT && kind != TE_DECIDE_CONTINUE_WITH) {
+        decision_invalid(c, "the on_tool_error decision is not \"halt\" or {\"continue_with\": v}",
+                         decision);
+        return 0;
+    }
+    c->awaiting = NULL;
+    ask_free(c);
+    apply_decision(c, result, decision);
+    return 0;
+}
+
+/* A call's result is known: encode it (failing that, encoding_failed), and
+ * decide what an error means under the batch's on_tool_error. */
+static void call_done(void *data, json_t *result, const struct rusage *ru)
+{
+    struct call *c = data;
+    struct td_batch *b = c->b;
+    size_t len;
+    int rc;
+    c->done_ns = uv_hrtime();
+    c->worker = NULL;
+    if (ru) {
+        c->ru = *ru;
+        c->have_ru = true;
+    }
+    char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
+    if (!text) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "content exceeds the limit of %zu bytes",
+                 td_cfg.max_content);
+        json_decref(result);
+        result =
+            te_tool_error_new(TE_ENCODING_FAILED, c->name, c->id,
+                              rc == -E2BIG ? detail : "content could not be encoded",
+                              json_pack("{s:I}", "limit", (json_int_t)td_cfg.max_content), NULL);
+    }
+    free(text);
+    /* the worker is done: its slot and the batch's concurrency are free */
     bool freed_slot = c->slot;
     c->slot = false;
     if (freed_slot)
         slots_used--;
     b->running--;
-    b->done++;
-    pump(b);
+
+    int kind = te_result_kind_of(result);
+    bool error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
+    if (!error || b->r.policy == TE_POLICY_CONTINUE) {
+        finish_call(c, result, false);
+    } else if (b->r.policy == TE_POLICY_HALT) {
+        finish_call(c, result, true);
+    } else if (b->r.policy == TE_POLICY_ASK && !b->cancelled) {
+        ask_client(c, result);
+        pump(b);
+    } else {
+        const char *key = kind == TE_RESULT_ERROR
+                              ? "handler_error"
+                              : json_string_value(json_object_get(
+                                    json_object_get(result, "tool_error"), "reason"));
+        json_t *d = b->r.policy_map ? json_object_get(b->r.policy_map, key) : NULL;
+        if (!d && b->r.policy_map)
+            d = json_object_get(b->r.policy_map, "default");
+        json_t *cont = json_string("continue");
+        apply_decision(c, result, d ? d : cont);
+        json_decref(cont);
+    }
     if (freed_slot)
         schedule();
 }
@@ -312,6 +454,9 @@ static json_t *check_arguments(struct call *c)
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
+    c->timeout_ms = b->r.tool_timeout_ms;
+    if (c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
+        c->timeout_ms = c->tool->timeout_ms;
     if (c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
         te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;
@@ -337,9 +482,7 @@ static void start_call(struct td_batch *b, struct call *c)
                                           b->r.request_id, "tool_call", "id", c->id, "name",
                                           c->name, "arguments", c->arguments, "engine",
                                           b->r.engine));
-        uint64_t timeout = b->r.tool_timeout_ms;
-        if (c->tool->timeout_ms && c->tool->timeout_ms < timeout)
-            timeout = c->tool->timeout_ms;
+        uint64_t timeout = c->timeout_ms;
         struct td_worker_spec spec = {.tool = c->tool,
                                       .batch_id = b->id,
                                       .call_id = c->id,
@@ -585,9 +728,18 @@ void td_batch_cancel(struct td_batch *b)
         b->done++;
     }
     b->next = b->ncalls;
-    for (size_t i = 0; i < b->ncalls; i++)
-        if (b->calls[i].state == CALL_RUNNING && b->calls[i].worker)
-            td_worker_cancel(b->calls[i].worker);
+    for (size_t i = 0; i < b->ncalls; i++) {
+        struct call *c = &b->calls[i];
+        if (c->state == CALL_RUNNING && c->worker) {
+            td_worker_cancel(c->worker);
+        } else if (c->awaiting) {
+            /* no decision will come: the call ends cancelled */
+            json_decref(c->awaiting);
+            c->awaiting = NULL;
+            ask_free(c);
+            finish_call(c, cancelled_error(c), false);
+        }
+    }
     b->pumping = false;
     pump(b);
 }
@@ -621,6 +773,8 @@ void td_batch_free(struct td_batch *b)
         if (c->worker)
             td_worker_abandon(c->worker);
         td_tool_unref(c->tool);
+        json_decref(c->awaiting);
+        ask_free(c);
         json_decref(c->content);
         json_decref(c->halt);
     }

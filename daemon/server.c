@@ -346,9 +346,10 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     }
     const char *op = json_string_value(json_object_get(req, "op"));
     if (!op) {
-        td_conn_error(c, NULL, "request_error", "unknown_op",
-                      "op: missing or not a string (expected run, cancel, tools, tail or stats)",
-                      NULL);
+        td_conn_error(
+            c, NULL, "request_error", "unknown_op",
+            "op: missing or not a string (expected run, cancel, decide, tools, tail or stats)",
+            NULL);
     } else if (strcmp(op, "run") == 0 && td_shutting_down) {
         td_conn_error(c, json_string_value(json_object_get(req, "batch")), "request_error",
                       "shutting_down", "toolexecd is shutting down; no new batches", NULL);
@@ -381,6 +382,22 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             subscribe(c, json_is_null(tools) ? NULL : tools,
                       json_is_null(batches) ? NULL : batches);
         }
+    } else if (strcmp(op, "decide") == 0) {
+        const char *id = json_string_value(json_object_get(req, "batch"));
+        const char *call = json_string_value(json_object_get(req, "id"));
+        struct batch_entry *e = c->batches;
+        while (e && id && strcmp(e->id, id) != 0)
+            e = e->next;
+        if (!id || !call || !json_object_get(req, "decision")) {
+            td_conn_error(c, NULL, "request_error", "invalid_request",
+                          "decide: expected \"batch\", \"id\" and \"decision\"", NULL);
+        } else if (!e) {
+            snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
+            td_conn_error(c, NULL, "request_error", "unknown_batch", msg, NULL);
+        } else if (td_batch_decide(e->b, call, json_object_get(req, "decision"), msg, sizeof(msg)) <
+                   0) {
+            td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
+        }
     } else if (strcmp(op, "stats") == 0) {
         td_conn_send(c, td_stats_event());
     } else if (strcmp(op, "tools") == 0) {
@@ -397,7 +414,8 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_conn_send(c, json_pack("{s:s,s:o}", "event", "tools", "tools", list));
     } else {
         snprintf(msg, sizeof(msg),
-                 "op: unknown op \"%.64s\" (expected run, cancel, tools, tail or stats)", op);
+                 "op: unknown op \"%.64s\" (expected run, cancel, decide, tools, tail or stats)",
+                 op);
         td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
     }
     json_decref(req);

@@ -213,6 +213,10 @@ void td_batch_run(struct td_conn *conn, json_t *req);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);
+/* {"op": "decide"}: the client's decision on a call's error (on_tool_error
+ * "ask"). -ENOENT with err set when no decision is pending for that call. */
+int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, char *err,
+                    size_t errlen);
 /* Calls running in a worker (holding a --max-workers slot). */
 unsigned td_batch_running(void);
 /* Whether the batch calls any tool named in the array. */

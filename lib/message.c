@@ -362,6 +362,18 @@ static json_t *or_null(json_t *v)
 /* Indexed by te_result_format. */
 static const char *const format_names[] = {"openai", "openai_responses", "anthropic"};
 
+int te_decision_check(const json_t *d)
+{
+    const char *s = json_string_value(d);
+    if (s)
+        return strcmp(s, "continue") == 0 ? TE_DECIDE_CONTINUE
+               : strcmp(s, "halt") == 0   ? TE_DECIDE_HALT
+                                          : -EINVAL;
+    if (json_is_object(d) && json_object_size(d) == 1 && json_object_get(d, "continue_with"))
+        return TE_DECIDE_CONTINUE_WITH;
+    return -EINVAL;
+}
+
 /* Arguments that came as JSON text (OpenAI): parsed here; text that does
  * not parse, or is not an object, does not sink the batch: the call keeps
  * the text and the reason, and completes with a handler-style error. */
@@ -469,8 +481,31 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             out->policy = TE_POLICY_CONTINUE;
         else if (s && strcmp(s, "halt") == 0)
             out->policy = TE_POLICY_HALT;
-        else
-            return fail(err, errlen, "on_tool_error: expected \"continue\", \"halt\" or null");
+        else if (s && strcmp(s, "ask") == 0)
+            out->policy = TE_POLICY_ASK;
+        else if (json_is_object(v)) {
+            const char *key;
+            json_t *d;
+            json_object_foreach(v, key, d)
+            {
+                if (strcmp(key, "default") && strcmp(key, "handler_error") &&
+                    te_reason_parse(key) < 0)
+                    return fail(err, errlen,
+                                "on_tool_error.%s: not a tool-error reason, \"handler_error\" "
+                                "or \"default\"",
+                                key);
+                if (te_decision_check(d) < 0)
+                    return fail(err, errlen,
+                                "on_tool_error.%s: expected \"continue\", \"halt\" or "
+                                "{\"continue_with\": value}",
+                                key);
+            }
+            out->policy = TE_POLICY_MAP;
+            out->policy_map = v;
+        } else
+            return fail(err, errlen,
+                        "on_tool_error: expected \"continue\", \"halt\", \"ask\", an object "
+                        "of decisions, or null");
     }
     out->format = TE_FORMAT_OPENAI;
     v = json_object_get(req, "result_format");

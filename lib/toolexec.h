@@ -125,7 +125,17 @@ char *te_content_encode(const json_t *result, size_t limit, size_t *len, int *rc
 char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc);
 
 /* A validated "run" request. Pointers borrow from the request object. */
-typedef enum te_error_policy { TE_POLICY_CONTINUE, TE_POLICY_HALT } te_error_policy;
+typedef enum te_error_policy {
+    TE_POLICY_CONTINUE, /* an error is just the call's content */
+    TE_POLICY_HALT,     /* an error halts the batch */
+    TE_POLICY_MAP,      /* per reason (or "handler_error"), with a "default" */
+    TE_POLICY_ASK,      /* the batch's client decides each error */
+} te_error_policy;
+
+/* What to do about one error: "continue", "halt" or {"continue_with": v}. */
+enum { TE_DECIDE_CONTINUE, TE_DECIDE_HALT, TE_DECIDE_CONTINUE_WITH };
+/* The decision's kind, or -EINVAL for any other shape. */
+int te_decision_check(const json_t *decision);
 
 #define TE_TOOL_TIMEOUT_DEFAULT_MS 30000
 
@@ -146,6 +156,7 @@ typedef struct te_run_request {
                         * object "arguments" after normalisation */
     size_t ncalls;
     te_error_policy policy;
+    json_t *policy_map; /* TE_POLICY_MAP: reason -> decision */
     uint64_t tool_timeout_ms;
     uint64_t max_concurrency; /* 0: not given, caller applies its default */
     json_t *context, *session_id, *request_id, *engine; /* json null if absent */

@@ -184,5 +184,79 @@ class Schema(DaemonTestCase):
         self.assertIn("broken.json: schema/properties/n/type", str(cm.exception))
 
 
+class Decisions(DaemonTestCase):
+    TOOLS = [worker_tool("echo", "echo"), worker_tool("boom", "exit", "3"),
+             worker_tool("err", "error"), worker_tool("slow", "sleep", timeout_ms=300)]
+
+    def events(self, batch):
+        return self.c.recv_batch(batch)
+
+    def test_map_of_reasons(self):
+        policy = {"handler_exit": {"continue_with": {"fallback": True}},
+                  "handler_error": "halt", "default": "continue"}
+        self.c.start_batch([{"id": "a", "name": "boom"}, {"id": "b", "name": "err"},
+                            {"id": "c", "name": "slow"}, {"id": "d", "name": "echo"}],
+                           batch="map", on_tool_error=policy)
+        evs = self.events("map")
+        done = {e["id"]: e for e in evs if e["event"] == "tool_execution_completed"}
+        self.assertEqual(done["a"]["result"], {"ok": {"fallback": True}})
+        self.assertEqual(done["b"]["result"], {"error": "boom"})
+        self.assertEqual(done["c"]["result"]["tool_error"]["reason"], "timeout")
+        final = evs[-1]
+        self.assertEqual(final["messages"][0]["content"], '{"fallback":true}')
+        self.assertEqual(final["halt"], {"halted_reason": "tool_error", "halt_tool_call_id": "b"})
+        halts = [e for e in evs if e["event"] == "tool_halt"]
+        self.assertEqual([h["tool_call_id"] for h in halts], ["b"])
+
+    def test_map_is_validated(self):
+        self.c.send({"op": "run", "batch": "bad", "calls": [],
+                     "on_tool_error": {"crashed": "halt"}})
+        ev = self.c.recv_for(lambda e: e.get("batch") == "bad")
+        self.assertEqual(ev["reason"], "invalid_request")
+        self.assertIn("on_tool_error.crashed", ev["message"])
+
+    def test_ask_continue_with(self):
+        self.c.start_batch([{"id": "a", "name": "boom"}, {"id": "ok", "name": "echo"}],
+                           batch="ask1", on_tool_error="ask")
+        req = self.c.recv_for(lambda e: e["event"] == "tool_error_decision_requested")
+        self.assertEqual((req["batch"], req["id"]), ("ask1", "a"))
+        self.assertEqual(req["error"]["tool_error"]["reason"], "handler_exit")
+        self.c.send({"op": "decide", "batch": "ask1", "id": "a",
+                     "decision": {"continue_with": "used a default"}})
+        evs = self.events("ask1")
+        done = [e for e in evs if e["event"] == "tool_execution_completed" and e["id"] == "a"]
+        self.assertEqual(done[0]["result"], {"ok": "used a default"})
+        self.assertIsNone(evs[-1]["halt"])
+        # asked once: a second decision for the same call is refused
+        self.c.send({"op": "decide", "batch": "ask1", "id": "a", "decision": "halt"})
+        self.assertEqual(self.c.recv_for(lambda e: e["event"] == "error")["reason"],
+                         "unknown_batch")
+
+    def test_ask_halt_and_invalid_decision(self):
+        self.c.start_batch([{"id": "a", "name": "err"}], batch="ask2", on_tool_error="ask")
+        self.c.recv_for(lambda e: e["event"] == "tool_error_decision_requested")
+        self.c.send({"op": "decide", "batch": "ask2", "id": "a", "decision": "halt"})
+        self.assertEqual(self.events("ask2")[-1]["halt"]["halted_reason"], "tool_error")
+
+        self.c.start_batch([{"id": "a", "name": "err"}], batch="ask3", on_tool_error="ask")
+        self.c.recv_for(lambda e: e["event"] == "tool_error_decision_requested")
+        self.c.send({"op": "decide", "batch": "ask3", "id": "a", "decision": "maybe"})
+        evs = self.events("ask3")
+        te = [e for e in evs if e["event"] == "tool_execution_completed"][0]["result"]
+        self.assertEqual(te["tool_error"]["reason"], "invalid_return")
+        self.assertTrue(te["tool_error"]["metadata"]["on_tool_error_invalid"])
+        self.assertEqual(evs[-1]["halt"]["halted_reason"], "tool_error")
+
+    def test_ask_without_an_answer_times_out(self):
+        self.c.start_batch([{"id": "a", "name": "err"}], batch="ask4", on_tool_error="ask",
+                           tool_timeout=300)
+        evs = self.events("ask4")
+        kinds = [e["event"] for e in evs]
+        self.assertEqual(kinds[:2], ["tool_execution_started", "tool_error_decision_requested"])
+        te = [e for e in evs if e["event"] == "tool_execution_completed"][0]["result"]
+        self.assertTrue(te["tool_error"]["metadata"]["on_tool_error_invalid"])
+        self.assertEqual(evs[-1]["halt"]["halted_reason"], "tool_error")
+
+
 if __name__ == "__main__":
     unittest.main()
