@@ -188,7 +188,7 @@ static int default_socket(char **out)
 static int make_work_dir(void)
 {
     if (td_cfg.work_dir) {
-        if (mkdir(td_cfg.work_dir, 0700) < 0 && errno != EEXIST) {
+        if (mkdir(td_cfg.work_dir, 0711) < 0 && errno != EEXIST) {
             td_log(TD_LOG_ERR, "--work-dir %s: %s", td_cfg.work_dir, strerror(errno));
             return -1;
         }
@@ -204,6 +204,12 @@ static int make_work_dir(void)
         return -1;
     }
     td_cfg.work_dir_owned = true;
+    /* 0711: workers running as another user must reach their own
+     * directory inside, without being able to list the others. */
+    if (chmod(td_cfg.work_dir, 0711) < 0) {
+        td_log(TD_LOG_ERR, "%s: %s", td_cfg.work_dir, strerror(errno));
+        return -1;
+    }
     return 0;
 }
 

@@ -243,6 +243,24 @@ class Tail(unittest.TestCase):
         self.assertGreater(lagged["dropped"], 0)
 
 
+class DefaultWorkDir(unittest.TestCase):
+
+    def test_workers_reach_their_directory_in_the_default_work_dir(self):
+        class NoWorkDir(Daemon):
+            def command(self):
+                cmd = super().command()
+                i = cmd.index("--work-dir")
+                return cmd[:i] + cmd[i + 2:]
+        d = NoWorkDir(tools=[worker_tool("env", "env")], start=False)
+        d.env = {"TMPDIR": d.tmp}
+        d.start()
+        self.addCleanup(d.stop)
+        res = d.client().run([{"id": "e", "name": "env"}])
+        ok = res.result("e")["ok"]
+        self.assertTrue(ok["cwd"].startswith(os.path.join(d.tmp, "toolexecd.")), ok["cwd"])
+        self.assertTrue(ok["cwd_writable"])
+
+
 class Stats(unittest.TestCase):
 
     def test_per_tool_counts_and_latency(self):
