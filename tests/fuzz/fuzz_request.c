@@ -26,8 +26,10 @@ static void check_ok(json_t *req, const te_run_request *r)
     CHECK(r->calls == calls && json_is_array(calls), "calls is not the request's array");
     CHECK(r->ncalls == json_array_size(calls), "ncalls %zu, array size %zu", r->ncalls,
           json_array_size(calls));
-    CHECK(r->policy == TE_POLICY_CONTINUE || r->policy == TE_POLICY_HALT, "policy %d",
-          (int)r->policy);
+    CHECK(r->policy == TE_POLICY_CONTINUE || r->policy == TE_POLICY_HALT ||
+              r->policy == TE_POLICY_ASK ||
+              (r->policy == TE_POLICY_MAP && json_is_object(r->policy_map)),
+          "policy %d", (int)r->policy);
     CHECK(r->tool_timeout_ms > 0, "tool_timeout_ms 0");
     json_t *tt = json_object_get(req, "tool_timeout");
     if (!tt || json_is_null(tt))
