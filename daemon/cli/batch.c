@@ -123,8 +123,8 @@ static int view_init(struct batch_view *v, struct te_cli *cli, json_t *req)
     /* Calls the daemon will refuse are left out: an error event follows. */
     json_array_foreach(calls, i, call)
     {
-        const char *id = json_string_value(json_object_get(call, "id"));
-        const char *name = json_string_value(json_object_get(call, "name"));
+        const char *id, *name;
+        te_call_identity(call, &id, &name);
         if (!id || !name || json_object_get(v->index, id))
             continue;
         json_object_set_new(v->index, id, json_integer((json_int_t)v->ncalls));
@@ -210,13 +210,13 @@ static bool is_event(const json_t *ev, const char *kind)
     return k && strcmp(k, kind) == 0;
 }
 
-/* Our cancel crossed the batch's completion on the wire: not an error of the
- * batch, and nothing the user needs to see. */
-static bool is_late_cancel_reply(const struct batch_view *v, const json_t *ev)
+/* An error answering our own cancel or decide, not the batch's refusal: a
+ * run request never gets these reasons. */
+static bool is_control_reply(const json_t *ev)
 {
     const char *reason = json_string_value(json_object_get(ev, "reason"));
-    return v->cancel_sent && is_event(ev, "error") && reason &&
-           strcmp(reason, "unknown_batch") == 0;
+    return is_event(ev, "error") && reason &&
+           (strcmp(reason, "unknown_batch") == 0 || strcmp(reason, "no_pending_decision") == 0);
 }
 
 static void on_call_event(struct batch_view *v, const json_t *ev)
@@ -246,24 +246,40 @@ static void on_call_event(struct batch_view *v, const json_t *ev)
     }
 }
 
+static void on_control_reply(const struct batch_view *v, const json_t *ev)
+{
+    const char *reason = json_string_value(json_object_get(ev, "reason"));
+    /* unknown_batch: our cancel crossed the batch's completion on the wire */
+    if (v->json || strcmp(reason, "no_pending_decision") != 0)
+        return;
+    te_clear_progress();
+    const char *message = json_string_value(json_object_get(ev, "message"));
+    char *msg = te_text_clean(message ? message : "");
+    te_cli_err("the decision came too late: %s", msg ? msg : "");
+    free(msg);
+}
+
 static void on_event(struct batch_view *v, json_t *ev)
 {
-    if (is_late_cancel_reply(v, ev))
-        return;
     if (v->json)
         te_cli_print_json(ev);
-    if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
+    if (is_control_reply(ev)) {
+        on_control_reply(v, ev);
+    } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
         v->terminal = json_incref(ev);
         v->t_end = now_ms();
-        return;
+    } else if (is_event(ev, "tool_error_decision_requested")) {
+        struct call_view *cv = find_call(v, ev, "id");
+        te_decide(v->cli, v->client, v->batch, ev, cv ? cv->name : NULL, !v->json);
+    } else {
+        on_call_event(v, ev);
     }
-    on_call_event(v, ev);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The progress line */
 
-static void clear_progress(void)
+void te_clear_progress(void)
 {
     if (progress_on_screen) {
         fputs("\r\033[K", stderr);
@@ -302,7 +318,7 @@ static void draw_progress(struct batch_view *v)
 
 static int send_cancel(struct batch_view *v)
 {
-    clear_progress();
+    te_clear_progress();
     te_cli_err("cancelling batch %s; Ctrl-C again to quit at once", v->batch);
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", v->batch);
     int rc = req ? te_cli_send(v->cli, v->client, req) : TE_EXIT_ERROR;
@@ -320,7 +336,7 @@ static int wait_readable(struct batch_view *v)
     struct pollfd pfd = {.fd = te_client_fd(v->client), .events = POLLIN};
     int n = poll(&pfd, 1, PROGRESS_TICK_MS);
     if (n < 0 && errno != EINTR) {
-        clear_progress();
+        te_clear_progress();
         te_cli_err("poll: %s", strerror(errno));
         return -TE_EXIT_ERROR;
     }
@@ -349,14 +365,14 @@ static int follow(struct batch_view *v)
         json_t *ev;
         int rc = te_client_recv(v->client, &ev);
         if (rc < 0) {
-            clear_progress();
+            te_clear_progress();
             return te_cli_recv_failed(v->cli, rc, "the batch completed");
         }
         on_event(v, ev);
         json_decref(ev);
         draw_progress(v);
     }
-    clear_progress();
+    te_clear_progress();
     return TE_EXIT_OK;
 }
 
@@ -486,7 +502,15 @@ static void print_report(const struct batch_view *v)
 /* ------------------------------------------------------------------------ */
 /* toolexec run */
 
-enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_CONCURRENCY };
+enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_CONCURRENCY, OPT_FORMAT };
+
+static bool one_of(const char *s, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(s, *set) == 0)
+            return true;
+    return false;
+}
 
 static bool parse_positive(const char *s, json_int_t *out)
 {
@@ -510,10 +534,20 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
         json_object_set_new(fields, "batch", json_string(arg));
         return 1;
     case OPT_POLICY:
-        if (strcmp(arg, "continue") != 0 && strcmp(arg, "halt") != 0)
-            return -te_cli_usage_error(cmd, "--on-tool-error: expected continue or halt, not '%s'",
+        if (!one_of(arg, (const char *const[]){"continue", "halt", "ask", NULL}))
+            return -te_cli_usage_error(cmd,
+                                       "--on-tool-error: expected continue, halt or ask, "
+                                       "not '%s'",
                                        arg);
         json_object_set_new(fields, "on_tool_error", json_string(arg));
+        return 1;
+    case OPT_FORMAT:
+        if (!one_of(arg, (const char *const[]){"openai", "openai_responses", "anthropic", NULL}))
+            return -te_cli_usage_error(cmd,
+                                       "--result-format: expected openai, openai_responses "
+                                       "or anthropic, not '%s'",
+                                       arg);
+        json_object_set_new(fields, "result_format", json_string(arg));
         return 1;
     case OPT_TIMEOUT:
     case OPT_CONCURRENCY:
@@ -531,8 +565,7 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
 /* Parse the options of run or call; fields collects request fields. Returns
  * -1 to go on, else the exit code. */
 static int parse_batch_options(struct te_cli *cli, const char *cmd, int argc, char **argv,
-                               const char *shortopts, const struct option *longopts,
-                               json_t *fields)
+                               const char *shortopts, const struct option *longopts, json_t *fields)
 {
     int opt;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -580,6 +613,7 @@ int te_cmd_run(struct te_cli *cli, int argc, char **argv)
         {"on-tool-error", required_argument, NULL, OPT_POLICY},
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-concurrency", required_argument, NULL, OPT_CONCURRENCY},
+        {"result-format", required_argument, NULL, OPT_FORMAT},
         {0},
     };
     json_t *fields = json_object();

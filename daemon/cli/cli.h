@@ -4,6 +4,7 @@
  *   toolexec.c  options, the socket, connecting, exit codes, dispatch
  *   input.c     reading a batch: a run request, a calls array or LLM tool calls
  *   batch.c     run and call: send a batch, follow it, report it
+ *   decide.c    on_tool_error "ask": the person at the terminal decides
  *   info.c      tools, stats and tail
  *   term.c      terminal text: widths, sanitising, tables, durations
  */
@@ -37,9 +38,12 @@ void te_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (the caller exits TE_EXIT_CONNECT). */
 te_client *te_cli_connect(struct te_cli *cli);
 /* Long options every command accepts; their short forms are "s:jh". */
-#define TE_CLI_COMMON_OPTIONS                                                                      \
-    {"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},                    \
-        {"help", no_argument, NULL, 'h'}
+/* clang-format off */
+#define TE_CLI_COMMON_OPTIONS                                                  \
+    {"socket", required_argument, NULL, 's'},                                  \
+    {"json", no_argument, NULL, 'j'},                                          \
+    {"help", no_argument, NULL, 'h'}
+/* clang-format on */
 /* Options every command accepts: --socket, --json. True when handled. */
 bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg);
 /* Print a command's help on stdout; returns TE_EXIT_OK. */
@@ -68,10 +72,22 @@ int te_cmd_tail(struct te_cli *cli, int argc, char **argv);
  * for a call's result object. */
 void te_outcome_text(const json_t *result, char *buf, size_t len);
 
+/* Erase the progress line, if one is on the screen (before other output). */
+void te_clear_progress(void);
+
+/* decide.c: answer a tool_error_decision_requested event of batch (the
+ * run request's on_tool_error is "ask") about a call of tool. With ask
+ * false, or without a terminal to ask on, nobody answers and the call's
+ * timeout decides. */
+void te_decide(const struct te_cli *cli, te_client *c, const char *batch, const json_t *ev,
+               const char *tool, bool ask);
+
 /* input.c */
 /* Read a batch from path ("-" or NULL: stdin) and return a run request
  * object ({"op": "run", "calls": [...], ...}); NULL with a message in err. */
 json_t *te_input_load(const char *path, char *err, size_t errlen);
+/* A call's id and name, whatever its shape (NULL when it has none). */
+void te_call_identity(const json_t *call, const char **id, const char **name);
 /* Turn a run request, a calls array or LLM-shaped tool calls into a run
  * request (new reference); NULL with a message in err. */
 json_t *te_input_to_request(json_t *in, char *err, size_t errlen);

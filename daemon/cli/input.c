@@ -5,15 +5,18 @@
  *   - a bare calls array: [{"id", "name", "arguments"}, ...];
  *   - tool calls as LLM APIs emit them, in an array or in the message that
  *     carries them, so a model's reply can be piped in unchanged:
- *       OpenAI chat       {"id", "type": "function", "function": {"name", "arguments": "JSON"}}
+ *       OpenAI chat       {"id", "type": "function", "function": {"name", "arguments"}}
  *                         (or the assistant message: {"role", "tool_calls": [...]})
- *       OpenAI responses  {"type": "function_call", "call_id", "name", "arguments": "JSON"}
+ *       OpenAI responses  {"type": "function_call", "call_id", "name", "arguments"}
  *                         (or the response: {"output": [...]})
  *       Anthropic         {"type": "tool_use", "id", "name", "input"}
  *                         (or the message: {"role", "content": [...]})
  *       Gemini            {"functionCall": {"id"?, "name", "args"}}
- *     Items of those arrays that are not tool calls (text, thinking,
- *     reasoning, messages) are skipped.
+ *     The daemon understands the first three itself; they pass through as
+ *     they are, and the batch's messages come back in the same API's shape
+ *     (result_format) unless the request says otherwise. Gemini calls are
+ *     rewritten to the native shape. Items of those arrays that are not tool
+ *     calls (text, thinking, reasoning, messages) are skipped.
  *
  * Anything else about the request (unknown keys, missing ids, ...) is left
  * to the daemon: its error event is what the user should see, in the same
@@ -29,7 +32,7 @@
 static bool is_non_call_block(const json_t *item)
 {
     static const char *const skip[] = {"text", "thinking", "redacted_thinking", "reasoning",
-                                        "message"};
+                                       "message"};
     const char *type = json_string_value(json_object_get(item, "type"));
     for (size_t i = 0; type && i < sizeof(skip) / sizeof(skip[0]); i++)
         if (strcmp(type, skip[i]) == 0)
@@ -37,96 +40,88 @@ static bool is_non_call_block(const json_t *item)
     return false;
 }
 
-/* OpenAI sends arguments as a string of JSON; the daemon wants an object. */
-static json_t *decode_arguments(json_t *args, size_t i, const char *where, char *err,
-                                size_t errlen)
+/* Gemini: ids are optional there, the daemon wants one. */
+static json_t *call_from_gemini(const json_t *fc, size_t i)
 {
-    if (!json_is_string(args))
-        return json_incref(args); /* an object, null or absent: as given */
-    json_error_t jerr;
-    json_t *v = json_loads(json_string_value(args), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    if (!v)
-        snprintf(err, errlen, "calls[%zu].%s: not valid JSON (column %d): %s", i, where,
-                 jerr.column, jerr.text);
-    return v;
-}
-
-static json_t *make_call(json_t *id, json_t *name, json_t *args)
-{
+    json_t *id = json_object_get(fc, "id");
     json_t *call = json_object();
-    json_object_set(call, "id", id ? id : json_null());
+    json_object_set_new(call, "id", id ? json_incref(id) : json_sprintf("call-%zu", i));
+    json_t *name = json_object_get(fc, "name");
     json_object_set(call, "name", name ? name : json_null());
+    json_t *args = json_object_get(fc, "args");
     if (args)
         json_object_set(call, "arguments", args);
     return call;
 }
 
-/* One array item as a toolexecd call (new reference), NULL on error. */
-static json_t *call_from_item(json_t *item, size_t i, char *err, size_t errlen)
+/* The result_format matching a call's API shape, or NULL for a native call. */
+static const char *format_of(const json_t *call)
 {
-    const char *type = json_string_value(json_object_get(item, "type"));
-    json_t *fn = json_object_get(item, "function");
-    json_t *gem = json_object_get(item, "functionCall");
-    json_t *args = NULL, *call;
-
-    if (json_is_object(fn)) { /* OpenAI chat completions */
-        args = decode_arguments(json_object_get(fn, "arguments"), i, "function.arguments", err,
-                                errlen);
-        if (!args && json_object_get(fn, "arguments"))
-            return NULL;
-        call = make_call(json_object_get(item, "id"), json_object_get(fn, "name"), args);
-    } else if (type && strcmp(type, "function_call") == 0) { /* OpenAI responses */
-        args = decode_arguments(json_object_get(item, "arguments"), i, "arguments", err, errlen);
-        if (!args && json_object_get(item, "arguments"))
-            return NULL;
-        json_t *id = json_object_get(item, "call_id");
-        call = make_call(id ? id : json_object_get(item, "id"), json_object_get(item, "name"),
-                         args);
-    } else if (type && strcmp(type, "tool_use") == 0) { /* Anthropic */
-        call = make_call(json_object_get(item, "id"), json_object_get(item, "name"),
-                         json_object_get(item, "input"));
-    } else if (json_is_object(gem)) { /* Gemini: ids are optional there */
-        json_t *id = json_object_get(gem, "id");
-        json_t *gen = id ? NULL : json_sprintf("call-%zu", i);
-        call = make_call(id ? id : gen, json_object_get(gem, "name"),
-                         json_object_get(gem, "args"));
-        json_decref(gen);
-    } else {
-        return json_incref(item); /* toolexecd's own shape, or for it to refuse */
-    }
-    json_decref(args);
-    return call;
+    static const char *const shapes[][2] = {
+        {"function", "openai"},
+        {"function_call", "openai_responses"},
+        {"tool_use", "anthropic"},
+    };
+    const char *type = json_string_value(json_object_get(call, "type"));
+    for (size_t k = 0; type && k < sizeof(shapes) / sizeof(shapes[0]); k++)
+        if (strcmp(type, shapes[k][0]) == 0)
+            return shapes[k][1];
+    return NULL;
 }
 
-static json_t *calls_from_array(json_t *arr, char *err, size_t errlen)
+void te_call_identity(const json_t *call, const char **id, const char **name)
+{
+    const char *type = json_string_value(json_object_get(call, "type"));
+    json_t *fn = json_object_get(call, "function");
+    bool responses = type && strcmp(type, "function_call") == 0;
+    *id = json_string_value(json_object_get(call, responses ? "call_id" : "id"));
+    *name = json_string_value(json_object_get(json_is_object(fn) ? fn : call, "name"));
+}
+
+static json_t *calls_from_array(json_t *arr)
 {
     json_t *calls = json_array();
     size_t i;
-    json_t *item;
+    json_t *item, *fc;
     json_array_foreach(arr, i, item)
     {
         if (is_non_call_block(item))
             continue;
-        json_t *call = call_from_item(item, json_array_size(calls), err, errlen);
-        if (!call) {
-            json_decref(calls);
-            return NULL;
-        }
-        json_array_append_new(calls, call);
+        if (json_is_object(fc = json_object_get(item, "functionCall")))
+            json_array_append_new(calls, call_from_gemini(fc, json_array_size(calls)));
+        else
+            json_array_append(calls, item); /* the daemon's business */
     }
     return calls;
 }
 
-static json_t *request_with_calls(json_t *arr, char *err, size_t errlen)
+/* A run request for LLM-shaped calls; their messages come back in the same
+ * API's shape when all of them come from one API. */
+static json_t *request_with_calls(json_t *arr)
 {
-    json_t *calls = calls_from_array(arr, err, errlen);
-    return calls ? json_pack("{s:s,s:o}", "op", "run", "calls", calls) : NULL;
+    json_t *calls = calls_from_array(arr);
+    json_t *req = json_pack("{s:s,s:o}", "op", "run", "calls", calls);
+    const char *format = NULL;
+    size_t i;
+    json_t *call;
+    json_array_foreach(calls, i, call)
+    {
+        const char *f = format_of(call);
+        if (!f || (format && strcmp(f, format) != 0)) {
+            format = NULL;
+            break;
+        }
+        format = f;
+    }
+    if (req && format)
+        json_object_set_new(req, "result_format", json_string(format));
+    return req;
 }
 
 json_t *te_input_to_request(json_t *in, char *err, size_t errlen)
 {
     if (json_is_array(in))
-        return request_with_calls(in, err, errlen);
+        return request_with_calls(in);
     if (!json_is_object(in)) {
         snprintf(err, errlen, "expected a JSON object or array");
         return NULL;
@@ -149,9 +144,10 @@ json_t *te_input_to_request(json_t *in, char *err, size_t errlen)
     if (!json_is_array(arr) && json_object_get(in, "role"))
         arr = json_object_get(in, "content");
     if (json_is_array(arr))
-        return request_with_calls(arr, err, errlen);
-    snprintf(err, errlen, "expected a run request (an object with \"calls\"), an array of calls, "
-                          "or tool calls as an LLM API emits them");
+        return request_with_calls(arr);
+    snprintf(err, errlen,
+             "expected a run request (an object with \"calls\"), an array of calls, "
+             "or tool calls as an LLM API emits them");
     return NULL;
 }
 
@@ -159,17 +155,20 @@ json_t *te_input_load(const char *path, char *err, size_t errlen)
 {
     bool std = !path || strcmp(path, "-") == 0;
     const char *name = std ? "standard input" : path;
+    /* Any value, so that a string or a number gets the message saying what
+     * is expected rather than a parser's complaint. */
+    int flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
     json_error_t jerr;
     json_t *in;
     if (std) {
-        in = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr);
+        in = json_loadf(stdin, flags, &jerr);
     } else {
         FILE *f = fopen(path, "r");
         if (!f) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return NULL;
         }
-        in = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+        in = json_loadf(f, flags, &jerr);
         fclose(f);
     }
     if (!in) {

@@ -204,11 +204,11 @@ void te_format_ms(char *buf, size_t len, double ms)
 
 struct te_table {
     size_t ncols, nrows, cap_rows;
-    char **headers;        /* ncols */
-    size_t *max;           /* per column, 0: no limit */
-    bool *right;           /* per column */
-    char **cells;          /* nrows * ncols, cleaned */
-    const char **colors;   /* nrows * ncols, SGR parameters or NULL */
+    char **headers;      /* ncols */
+    size_t *max;         /* per column, 0: no limit */
+    bool *right;         /* per column */
+    char **cells;        /* nrows * ncols, cleaned */
+    const char **colors; /* nrows * ncols, SGR parameters or NULL */
 };
 
 te_table *te_table_new(size_t ncols, const char *const *headers)
