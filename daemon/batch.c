@@ -7,6 +7,8 @@
  * messages in input order and the halt of the earliest input index. A halt
  * never cancels siblings: every call runs to its end.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +195,59 @@ static json_t *ms(uint64_t ns)
 
 /* The call's result is final: encode it, route it, emit its events.
  * halting: an error that halts the batch (by policy or decision). */
+static void emit_done(struct call *c, json_t *result, bool halting, json_t *truncated,
+                      const char *spill_path);
+
+/* "spill": true: the full content also goes to a file for the client, written
+ * in the threadpool; the call's events wait for it. */
+struct spill {
+    uv_work_t req;
+    struct call *c;
+    json_t *result, *truncated;
+    bool halting;
+    char *text, *path;
+    size_t len;
+    uid_t uid;
+    int err;
+};
+
+static void spill_write(uv_work_t *req)
+{
+    struct spill *sp = req->data;
+    int fd = open(sp->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        sp->err = errno;
+        return;
+    }
+    size_t off = 0;
+    while (off < sp->len) {
+        ssize_t n = write(fd, sp->text + off, sp->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            sp->err = n < 0 ? errno : EIO;
+            break;
+        }
+        off += (size_t)n;
+    }
+    /* readable by the client that ran the batch */
+    if (!sp->err && fchown(fd, sp->uid, (gid_t)-1) < 0 && errno != EPERM)
+        sp->err = errno;
+    close(fd);
+}
+
+static void spill_done(uv_work_t *req, int status)
+{
+    struct spill *sp = req->data;
+    if (sp->err)
+        td_logc(TD_LOG_WARN, sp->c->b->id, sp->c->id, "cannot spill to %s: %s", sp->path,
+                strerror(sp->err));
+    emit_done(sp->c, sp->result, sp->halting, sp->truncated, sp->err ? NULL : sp->path);
+    free(sp->text);
+    free(sp->path);
+    free(sp);
+}
+
 static void finish_call(struct call *c, json_t *result, bool halting)
 {
     struct td_batch *b = c->b;
@@ -203,10 +258,44 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     size_t limit = b->r.max_content_bytes ? b->r.max_content_bytes : TD_CONTENT_BYTES_DEFAULT;
     if (c->tool->max_content_bytes && c->tool->max_content_bytes < limit)
         limit = c->tool->max_content_bytes;
-    if (text && len > limit)
+    char *full = NULL;
+    size_t full_len = len;
+    if (text && len > limit) {
+        if (c->tool->spill)
+            full = strndup(text, len);
         text = truncate_content(text, &len, limit, &truncated);
+    }
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
+    static unsigned long long spills;
+    struct spill *sp = full ? calloc(1, sizeof(*sp)) : NULL;
+    if (sp &&
+        asprintf(&sp->path, "%s/results/%s-%llu.txt", td_cfg.work_dir, c->b->id, ++spills) > 0 &&
+        !strchr(c->b->id, '/')) {
+        *sp = (struct spill){.c = c,
+                             .result = result,
+                             .truncated = truncated,
+                             .halting = halting,
+                             .text = full,
+                             .path = sp->path,
+                             .len = full_len,
+                             .uid = td_conn_cred(b->conn)->uid};
+        sp->req.data = sp;
+        if (uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
+            return;
+    }
+    if (sp)
+        free(sp->path);
+    free(sp);
+    free(full);
+    emit_done(c, result, halting, truncated, NULL);
+}
+
+/* The call's events, its stats, and the batch moving on. */
+static void emit_done(struct call *c, json_t *result, bool halting, json_t *truncated,
+                      const char *spill_path)
+{
+    struct td_batch *b = c->b;
     c->state = CALL_DONE;
     int kind = te_result_kind_of(result);
     c->is_error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
@@ -224,6 +313,8 @@ static void finish_call(struct call *c, json_t *result, bool halting)
             json_integer((json_int_t)c->ru.ru_stime.tv_sec * 1000 + c->ru.ru_stime.tv_usec / 1000));
         json_object_set_new(done, "max_rss_kb", json_integer(c->ru.ru_maxrss));
     }
+    if (done && truncated && spill_path)
+        json_object_set_new(truncated, "spill_path", json_string(spill_path));
     if (done && truncated)
         json_object_set_new(done, "truncated", truncated);
     else

@@ -89,7 +89,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "name",    "description", "schema",     "command",    "protocol",
         "context", "timeout_ms",  "env",        "limits",     "user",
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
-        "coerce"};
+        "coerce",  "spill"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -138,6 +138,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     if (v && !json_is_boolean(v))
         BAD("%s: coerce: expected true or false", file);
     t->coerce = json_is_true(v);
+
+    v = json_object_get(def, "spill");
+    if (v && !json_is_boolean(v))
+        BAD("%s: spill: expected true or false", file);
+    t->spill = json_is_true(v);
 
     v = json_object_get(def, "command");
     if (v) {

@@ -108,6 +108,7 @@ struct td_tool {
     uint64_t max_content_bytes;      /* 0: the batch's or the default */
     te_schema *validator;            /* the compiled schema */
     bool coerce;                     /* "42" -> 42 where the schema wants a number */
+    bool spill;                      /* cut content also written to a file */
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;

@@ -29,7 +29,8 @@ class Shapes(DaemonTestCase):
     TOOLS = [worker_tool("echo", "echo"), worker_tool("touch", "touch"),
              worker_tool("big", "ok-string"),
              worker_tool("capped", "ok-string", max_content_bytes=64),
-             script_tool("binary", "plain-binary.sh")]
+             script_tool("binary", "plain-binary.sh"),
+             worker_tool("spilling", "ok-string", max_content_bytes=100, spill=True)]
 
     def test_mixed_shapes_in_one_batch(self):
         calls = [
@@ -126,6 +127,16 @@ class Shapes(DaemonTestCase):
         self.assertLessEqual(len(res.content("c")), 64)
         self.assertEqual(res.content("s"), "short")
         self.assertNotIn("truncated", res.completed("s"))
+
+    def test_spill_keeps_the_full_content_for_the_client(self):
+        full = "".join("line %d\n" % i for i in range(200))
+        res = self.c.run([{"id": "s", "name": "spilling", "arguments": {"s": full}}])
+        info = res.completed("s")["truncated"]
+        self.assertLessEqual(len(res.content("s")), 100)
+        with open(info["spill_path"]) as f:
+            self.assertEqual(f.read(), full)
+        st = os.stat(info["spill_path"])
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (os.getuid(), 0o600))
 
     def test_binary_plain_output_is_base64(self):
         res = self.c.run([{"id": "b", "name": "binary"}])
