@@ -49,14 +49,19 @@ struct td_batch {
     bool pumping;
     bool cancelled;
     uint64_t accepted_ns;
-    bool waiting;   /* in the queue for a worker slot */
-    bool throttled; /* its client is not reading: workers' output paused */
+    bool waiting;                   /* in the queue for a worker slot */
+    unsigned slots;                 /* worker slots its calls hold */
+    uint64_t served_seq;            /* when a call of it last left the queue */
+    struct td_batch *anext, *aprev; /* all batches, for per-client counts */
+    bool throttled;                 /* its client is not reading: workers' output paused */
     struct td_batch *wnext;
 };
 
 /* Calls beyond --max-workers wait here: batches in round-robin order, one
  * call started per turn, so a big batch cannot starve the others. */
 static unsigned slots_used;
+static struct td_batch *all_batches;
+static uint64_t served_counter;
 static struct td_batch *wait_head, *wait_tail;
 
 static void wait_enqueue(struct td_batch *b)
@@ -491,8 +496,10 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     /* the worker is done: its slot and the batch's concurrency are free */
     bool freed_slot = c->slot;
     c->slot = false;
-    if (freed_slot)
+    if (freed_slot) {
         slots_used--;
+        b->slots--;
+    }
     b->running--;
 
     int kind = te_result_kind_of(result);
@@ -609,6 +616,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
                 break;
             }
             slots_used++;
+            b->slots++;
             c->slot = true;
         }
         b->next++;
@@ -631,6 +639,26 @@ static void pump(struct td_batch *b)
 }
 
 /* Hand free worker slots to waiting batches, one call each in turn. */
+/* When the client last had a call started from the queue. */
+static uint64_t conn_served(const struct td_conn *conn)
+{
+    uint64_t last = 0;
+    for (struct td_batch *x = all_batches; x; x = x->anext)
+        if (x->conn == conn && x->served_seq > last)
+            last = x->served_seq;
+    return last;
+}
+
+/* Worker slots the client holds across its batches. */
+static unsigned conn_slots(const struct td_conn *conn)
+{
+    unsigned n = 0;
+    for (struct td_batch *x = all_batches; x; x = x->anext)
+        if (x->conn == conn)
+            n += x->slots;
+    return n;
+}
+
 static void schedule(void)
 {
     static bool active;
@@ -638,11 +666,23 @@ static void schedule(void)
         return;
     active = true;
     while (slots_used < td_cfg.max_workers && wait_head) {
+        /* Fair across clients: the waiting batch whose client holds the
+         * fewest slots, then whose client was served least recently, then
+         * the one waiting longest. */
         struct td_batch *b = wait_head;
-        wait_head = b->wnext;
-        if (!wait_head)
-            wait_tail = NULL;
-        b->waiting = false;
+        unsigned best = conn_slots(b->conn);
+        uint64_t best_seq = conn_served(b->conn);
+        for (struct td_batch *x = b->wnext; x; x = x->wnext) {
+            unsigned n = conn_slots(x->conn);
+            uint64_t q = conn_served(x->conn);
+            if (n < best || (n == best && q < best_seq)) {
+                b = x;
+                best = n;
+                best_seq = q;
+            }
+        }
+        b->served_seq = ++served_counter;
+        wait_remove(b);
         pump_n(b, 1, true);
     }
     active = false;
@@ -758,6 +798,10 @@ void td_batch_run(struct td_conn *conn, json_t *req)
     }
     b->conn = conn;
     b->accepted_ns = uv_hrtime();
+    b->anext = all_batches;
+    if (all_batches)
+        all_batches->aprev = b;
+    all_batches = b;
     b->req = json_incref(req);
     b->r = r;
     b->ncalls = r.ncalls;
@@ -859,6 +903,12 @@ void td_batch_throttle(struct td_batch *b, bool pause)
 void td_batch_free(struct td_batch *b)
 {
     wait_remove(b);
+    if (b->aprev)
+        b->aprev->anext = b->anext;
+    else if (all_batches == b)
+        all_batches = b->anext;
+    if (b->anext)
+        b->anext->aprev = b->aprev;
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
         if (c->worker)

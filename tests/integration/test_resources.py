@@ -5,6 +5,7 @@ closes stdin at once, JSON nested 100,000 levels deep from a worker and
 from a client. The daemon stays up and serves the next request."""
 
 import json
+import os
 import socket
 import unittest
 
@@ -142,6 +143,39 @@ class HostileSizes(unittest.TestCase):
         self.assertEqual(ev["type"], "request_error")
         self.assertEqual(ev["reason"], "invalid_json")
         self.assertEqual(c.run([{"id": "e", "name": "echo"}]).result("e"), {"ok": {}})
+
+
+class FairQueue(unittest.TestCase):
+    """--max-workers 1: queued calls are served fairly across clients, not
+    in proportion to how many batches a client sends."""
+
+    def test_one_client_with_many_batches_does_not_starve_another(self):
+        d = Daemon(tools=[worker_tool("gate", "wait-file"), worker_tool("echo", "echo")],
+                   args=["--max-workers", "1"])
+        self.addCleanup(d.stop)
+        tail = d.client()
+        tail.send({"op": "tail"})
+        tail.recv_for(lambda e: e["event"] == "tailing")
+        a, b = d.client(), d.client()
+        gate = os.path.join(d.shared_dir("gate"), "open")
+        # the gate holds the only worker while everything else queues up
+        a.start_batch([{"id": "g", "name": "gate", "arguments": {"path": gate}}], batch="a0")
+        tail.recv_for(lambda e: e["event"] == "tool_execution_started" and e["batch"] == "a0")
+        for n in (1, 2, 3):
+            a.start_batch([{"id": "c%d" % i, "name": "echo"} for i in range(4)], batch="a%d" % n)
+        b.start_batch([{"id": "c%d" % i, "name": "echo"} for i in range(4)], batch="b1")
+        for n in ("a1", "a2", "a3", "b1"):
+            tail.recv_for(lambda e, n=n: e["event"] == "batch_started" and e["batch"] == n)
+        with open(gate, "w"):
+            pass
+        order = []
+        while len(order) < 16:
+            e = tail.recv_for(lambda e: e["event"] == "tool_execution_started")
+            order.append(e["batch"][0])
+        # B's four calls alternate with A's instead of waiting behind its batches
+        self.assertEqual(order[:8], ["a", "b"] * 4, order)
+        for c, name in ((a, "a3"), (b, "b1")):
+            self.assertEqual(c.finish_batch(name)[-1]["event"], "batch_completed")
 
 
 if __name__ == "__main__":
