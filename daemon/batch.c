@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,15 @@ struct spill {
 static void spill_write(uv_work_t *req)
 {
     struct spill *sp = req->data;
+    /* made on first use; 0711: each client reads its own files by name */
+    char *slash = strrchr(sp->path, '/');
+    *slash = '\0';
+    if (mkdir(sp->path, 0711) < 0 && errno != EEXIST) {
+        sp->err = errno;
+        *slash = '/';
+        return;
+    }
+    *slash = '/';
     int fd = open(sp->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         sp->err = errno;

@@ -185,19 +185,6 @@ static int default_socket(char **out)
     return *out ? 0 : -ENOMEM;
 }
 
-static int make_results_dir(void)
-{
-    char *dir = NULL;
-    if (asprintf(&dir, "%s/results", td_cfg.work_dir) < 0)
-        return -1;
-    /* 0711: each client reads its own files by name, lists nothing */
-    int rc = mkdir(dir, 0711) < 0 && errno != EEXIST ? -1 : 0;
-    if (rc < 0)
-        td_log(TD_LOG_ERR, "%s: %s", dir, strerror(errno));
-    free(dir);
-    return rc;
-}
-
 static int make_work_dir(void)
 {
     if (td_cfg.work_dir) {
@@ -435,7 +422,7 @@ int main(int argc, char **argv)
     if (socket_path)
         td_cfg.socket_path = socket_path;
     td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
-    if (make_work_dir() < 0 || make_results_dir() < 0)
+    if (make_work_dir() < 0)
         goto out_tools;
 
     td_loop = uv_default_loop();
