@@ -7,6 +7,7 @@
  *   decide.c    on_tool_error "ask": the person at the terminal decides
  *   info.c      tools, stats and tail
  *   term.c      terminal text: widths, sanitising, tables, durations
+ *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
  */
 #ifndef TE_CLI_H
 #define TE_CLI_H
@@ -65,6 +66,8 @@ void te_cli_print_json(const json_t *ev);
 int te_cmd_run(struct te_cli *cli, int argc, char **argv);
 int te_cmd_call(struct te_cli *cli, int argc, char **argv);
 int te_cmd_tools(struct te_cli *cli, int argc, char **argv);
+/* mcp.c: a Model Context Protocol server over stdio, forwarding to the daemon */
+int te_cmd_mcp(struct te_cli *cli, int argc, char **argv);
 int te_cmd_stats(struct te_cli *cli, int argc, char **argv);
 int te_cmd_tail(struct te_cli *cli, int argc, char **argv);
 

@@ -98,6 +98,19 @@ static const struct te_command commands[] = {
      "  -j, --json                   the raw JSON lines\n"
      "  -s, --socket PATH            the daemon's socket\n"
      "  -h, --help                   this text\n"},
+    {"mcp", te_cmd_mcp,
+     "usage: toolexec mcp [OPTIONS]\n"
+     "\n"
+     "Serve the daemon's tools to an MCP host: a Model Context Protocol server\n"
+     "on standard input and output (JSON-RPC 2.0, one message per line). Calls\n"
+     "run concurrently; a tool that fails answers with \"isError\": true. The\n"
+     "end of standard input cancels the calls still running and exits 0.\n"
+     "\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "      --tool-timeout MS      timeout of each call, in milliseconds\n"
+     "  -h, --help                 this text\n"
+     "\n"
+     "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -114,6 +127,7 @@ static void usage(FILE *f)
                "  tools                  list the daemon's tools\n"
                "  stats                  show the daemon's counters\n"
                "  tail                   follow the events of every batch\n"
+               "  mcp                    serve the tools to an MCP host on stdin/stdout\n"
                "  help [COMMAND]         show help for a command\n"
                "\n"
                "Options:\n"

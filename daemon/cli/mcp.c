@@ -1,0 +1,679 @@
+/*
+ * mcp.c - `toolexec mcp`: a Model Context Protocol server over stdio that
+ * forwards to the daemon, so any MCP host can call toolexecd's tools.
+ *
+ * MCP's stdio transport: one JSON-RPC 2.0 message per line on standard input
+ * and output; standard output carries nothing else, messages for people go
+ * to standard error. One daemon connection carries the whole session:
+ *
+ *   initialize                the server's capabilities (tools only)
+ *   ping                      {}
+ *   tools/list                {"op": "tools", "format": "mcp"}
+ *   tools/call                a run request of one call, in a batch of its
+ *                             own named after the request's id
+ *   notifications/cancelled   {"op": "cancel"} for that call's batch; the
+ *                             request then gets no response
+ *
+ * Calls run concurrently: standard input and the socket are polled together
+ * and each call's state is found by its batch id. Tool errors (a result of
+ * "error" or "tool_error", an unknown or forbidden tool) are results with
+ * "isError": true, as MCP asks; a request the daemon refuses is a JSON-RPC
+ * error. The end of standard input ends the session: calls still running
+ * are cancelled, and toolexec exits 0 once the daemon has confirmed it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
+#endif
+
+/* The newest revision of MCP this server speaks; offered to a client that
+ * asks for one it does not know. */
+#define MCP_LATEST_VERSION "2025-06-18"
+
+/* A longer message on standard input is refused (the daemon's own default
+ * limit on a request line). */
+#define MCP_LINE_MAX (16u << 20)
+
+/* Characters of a request id kept in a batch id, for people reading tail. */
+#define MCP_BATCH_ID_CHARS 40
+
+/* JSON-RPC 2.0 error codes. */
+enum {
+    RPC_PARSE_ERROR = -32700,
+    RPC_INVALID_REQUEST = -32600,
+    RPC_METHOD_NOT_FOUND = -32601,
+    RPC_INVALID_PARAMS = -32602,
+    RPC_INTERNAL_ERROR = -32603,
+};
+
+static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", NULL};
+
+/* A tools/call in flight: its batch, until the batch's terminal event. */
+struct mcp_call {
+    json_t *id; /* the JSON-RPC request's id */
+    char *batch;
+    json_t *result; /* from tool_execution_completed, once it came */
+    bool cancelled; /* by the client, or at the end of input: no response */
+    struct mcp_call *next;
+};
+
+/* A tools/list waiting for the daemon's tools event (they come in order). */
+struct mcp_listing {
+    json_t *id;
+    bool cancelled;
+    struct mcp_listing *next;
+};
+
+struct mcp {
+    struct te_cli *cli;
+    te_client *client;
+    json_int_t tool_timeout; /* 0: the daemon's default */
+    struct mcp_call *calls;
+    struct mcp_listing *listings, **listings_tail;
+    unsigned long long seq; /* tools/call requests so far */
+    char *in;               /* standard input not yet made into messages */
+    size_t inlen, incap;
+    bool skipping; /* dropping the rest of an overlong line */
+    bool eof;      /* the host is gone: no more input */
+    bool hangup;   /* writing to standard output failed */
+    int lost;      /* an exit code once the daemon connection failed */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Writing messages */
+
+/* Write one message (stolen) as a line on standard output. */
+static void put_message(struct mcp *m, json_t *msg)
+{
+    char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (!s) {
+        te_cli_err("mcp: out of memory; a response is lost");
+        return;
+    }
+    if (!m->hangup && (fputs(s, stdout) == EOF || putchar('\n') == EOF || fflush(stdout) == EOF)) {
+        /* the host closed its end: as good as the end of input */
+        m->hangup = true;
+    }
+    free(s);
+}
+
+/* A response with result (stolen). */
+static void put_result(struct mcp *m, json_t *id, json_t *result)
+{
+    put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                             "result", result));
+}
+
+/* An error response; id NULL means null. data (stolen) may be NULL. */
+static void put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
+{
+    json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
+    if (!err)
+        err = json_pack("{s:i,s:s}", "code", code, "message", "(message not valid UTF-8)");
+    if (err && data)
+        json_object_set(err, "data", data);
+    json_decref(data);
+    put_message(
+        m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err));
+}
+
+/* A tools/call result: one text content, and whether the call failed. */
+static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error)
+{
+    json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
+    if (!content) {
+        put_error(m, id, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
+        return;
+    }
+    put_result(m, id, json_pack("{s:o,s:b}", "content", content, "isError", is_error));
+}
+
+/* ------------------------------------------------------------------------ */
+/* State */
+
+static struct mcp_call *call_by_batch(struct mcp *m, const char *batch)
+{
+    struct mcp_call *c = m->calls;
+    while (c && (!batch || strcmp(c->batch, batch) != 0))
+        c = c->next;
+    return c;
+}
+
+static struct mcp_call *call_by_id(struct mcp *m, const json_t *id)
+{
+    struct mcp_call *c = m->calls;
+    while (c && !json_equal(c->id, id))
+        c = c->next;
+    return c;
+}
+
+static void call_free(struct mcp_call *c)
+{
+    json_decref(c->id);
+    json_decref(c->result);
+    free(c->batch);
+    free(c);
+}
+
+static void call_remove(struct mcp *m, struct mcp_call *c)
+{
+    struct mcp_call **p = &m->calls;
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+    call_free(c);
+}
+
+/* The oldest tools/list waiting for its answer (removed from the queue;
+ * the caller frees it), or NULL. */
+static struct mcp_listing *listing_pop(struct mcp *m)
+{
+    struct mcp_listing *l = m->listings;
+    if (l) {
+        m->listings = l->next;
+        if (!m->listings)
+            m->listings_tail = &m->listings;
+    }
+    return l;
+}
+
+static void listing_free(struct mcp_listing *l)
+{
+    json_decref(l->id);
+    free(l);
+}
+
+/* Send a request to the daemon. A failure makes the session end with
+ * TE_EXIT_CONNECT (m->lost); the caller carries on. */
+static void send_daemon(struct mcp *m, json_t *req)
+{
+    if (m->lost)
+        return;
+    if (!req) {
+        te_cli_err("mcp: out of memory");
+        m->lost = TE_EXIT_ERROR;
+        return;
+    }
+    int rc = te_cli_send(m->cli, m->client, req);
+    if (rc != TE_EXIT_OK)
+        m->lost = rc;
+}
+
+static void cancel_call(struct mcp *m, struct mcp_call *c)
+{
+    if (c->cancelled)
+        return;
+    c->cancelled = true;
+    json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
+    send_daemon(m, req);
+    json_decref(req);
+}
+
+/* The host is gone: cancel what runs. Answers owed to tools/list still go
+ * out, if anyone reads them. */
+static void end_of_input(struct mcp *m)
+{
+    m->eof = true;
+    for (struct mcp_call *c = m->calls; c; c = c->next)
+        cancel_call(m, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests from the host */
+
+static bool is_id(const json_t *id)
+{
+    return json_is_string(id) || json_is_number(id);
+}
+
+/* "mcp-N-ID": N counts the session's calls, so the id is unique whatever
+ * the client's ids; ID (cut, odd characters as '_') lets a person reading
+ * `toolexec tail` match the batch to the host's request. */
+static char *batch_id_for(struct mcp *m, const json_t *id)
+{
+    char *text = json_is_string(id) ? strdup(json_string_value(id))
+                                    : json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!text)
+        return NULL;
+    size_t n = 0;
+    for (; text[n] && n < MCP_BATCH_ID_CHARS; n++) {
+        char ch = text[n];
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':';
+        if (!plain)
+            text[n] = '_';
+    }
+    text[n] = '\0';
+    char *batch = NULL;
+    if (asprintf(&batch, "mcp-%llu-%s", ++m->seq, text) < 0)
+        batch = NULL;
+    free(text);
+    return batch;
+}
+
+static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *version = MCP_LATEST_VERSION;
+    for (const char *const *v = supported_versions; asked && *v; v++)
+        if (strcmp(asked, *v) == 0)
+            version = *v;
+    put_result(m, id,
+               json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
+                         "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
+                         "toolexec", "version", TE_CLI_VERSION));
+}
+
+static void on_tools_list(struct mcp *m, json_t *id)
+{
+    /* A cursor is accepted and ignored: the whole list comes in one page. */
+    struct mcp_listing *l = calloc(1, sizeof(*l));
+    json_t *req = json_pack("{s:s,s:s}", "op", "tools", "format", "mcp");
+    if (!l || !req) {
+        free(l);
+        json_decref(req);
+        put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    l->id = json_incref(id);
+    *m->listings_tail = l;
+    m->listings_tail = &l->next;
+    send_daemon(m, req);
+    json_decref(req);
+}
+
+static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    if (!name) {
+        put_error(m, id, RPC_INVALID_PARAMS, "params.name: expected the name of a tool", NULL);
+        return;
+    }
+    if (args && !json_is_object(args) && !json_is_null(args)) {
+        put_error(m, id, RPC_INVALID_PARAMS, "params.arguments: expected an object", NULL);
+        return;
+    }
+    if (call_by_id(m, id)) {
+        put_error(m, id, RPC_INVALID_REQUEST, "the request id is in use by a call in progress",
+                  NULL);
+        return;
+    }
+    struct mcp_call *c = calloc(1, sizeof(*c));
+    char *batch = batch_id_for(m, id);
+    json_t *req = NULL;
+    if (c && batch)
+        req = json_pack("{s:s,s:s,s:[{s:s,s:s,s:o}]}", "op", "run", "batch", batch, "calls", "id",
+                        "c0", "name", name, "arguments",
+                        json_is_object(args) ? json_incref(args) : json_object());
+    if (!req) {
+        free(c);
+        free(batch);
+        put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    if (m->tool_timeout)
+        json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
+    c->id = json_incref(id);
+    c->batch = batch;
+    c->next = m->calls;
+    m->calls = c;
+    send_daemon(m, req);
+    json_decref(req);
+}
+
+static void on_cancelled(struct mcp *m, const json_t *params)
+{
+    json_t *id = json_object_get(params, "requestId");
+    if (!is_id(id))
+        return;
+    struct mcp_call *c = call_by_id(m, id);
+    if (c) {
+        cancel_call(m, c);
+        return;
+    }
+    /* A tools/list cannot be stopped, but its answer can be kept back. */
+    for (struct mcp_listing *l = m->listings; l; l = l->next)
+        if (json_equal(l->id, id))
+            l->cancelled = true;
+    /* Otherwise it has been answered already: nothing to do. */
+}
+
+static void on_notification(struct mcp *m, const char *method, const json_t *params)
+{
+    if (strcmp(method, "notifications/cancelled") == 0)
+        on_cancelled(m, params);
+    /* notifications/initialized and any other notification: nothing to do,
+     * and a notification never gets a response. */
+}
+
+static void on_request(struct mcp *m, json_t *id, const char *method, const json_t *params)
+{
+    /* Requests before initialize are answered all the same. */
+    if (strcmp(method, "initialize") == 0) {
+        on_initialize(m, id, params);
+    } else if (strcmp(method, "ping") == 0) {
+        put_result(m, id, json_object());
+    } else if (strcmp(method, "tools/list") == 0) {
+        on_tools_list(m, id);
+    } else if (strcmp(method, "tools/call") == 0) {
+        on_tools_call(m, id, params);
+    } else {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "Method not found: %.200s", method);
+        put_error(m, id, RPC_METHOD_NOT_FOUND, msg, NULL);
+    }
+}
+
+/* One line of input: a JSON-RPC request, notification or response. */
+static void on_line(struct mcp *m, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len)
+        return; /* a blank line */
+    json_error_t jerr;
+    json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    if (!msg) {
+        char text[256];
+        snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);
+        put_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+        return;
+    }
+    if (json_is_array(msg)) {
+        /* JSON-RPC batches: MCP 2025-06-18 no longer has them */
+        put_error(m, NULL, RPC_INVALID_REQUEST, "Invalid Request: batches are not supported", NULL);
+        json_decref(msg);
+        return;
+    }
+    json_t *id = json_object_get(msg, "id");
+    const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
+    json_t *method_v = json_object_get(msg, "method");
+    const char *method = json_string_value(method_v);
+    json_t *params = json_object_get(msg, "params");
+    const char *bad = NULL;
+    if (!json_is_object(msg))
+        bad = "Invalid Request: expected a JSON object";
+    else if (id && !is_id(id))
+        bad = "Invalid Request: id: expected a string or a number";
+    else if (!version || strcmp(version, "2.0") != 0)
+        bad = "Invalid Request: jsonrpc: expected \"2.0\"";
+    else if (!method_v && id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+        bad = ""; /* a response: this server sends no requests, so it is stray */
+    else if (!method)
+        bad = "Invalid Request: method: expected a string";
+    if (bad) {
+        if (*bad)
+            put_error(m, is_id(id) ? id : NULL, RPC_INVALID_REQUEST, bad, NULL);
+        json_decref(msg);
+        return;
+    }
+    if (!id) {
+        on_notification(m, method, json_is_object(params) ? params : NULL);
+    } else if (params && !json_is_object(params) && !json_is_null(params)) {
+        put_error(m, id, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+    } else {
+        on_request(m, id, method, json_is_object(params) ? params : NULL);
+    }
+    json_decref(msg);
+}
+
+/* Read what standard input has and handle every whole line in it. */
+static void read_input(struct mcp *m)
+{
+    if (m->incap - m->inlen < 65536) {
+        size_t ncap = m->incap ? m->incap * 2 : 131072;
+        char *nb = realloc(m->in, ncap);
+        if (!nb) {
+            te_cli_err("mcp: out of memory reading standard input");
+            end_of_input(m);
+            return;
+        }
+        m->in = nb;
+        m->incap = ncap;
+    }
+    ssize_t n = read(STDIN_FILENO, m->in + m->inlen, m->incap - m->inlen);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        /* a last line without its newline still counts */
+        if (m->inlen && !m->skipping)
+            on_line(m, m->in, m->inlen);
+        m->inlen = 0;
+        end_of_input(m);
+        return;
+    }
+    size_t scanned = m->inlen, start = 0;
+    m->inlen += (size_t)n;
+    char *nl;
+    while ((nl = memchr(m->in + scanned, '\n', m->inlen - scanned))) {
+        size_t end = (size_t)(nl - m->in);
+        if (!m->skipping)
+            on_line(m, m->in + start, end - start);
+        m->skipping = false;
+        start = scanned = end + 1;
+    }
+    memmove(m->in, m->in + start, m->inlen - start);
+    m->inlen -= start;
+    if (m->inlen > MCP_LINE_MAX && !m->skipping) {
+        put_error(m, NULL, RPC_PARSE_ERROR, "Parse error: the message is longer than 16 MiB", NULL);
+        m->skipping = true;
+    }
+    if (m->skipping)
+        m->inlen = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events from the daemon */
+
+static bool is_event(const json_t *ev, const char *kind)
+{
+    const char *k = json_string_value(json_object_get(ev, "event"));
+    return k && strcmp(k, kind) == 0;
+}
+
+static bool is_failure(const json_t *result)
+{
+    return !result || json_object_get(result, "error") || json_object_get(result, "tool_error");
+}
+
+/* The batch's terminal event: the call's answer. */
+static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
+{
+    if (c->cancelled) {
+        /* MCP: no response for a cancelled request */
+    } else if (is_event(ev, "batch_completed")) {
+        json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
+        put_call_result(m, c->id, json_string_value(json_object_get(msg, "content")),
+                        is_failure(c->result));
+    } else {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const char *reason = json_string_value(json_object_get(ev, "reason"));
+        const char *message = json_string_value(json_object_get(ev, "message"));
+        if (!message)
+            message = "toolexecd refused the call";
+        if (type && strcmp(type, "engine_error") == 0) {
+            /* unknown_tool, forbidden_tool: tool errors, which the model can
+             * read and act on */
+            put_call_result(m, c->id, message, true);
+        } else {
+            int code = reason && strcmp(reason, "invalid_request") == 0 ? RPC_INVALID_PARAMS
+                                                                        : RPC_INTERNAL_ERROR;
+            put_error(m, c->id, code, message,
+                      json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
+        }
+    }
+    call_remove(m, c);
+}
+
+/* An error event that is not a batch's: a tools request's refusal. */
+static void on_loose_error(struct mcp *m, const json_t *ev)
+{
+    const char *message = json_string_value(json_object_get(ev, "message"));
+    struct mcp_listing *l = listing_pop(m);
+    if (!l) {
+        te_cli_err("mcp: toolexecd: %s", message ? message : "an error");
+        return;
+    }
+    if (!l->cancelled)
+        put_error(m, l->id, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused", NULL);
+    listing_free(l);
+}
+
+static void on_event(struct mcp *m, json_t *ev)
+{
+    const char *batch = json_string_value(json_object_get(ev, "batch"));
+    const char *reason = json_string_value(json_object_get(ev, "reason"));
+    struct mcp_call *c;
+    if (is_event(ev, "tools") && !batch) {
+        struct mcp_listing *l = listing_pop(m);
+        if (l && !l->cancelled)
+            put_result(m, l->id, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
+        if (l)
+            listing_free(l);
+    } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
+        /* our cancel crossed the batch's completion on the wire */
+    } else if (is_event(ev, "error") && !batch) {
+        on_loose_error(m, ev);
+    } else if (!(c = call_by_batch(m, batch))) {
+        /* not one of ours any more */
+    } else if (is_event(ev, "tool_execution_completed")) {
+        json_decref(c->result);
+        c->result = json_incref(json_object_get(ev, "result"));
+    } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
+        finish_call(m, c, ev);
+    }
+}
+
+/* Read one event. Returns 0, or an exit code when the connection failed. */
+static int read_event(struct mcp *m)
+{
+    json_t *ev;
+    int rc = te_client_recv(m->client, &ev);
+    if (rc < 0)
+        return te_cli_recv_failed(m->cli, rc, "the session ended");
+    on_event(m, ev);
+    json_decref(ev);
+    return 0;
+}
+
+/* The daemon is gone: what is still owed an answer gets an error. */
+static void fail_all(struct mcp *m)
+{
+    const char *msg = "lost the connection to toolexecd";
+    while (m->calls) {
+        if (!m->calls->cancelled)
+            put_error(m, m->calls->id, RPC_INTERNAL_ERROR, msg, NULL);
+        call_remove(m, m->calls);
+    }
+    struct mcp_listing *l;
+    while ((l = listing_pop(m))) {
+        if (!l->cancelled)
+            put_error(m, l->id, RPC_INTERNAL_ERROR, msg, NULL);
+        listing_free(l);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The session */
+
+static int serve(struct mcp *m)
+{
+    for (;;) {
+        if (m->hangup && !m->eof)
+            end_of_input(m);
+        if (m->lost) {
+            fail_all(m);
+            return m->lost;
+        }
+        if (m->eof && !m->calls && !m->listings)
+            return TE_EXIT_OK;
+        if (te_client_pending(m->client)) {
+            m->lost = read_event(m);
+            continue;
+        }
+        struct pollfd pfd[2] = {
+            {.fd = te_client_fd(m->client), .events = POLLIN},
+            {.fd = m->eof ? -1 : STDIN_FILENO, .events = POLLIN},
+        };
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            te_cli_err("poll: %s", strerror(errno));
+            return TE_EXIT_ERROR;
+        }
+        if (pfd[0].revents)
+            m->lost = read_event(m);
+        if (!m->lost && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            read_input(m);
+        else if (pfd[1].revents & POLLNVAL) /* no standard input at all */
+            end_of_input(m);
+    }
+}
+
+static bool parse_positive(const char *s, json_int_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v <= 0)
+        return false;
+    *out = (json_int_t)v;
+    return true;
+}
+
+enum { OPT_TIMEOUT = 256 };
+
+int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        TE_CLI_COMMON_OPTIONS,
+        {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {0},
+    };
+    struct mcp m = {.cli = cli};
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+        if (te_cli_common_option(cli, opt, optarg))
+            continue; /* --json: the output is JSON anyway */
+        if (opt == 'h')
+            return te_cli_help("mcp");
+        if (opt != OPT_TIMEOUT)
+            return te_cli_bad_option("mcp", opt, argv);
+        if (!parse_positive(optarg, &m.tool_timeout))
+            return te_cli_usage_error("mcp",
+                                      "--tool-timeout: expected a positive integer, not "
+                                      "'%s'",
+                                      optarg);
+    }
+    if (optind < argc)
+        return te_cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
+    m.client = te_cli_connect(cli);
+    if (!m.client)
+        return TE_EXIT_CONNECT;
+    if (isatty(STDIN_FILENO))
+        te_cli_err("mcp: serving MCP on standard input and output, for an MCP host to start; "
+                   "Ctrl-D ends it");
+    /* A host that closes standard output must not kill us mid-write. */
+    signal(SIGPIPE, SIG_IGN);
+    m.listings_tail = &m.listings;
+    int rc = serve(&m);
+    while (m.calls)
+        call_remove(&m, m.calls);
+    struct mcp_listing *l;
+    while ((l = listing_pop(&m)))
+        listing_free(l);
+    free(m.in);
+    te_client_close(m.client);
+    return rc;
+}
