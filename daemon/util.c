@@ -11,35 +11,6 @@
 
 #include "toolexecd.h"
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    unsigned cp = c & (0xff >> (len + 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 json_t *td_json_text(const char *p, size_t n)
 {
     json_t *s = json_stringn(p, n);
@@ -51,7 +22,7 @@ json_t *td_json_text(const char *p, size_t n)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq((const unsigned char *)p + i, n - i);
+        size_t l = te_utf8_seq(p + i, n - i);
         if (l) {
             memcpy(out + o, p + i, l);
             o += l;

@@ -56,9 +56,9 @@ bool te_tool_name_valid(const char *name)
     return n >= 1 && n <= TE_TOOL_NAME_MAX;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid or cut off. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+size_t te_utf8_seq(const void *start, size_t n)
 {
+    const unsigned char *p = start;
     unsigned c = p[0], cp, min;
     size_t len;
     if (c < 0x80)
@@ -88,7 +88,7 @@ void te_utf8_repair(char *s)
 {
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        size_t l = te_utf8_seq(s + i, n - i);
         if (l) {
             i += l;
             continue;

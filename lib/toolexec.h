@@ -174,6 +174,9 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
 /* Make a NUL-terminated string valid UTF-8 in place: a multi-byte sequence
  * cut off at the end is dropped, any other invalid byte becomes '?'. */
 void te_utf8_repair(char *s);
+/* Length (1 to 4) of the valid UTF-8 sequence that starts at p, within n
+ * bytes; 0 when the bytes there are not one. */
+size_t te_utf8_seq(const void *p, size_t n);
 
 /* Tool names: [A-Za-z0-9_.-]{1,64}. */
 #define TE_TOOL_NAME_MAX 64
