@@ -393,6 +393,12 @@ static json_t *tool_as(const struct td_tool *t, const char *format)
 
 json_t *td_registry_list_as(const struct td_registry *r, const char *format)
 {
+    static const char *const formats[] = {"openai", "openai_responses", "anthropic", "mcp"};
+    size_t k = 0;
+    while (k < 4 && strcmp(format, formats[k]) != 0)
+        k++;
+    if (k == 4) /* refused even when there is no tool to format */
+        return NULL;
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n; i++) {
         /* manual-mode tools are the host's own: an API request lists them too */

@@ -380,7 +380,8 @@ int te_decision_check(const json_t *d)
 static void parse_arguments_text(json_t *call, const char *text)
 {
     json_error_t jerr;
-    json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    /* any JSON value parses, so a non-object is named as such */
+    json_t *v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     char why[320];
     if (json_is_object(v)) {
         json_object_set_new(call, "arguments", v);
