@@ -106,6 +106,21 @@ static void maybe_close(struct td_conn *c)
         uv_close((uv_handle_t *)&c->hup, on_conn_closed);
 }
 
+/* Cancel every batch of c not cancelled yet. Cancelling may complete and
+ * remove batches, so the walk restarts from the head each time. */
+static void cancel_batches(struct td_conn *c)
+{
+    for (struct batch_entry *e = c->batches; e;) {
+        if (!e->cancelled) {
+            e->cancelled = true;
+            td_batch_cancel(e->b);
+            e = c->batches;
+        } else {
+            e = e->next;
+        }
+    }
+}
+
 /* The client is gone for good: its batches are cancelled (their workers
  * killed at once); the connection closes when they have completed. */
 static void conn_lost(struct td_conn *c, const char *why)
@@ -119,16 +134,7 @@ static void conn_lost(struct td_conn *c, const char *why)
         uv_read_stop((uv_stream_t *)&c->h);
     if (c->hup_fd >= 0)
         uv_poll_stop(&c->hup);
-    /* cancelling may complete and remove batches: restart from the head */
-    for (struct batch_entry *e = c->batches; e;) {
-        if (!e->cancelled) {
-            e->cancelled = true;
-            td_batch_cancel(e->b);
-            e = c->batches;
-        } else {
-            e = e->next;
-        }
-    }
+    cancel_batches(c);
     maybe_close(c);
 }
 
@@ -570,17 +576,8 @@ bool td_server_finished(void)
 
 void td_server_cancel_all(void)
 {
-    for (struct td_conn *c = conns; c; c = c->next) {
-        for (struct batch_entry *e = c->batches; e;) {
-            if (!e->cancelled) {
-                e->cancelled = true;
-                td_batch_cancel(e->b);
-                e = c->batches;
-            } else {
-                e = e->next;
-            }
-        }
-    }
+    for (struct td_conn *c = conns; c; c = c->next)
+        cancel_batches(c);
 }
 
 unsigned td_server_batches(void)

@@ -512,7 +512,7 @@ static bool one_of(const char *s, const char *const *set)
     return false;
 }
 
-static bool parse_positive(const char *s, json_int_t *out)
+bool te_cli_parse_positive(const char *s, json_int_t *out)
 {
     char *end;
     errno = 0;
@@ -551,7 +551,7 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
         return 1;
     case OPT_TIMEOUT:
     case OPT_CONCURRENCY:
-        if (!parse_positive(arg, &n))
+        if (!te_cli_parse_positive(arg, &n))
             return -te_cli_usage_error(cmd, "%s: expected a positive integer, not '%s'",
                                        opt == OPT_TIMEOUT ? "--tool-timeout" : "--max-concurrency",
                                        arg);

@@ -63,6 +63,8 @@ void te_cli_print_json(const json_t *ev);
 
 /* Commands: each parses its own arguments (argv[0] is the command name) and
  * returns the process exit code. */
+/* A whole decimal number above 0 (option values). */
+bool te_cli_parse_positive(const char *s, json_int_t *out);
 int te_cmd_run(struct te_cli *cli, int argc, char **argv);
 int te_cmd_call(struct te_cli *cli, int argc, char **argv);
 int te_cmd_tools(struct te_cli *cli, int argc, char **argv);

@@ -621,17 +621,6 @@ static int serve(struct mcp *m)
     }
 }
 
-static bool parse_positive(const char *s, json_int_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v <= 0)
-        return false;
-    *out = (json_int_t)v;
-    return true;
-}
-
 enum { OPT_TIMEOUT = 256 };
 
 int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
@@ -650,7 +639,7 @@ int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
             return te_cli_help("mcp");
         if (opt != OPT_TIMEOUT)
             return te_cli_bad_option("mcp", opt, argv);
-        if (!parse_positive(optarg, &m.tool_timeout))
+        if (!te_cli_parse_positive(optarg, &m.tool_timeout))
             return te_cli_usage_error("mcp",
                                       "--tool-timeout: expected a positive integer, not "
                                       "'%s'",
