@@ -8,13 +8,21 @@
  *           PR_SET_PDEATHSIG takes the namespace down if the daemon dies.
  *           An unprivileged daemon gets the namespace through a user
  *           namespace of its own.
+ *   cgroup  every call in a cgroup v2 directory of its own (cgroup.c),
+ *           ended with cgroup.kill, which reaches setsid() strays too. It
+ *           needs a cgroup the daemon may manage (systemd's Delegate=yes,
+ *           or --cgroup DIR). If the daemon itself is SIGKILLed, the strays
+ *           of its calls live on until systemd stops the unit's cgroup
+ *           (KillMode=control-group) or the daemon starts again and kills
+ *           what it finds in call-* cgroups.
  *   pgroup  the fallback: a process group per call, killed when the call
  *           ends, with the daemon as child subreaper so orphans are reaped.
  *           A process that calls setsid() escapes it; we say so at start.
  *
- * (cgroup v2 with cgroup.kill would be the third way; --check reports whether
- * the host would allow it, but a PID namespace is cheaper per call and needs
- * no delegation, so it is what we use where it exists.)
+ * auto takes pidns where it exists, since only it also holds when the
+ * daemon is SIGKILLed with no service manager around; then cgroup; then
+ * pgroup. A delegated cgroup is used beside a PID namespace for the memory
+ * and process limits (memory.max, pids.max), per call that sets them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -40,7 +48,7 @@ char *td_init_path;
 
 const char *td_containment_name(enum td_containment c)
 {
-    return c == TD_CONTAIN_PIDNS ? "pidns" : "pgroup";
+    return c == TD_CONTAIN_PIDNS ? "pidns" : c == TD_CONTAIN_CGROUP ? "cgroup" : "pgroup";
 }
 
 static int probe_child(void *arg)
@@ -95,18 +103,29 @@ int td_containment_setup(const char *want)
     free(td_init_path);
     td_init_path = find_init();
     int rc = td_init_path ? probe(CLONE_NEWPID | td_userns_flag) : -ENOENT;
-    bool pidns = rc == 0;
+    bool pidns = rc == 0, cgroup = td_cgroup_active();
     if (strcmp(want, "pidns") == 0 && !pidns) {
         td_log(TD_LOG_ERR, "--containment pidns: %s",
                td_init_path ? strerror(-rc) : "toolexecd-init not found");
         return -1;
     }
-    if (strcmp(want, "pgroup") == 0)
-        pidns = false;
-    td_containment = pidns ? TD_CONTAIN_PIDNS : TD_CONTAIN_PGROUP;
-    if (pidns)
+    if (strcmp(want, "cgroup") == 0 && !cgroup) {
+        td_log(TD_LOG_ERR, "--containment cgroup: no cgroup to manage (see toolexecd --check; "
+                           "Delegate=yes or --cgroup DIR)");
+        return -1;
+    }
+    if (strcmp(want, "auto") == 0)
+        td_containment = pidns ? TD_CONTAIN_PIDNS : cgroup ? TD_CONTAIN_CGROUP : TD_CONTAIN_PGROUP;
+    else
+        td_containment = strcmp(want, "pidns") == 0    ? TD_CONTAIN_PIDNS
+                         : strcmp(want, "cgroup") == 0 ? TD_CONTAIN_CGROUP
+                                                       : TD_CONTAIN_PGROUP;
+    if (td_containment == TD_CONTAIN_PIDNS)
         td_log(TD_LOG_INFO, "containment: a PID namespace per call%s (init %s)",
                td_userns_flag ? " inside a user namespace" : "", td_init_path);
+    else if (td_containment == TD_CONTAIN_CGROUP)
+        td_log(TD_LOG_INFO, "containment: a cgroup per call under %s, ended with cgroup.kill",
+               td_cgroup_base());
     else
         td_log(TD_LOG_WARN,
                "containment: process group + subreaper only; a worker's process that calls "
@@ -120,7 +139,7 @@ static const char *yesno(int rc)
     return rc == 0 ? "yes" : "no";
 }
 
-int td_containment_check(void)
+int td_containment_check(const char *cgroup_dir)
 {
     int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     char *init = find_init();
@@ -130,38 +149,30 @@ int td_containment_check(void)
     printf("pid namespaces:      %s%s\n", yesno(pid_rc),
            userns ? " (inside a user namespace)" : "");
     printf("network namespaces:  %s\n", yesno(probe(CLONE_NEWNET | userns)));
-
-    /* cgroup v2: where we are, whether we could manage sub-cgroups there */
-    char line[PATH_MAX], cg[PATH_MAX] = "";
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "0::", 3) == 0)
-            snprintf(cg, sizeof(cg), "%s", line + 3);
-    if (f)
-        fclose(f);
-    cg[strcspn(cg, "\n")] = '\0';
-    const char *mount = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "/sys/fs/cgroup"
-                        : access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0
-                            ? "/sys/fs/cgroup/unified"
-                            : NULL;
-    if (!mount) {
+    struct td_cgroup_info cg;
+    td_cgroup_probe(cgroup_dir, &cg);
+    if (!cg.mount[0]) {
         printf("cgroup v2:           no\n");
     } else {
-        char dir[2 * PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s%s", mount, cg);
-        bool writable = access(dir, W_OK) == 0;
-        char procs[2 * PATH_MAX + 32];
-        snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-        bool delegated = writable && access(procs, W_OK) == 0;
-        printf("cgroup v2:           yes (%s%s, own cgroup %s)\n", mount,
-               strcmp(mount, "/sys/fs/cgroup") ? ", hybrid" : "", cg[0] ? cg : "?");
-        printf("  writable:          %s\n", writable ? "yes" : "no");
-        printf("  delegated:         %s\n", delegated ? "yes" : "no");
+        printf("cgroup v2:           yes (%s%s, own cgroup %s)\n", cg.mount,
+               strcmp(cg.mount, "/sys/fs/cgroup") ? ", hybrid" : "", cg.own[0] ? cg.own : "?");
+        printf("  base:              %s\n", cg.dir[0] ? cg.dir : "none");
+        printf("  delegated:         %s%s\n", cg.delegated ? "yes" : "no",
+               cgroup_dir ? " (--cgroup)" : "");
+        printf("  writable:          %s\n", cg.writable ? "yes" : "no");
+        printf("  cgroup.kill:       %s\n", cg.kill ? "yes" : "no");
+        printf("  controllers:       %s%s%s\n", cg.memory ? "memory " : "", cg.pids ? "pids " : "",
+               cg.memory || cg.pids ? "" : "neither memory nor pids");
+        printf("  per-call cgroups:  %s%s%s\n", cg.usable ? "yes" : "no (", cg.usable ? "" : cg.why,
+               cg.usable ? "" : ")");
     }
     printf("toolexecd-init:      %s\n", init ? init : "not found");
     printf("containment:         %s\n",
            init && pid_rc == 0 ? "pidns (a PID namespace per call)"
+           : cg.usable         ? "cgroup (a cgroup per call, cgroup.kill)"
                                : "pgroup (process group + subreaper; setsid() escapes)");
+    printf("memory_mb:           %s\n", cg.usable && cg.memory ? "memory.max" : "RLIMIT_AS");
+    printf("processes:           %s\n", cg.usable && cg.pids ? "pids.max" : "RLIMIT_NPROC");
     free(init);
     return 0;
 }

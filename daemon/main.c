@@ -55,7 +55,9 @@ static void usage(FILE *f)
                "      --max-content-bytes N  largest encoded content (default 16777216)\n"
                "      --max-request-bytes N  longest request line (default 16777216)\n"
                "      --log-level LEVEL      error, warn, info or debug (default info)\n"
-               "      --containment MODE     auto, pidns or pgroup (default auto)\n"
+               "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
+               "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
+               "                             (default: our own cgroup if it is delegated)\n"
                "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
                "                             cpu_ms, memory_mb, processes, open_files,\n"
                "                             file_size_mb, output_mb\n"
@@ -234,7 +236,8 @@ int main(int argc, char **argv)
         OPT_WORKERS,
         OPT_EVENTS,
         OPT_SHUTDOWN,
-        OPT_LOGFMT
+        OPT_LOGFMT,
+        OPT_CGROUP
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -250,6 +253,7 @@ int main(int argc, char **argv)
         {"default-group", required_argument, NULL, OPT_GROUP},
         {"default-network", required_argument, NULL, OPT_NETWORK},
         {"check", no_argument, NULL, OPT_CHECK},
+        {"cgroup", required_argument, NULL, OPT_CGROUP},
         {"max-clients", required_argument, NULL, OPT_CLIENTS},
         {"max-workers", required_argument, NULL, OPT_WORKERS},
         {"events-socket", required_argument, NULL, OPT_EVENTS},
@@ -263,7 +267,8 @@ int main(int argc, char **argv)
         {0},
     };
     char *socket_path = NULL, *work_dir = NULL;
-    const char *containment = "auto";
+    const char *containment = "auto", *cgroup_dir = NULL;
+    bool check = false;
     const char *log_format = "text";
     char lerr[256];
     int opt;
@@ -301,8 +306,10 @@ int main(int argc, char **argv)
             }
             break;
         case OPT_CONTAIN:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "pidns") && strcmp(optarg, "pgroup")) {
-                fprintf(stderr, "toolexecd: --containment: expected auto, pidns or pgroup\n");
+            if (strcmp(optarg, "auto") && strcmp(optarg, "pidns") && strcmp(optarg, "cgroup") &&
+                strcmp(optarg, "pgroup")) {
+                fprintf(stderr,
+                        "toolexecd: --containment: expected auto, pidns, cgroup or pgroup\n");
                 return 2;
             }
             containment = optarg;
@@ -375,7 +382,11 @@ int main(int argc, char **argv)
             log_format = optarg;
             break;
         case OPT_CHECK:
-            return td_containment_check();
+            check = true;
+            break;
+        case OPT_CGROUP:
+            cgroup_dir = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -395,6 +406,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (check)
+        return td_containment_check(cgroup_dir);
 
     if (!td_cfg.max_workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -408,7 +421,7 @@ int main(int argc, char **argv)
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
 
-    if (td_containment_setup(containment) < 0)
+    if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0)
         return 1;
     td_worker_setup();
     char err[PATH_MAX + 256];
@@ -465,6 +478,7 @@ out_loop_closed:
 out_tools:
     free(td_cfg.work_dir);
     free(td_init_path);
+    td_cgroup_close();
     free(socket_path);
     td_registry_free(td_tools);
     td_stats_free();

@@ -11,6 +11,7 @@ enum { TD_REPORT_FAILED = 1, TD_REPORT_STATUS = 2 };
 /* Set-up steps, in the order sandbox.c runs them; "exec" is also what the
  * init reports when the tool cannot be executed. */
 enum {
+    TD_STEP_CGROUP,
     TD_STEP_SETPGID,
     TD_STEP_PDEATHSIG,
     TD_STEP_SIGNALS,
@@ -28,7 +29,7 @@ enum {
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
-        "setpgid", "prctl", "signals", "dup2", "close_range", "user namespace", "chdir",           \
+        "cgroup", "setpgid", "prctl", "signals", "dup2", "close_range", "user namespace", "chdir", \
             "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                                 \
     }
 

@@ -16,6 +16,10 @@
  * Why each step, in order:
  *  1. The report pipe moved to fd 3 (close-on-exec), so any later step can
  *     say why it failed.
+ *  1b. Into the call's cgroup, when it has one (cgroup.c): before anything
+ *     else, so that every process the call will ever have starts inside it
+ *     and is reached by its limits and by cgroup.kill. The descriptor was
+ *     opened by the daemon, whose credentials are what the kernel checks.
  *  2. setpgid(0, 0): the worker leads its own process group, so one kill of
  *     the group reaches the helpers it forks, and signals aimed at the
  *     daemon's group (a terminal's ^C) do not reach workers.
@@ -128,6 +132,8 @@ static int child(void *arg)
     if (a->ex != TD_REPORT_FD ? dup3(a->ex, TD_REPORT_FD, cloexec) < 0
                               : fcntl(TD_REPORT_FD, F_SETFD, cloexec ? FD_CLOEXEC : 0) < 0)
         child_exit(127);
+    if (s->cgroup_procs >= 0 && write(s->cgroup_procs, "0", 1) != 1)
+        child_fail(TD_STEP_CGROUP);
     if (setpgid(0, 0) < 0)
         child_fail(TD_STEP_SETPGID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)

@@ -150,6 +150,7 @@ struct td_spawn {
     gid_t gid;
     const struct td_rlimit *rlimits;
     size_t nrlimits;
+    int cgroup_procs; /* the call's cgroup.procs, joined first; -1: none */
 };
 struct td_child {
     pid_t pid;
@@ -168,18 +169,55 @@ struct td_report {
 };
 void td_sandbox_report(int fd, struct td_report *r);
 
+/* cgroup.c: a cgroup v2 directory per call where the daemon has one to
+ * manage (delegated by systemd, or --cgroup DIR). */
+struct td_cgroup_info {
+    char mount[256];   /* the cgroup2 mount point, "" if none */
+    char own[1024];    /* our own cgroup path */
+    char dir[1300];    /* the base the calls' cgroups would go under */
+    bool delegated;    /* Delegate=yes (trusted/user.delegate) or --cgroup */
+    bool writable;     /* we could make, join and kill a child there */
+    bool kill;         /* cgroup.kill exists (Linux 5.14) */
+    bool memory, pids; /* controllers available in dir */
+    bool usable;       /* all of the above that the calls need */
+    char why[80];      /* why not usable */
+};
+void td_cgroup_probe(const char *dir /* NULL: our own */, struct td_cgroup_info *info);
+/* At start: pick the base, move out of it, enable memory and pids for the
+ * calls, clean up after a killed predecessor. -1 only when --cgroup DIR was
+ * given and cannot be used. */
+int td_cgroup_setup(const char *dir);
+bool td_cgroup_active(void);
+bool td_cgroup_memory(void); /* memory_mb is memory.max */
+bool td_cgroup_pids(void);   /* processes is pids.max */
+const char *td_cgroup_base(void);
+struct td_cgroup;
+/* A call's cgroup with its limits (0: none); NULL with *err an errno. */
+struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err);
+/* cgroup.procs, for the child to join with write("0"). */
+int td_cgroup_procs_fd(const struct td_cgroup *c);
+void td_cgroup_kill(struct td_cgroup *c);
+/* How many times the kernel's OOM killer acted in it (memory.events). */
+long long td_cgroup_oom_kills(const struct td_cgroup *c);
+/* Kill what is left, and remove it once empty (without blocking). */
+void td_cgroup_release(struct td_cgroup *c);
+void td_cgroup_close(void);
+/* "key N" in a flat keyed cgroup file; -1 if absent. */
+long long td_cgroup_keyed(const char *text, const char *key);
+
 /* containment.c: how a call's processes are kept from outliving it. */
 enum td_containment {
     TD_CONTAIN_PGROUP, /* process group + subreaper: setsid() escapes it */
     TD_CONTAIN_PIDNS,  /* a PID namespace per call, toolexecd-init as PID 1 */
+    TD_CONTAIN_CGROUP, /* a cgroup per call, ended with cgroup.kill */
 };
 extern enum td_containment td_containment;
 extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
 extern char *td_init_path; /* toolexecd-init */
-int td_containment_setup(const char *want /* "auto", "pidns", "pgroup" */);
+int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
 const char *td_containment_name(enum td_containment c);
-/* toolexecd --check */
-int td_containment_check(void);
+/* toolexecd --check [--cgroup DIR] */
+int td_containment_check(const char *cgroup_dir);
 
 /* worker.c: one call's process. */
 struct td_worker;

@@ -69,6 +69,8 @@ struct td_worker {
     void *cb_data;
     json_t *pending; /* the result, waiting for the killed worker's reaping */
     bool cancelling;
+    struct td_cgroup *cg; /* the call's cgroup, NULL without one */
+    bool cg_memory;       /* memory_mb is its memory.max */
     struct td_worker *prev, *next;
 };
 
@@ -101,6 +103,7 @@ static void on_handle_closed(uv_handle_t *h)
                 "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
         td_remove_tree_async(w->workdir);
+    td_cgroup_release(w->cg);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -148,6 +151,8 @@ static void kill_group(struct td_worker *w)
     if (kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
         td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "kill(-%d): %s", (int)w->pid,
                 strerror(errno));
+    /* and, with a cgroup, everything else the call started */
+    td_cgroup_kill(w->cg);
 }
 
 /* Hand the result over, with the worker's resource use when it is known. */
@@ -425,6 +430,16 @@ static void decide_on_exit(struct td_worker *w)
             json_object_set_new(cause, "cpu_limit",
                                 json_pack("{s:I,s:I}", "limit_ms", (json_int_t)w->limits.cpu_ms,
                                           "used_ms", (json_int_t)cpu_ms));
+        /* memory.max: the kernel's OOM killer ended the call */
+        long long ooms = w->cg_memory ? td_cgroup_oom_kills(w->cg) : 0;
+        if (ooms > 0) {
+            snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
+                     "; out of memory at its limit of %llu MiB",
+                     (unsigned long long)w->limits.memory_mb);
+            json_object_set_new(cause, "oom_kill",
+                                json_pack("{s:I,s:I}", "limit_mb", (json_int_t)w->limits.memory_mb,
+                                          "kills", (json_int_t)ooms));
+        }
         fail(w, TE_HANDLER_EXIT, detail, cause, NULL);
         return;
     }
@@ -551,16 +566,18 @@ static void merge_limits(struct td_limits *out, const struct td_limits *tool)
 #undef PICK
 }
 
-static void build_rlimits(const struct td_limits *l, struct td_rlimit *rl, size_t *n)
+/* cg_memory, cg_pids: those two limits are the call's cgroup's instead. */
+static void build_rlimits(const struct td_limits *l, bool cg_memory, bool cg_pids,
+                          struct td_rlimit *rl, size_t *n)
 {
     if (l->cpu_ms) {
         /* SIGXCPU at the soft limit, SIGKILL a second later if ignored */
         rlim_t sec = (l->cpu_ms + 999) / 1000;
         rl[(*n)++] = (struct td_rlimit){RLIMIT_CPU, {sec, sec + 1}};
     }
-    if (l->memory_mb)
+    if (l->memory_mb && !cg_memory)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_AS, {l->memory_mb << 20, l->memory_mb << 20}};
-    if (l->processes)
+    if (l->processes && !cg_pids)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {l->processes, l->processes}};
     if (l->open_files)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, {l->open_files, l->open_files}};
@@ -642,27 +659,42 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
     merge_limits(&w->limits, &s->tool->limits);
+    bool pidns = td_containment == TD_CONTAIN_PIDNS;
+    /* A cgroup of its own when it is the containment, or when it carries a
+     * limit the call sets; the PID namespace's init counts as a process. */
+    bool cg_memory = w->limits.memory_mb && td_cgroup_memory();
+    bool cg_pids = w->limits.processes && td_cgroup_pids();
+    if (td_containment == TD_CONTAIN_CGROUP || cg_memory || cg_pids) {
+        what = "cgroup";
+        w->cg = td_cgroup_new(cg_memory ? w->limits.memory_mb : 0,
+                              cg_pids ? w->limits.processes + pidns : 0, &err);
+        if (!w->cg) {
+            rmdir(workdir);
+            goto fail;
+        }
+        w->cg_memory = cg_memory;
+    }
     struct td_rlimit rl[5];
     size_t nrl = 0;
-    build_rlimits(&w->limits, rl, &nrl);
+    build_rlimits(&w->limits, cg_memory, cg_pids, rl, &nrl);
     /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
     uint64_t out_bytes = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
     w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
     int network = s->tool->network >= 0 ? s->tool->network : td_cfg.network;
     const char **argv = init_argv(s->tool->argv);
     struct td_spawn sp = {
-        .argv = td_containment == TD_CONTAIN_PIDNS ? (char *const *)argv : s->tool->argv,
-        .init = td_containment == TD_CONTAIN_PIDNS,
+        .argv = pidns ? (char *const *)argv : s->tool->argv,
+        .init = pidns,
         .envp = env,
         .cwd = workdir,
-        .ns_flags =
-            (td_containment == TD_CONTAIN_PIDNS ? CLONE_NEWPID : 0) | (network ? 0 : CLONE_NEWNET),
+        .ns_flags = (pidns ? CLONE_NEWPID : 0) | (network ? 0 : CLONE_NEWNET),
         .uid_map = uid_map,
         .gid_map = gid_map,
         .uid = s->tool->switch_user ? s->tool->uid : (uid_t)-1,
         .gid = s->tool->gid,
         .rlimits = rl,
         .nrlimits = nrl,
+        .cgroup_procs = td_cgroup_procs_fd(w->cg),
     };
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
@@ -731,6 +763,8 @@ fail:
     }
     free(workdir);
     free(body);
+    if (w)
+        td_cgroup_release(w->cg);
     free(w);
     *result = spawn_error(s, what, err);
     td_logc(TD_LOG_WARN, s->batch_id, s->call_id, "%s: %s", what, strerror(err));

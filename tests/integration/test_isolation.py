@@ -164,8 +164,10 @@ class Containment(IsoCase):
         return [worker_tool("sg", "setsid-grandchild", timeout_ms=60000),
                 worker_tool("sg_short", "setsid-grandchild", timeout_ms=600)]
 
-    def test_default_containment_is_logged_as_pidns(self):
-        wait_log(self.daemon, "containment: a PID namespace per call")
+    LOGGED = "containment: a PID namespace per call"
+
+    def test_containment_is_logged(self):
+        wait_log(self.daemon, self.LOGGED)
         self.assertNotIn("setsid() can outlive", self.daemon.stderr())
 
     def test_setsid_grandchild_gone_after_ok(self):

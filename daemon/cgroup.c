@@ -1,0 +1,460 @@
+/*
+ * cgroup.c - a cgroup v2 directory per call, where the daemon has a cgroup
+ * of its own to manage: one systemd delegated to it (Delegate=yes, seen as
+ * the trusted.delegate or user.delegate attribute on the directory), or one
+ * named with --cgroup DIR.
+ *
+ * What a call's cgroup gives:
+ *   - containment (--containment cgroup): one write to cgroup.kill kills
+ *     every process in it, setsid() strays included, without a PID
+ *     namespace;
+ *   - memory_mb as memory.max, with memory.swap.max 0 (the limit is memory,
+ *     not memory plus swap) and memory.oom.group 1 (an OOM kill takes the
+ *     whole call, as systemd's OOMPolicy=kill does); memory.events then
+ *     tells that the kernel's OOM killer ended the call;
+ *   - processes as pids.max.
+ * Where the memory or pids controller is not available to us, those limits
+ * stay rlimits (RLIMIT_AS, RLIMIT_NPROC); the start-up log says which.
+ *
+ * Layout under the base directory B:
+ *   B/supervisor  the daemon itself, if it started inside B: a cgroup may
+ *                 hand controllers to its children only while it has no
+ *                 processes of its own (cgroup v2's "no internal processes").
+ *   B/call-N      one per call; the child joins it before anything else it
+ *                 does (sandbox.c), and it is removed once it is empty.
+ * call-* directories found at start were left by a daemon that was killed:
+ * whatever still runs in them is killed and they are removed.
+ *
+ * Nothing here blocks: cgroupfs files are kernel memory, and an emptied
+ * cgroup is waited for with inotify on its cgroup.events ("populated 0").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+struct td_cgroup {
+    char name[32]; /* call-N under the base */
+    int dirfd;
+    int procs; /* cgroup.procs, written by the child to join */
+    uv_fs_event_t watch;
+    bool removing;
+};
+
+static int base_fd = -1;
+static char base_path[PATH_MAX];
+static bool have_memory, have_pids;
+static unsigned long long cg_seq;
+static unsigned removing; /* cgroups waiting to be empty */
+
+bool td_cgroup_active(void)
+{
+    return base_fd >= 0;
+}
+
+bool td_cgroup_memory(void)
+{
+    return have_memory;
+}
+
+bool td_cgroup_pids(void)
+{
+    return have_pids;
+}
+
+const char *td_cgroup_base(void)
+{
+    return base_path;
+}
+
+/* ---- small file helpers --------------------------------------------------- */
+
+static int write_at(int dirfd, const char *file, const char *text)
+{
+    int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = n < 0 ? errno : EIO;
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -e;
+}
+
+static ssize_t read_at(int dirfd, const char *file, char *buf, size_t len)
+{
+    int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return n;
+}
+
+/* Whether a space-separated list (cgroup.controllers) names word. */
+static bool has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+            return true;
+    return false;
+}
+
+/* "key N" from a flat keyed file (memory.events, cgroup.events); -1 if not
+ * there. */
+long long td_cgroup_keyed(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, key, n) == 0 && p[n] == ' ')
+            return strtoll(p + n + 1, NULL, 10);
+    return -1;
+}
+
+/* ---- where: our own cgroup, the cgroup2 mount ----------------------------- */
+
+/* The cgroup2 mount point, "" if there is none. */
+static void cgroup2_mount(char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[4096];
+    while (f && fgets(line, sizeof(line), f)) {
+        /* id parent major:minor root mountpoint options... - fstype ... */
+        char *dash = strstr(line, " - cgroup2 ");
+        char root[PATH_MAX], mnt[PATH_MAX];
+        if (dash && sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) == 2 &&
+            strcmp(root, "/") == 0) {
+            if ((size_t)snprintf(out, len, "%s", mnt) >= len)
+                out[0] = '\0'; /* too long to use */
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+/* Our cgroup v2 path ("/system.slice/toolexecd.service"), "" if unknown. */
+static void own_cgroup(char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[PATH_MAX + 8];
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            if ((size_t)snprintf(out, len, "%s", line + 3) >= len)
+                out[0] = '\0';
+        }
+    if (f)
+        fclose(f);
+}
+
+static bool delegated(const char *dir)
+{
+    char v[8];
+    ssize_t n = getxattr(dir, "trusted.delegate", v, sizeof(v));
+    if (n <= 0)
+        n = getxattr(dir, "user.delegate", v, sizeof(v));
+    return n > 0 && v[0] == '1';
+}
+
+void td_cgroup_probe(const char *want, struct td_cgroup_info *in)
+{
+    memset(in, 0, sizeof(*in));
+    cgroup2_mount(in->mount, sizeof(in->mount));
+    own_cgroup(in->own, sizeof(in->own));
+    const char *mnt = in->mount, *own = in->own;
+    if (!mnt[0]) {
+        snprintf(in->why, sizeof(in->why), "no cgroup v2 mount");
+        return;
+    }
+    if (want) {
+        snprintf(in->dir, sizeof(in->dir), "%s", want);
+        in->delegated = true; /* named by the administrator */
+    } else {
+        if (!own[0] || strcmp(own, "/") == 0) {
+            snprintf(in->why, sizeof(in->why), "the daemon is in the root cgroup");
+            return;
+        }
+        snprintf(in->dir, sizeof(in->dir), "%s%s", mnt, own);
+        in->delegated = delegated(in->dir);
+    }
+    struct statfs sf;
+    if (statfs(in->dir, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {
+        snprintf(in->why, sizeof(in->why), "not a cgroup v2 directory");
+        return;
+    }
+    /* a child we may make, join and kill: everything the calls need */
+    char probe[PATH_MAX + 64], file[PATH_MAX + 96];
+    snprintf(probe, sizeof(probe), "%s/probe-%d", in->dir, (int)getpid());
+    if (mkdir(probe, 0755) == 0 || errno == EEXIST) {
+        snprintf(file, sizeof(file), "%s/cgroup.procs", probe);
+        in->writable = access(file, W_OK) == 0;
+        snprintf(file, sizeof(file), "%s/cgroup.kill", probe);
+        in->kill = access(file, W_OK) == 0;
+        rmdir(probe);
+    }
+    char list[256];
+    int fd = open(in->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && read_at(fd, "cgroup.controllers", list, sizeof(list)) >= 0) {
+        in->memory = has_word(list, "memory");
+        in->pids = has_word(list, "pids");
+    }
+    if (fd >= 0)
+        close(fd);
+    if (!in->delegated)
+        snprintf(in->why, sizeof(in->why), "not delegated to the daemon (systemd: Delegate=yes)");
+    else if (!in->writable)
+        snprintf(in->why, sizeof(in->why), "cannot make and join a cgroup there");
+    else if (!in->kill)
+        snprintf(in->why, sizeof(in->why), "no cgroup.kill (Linux 5.14 or later)");
+    else
+        in->usable = true;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+/* Kill and remove call-* cgroups a killed daemon left behind. */
+static void remove_stale(void)
+{
+    int fd = dup(base_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "call-", 5) != 0)
+            continue;
+        int cfd = openat(base_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cfd < 0)
+            continue;
+        write_at(cfd, "cgroup.kill", "1");
+        close(cfd);
+        /* Their processes die within moments; a start-up may wait that
+         * long, and what cannot be removed yet is logged. */
+        int tries = 0;
+        while (unlinkat(base_fd, e->d_name, AT_REMOVEDIR) < 0 && errno == EBUSY && tries++ < 1000)
+            usleep(1000);
+        td_log(tries > 1000 ? TD_LOG_WARN : TD_LOG_INFO, "cgroup %s/%s: left by an earlier run; %s",
+               base_path, e->d_name, tries > 1000 ? "still busy, left" : "killed and removed");
+    }
+    closedir(d);
+}
+
+int td_cgroup_setup(const char *want)
+{
+    struct td_cgroup_info in;
+    td_cgroup_probe(want, &in);
+    if (!in.usable) {
+        if (want) {
+            td_log(TD_LOG_ERR, "--cgroup %s: %s", want, in.why);
+            return -1;
+        }
+        td_log(TD_LOG_INFO, "cgroups: none per call (%s)", in.why[0] ? in.why : "unavailable");
+        return 0;
+    }
+    base_fd = open(in.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (base_fd < 0) {
+        td_log(TD_LOG_ERR, "cgroup %s: %s", in.dir, strerror(errno));
+        return -1;
+    }
+    snprintf(base_path, sizeof(base_path), "%s", in.dir);
+    /* If we live in the base ourselves, move to a leaf of our own so that
+     * the base may enable controllers for the calls. */
+    char mine[2 * PATH_MAX];
+    snprintf(mine, sizeof(mine), "%s%s", in.mount, in.own);
+    if (strcmp(mine, in.dir) == 0) {
+        int rc = mkdirat(base_fd, "supervisor", 0755) < 0 && errno != EEXIST ? -errno : 0;
+        char self[16];
+        snprintf(self, sizeof(self), "%d", (int)getpid());
+        int sfd = rc == 0 ? openat(base_fd, "supervisor", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        rc = sfd < 0 ? -errno : write_at(sfd, "cgroup.procs", self);
+        if (sfd >= 0)
+            close(sfd);
+        if (rc < 0)
+            td_log(TD_LOG_WARN, "cgroup %s: cannot move the daemon to supervisor/: %s", in.dir,
+                   strerror(-rc));
+    }
+    char on[64] = "";
+    if (in.memory && write_at(base_fd, "cgroup.subtree_control", "+memory") == 0)
+        have_memory = true;
+    if (in.pids && write_at(base_fd, "cgroup.subtree_control", "+pids") == 0)
+        have_pids = true;
+    snprintf(on, sizeof(on), "%s%s", have_memory ? " memory" : "", have_pids ? " pids" : "");
+    remove_stale();
+    td_log(TD_LOG_INFO,
+           "cgroups: a cgroup per call under %s (controllers:%s); memory_mb as %s, "
+           "processes as %s",
+           base_path, on[0] ? on : " none", have_memory ? "memory.max" : "RLIMIT_AS",
+           have_pids ? "pids.max" : "RLIMIT_NPROC");
+    return 0;
+}
+
+/* ---- one call's cgroup ---------------------------------------------------- */
+
+struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
+{
+    struct td_cgroup *c = calloc(1, sizeof(*c));
+    if (!c) {
+        *err = ENOMEM;
+        return NULL;
+    }
+    c->dirfd = c->procs = -1;
+    snprintf(c->name, sizeof(c->name), "call-%llu", ++cg_seq);
+    if (mkdirat(base_fd, c->name, 0755) < 0) {
+        *err = errno;
+        free(c);
+        return NULL;
+    }
+    char num[32];
+    int rc = 0;
+    c->dirfd = openat(base_fd, c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->dirfd < 0)
+        rc = -errno;
+    if (rc == 0 && memory_mb && have_memory) {
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)memory_mb << 20);
+        rc = write_at(c->dirfd, "memory.max", num);
+        /* absent without swap accounting, and then there is nothing to cap */
+        if (rc == 0 && write_at(c->dirfd, "memory.swap.max", "0") == -EACCES)
+            rc = -EACCES;
+        if (rc == 0)
+            rc = write_at(c->dirfd, "memory.oom.group", "1");
+    }
+    if (rc == 0 && pids_max && have_pids) {
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)pids_max);
+        rc = write_at(c->dirfd, "pids.max", num);
+    }
+    if (rc == 0) {
+        c->procs = openat(c->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        if (c->procs < 0)
+            rc = -errno;
+    }
+    if (rc < 0) {
+        *err = -rc;
+        if (c->dirfd >= 0)
+            close(c->dirfd);
+        unlinkat(base_fd, c->name, AT_REMOVEDIR);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int td_cgroup_procs_fd(const struct td_cgroup *c)
+{
+    return c ? c->procs : -1;
+}
+
+void td_cgroup_kill(struct td_cgroup *c)
+{
+    int rc = c ? write_at(c->dirfd, "cgroup.kill", "1") : 0;
+    if (rc < 0)
+        td_log(TD_LOG_WARN, "cgroup %s/%s: cgroup.kill: %s", base_path, c->name, strerror(-rc));
+}
+
+long long td_cgroup_oom_kills(const struct td_cgroup *c)
+{
+    char buf[512];
+    if (!c || read_at(c->dirfd, "memory.events", buf, sizeof(buf)) < 0)
+        return 0;
+    long long n = td_cgroup_keyed(buf, "oom_kill");
+    return n > 0 ? n : 0;
+}
+
+static void cg_free(struct td_cgroup *c)
+{
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    free(c);
+}
+
+static void on_watch_closed(uv_handle_t *h)
+{
+    cg_free(h->data);
+    removing--;
+}
+
+/* rmdir once the last process has left; true when it is gone. */
+static bool try_remove(struct td_cgroup *c)
+{
+    if (unlinkat(base_fd, c->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+        return true;
+    if (errno != EBUSY)
+        td_log(TD_LOG_WARN, "cgroup %s/%s: rmdir: %s", base_path, c->name, strerror(errno));
+    return errno != EBUSY;
+}
+
+static void on_events(uv_fs_event_t *h, const char *file, int events, int status)
+{
+    (void)file;
+    (void)events;
+    (void)status;
+    struct td_cgroup *c = h->data;
+    if (try_remove(c))
+        uv_close((uv_handle_t *)h, on_watch_closed);
+}
+
+void td_cgroup_release(struct td_cgroup *c)
+{
+    if (!c)
+        return;
+    td_cgroup_kill(c);
+    if (c->procs >= 0)
+        close(c->procs);
+    c->procs = -1;
+    if (try_remove(c)) {
+        cg_free(c);
+        return;
+    }
+    /* Still populated: killed processes are on their way out. cgroup.events
+     * changes ("populated 0") when the last one has gone. */
+    char events[PATH_MAX + 64];
+    snprintf(events, sizeof(events), "%s/%s/cgroup.events", base_path, c->name);
+    uv_fs_event_init(td_loop, &c->watch);
+    c->watch.data = c;
+    removing++;
+    int rc = uv_fs_event_start(&c->watch, on_events, events, 0);
+    if (rc < 0) {
+        td_log(TD_LOG_WARN,
+               "cgroup %s/%s: cannot watch cgroup.events (%s); left for the next "
+               "start",
+               base_path, c->name, uv_strerror(rc));
+        uv_close((uv_handle_t *)&c->watch, on_watch_closed);
+        return;
+    }
+    /* it may have emptied between the rmdir and the watch */
+    if (try_remove(c))
+        uv_close((uv_handle_t *)&c->watch, on_watch_closed);
+}
+
+unsigned td_cgroup_removing(void)
+{
+    return removing;
+}
+
+void td_cgroup_close(void)
+{
+    if (base_fd >= 0)
+        close(base_fd);
+    base_fd = -1;
+}
