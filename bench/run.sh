@@ -2,7 +2,9 @@
 # bench/run.sh [CALLS] - for each containment mode, start a private toolexecd
 # with one trivial framed tool (the C SDK echo example) and compare a call
 # through the daemon with the same worker run by a plain fork+exec+pipe
-# loop, measured in the same run. MODES="pgroup pidns" by default.
+# loop, measured in the same run. MODES="pgroup pidns cgroup" by default;
+# cgroup makes a cgroup for the daemon's calls under the script's own (it
+# needs a writable cgroup v2, else it is skipped, saying so).
 # WORK_DIR: where per-call directories go (default: on tmpfs, /dev/shm, as
 # the daemon's default runtime directory is on a systemd host; an ext4
 # directory adds ~100 us per call of inode allocation: try WORK_DIR=/var/tmp).
@@ -22,13 +24,24 @@ work_root=${WORK_DIR:-/dev/shm}
 [ -d "$work_root" ] || work_root=$tmp
 work=$(mktemp -d "$work_root/toolexecd-bench.XXXXXX")
 chmod 755 "$work"
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp" "$work"' EXIT
+cg=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp" "$work"; [ -z "$cg" ] || rmdir "$cg"' EXIT
 echo "per-call directories under $work ($(stat -f -c %T "$work"))"
-for mode in ${MODES:-pgroup pidns}; do
+for mode in ${MODES:-pgroup pidns cgroup}; do
     rm -f "$tmp/s.sock"
+    extra=
+    if [ "$mode" = cgroup ]; then
+        mnt=$(awk '$4 == "/" && $0 ~ / - cgroup2 / {print $5; exit}' /proc/self/mountinfo)
+        own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+        cg="$mnt${own%/}/toolexecd-bench-$$"
+        if [ -z "$mnt" ] || ! mkdir "$cg" 2>/dev/null; then
+            echo; echo "containment: cgroup skipped (no writable cgroup v2 here)"; cg=; continue
+        fi
+        extra="--cgroup $cg"
+    fi
     "$BUILD_DIR/daemon/toolexecd" --socket "$tmp/s.sock" --tools "$tmp/tools" \
         --work-dir "$work" --log-level warn --containment "$mode" \
-        --max-batch-calls 1000000 &
+        --max-batch-calls 1000000 $extra &
     pid=$!
     i=0
     while [ ! -S "$tmp/s.sock" ]; do

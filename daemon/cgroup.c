@@ -20,8 +20,10 @@
  *   B/supervisor  the daemon itself, if it started inside B: a cgroup may
  *                 hand controllers to its children only while it has no
  *                 processes of its own (cgroup v2's "no internal processes").
- *   B/call-N      one per call; the child joins it before anything else it
- *                 does (sandbox.c), and it is removed once it is empty.
+ *   B/call-N      one per running call; the child joins it before anything
+ *                 else it does (sandbox.c). Once empty it waits in a pool
+ *                 for the next call (see CG_POOL_MAX); all are removed when
+ *                 the daemon stops.
  * call-* directories found at start were left by a daemon that was killed:
  * whatever still runs in them is killed and they are removed.
  *
@@ -49,16 +51,16 @@
 struct td_cgroup {
     char name[32]; /* call-N under the base */
     int dirfd;
-    int procs; /* cgroup.procs, written by the child to join */
+    int procs;          /* cgroup.procs, written by the child to join */
+    long long oom_base; /* memory.events oom_kill when the call began */
     uv_fs_event_t watch;
-    bool removing;
+    struct td_cgroup *next; /* in the pool of empty ones */
 };
 
 static int base_fd = -1;
 static char base_path[PATH_MAX];
 static bool have_memory, have_pids;
 static unsigned long long cg_seq;
-static unsigned removing; /* cgroups waiting to be empty */
 
 bool td_cgroup_active(void)
 {
@@ -312,7 +314,40 @@ int td_cgroup_setup(const char *want)
 
 /* ---- one call's cgroup ---------------------------------------------------- */
 
-struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
+/*
+ * Emptied cgroups are kept for the next calls rather than removed: a mkdir
+ * and rmdir in cgroupfs cost about 75 us together on the machine we measured
+ * (more than everything else a call's cgroup costs), and a removed cgroup
+ * that still has page cache charged to it lingers in the kernel as a
+ * "dying" memory cgroup. A reused one gets its limits written afresh and
+ * its OOM count read relative to the start of the call. Beyond this many
+ * idle ones, emptied cgroups are removed.
+ */
+#define CG_POOL_MAX 64
+
+static struct td_cgroup *pool;
+static unsigned npool;
+
+static int write_limit(int dirfd, const char *file, uint64_t v)
+{
+    char num[32] = "max";
+    if (v)
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+    return write_at(dirfd, file, num);
+}
+
+static void cg_destroy(struct td_cgroup *c)
+{
+    if (c->procs >= 0)
+        close(c->procs);
+    if (c->dirfd >= 0)
+        close(c->dirfd);
+    if (unlinkat(base_fd, c->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        td_log(TD_LOG_WARN, "cgroup %s/%s: rmdir: %s", base_path, c->name, strerror(errno));
+    free(c);
+}
+
+static struct td_cgroup *cg_make(int *err)
 {
     struct td_cgroup *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -326,35 +361,44 @@ struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
         free(c);
         return NULL;
     }
-    char num[32];
-    int rc = 0;
     c->dirfd = openat(base_fd, c->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (c->dirfd < 0)
-        rc = -errno;
-    if (rc == 0 && memory_mb && have_memory) {
-        snprintf(num, sizeof(num), "%llu", (unsigned long long)memory_mb << 20);
-        rc = write_at(c->dirfd, "memory.max", num);
-        /* absent without swap accounting, and then there is nothing to cap */
-        if (rc == 0 && write_at(c->dirfd, "memory.swap.max", "0") == -EACCES)
-            rc = -EACCES;
-        if (rc == 0)
-            rc = write_at(c->dirfd, "memory.oom.group", "1");
-    }
-    if (rc == 0 && pids_max && have_pids) {
-        snprintf(num, sizeof(num), "%llu", (unsigned long long)pids_max);
-        rc = write_at(c->dirfd, "pids.max", num);
-    }
-    if (rc == 0) {
+    if (c->dirfd >= 0)
         c->procs = openat(c->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
-        if (c->procs < 0)
-            rc = -errno;
+    /* an OOM kill takes the whole call, not one process of it */
+    if (c->procs < 0 || (have_memory && write_at(c->dirfd, "memory.oom.group", "1") < 0)) {
+        *err = errno;
+        cg_destroy(c);
+        return NULL;
     }
+    return c;
+}
+
+struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
+{
+    struct td_cgroup *c = pool;
+    if (c) {
+        pool = c->next;
+        npool--;
+    } else if (!(c = cg_make(err))) {
+        return NULL;
+    }
+    c->next = NULL;
+    c->oom_base = 0;
+    int rc = 0;
+    if (have_memory) {
+        rc = write_limit(c->dirfd, "memory.max", memory_mb << 20);
+        /* the limit is memory, not memory plus swap; the file is absent
+         * without swap accounting, and then there is nothing to cap */
+        int sw = rc == 0 ? write_at(c->dirfd, "memory.swap.max", memory_mb ? "0" : "max") : 0;
+        if (sw < 0 && sw != -ENOENT)
+            rc = sw;
+        c->oom_base = td_cgroup_oom_kills(c);
+    }
+    if (rc == 0 && have_pids)
+        rc = write_limit(c->dirfd, "pids.max", pids_max);
     if (rc < 0) {
         *err = -rc;
-        if (c->dirfd >= 0)
-            close(c->dirfd);
-        unlinkat(base_fd, c->name, AT_REMOVEDIR);
-        free(c);
+        cg_destroy(c);
         return NULL;
     }
     return c;
@@ -377,31 +421,38 @@ long long td_cgroup_oom_kills(const struct td_cgroup *c)
     char buf[512];
     if (!c || read_at(c->dirfd, "memory.events", buf, sizeof(buf)) < 0)
         return 0;
-    long long n = td_cgroup_keyed(buf, "oom_kill");
+    long long n = td_cgroup_keyed(buf, "oom_kill") - c->oom_base;
     return n > 0 ? n : 0;
 }
 
-static void cg_free(struct td_cgroup *c)
+static bool populated(const struct td_cgroup *c)
 {
-    if (c->dirfd >= 0)
-        close(c->dirfd);
-    free(c);
+    char buf[128];
+    /* unreadable: treat as busy; the watch or the next start deals with it */
+    return read_at(c->dirfd, "cgroup.events", buf, sizeof(buf)) < 0 ||
+           td_cgroup_keyed(buf, "populated") != 0;
+}
+
+/* An empty cgroup: back to the pool, or removed. */
+static void cg_done(struct td_cgroup *c)
+{
+    if (npool >= CG_POOL_MAX || td_shutting_down) {
+        cg_destroy(c);
+        return;
+    }
+    c->next = pool;
+    pool = c;
+    npool++;
 }
 
 static void on_watch_closed(uv_handle_t *h)
 {
-    cg_free(h->data);
-    removing--;
+    cg_done(h->data);
 }
 
-/* rmdir once the last process has left; true when it is gone. */
-static bool try_remove(struct td_cgroup *c)
+static void on_watch_failed(uv_handle_t *h)
 {
-    if (unlinkat(base_fd, c->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-        return true;
-    if (errno != EBUSY)
-        td_log(TD_LOG_WARN, "cgroup %s/%s: rmdir: %s", base_path, c->name, strerror(errno));
-    return errno != EBUSY;
+    cg_destroy(h->data); /* says so if it cannot be removed yet */
 }
 
 static void on_events(uv_fs_event_t *h, const char *file, int events, int status)
@@ -409,8 +460,7 @@ static void on_events(uv_fs_event_t *h, const char *file, int events, int status
     (void)file;
     (void)events;
     (void)status;
-    struct td_cgroup *c = h->data;
-    if (try_remove(c))
+    if (!populated(h->data))
         uv_close((uv_handle_t *)h, on_watch_closed);
 }
 
@@ -419,41 +469,37 @@ void td_cgroup_release(struct td_cgroup *c)
     if (!c)
         return;
     td_cgroup_kill(c);
-    if (c->procs >= 0)
-        close(c->procs);
-    c->procs = -1;
-    if (try_remove(c)) {
-        cg_free(c);
+    if (!populated(c)) {
+        cg_done(c);
         return;
     }
-    /* Still populated: killed processes are on their way out. cgroup.events
-     * changes ("populated 0") when the last one has gone. */
+    /* Killed processes are on their way out: cgroup.events changes
+     * ("populated 0") when the last one has gone. */
     char events[PATH_MAX + 64];
     snprintf(events, sizeof(events), "%s/%s/cgroup.events", base_path, c->name);
     uv_fs_event_init(td_loop, &c->watch);
     c->watch.data = c;
-    removing++;
     int rc = uv_fs_event_start(&c->watch, on_events, events, 0);
     if (rc < 0) {
         td_log(TD_LOG_WARN,
-               "cgroup %s/%s: cannot watch cgroup.events (%s); left for the next "
-               "start",
-               base_path, c->name, uv_strerror(rc));
-        uv_close((uv_handle_t *)&c->watch, on_watch_closed);
+               "cgroup %s/%s: cannot watch cgroup.events (%s); left for the next start", base_path,
+               c->name, uv_strerror(rc));
+        uv_close((uv_handle_t *)&c->watch, on_watch_failed);
         return;
     }
-    /* it may have emptied between the rmdir and the watch */
-    if (try_remove(c))
+    /* it may have emptied between the read and the watch */
+    if (!populated(c))
         uv_close((uv_handle_t *)&c->watch, on_watch_closed);
-}
-
-unsigned td_cgroup_removing(void)
-{
-    return removing;
 }
 
 void td_cgroup_close(void)
 {
+    while (pool) {
+        struct td_cgroup *c = pool;
+        pool = c->next;
+        cg_destroy(c);
+    }
+    npool = 0;
     if (base_fd >= 0)
         close(base_fd);
     base_fd = -1;

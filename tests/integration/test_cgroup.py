@@ -108,6 +108,14 @@ def start_fails(d):
     return err
 
 
+def cgroup_empty(path):
+    try:
+        with open(os.path.join(path, "cgroup.events")) as f:
+            return "populated 0" in f.read()
+    except FileNotFoundError:
+        return True
+
+
 def check_output(*args):
     p = subprocess.run([harness.TOOLEXECD, "--check"] + list(args), stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=WAIT)
@@ -138,9 +146,11 @@ class CgroupCase(IsoCase):
 
     EXTRA = []
 
-    def assertNoCallCgroups(self):
-        deadline_wait(lambda: not call_cgroups(self.cg),
-                      what="the calls' cgroups under %s to be removed" % self.cg)
+    def assertCallCgroupsEmpty(self):
+        """Every call's cgroup is empty (they are kept for reuse)."""
+        deadline_wait(lambda: all(cgroup_empty(os.path.join(self.cg, d))
+                                  for d in call_cgroups(self.cg)),
+                      what="the calls' cgroups under %s to be empty" % self.cg)
 
 
 # -- containment by cgroup.kill -------------------------------------------------
@@ -184,14 +194,32 @@ class CgroupContainment(test_isolation.Containment, CgroupCase):
         pid = self.assertOk(self.c.run([{"id": "p", "name": "mypid"}]), "p")
         self.assertGreater(int(pid), 2)
 
-    def test_call_cgroups_are_removed(self):
+    def test_call_cgroups_are_emptied_reused_and_removed_at_stop(self):
         tok = new_token("cg-rm")
         self.addCleanup(kill_token, tok)
         res = self.c.run([{"id": "g", "name": "sg", "arguments": {"token": tok, "then": "ok"}},
                           {"id": "w", "name": "whereami"}])
         self.assertOk(res, "g", {"token": tok})
         assert_token_gone(tok, timeout=GONE, what="setsid grandchild")
-        self.assertNoCallCgroups()
+        self.assertCallCgroupsEmpty()
+        # one call at a time reuses an emptied cgroup rather than making one
+        before = call_cgroups(self.cg)
+        for i in range(5):
+            self.assertOk(self.c.run([{"id": "w", "name": "whereami"}]), "w")
+            self.assertCallCgroupsEmpty()
+        self.assertEqual(call_cgroups(self.cg), before)
+
+    def test_daemon_stop_removes_the_call_cgroups(self):
+        cg = make_test_cgroup()
+        self.addCleanup(remove_cgroup, cg)
+        d = Daemon(self.tools(), ["--containment", "cgroup", "--cgroup", cg])
+        try:
+            res = d.client().run([{"id": str(i), "name": "whereami"} for i in range(4)])
+            self.assertEqual(len(res.order("tool_execution_completed")), 4)
+            self.assertTrue(call_cgroups(cg))
+        finally:
+            d.stop()
+        self.assertEqual(os.listdir(cg) and call_cgroups(cg), [])
 
 
 class StaleCgroups(unittest.TestCase):
@@ -384,7 +412,7 @@ class CgroupLimits(LimitsMixin, CgroupCase):
         self.assertEqual(te["cause"].get("signal"), "SIGKILL", te)
         self.assertEqual(te["cause"]["oom_kill"]["limit_mb"], 64, te)
         self.assertIn("out of memory at its limit of 64 MiB", te["message"])
-        self.assertNoCallCgroups()
+        self.assertCallCgroupsEmpty()
 
     def test_memory_over_limit_fails(self):
         res = self.c.run([{"id": "m", "name": "alloc64", "arguments": {"mb": 256}}])
