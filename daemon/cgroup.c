@@ -53,6 +53,7 @@ struct td_cgroup {
     int dirfd;
     int procs;          /* cgroup.procs, written by the child to join */
     long long oom_base; /* memory.events oom_kill when the call began */
+    bool killed;        /* cgroup.kill was written: see td_cgroup_dir_fd() */
     uv_fs_event_t watch;
     struct td_cgroup *next; /* in the pool of empty ones */
 };
@@ -60,7 +61,13 @@ struct td_cgroup {
 static int base_fd = -1;
 static char base_path[PATH_MAX];
 static bool have_memory, have_pids;
+static bool by_delegation; /* the base is ours by Delegate=yes, not --cgroup */
 static unsigned long long cg_seq;
+
+bool td_cgroup_delegated(void)
+{
+    return base_fd >= 0 && by_delegation;
+}
 
 bool td_cgroup_active(void)
 {
@@ -281,6 +288,7 @@ int td_cgroup_setup(const char *want)
         return -1;
     }
     snprintf(base_path, sizeof(base_path), "%s", in.dir);
+    by_delegation = !want;
     /* If we live in the base ourselves, move to a leaf of our own so that
      * the base may enable controllers for the calls. */
     char mine[2 * PATH_MAX];
@@ -404,14 +412,35 @@ struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
     return c;
 }
 
+int td_cgroup_dir_fd(const struct td_cgroup *c)
+{
+    /* A process cloned into a cgroup that was ever killed with cgroup.kill
+     * is itself killed at birth (seen on Linux 6.18: the cgroup's kill
+     * sequence no longer matches its css_set's), while one that moves in
+     * through cgroup.procs is not. So such a cgroup is joined the slower
+     * way, and cgroup.kill is only used when something is left to kill. */
+    return c && !c->killed ? c->dirfd : -1;
+}
+
 int td_cgroup_procs_fd(const struct td_cgroup *c)
 {
     return c ? c->procs : -1;
 }
 
+static bool populated(const struct td_cgroup *c)
+{
+    char buf[128];
+    /* unreadable: treat as busy; the watch or the next start deals with it */
+    return read_at(c->dirfd, "cgroup.events", buf, sizeof(buf)) < 0 ||
+           td_cgroup_keyed(buf, "populated") != 0;
+}
+
 void td_cgroup_kill(struct td_cgroup *c)
 {
-    int rc = c ? write_at(c->dirfd, "cgroup.kill", "1") : 0;
+    if (!c || !populated(c))
+        return;
+    c->killed = true;
+    int rc = write_at(c->dirfd, "cgroup.kill", "1");
     if (rc < 0)
         td_log(TD_LOG_WARN, "cgroup %s/%s: cgroup.kill: %s", base_path, c->name, strerror(-rc));
 }
@@ -423,14 +452,6 @@ long long td_cgroup_oom_kills(const struct td_cgroup *c)
         return 0;
     long long n = td_cgroup_keyed(buf, "oom_kill") - c->oom_base;
     return n > 0 ? n : 0;
-}
-
-static bool populated(const struct td_cgroup *c)
-{
-    char buf[128];
-    /* unreadable: treat as busy; the watch or the next start deals with it */
-    return read_at(c->dirfd, "cgroup.events", buf, sizeof(buf)) < 0 ||
-           td_cgroup_keyed(buf, "populated") != 0;
 }
 
 /* An empty cgroup: back to the pool, or removed. */

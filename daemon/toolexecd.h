@@ -150,7 +150,8 @@ struct td_spawn {
     gid_t gid;
     const struct td_rlimit *rlimits;
     size_t nrlimits;
-    int cgroup_procs; /* the call's cgroup.procs, joined first; -1: none */
+    int cgroup_dir;   /* the call's cgroup, born into; -1: none */
+    int cgroup_procs; /* its cgroup.procs, where it cannot be born there */
 };
 struct td_child {
     pid_t pid;
@@ -188,13 +189,16 @@ void td_cgroup_probe(const char *dir /* NULL: our own */, struct td_cgroup_info 
  * given and cannot be used. */
 int td_cgroup_setup(const char *dir);
 bool td_cgroup_active(void);
-bool td_cgroup_memory(void); /* memory_mb is memory.max */
-bool td_cgroup_pids(void);   /* processes is pids.max */
+bool td_cgroup_delegated(void); /* by systemd (Delegate=yes), not --cgroup */
+bool td_cgroup_memory(void);    /* memory_mb is memory.max */
+bool td_cgroup_pids(void);      /* processes is pids.max */
 const char *td_cgroup_base(void);
 struct td_cgroup;
 /* A call's cgroup with its limits (0: none); NULL with *err an errno. */
 struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err);
-/* cgroup.procs, for the child to join with write("0"). */
+/* The directory (for CLONE_INTO_CGROUP) and cgroup.procs (for a child to
+ * join with write("0")); -1 for no cgroup. */
+int td_cgroup_dir_fd(const struct td_cgroup *c);
 int td_cgroup_procs_fd(const struct td_cgroup *c);
 void td_cgroup_kill(struct td_cgroup *c);
 /* How many times the kernel's OOM killer acted in it (memory.events). */

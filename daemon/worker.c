@@ -103,7 +103,6 @@ static void on_handle_closed(uv_handle_t *h)
                 "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
         td_remove_tree_async(w->workdir);
-    td_cgroup_release(w->cg);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -133,6 +132,9 @@ static void maybe_free(struct td_worker *w)
     if (!w->finished || !w->reaped || w->pending || w->closing)
         return;
     w->closing = true;
+    /* its cgroup may serve the next call at once, in this same loop turn */
+    td_cgroup_release(w->cg);
+    w->cg = NULL;
     if (w->exfd >= 0)
         close(w->exfd);
     w->exfd = -1;
@@ -151,8 +153,12 @@ static void kill_group(struct td_worker *w)
     if (kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
         td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "kill(-%d): %s", (int)w->pid,
                 strerror(errno));
-    /* and, with a cgroup, everything else the call started */
-    td_cgroup_kill(w->cg);
+    /* With a cgroup, everything else the call started: once the leader is
+     * reaped (its group is dying by then, and in a PID namespace all of it
+     * is gone, so mostly nothing is left to kill: see td_cgroup_dir_fd()),
+     * or at once for a cancel, whose result goes out before the reaping. */
+    if (w->reaped || w->cancelling)
+        td_cgroup_kill(w->cg);
 }
 
 /* Hand the result over, with the worker's resource use when it is known. */
@@ -694,6 +700,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .gid = s->tool->gid,
         .rlimits = rl,
         .nrlimits = nrl,
+        .cgroup_dir = td_cgroup_dir_fd(w->cg),
         .cgroup_procs = td_cgroup_procs_fd(w->cg),
     };
     if (sp.ns_flags)

@@ -297,6 +297,22 @@ class DelegatedCgroup(unittest.TestCase):
             text = c.run([{"id": "w", "name": "whereami"}]).result("w")["ok"]
             self.assertRegex(text, r"0::" + re.escape(rel) + r"/call-\d+$")
 
+    def test_auto_takes_cgroup_containment_in_a_delegated_cgroup(self):
+        # systemd kills a delegated unit's cgroup if the daemon dies, so the
+        # cheapest mode holds there even against a SIGKILL
+        self.mark_delegated()
+        with InCgroupDaemon(self.cg, [], []) as d:
+            wait_log(d, "containment: a cgroup per call under %s" % self.cg)
+
+    def test_auto_with_cgroup_dir_keeps_pid_namespaces(self):
+        # no service manager behind --cgroup DIR: a PID namespace per call,
+        # the cgroups only for limits
+        if test_isolation.host_containment() != "pidns":
+            self.skipTest("no PID namespaces here")
+        with Daemon([], ["--cgroup", self.cg]) as d:
+            wait_log(d, "containment: a PID namespace per call")
+            wait_log(d, "cgroups: a cgroup per call under %s" % self.cg)
+
     def test_undelegated_cgroup_is_not_used(self):
         err = start_fails(InCgroupDaemon(self.cg, [], ["--containment", "cgroup"], start=False))
         self.assertIn("--containment cgroup: no cgroup to manage", err)
@@ -312,6 +328,7 @@ class DelegatedCgroup(unittest.TestCase):
         self.assertRegex(out, r"base:\s+%s\n" % re.escape(self.cg))
         self.assertRegex(out, r"delegated:\s+yes\n")
         self.assertRegex(out, r"per-call cgroups:\s+yes\n")
+        self.assertRegex(out, r"containment:\s+cgroup ")
 
 
 # -- options and --check ----------------------------------------------------------
