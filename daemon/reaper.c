@@ -20,8 +20,40 @@ struct watch {
 static uv_signal_t sigchld;
 static struct watch *watches;
 
+struct exited {
+    pid_t pid;
+    int status;
+    struct rusage ru;
+};
+
+static void dispatch(pid_t pid, int status, const struct rusage *ru)
+{
+    struct watch **pp = &watches;
+    while (*pp && (*pp)->pid != pid)
+        pp = &(*pp)->next;
+    struct watch *w = *pp;
+    if (!w) {
+        /* an orphan we adopted, or a child whose owner is gone */
+        td_log(TD_LOG_DEBUG, "reaped untracked process %d", (int)pid);
+        return;
+    }
+    *pp = w->next;
+    w->cb(w->data, status, ru);
+    free(w);
+}
+
+/* Reap first, then hand out: a callback may start a new worker, and if we
+ * went on reaping in the same loop we would reap that one too, and so on:
+ * a batch of fast tools would run to its end inside this one callback,
+ * with every other client, timer and socket waiting (we saw a 50-call
+ * batch do just that). Children that exit while we hand out raise a new
+ * SIGCHLD, and so come back through the loop. */
+static struct exited *batch;
+static size_t cap;
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
+    size_t n = 0;
     for (;;) {
         int status;
         struct rusage ru;
@@ -30,19 +62,20 @@ static void on_sigchld(uv_signal_t *h, int signum)
             continue;
         if (pid <= 0)
             break;
-        struct watch **pp = &watches;
-        while (*pp && (*pp)->pid != pid)
-            pp = &(*pp)->next;
-        struct watch *w = *pp;
-        if (!w) {
-            /* an orphan we adopted, or a child whose owner is gone */
-            td_log(TD_LOG_DEBUG, "reaped untracked process %d", (int)pid);
-            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            struct exited *nb = realloc(batch, ncap * sizeof(*nb));
+            if (!nb) { /* cannot hold it: hand it out now */
+                dispatch(pid, status, &ru);
+                continue;
+            }
+            batch = nb;
+            cap = ncap;
         }
-        *pp = w->next;
-        w->cb(w->data, status, &ru);
-        free(w);
+        batch[n++] = (struct exited){pid, status, ru};
     }
+    for (size_t i = 0; i < n; i++)
+        dispatch(batch[i].pid, batch[i].status, &batch[i].ru);
 }
 
 int td_reaper_start(void)
@@ -55,6 +88,9 @@ int td_reaper_start(void)
 
 void td_reaper_stop(void)
 {
+    free(batch);
+    batch = NULL;
+    cap = 0;
     uv_close((uv_handle_t *)&sigchld, NULL);
 }
 
