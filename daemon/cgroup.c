@@ -204,6 +204,14 @@ void td_cgroup_probe(const char *want, struct td_cgroup_info *in)
         }
         snprintf(in->dir, sizeof(in->dir), "%s%s", mnt, own);
         in->delegated = delegated(in->dir);
+        /* started in a subgroup already (systemd's DelegateSubgroup=) */
+        char *slash = strrchr(in->dir, '/');
+        if (!in->delegated && slash && strcmp(slash, "/supervisor") == 0) {
+            *slash = '\0';
+            in->delegated = delegated(in->dir);
+            if (!in->delegated)
+                *slash = '/';
+        }
     }
     struct statfs sf;
     if (statfs(in->dir, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {

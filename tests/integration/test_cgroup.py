@@ -313,6 +313,14 @@ class DelegatedCgroup(unittest.TestCase):
             wait_log(d, "containment: a PID namespace per call")
             wait_log(d, "cgroups: a cgroup per call under %s" % self.cg)
 
+    def test_started_in_the_supervisor_subgroup(self):
+        # systemd's DelegateSubgroup=supervisor starts the daemon there
+        self.mark_delegated()
+        sub = os.path.join(self.cg, "supervisor")
+        os.mkdir(sub)
+        with InCgroupDaemon(sub, [], []) as d:
+            wait_log(d, "containment: a cgroup per call under %s, " % self.cg)
+
     def test_undelegated_cgroup_is_not_used(self):
         err = start_fails(InCgroupDaemon(self.cg, [], ["--containment", "cgroup"], start=False))
         self.assertIn("--containment cgroup: no cgroup to manage", err)
