@@ -2,10 +2,11 @@
 (accepting pauses and resumes, spawning fails as a handler_exit with
 cause.spawn_error), a 10 MiB request to a worker that never reads it or
 closes stdin at once, JSON nested 100,000 levels deep from a worker and
-from a client. The daemon stays up and serves the next request."""
+from a client, and clone() failing with EAGAIN under RLIMIT_NPROC. The daemon stays up and serves the next request."""
 
 import json
 import os
+import shutil
 import socket
 import unittest
 
@@ -88,6 +89,58 @@ class Descriptors(unittest.TestCase):
                 c.run([{"id": "b", "name": "echo"}], batch=harness.new_token("b"))),
             what="a call to succeed once descriptors are free")
         self.assertEqual(res.result("b"), {"ok": {}})
+
+
+# A uid no account or other test uses: RLIMIT_NPROC counts every process of
+# the uid on the host.
+NPROC_UID = 64123
+
+
+class FewProcesses(Daemon):
+    """A daemon running as NPROC_UID under RLIMIT_NPROC = 2: itself and one
+    worker (pgroup containment: no init in between)."""
+
+    def command(self):
+        return ["prlimit", "--nproc=2:2", "setpriv", "--reuid=%d" % NPROC_UID,
+                "--regid=%d" % NPROC_UID, "--clear-groups"] + super().command()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv") and shutil.which("prlimit"),
+                     "needs root (to take another uid), setpriv and prlimit")
+class OutOfProcesses(unittest.TestCase):
+    """fork/clone failing with EAGAIN is a handler_exit with
+    cause.spawn_error for that call; the daemon goes on."""
+
+    def test_eagain_is_a_spawn_error_and_the_daemon_recovers(self):
+        d = FewProcesses([worker_tool("sleep", "sleep", timeout_ms=60000),
+                          worker_tool("echo", "echo")],
+                         ["--containment", "pgroup"], start=False)
+        for p in (d.tmp, d.work_dir):
+            os.chmod(p, 0o777)
+        try:
+            d.start()
+            c = d.client()
+            # the one worker the limit allows: a sleeper
+            c.start_batch([{"id": "s", "name": "sleep"}], batch="hold")
+            c.recv_for(lambda e: e.get("event") == "tool_execution_started")
+            harness.deadline_wait(lambda: "testworker: sleeping" in d.stderr(),
+                                  what="the sleeper to run")
+            c2 = d.client()
+            res = c2.run([{"id": "e", "name": "echo"}])
+            te = res.result("e")["tool_error"]
+            self.assertEqual(te["reason"], "handler_exit", te)
+            self.assertIn("clone: Resource temporarily unavailable",
+                          te["cause"]["spawn_error"], te)
+            # the slot frees when the sleeper goes; then calls run again
+            c.send({"op": "cancel", "batch": "hold"})
+            c.finish_batch("hold")
+            res = harness.deadline_wait(
+                lambda: (lambda r: r if "ok" in r.result("e") else None)(
+                    c2.run([{"id": "e", "name": "echo"}], batch=harness.new_token("b"))),
+                what="a call to run once a process slot is free")
+            self.assertEqual(res.result("e"), {"ok": {}})
+        finally:
+            d.stop()
 
 
 class HostileSizes(unittest.TestCase):
