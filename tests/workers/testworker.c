@@ -74,9 +74,6 @@
  *   close-stdin          closes stdin at once, unread; ok "closed"
  *   deep [N]             a response frame nested N (default 100000) arrays
  *                        deep inside {"ok": ...}
- *   alloc                allocates mb MiB (default 64) and touches every
- *                        page; ok {"allocated_mb": mb} or, when malloc
- *                        fails, error {"errno": NAME}
  *   fork-many            forks up to n (default 64) children that wait for
  *                        it to exit; ok {"forked": N, "errno": NAME or null}
  *   linger TOKEN FD      (internal) the grandchild of "grandchild"
@@ -540,20 +537,6 @@ static json_t *identity_report(void)
                      (json_int_t)getegid(), "groups", list);
 }
 
-/* "alloc": touched memory, so that a cgroup's memory.max is really hit
- * (RLIMIT_AS fails the malloc itself). */
-static json_t *alloc_mode(const json_t *args)
-{
-    long long mb = arg_int(args, "mb", 64);
-    char *p = malloc((size_t)mb << 20);
-    if (!p)
-        return te_error(json_pack("{s:o}", "errno", errno_json(errno)));
-    for (long long i = 0; i < mb << 20; i += 4096)
-        p[i] = 1;
-    free(p);
-    return te_ok(json_pack("{s:I}", "allocated_mb", (json_int_t)mb));
-}
-
 /* "fork-many": children that live until we exit (their read of the pipe
  * returns 0 then), so they all count against a process limit at once. */
 static json_t *fork_many(const json_t *args)
@@ -787,8 +770,6 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return te_ok(identity_report());
     if (strcmp(mode, "stderr-flood-ok") == 0)
         return stderr_flood_ok(args);
-    if (strcmp(mode, "alloc") == 0)
-        return alloc_mode(args);
     if (strcmp(mode, "fork-many") == 0)
         return fork_many(args);
     return te_raised("UnknownMode", mode, NULL);
