@@ -127,7 +127,7 @@ static bool has_word(const char *list, const char *word)
 
 /* "key N" from a flat keyed file (memory.events, cgroup.events); -1 if not
  * there. */
-long long td_cgroup_keyed(const char *text, const char *key)
+static long long keyed(const char *text, const char *key)
 {
     size_t n = strlen(key);
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
@@ -439,18 +439,21 @@ static bool populated(const struct td_cgroup *c)
 {
     char buf[128];
     /* unreadable: treat as busy; the watch or the next start deals with it */
-    return read_at(c->dirfd, "cgroup.events", buf, sizeof(buf)) < 0 ||
-           td_cgroup_keyed(buf, "populated") != 0;
+    return read_at(c->dirfd, "cgroup.events", buf, sizeof(buf)) < 0 || keyed(buf, "populated") != 0;
 }
 
-void td_cgroup_kill(struct td_cgroup *c)
+static void cg_kill(struct td_cgroup *c)
 {
-    if (!c || !populated(c))
-        return;
     c->killed = true;
     int rc = write_at(c->dirfd, "cgroup.kill", "1");
     if (rc < 0)
         td_log(TD_LOG_WARN, "cgroup %s/%s: cgroup.kill: %s", base_path, c->name, strerror(-rc));
+}
+
+void td_cgroup_kill(struct td_cgroup *c)
+{
+    if (c && populated(c))
+        cg_kill(c);
 }
 
 long long td_cgroup_oom_kills(const struct td_cgroup *c)
@@ -458,7 +461,7 @@ long long td_cgroup_oom_kills(const struct td_cgroup *c)
     char buf[512];
     if (!c || read_at(c->dirfd, "memory.events", buf, sizeof(buf)) < 0)
         return 0;
-    long long n = td_cgroup_keyed(buf, "oom_kill") - c->oom_base;
+    long long n = keyed(buf, "oom_kill") - c->oom_base;
     return n > 0 ? n : 0;
 }
 
@@ -497,13 +500,14 @@ void td_cgroup_release(struct td_cgroup *c)
 {
     if (!c)
         return;
-    td_cgroup_kill(c);
+    /* one read of cgroup.events per call on the usual path: empty already */
     if (!populated(c)) {
         cg_done(c);
         return;
     }
-    /* Killed processes are on their way out: cgroup.events changes
-     * ("populated 0") when the last one has gone. */
+    /* Kill what is left; it is on its way out then, and cgroup.events
+     * changes ("populated 0") when the last one has gone. */
+    cg_kill(c);
     char events[PATH_MAX + 64];
     snprintf(events, sizeof(events), "%s/%s/cgroup.events", base_path, c->name);
     uv_fs_event_init(td_loop, &c->watch);

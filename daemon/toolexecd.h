@@ -206,8 +206,6 @@ long long td_cgroup_oom_kills(const struct td_cgroup *c);
 /* Kill what is left, and remove it once empty (without blocking). */
 void td_cgroup_release(struct td_cgroup *c);
 void td_cgroup_close(void);
-/* "key N" in a flat keyed cgroup file; -1 if absent. */
-long long td_cgroup_keyed(const char *text, const char *key);
 
 /* containment.c: how a call's processes are kept from outliving it. */
 enum td_containment {

@@ -219,7 +219,7 @@ class CgroupContainment(test_isolation.Containment, CgroupCase):
             self.assertTrue(call_cgroups(cg))
         finally:
             d.stop()
-        self.assertEqual(os.listdir(cg) and call_cgroups(cg), [])
+        self.assertEqual(call_cgroups(cg), [])
 
 
 class StaleCgroups(unittest.TestCase):
@@ -257,6 +257,11 @@ class StaleCgroups(unittest.TestCase):
 
 # -- a delegated cgroup found by the daemon itself -------------------------------
 
+def in_cgroup(cg):
+    """A command prefix that runs the rest of the command inside cgroup cg."""
+    return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg]
+
+
 class InCgroupDaemon(Daemon):
     """A daemon started inside cgroup DIR (marked delegated, as systemd's
     Delegate=yes marks it)."""
@@ -266,8 +271,7 @@ class InCgroupDaemon(Daemon):
         super().__init__(*a, **kw)
 
     def command(self):
-        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"',
-                self.cg] + super().command()
+        return in_cgroup(self.cg) + super().command()
 
 
 class DelegatedCgroup(unittest.TestCase):
@@ -328,8 +332,8 @@ class DelegatedCgroup(unittest.TestCase):
 
     def test_check_reports_the_delegated_cgroup(self):
         self.mark_delegated()
-        p = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cg,
-                            harness.TOOLEXECD, "--check"], stdout=subprocess.PIPE,
+        p = subprocess.run(in_cgroup(self.cg) + [harness.TOOLEXECD, "--check"],
+                           stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=WAIT)
         out = p.stdout.decode()
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -353,8 +357,8 @@ class Options(unittest.TestCase):
         self.assertRegex(out, r"per-call cgroups:\s+yes\n")
         want_mem = "memory.max" if "memory" in controllers(cg) else "RLIMIT_AS"
         self.assertRegex(out, r"memory_mb:\s+%s\n" % re.escape(want_mem))
-        self.assertEqual(os.listdir(cg) and [d for d in os.listdir(cg) if d.startswith("probe-")],
-                         [], "--check left its probe cgroup behind")
+        self.assertEqual([d for d in os.listdir(cg) if d.startswith("probe-")], [],
+                         "--check left its probe cgroup behind")
 
     def test_check_names_why_there_are_no_per_call_cgroups(self):
         harness.require_env()
