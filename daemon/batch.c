@@ -891,15 +891,16 @@ void td_batch_cancel(struct td_batch *b)
 
 bool td_batch_calls_any(const struct td_batch *b, const json_t *tools)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(tools, i, v)
-    {
-        for (size_t k = 0; k < b->ncalls; k++)
-            if (json_is_string(v) && strcmp(b->calls[k].name, json_string_value(v)) == 0)
-                return true;
-    }
+    /* O(calls) once per batch-level event, whatever the filter's size */
+    for (size_t k = 0; k < b->ncalls; k++)
+        if (b->calls[k].name && json_object_get(tools, b->calls[k].name))
+            return true;
     return false;
+}
+
+uid_t td_batch_uid(const struct td_batch *b)
+{
+    return td_conn_cred(b->conn)->uid;
 }
 
 void td_batch_throttle(struct td_batch *b, bool pause)

@@ -72,6 +72,8 @@ static void usage(FILE *f)
                "      --socket-group NAME    group of the socket file\n"
                "      --events-socket PATH   also listen here; connecting subscribes to every\n"
                "                             event (socat -u UNIX-CONNECT:PATH -)\n"
+               "      --tail-group NAME      subscribers in this group see every client's\n"
+               "                             events (others: their own uid's)\n"
                "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
                "                             before they are cancelled (default 10)\n"
                "      --log-format FORMAT    text or json (default text)\n"
@@ -237,7 +239,8 @@ int main(int argc, char **argv)
         OPT_EVENTS,
         OPT_SHUTDOWN,
         OPT_LOGFMT,
-        OPT_CGROUP
+        OPT_CGROUP,
+        OPT_TAIL_GROUP
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -262,6 +265,7 @@ int main(int argc, char **argv)
         {"max-batch-calls", required_argument, NULL, OPT_BATCH_CALLS},
         {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
         {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
+        {"tail-group", required_argument, NULL, OPT_TAIL_GROUP},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -371,6 +375,9 @@ int main(int argc, char **argv)
         case OPT_EVENTS:
             td_cfg.events_socket_path = optarg;
             break;
+        case OPT_TAIL_GROUP:
+            td_cfg.tail_group = optarg;
+            break;
         case OPT_SHUTDOWN:
             if (!parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --shutdown-timeout: expected seconds (0 to 86400)\n");
@@ -424,6 +431,8 @@ int main(int argc, char **argv)
     if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0)
         return 1;
     td_worker_setup();
+    if (td_tail_setup(td_cfg.tail_group) < 0)
+        return 1;
     char err[PATH_MAX + 256];
     if (td_registry_load(td_cfg.tools_dir, &td_tools, err, sizeof(err)) < 0) {
         td_log(TD_LOG_ERR, "invalid tool definitions: %s", err);

@@ -300,30 +300,29 @@ unsigned td_conn_next_batch_seq(struct td_conn *c)
     return ++c->batch_seq;
 }
 
-static bool valid_filter(const json_t *v)
-{
-    size_t i;
-    json_t *s;
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_array(v))
-        return false;
-    json_array_foreach(v, i, s)
-    {
-        if (!json_is_string(s))
-            return false;
-    }
-    return true;
-}
-
-/* Make c a subscriber to the event stream (again: new filters replace). */
+/* Make c a subscriber to the event stream; again: the new filters replace
+ * the old in place (a write of the subscriber may be in flight). */
 static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
 {
-    td_tail_free(c->tail);
-    c->tail = td_tail_new(c, tools, batches);
-    td_conn_send(
-        c, json_pack("{s:s,s:O?,s:O?}", "event", "tailing", "tools", tools, "batches", batches));
-    td_log(TD_LOG_DEBUG, "client pid %d: tailing", (int)c->cred.pid);
+    char err[160];
+    json_t *tools_set, *batches_set;
+    if (td_tail_filters(tools, batches, &tools_set, &batches_set, err, sizeof(err)) < 0) {
+        td_conn_error(c, NULL, "request_error", "invalid_request", err, NULL);
+        return;
+    }
+    uv_os_fd_t fd = -1;
+    uv_fileno((uv_handle_t *)&c->h, &fd);
+    if (!c->tail && !(c->tail = td_tail_new(c, &c->cred, fd))) {
+        json_decref(tools_set);
+        json_decref(batches_set);
+        td_conn_error(c, NULL, "request_error", "invalid_request",
+                      "out of memory subscribing to the event stream", NULL);
+        return;
+    }
+    td_tail_set_filters(c->tail, tools_set, batches_set);
+    td_conn_send(c, json_pack("{s:s,s:O?,s:O?}", "event", "tailing", "tools",
+                              json_is_null(tools) ? NULL : tools, "batches",
+                              json_is_null(batches) ? NULL : batches));
 }
 
 static void handle_line(struct td_conn *c, char *line, size_t len)
@@ -377,17 +376,7 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_batch_cancel(e->b);
         }
     } else if (strcmp(op, "tail") == 0) {
-        json_t *tools = json_object_get(req, "tools"), *batches = json_object_get(req, "batches");
-        const char *bad = !valid_filter(tools)     ? "tools"
-                          : !valid_filter(batches) ? "batches"
-                                                   : NULL;
-        if (bad) {
-            snprintf(msg, sizeof(msg), "%s: expected an array of strings", bad);
-            td_conn_error(c, NULL, "request_error", "invalid_request", msg, NULL);
-        } else {
-            subscribe(c, json_is_null(tools) ? NULL : tools,
-                      json_is_null(batches) ? NULL : batches);
-        }
+        subscribe(c, json_object_get(req, "tools"), json_object_get(req, "batches"));
     } else if (strcmp(op, "decide") == 0) {
         const char *id = json_string_value(json_object_get(req, "batch"));
         const char *call = json_string_value(json_object_get(req, "id"));
@@ -536,8 +525,12 @@ void td_conn_accept(int fd, bool events)
         uv_close((uv_handle_t *)&c->h, free_on_close);
         return;
     }
+    /* Unknown credentials must not read as root's (uid 0 sees every
+     * subscriber's events and passes allow_uids [0]). */
+    c->cred = (struct ucred){.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
     socklen_t len = sizeof(c->cred);
-    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0)
+        td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
     c->next = conns;
     if (conns)
         conns->prev = c;

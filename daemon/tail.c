@@ -1,21 +1,49 @@
 /*
  * tail.c - subscribers to the event stream ({"op": "tail"} or a connection
- * to the events socket): every event of every batch, optionally filtered by
- * tool and batch, plus a batch_started line naming the client.
+ * to the events socket): every event of every batch the subscriber may see,
+ * optionally filtered by tool and batch, plus a batch_started line naming
+ * the client.
+ *
+ * Who sees what: a subscriber sees the batches of clients with its own uid;
+ * root, the daemon's own uid and members of --tail-group see every batch.
+ * Membership is the kernel's record of the subscriber's groups when it
+ * connected (SO_PEERCRED's gid and SO_PEERGROUPS, Linux 4.13): no NSS
+ * lookup, which may block the loop on LDAP, and the same groups its file
+ * accesses are checked against.
  *
  * A slow subscriber never slows a batch: each has its own queue of event
- * lines with one write in flight. When the queue passes TAIL_QUEUE_MAX, the
- * oldest queued lines are dropped and the subscriber is told how many in a
- * {"event": "lagged", "dropped": N} line before the next one it gets.
+ * lines with one write in flight. Everything held for a subscriber (the
+ * queue and the line being written) stays within TAIL_QUEUE_MAX: the oldest
+ * queued lines are dropped and the subscriber is told how many in a
+ * {"event": "lagged", "dropped": N} line before the next one it gets. A line
+ * longer than TAIL_LINE_MAX reaches subscribers as a summary without its big
+ * members, so the newest event always fits.
  */
+#include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "toolexecd.h"
 
-/* Queued bytes a subscriber may lag behind before lines are dropped. */
+/* Bytes held for a subscriber (queued plus in flight). */
 #define TAIL_QUEUE_MAX (256u * 1024u)
+/* Longer lines come as a summary: half the queue, so the newest line fits
+ * whatever is in flight; above the default content cut (100000 bytes), so a
+ * call's cut content reaches subscribers whole. */
+#define TAIL_LINE_MAX (TAIL_QUEUE_MAX / 2)
+/* A summary keeps the members no longer than this, up to SUMMARY_MAX. */
+#define SUMMARY_MEMBER_MAX 1024
+#define SUMMARY_MAX (8u * 1024u)
+/* Filters: names per filter and their bytes in all. A filter is a hash set,
+ * so its size does not cost per event; the caps bound what a subscriber
+ * holds (two 400,000-name filters were 35 s of stall as linear lists). */
+#define TAIL_FILTER_NAMES 1024
+#define TAIL_FILTER_BYTES (64u * 1024u)
+/* Groups read from SO_PEERGROUPS (NGROUPS_MAX is 65536). */
+#define PEER_GROUPS_MAX 65536
 
 struct item {
     struct item *next;
@@ -25,41 +53,159 @@ struct item {
 
 struct td_tail {
     struct td_conn *conn;
-    json_t *tools, *batches; /* filters: arrays of strings, or NULL */
+    uid_t uid;
+    bool all;                /* sees every client's batches */
+    json_t *tools, *batches; /* filters: sets (objects keyed by name), or NULL */
     struct item *head, *last;
-    size_t bytes;
+    size_t bytes;  /* queued plus in flight */
+    size_t flight; /* the line being written */
     unsigned long long dropped;
     bool writing;
+    bool gone; /* freed by its owner while a write was in flight */
     struct td_tail *prev, *next;
 };
 
 static struct td_tail *subs;
+static bool have_group;
+static gid_t tail_gid;
 
-static bool listed(const json_t *list, const char *s)
+int td_tail_setup(const char *group)
 {
-    size_t i;
+    if (!group)
+        return 0;
+    errno = 0;
+    struct group *gr = getgrnam(group);
+    if (!gr) {
+        td_log(TD_LOG_ERR, "--tail-group %s: %s", group, errno ? strerror(errno) : "no such group");
+        return -1;
+    }
+    tail_gid = gr->gr_gid;
+    have_group = true;
+    return 0;
+}
+
+/* Whether the peer on fd was in the --tail-group when it connected. */
+static bool in_tail_group(int fd, gid_t gid)
+{
+    if (!have_group)
+        return false;
+    if (gid == tail_gid)
+        return true;
+    gid_t small[64], *groups = small;
+    socklen_t len = sizeof(small);
+    int rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    if (rc < 0 && errno == ERANGE && len <= PEER_GROUPS_MAX * sizeof(gid_t)) {
+        groups = malloc(len);
+        rc = groups ? getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) : -1;
+    }
+    bool found = false;
+    if (rc < 0)
+        td_log(TD_LOG_WARN, "SO_PEERGROUPS: %s; only the primary group counts for --tail-group",
+               strerror(errno));
+    for (size_t i = 0; rc == 0 && i < len / sizeof(gid_t) && !found; i++)
+        found = groups[i] == tail_gid;
+    if (groups != small)
+        free(groups);
+    return found;
+}
+
+/* A filter as a set; NULL with err naming the field and the limit. */
+static json_t *make_set(const char *field, const json_t *list, bool *bad, char *err, size_t errlen)
+{
+    *bad = false;
+    if (!list || json_is_null(list))
+        return NULL;
+    if (!json_is_array(list)) {
+        snprintf(err, errlen, "%s: expected an array of strings", field);
+        goto fail;
+    }
+    if (json_array_size(list) > TAIL_FILTER_NAMES) {
+        snprintf(err, errlen, "%s: at most %u names (this one has %zu)", field, TAIL_FILTER_NAMES,
+                 json_array_size(list));
+        goto fail;
+    }
+    json_t *set = json_object();
+    size_t i, bytes = 0;
     json_t *v;
     json_array_foreach(list, i, v)
     {
-        if (s && json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-            return true;
+        if (!json_is_string(v)) {
+            snprintf(err, errlen, "%s: expected an array of strings", field);
+            json_decref(set);
+            goto fail;
+        }
+        bytes += json_string_length(v);
+        if (bytes > TAIL_FILTER_BYTES) {
+            snprintf(err, errlen, "%s: at most %u bytes of names in all", field, TAIL_FILTER_BYTES);
+            json_decref(set);
+            goto fail;
+        }
+        if (!set || json_object_set(set, json_string_value(v), json_true()) < 0) {
+            snprintf(err, errlen, "%s: out of memory", field);
+            json_decref(set);
+            goto fail;
+        }
     }
-    return false;
+    return set;
+fail:
+    *bad = true;
+    return NULL;
 }
 
-struct td_tail *td_tail_new(struct td_conn *c, json_t *tools, json_t *batches)
+int td_tail_filters(const json_t *tools, const json_t *batches, json_t **tools_set,
+                    json_t **batches_set, char *err, size_t errlen)
+{
+    bool bad;
+    *tools_set = make_set("tools", tools, &bad, err, errlen);
+    if (bad)
+        return -1;
+    *batches_set = make_set("batches", batches, &bad, err, errlen);
+    if (bad) {
+        json_decref(*tools_set);
+        *tools_set = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+struct td_tail *td_tail_new(struct td_conn *c, const struct ucred *cred, int fd)
 {
     struct td_tail *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     t->conn = c;
-    t->tools = json_incref(tools);
-    t->batches = json_incref(batches);
+    t->uid = cred->uid;
+    t->all = cred->uid == 0 || cred->uid == geteuid() || in_tail_group(fd, cred->gid);
     t->next = subs;
     if (subs)
         subs->prev = t;
     subs = t;
+    td_log(TD_LOG_DEBUG, "client pid %d uid %d: tailing %s", (int)cred->pid, (int)cred->uid,
+           t->all ? "every batch" : "its own uid's batches");
     return t;
+}
+
+static void drop_queue(struct td_tail *t)
+{
+    for (struct item *i = t->head, *n; i; i = n) {
+        n = i->next;
+        t->bytes -= i->len;
+        free(i->data);
+        free(i);
+    }
+    t->head = t->last = NULL;
+}
+
+void td_tail_set_filters(struct td_tail *t, json_t *tools, json_t *batches)
+{
+    /* Lines queued under the old filters go with them; the one in flight
+     * (the write callback holds t) finishes. */
+    drop_queue(t);
+    t->dropped = 0;
+    json_decref(t->tools);
+    json_decref(t->batches);
+    t->tools = tools;
+    t->batches = batches;
 }
 
 void td_tail_free(struct td_tail *t)
@@ -72,14 +218,15 @@ void td_tail_free(struct td_tail *t)
         subs = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    for (struct item *i = t->head, *n; i; i = n) {
-        n = i->next;
-        free(i->data);
-        free(i);
-    }
+    t->prev = t->next = NULL;
+    drop_queue(t);
     json_decref(t->tools);
     json_decref(t->batches);
-    free(t);
+    t->tools = t->batches = NULL;
+    if (t->writing)
+        t->gone = true; /* written() frees it */
+    else
+        free(t);
 }
 
 static void kick(struct td_tail *t);
@@ -88,6 +235,12 @@ static void written(struct td_conn *c, void *arg, int status)
 {
     struct td_tail *t = arg;
     t->writing = false;
+    t->bytes -= t->flight;
+    t->flight = 0;
+    if (t->gone) {
+        free(t);
+        return;
+    }
     if (status == 0)
         kick(t);
 }
@@ -116,22 +269,69 @@ static void kick(struct td_tail *t)
     t->head = i->next;
     if (!t->head)
         t->last = NULL;
-    t->bytes -= i->len;
+    /* still counted in t->bytes until written */
+    t->flight = i->len;
     t->writing = true;
-    if (td_conn_write(t->conn, i->data, i->len, written, t) < 0)
+    if (td_conn_write(t->conn, i->data, i->len, written, t) < 0) {
         t->writing = false;
+        t->bytes -= t->flight;
+        t->flight = 0;
+    }
     free(i);
 }
 
-static bool wants(const struct td_tail *t, const char *batch_id, const struct td_batch *b,
-                  const char *tool)
+static bool wants(const struct td_tail *t, uid_t owner, const char *batch_id,
+                  const struct td_batch *b, const char *tool)
 {
-    if (t->batches && !listed(t->batches, batch_id))
+    if (!t->all && owner != t->uid)
+        return false;
+    if (t->batches && !(batch_id && json_object_get(t->batches, batch_id)))
         return false;
     if (!t->tools)
         return true;
     /* a call's event by its tool; a batch's own events if it calls one */
-    return tool ? listed(t->tools, tool) : td_batch_calls_any(b, t->tools);
+    return tool ? json_object_get(t->tools, tool) != NULL : td_batch_calls_any(b, t->tools);
+}
+
+/* Counts bytes, and stops the dump once past the limit. */
+static int measure(const char *buffer, size_t size, void *data)
+{
+    (void)buffer;
+    size_t *n = data;
+    *n += size;
+    return *n > SUMMARY_MEMBER_MAX ? -1 : 0;
+}
+
+/* ev without its members longer than SUMMARY_MEMBER_MAX, saying which were
+ * left out: {"tail_omitted": {"bytes": LINE_BYTES, "members": [...]}}. */
+static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
+{
+    json_t *s = json_object(), *left = json_array();
+    const char *key;
+    json_t *v;
+    size_t total = 0;
+    json_object_foreach((json_t *)ev, key, v)
+    {
+        size_t n = strlen(key);
+        bool keep = n <= SUMMARY_MEMBER_MAX &&
+                    json_dump_callback(v, measure, &n, JSON_COMPACT | JSON_ENCODE_ANY) == 0 &&
+                    n <= SUMMARY_MEMBER_MAX && total + n <= SUMMARY_MAX;
+        if (keep) {
+            json_object_set(s, key, v);
+            total += n;
+        } else if (strlen(key) <= SUMMARY_MEMBER_MAX) {
+            json_array_append_new(left, json_string(key));
+        }
+    }
+    json_object_set_new(s, "tail_omitted",
+                        json_pack("{s:I,s:o}", "bytes", (json_int_t)line_bytes, "members", left));
+    char *line = json_dumps(s, JSON_COMPACT);
+    json_decref(s);
+    if (!line)
+        return NULL;
+    *len = strlen(line);
+    line[(*len)++] = '\n'; /* over the NUL */
+    return line;
 }
 
 void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *batch_id,
@@ -139,8 +339,9 @@ void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *bat
 {
     char *line = NULL;
     size_t len = 0;
+    uid_t owner = td_batch_uid(b);
     for (struct td_tail *t = subs; t; t = t->next) {
-        if (!wants(t, batch_id, b, tool))
+        if (!wants(t, owner, batch_id, b, tool))
             continue;
         if (!line) {
             line = json_dumps(ev, JSON_COMPACT);
@@ -148,8 +349,25 @@ void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *bat
                 return;
             len = strlen(line);
             line[len++] = '\n'; /* over the NUL */
+            if (len > TAIL_LINE_MAX) {
+                char *s = summary(ev, len, &len);
+                free(line);
+                if (!(line = s))
+                    return;
+            }
         }
-        struct item *i = malloc(sizeof(*i));
+        /* Make room: the oldest queued lines go first. */
+        while (t->head && t->bytes + len > TAIL_QUEUE_MAX) {
+            struct item *old = t->head;
+            t->head = old->next;
+            if (!t->head)
+                t->last = NULL;
+            t->bytes -= old->len;
+            t->dropped++;
+            free(old->data);
+            free(old);
+        }
+        struct item *i = t->bytes + len <= TAIL_QUEUE_MAX ? malloc(sizeof(*i)) : NULL;
         char *copy = i ? malloc(len) : NULL;
         if (!copy) {
             free(i);
@@ -164,14 +382,6 @@ void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *bat
             t->head = i;
         t->last = i;
         t->bytes += len;
-        while (t->bytes > TAIL_QUEUE_MAX && t->head != t->last) {
-            struct item *old = t->head;
-            t->head = old->next;
-            t->bytes -= old->len;
-            t->dropped++;
-            free(old->data);
-            free(old);
-        }
         kick(t);
     }
     free(line);

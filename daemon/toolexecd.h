@@ -57,6 +57,7 @@ struct td_config {
     unsigned socket_mode;           /* permission bits of the socket file */
     const char *socket_group;       /* group of the socket file, NULL: ours */
     const char *events_socket_path; /* NULL: no events socket */
+    const char *tail_group;         /* sees every client's events, NULL: none */
     unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
 };
 extern struct td_config td_cfg;
@@ -260,8 +261,11 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
                     size_t errlen);
 /* Calls running in a worker (holding a --max-workers slot). */
 unsigned td_batch_running(void);
-/* Whether the batch calls any tool named in the array. */
+/* Whether the batch calls any tool named in the set (an object keyed by
+ * tool name). */
 bool td_batch_calls_any(const struct td_batch *b, const json_t *tools);
+/* The uid of the client that runs the batch. */
+uid_t td_batch_uid(const struct td_batch *b);
 /* Pause or resume reading the output of the batch's workers; workers started
  * while paused start paused. */
 void td_batch_throttle(struct td_batch *b, bool pause);
@@ -287,10 +291,23 @@ void td_stats_free(void);
 
 /* tail.c: event subscribers. */
 struct td_tail;
-struct td_tail *td_tail_new(struct td_conn *c, json_t *tools, json_t *batches);
+/* Resolve --tail-group (at start: may block on NSS); -1 if unknown. */
+int td_tail_setup(const char *group);
+/* A subscriber on c with no filters; what it may see is decided now, from
+ * its credentials and the groups of the peer on fd (SO_PEERGROUPS). */
+struct td_tail *td_tail_new(struct td_conn *c, const struct ucred *cred, int fd);
+/* The tools and batches filters of a tail request (arrays of strings or
+ * NULL) as sets; -1 with err naming the field and the limit it breaks. */
+int td_tail_filters(const json_t *tools, const json_t *batches, json_t **tools_set,
+                    json_t **batches_set, char *err, size_t errlen);
+/* Replace the filters in place (sets taken, NULL for none); lines queued
+ * under the old ones are dropped. */
+void td_tail_set_filters(struct td_tail *t, json_t *tools, json_t *batches);
+/* Unsubscribe; the memory goes once no write of it is in flight. */
 void td_tail_free(struct td_tail *t);
 /* Offer one event of batch b (tool: the call's tool, NULL for the batch's
- * own events) to every subscriber that wants it; ev is not stolen. */
+ * own events) to every subscriber that wants it and may see it; ev is not
+ * stolen. */
 void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *batch_id,
                      const char *tool);
 unsigned td_tail_count(void);
