@@ -388,6 +388,11 @@ static void describe(FILE *m, const json_t *ev, const char *kind)
     if (strcmp(kind, "tool_execution_started") == 0) {
         v = compact(json_object_get(ev, "arguments"));
         fprintf(m, "%s %s started %s", str_at(ev, "id"), str_at(ev, "name"), v);
+    } else if (strcmp(kind, "tool_execution_completed") == 0 && !json_object_get(ev, "result")) {
+        /* a summary: the event's line was too long for subscribers */
+        fprintf(m, "%s %s completed (%lld bytes; result left out)", str_at(ev, "id"),
+                str_at(ev, "name"),
+                (long long)int_at(json_object_get(ev, "tail_omitted"), "bytes"));
     } else if (strcmp(kind, "tool_execution_completed") == 0) {
         te_outcome_text(json_object_get(ev, "result"), outcome, sizeof(outcome));
         fprintf(m, "%s %s %s", str_at(ev, "id"), str_at(ev, "name"), outcome);
