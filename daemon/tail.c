@@ -99,9 +99,12 @@ static bool in_tail_group(int fd, gid_t gid)
         rc = groups ? getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) : -1;
     }
     bool found = false;
-    if (rc < 0)
+    static bool warned; /* once: before Linux 4.13 it fails for everyone */
+    if (rc < 0 && !warned) {
+        warned = true;
         td_log(TD_LOG_WARN, "SO_PEERGROUPS: %s; only the primary group counts for --tail-group",
                strerror(errno));
+    }
     for (size_t i = 0; rc == 0 && i < len / sizeof(gid_t) && !found; i++)
         found = groups[i] == tail_gid;
     if (groups != small)
