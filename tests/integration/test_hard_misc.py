@@ -254,5 +254,48 @@ class Definitions(unittest.TestCase):
             self.assertEqual(len(d.client().tools()["tools"]), 2)
 
 
+class NobodyDaemon(Daemon):
+
+    def command(self):
+        nb = pwd.getpwnam("nobody")
+        return ["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+                "--clear-groups"] + super().command()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedDefinitions(unittest.TestCase):
+    """An unprivileged daemon trusts root and itself, nobody else."""
+
+    def test_files_of_root_and_of_the_daemon_load_those_of_others_do_not(self):
+        d = NobodyDaemon([worker_tool("of_root", "echo")], start=False)
+        own = d.add_tool(worker_tool("of_daemon", "echo"))
+        os.chown(own, nobody(), -1)
+        other_uid = pwd.getpwnam("daemon").pw_uid
+        other = d.add_tool(worker_tool("of_other", "echo"))
+        os.chown(other, other_uid, -1)
+        for p in (d.tmp, d.work_dir):
+            os.chmod(p, 0o777)
+        with d:
+            d.start()
+            names = sorted(t["name"] for t in d.client().tools()["tools"])
+            self.assertEqual(names, ["of_daemon", "of_root"])
+            self.assertIn("%s: refused: owned by uid %d, not root or the daemon's uid %d"
+                          % (other, other_uid, nobody()), d.stderr())
+
+    def test_a_tools_dir_of_another_user_is_refused(self):
+        d = NobodyDaemon([worker_tool("e", "echo")], start=False)
+        other_uid = pwd.getpwnam("daemon").pw_uid
+        os.chown(d.tools_dir, other_uid, -1)
+        for p in (d.tmp, d.work_dir):
+            os.chmod(p, 0o777)
+        with d:
+            p = d.spawn()
+            self.assertEqual(p.wait(timeout=harness.WAIT), 1, d.stderr())
+            self.assertIn("%s: owned by uid %d, not root or the daemon's uid %d"
+                          % (d.tools_dir, other_uid, nobody()), d.stderr())
+            d.proc = None
+
+
 if __name__ == "__main__":
     unittest.main()
