@@ -11,12 +11,24 @@ import re
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import unittest
 
 import harness
 from harness import Daemon, deadline_wait, script_tool, worker_tool
 
 NUL_AND_BULK = b"a\x00b" + b"x" * 20000
+
+
+def exit_status(d):
+    """Start d's daemon, which must exit during start-up: its status."""
+    p = d.spawn()
+    try:
+        return p.wait(timeout=harness.WAIT)
+    finally:
+        d._stderr_f.close()
+        d.proc = None
 
 
 def plain_sh(name, script, **fields):
@@ -60,6 +72,42 @@ class Spill(unittest.TestCase):
             dst = os.lstat(os.path.dirname(path))
             self.assertEqual((dst.st_uid, stat.S_IMODE(dst.st_mode)), (os.geteuid(), 0o711))
 
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                         "needs root (to be another client) and setpriv")
+    def test_spill_file_belongs_to_its_client_alone(self):
+        """A client of uid nobody gets a file it owns, mode 0600, that
+        another unprivileged uid cannot read."""
+        client = (
+            "import json, socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+            "s.sendall(json.dumps({'op': 'run', 'batch': 'nb', 'calls': "
+            "[{'id': 'n', 'name': 'nul'}]}).encode() + b'\\n')\n"
+            "f = s.makefile('rb')\n"
+            "for line in f:\n"
+            "    ev = json.loads(line)\n"
+            "    if ev['event'] == 'tool_execution_completed':\n"
+            "        print(ev['truncated']['spill_path'])\n"
+            "    if ev['event'] in ('batch_completed', 'error'):\n"
+            "        break\n")
+        nb = pwd.getpwnam("nobody")
+        other = pwd.getpwnam("daemon").pw_uid
+        with Daemon([plain_sh("nul", NUL_SCRIPT, max_content_bytes=100, spill=True)],
+                    args=["--socket-mode", "0666"]) as d:
+            out = subprocess.run(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+                                  "--clear-groups", sys.executable, "-c", client, d.sock],
+                                 stdout=subprocess.PIPE, timeout=harness.WAIT, check=True)
+            path = out.stdout.decode().strip()
+            st = os.lstat(path)
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (nb.pw_uid, 0o600))
+            cat = subprocess.run(["setpriv", "--reuid=%d" % other, "--regid=%d" % other,
+                                  "--clear-groups", "cat", path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertNotEqual(cat.returncode, 0)
+            self.assertEqual(cat.stdout, b"")
+            mine = subprocess.run(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+                                   "--clear-groups", "cat", path], stdout=subprocess.PIPE)
+            self.assertEqual(mine.stdout, NUL_AND_BULK)
+
     def test_a_results_dir_others_may_write_is_refused(self):
         """Someone who may write in it could plant or swap names; the spill
         is refused (and said so) rather than written there."""
@@ -87,10 +135,8 @@ class Spill(unittest.TestCase):
         for bad in ("-1", "x", "31536001"):
             d = Daemon([], args=["--spill-max-age", bad], start=False)
             with d:
-                p = d.spawn()
-                self.assertEqual(p.wait(timeout=harness.WAIT), 2)
+                self.assertEqual(exit_status(d), 2)
                 self.assertIn("--spill-max-age: expected seconds", d.stderr())
-                d.proc = None
 
 
 CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
@@ -151,11 +197,9 @@ def nobody():
 class Definitions(unittest.TestCase):
 
     def assert_refused_at_start(self, d, *needles):
-        p = d.spawn()
-        self.assertEqual(p.wait(timeout=harness.WAIT), 1, d.stderr())
+        self.assertEqual(exit_status(d), 1, d.stderr())
         for n in needles:
             self.assertIn(n, d.stderr())
-        d.proc = None
 
     def test_world_writable_tools_dir_is_refused(self):
         d = Daemon([worker_tool("root_tool", "echo", user="root")], start=False)
@@ -290,11 +334,9 @@ class UnprivilegedDefinitions(unittest.TestCase):
         for p in (d.tmp, d.work_dir):
             os.chmod(p, 0o777)
         with d:
-            p = d.spawn()
-            self.assertEqual(p.wait(timeout=harness.WAIT), 1, d.stderr())
+            self.assertEqual(exit_status(d), 1, d.stderr())
             self.assertIn("%s: owned by uid %d, not root or the daemon's uid %d"
                           % (d.tools_dir, other_uid, nobody()), d.stderr())
-            d.proc = None
 
 
 if __name__ == "__main__":
