@@ -41,8 +41,9 @@ def plain_sh(name, script, **fields):
 
 # stdout: "a", NUL, "b", then 20000 x's (no trailing newline)
 NUL_SCRIPT = "printf 'a\\000b'; head -c 20000 /dev/zero | tr '\\000' x"
-# stderr: screen clear, window title, bell, a C1 CSI, a carriage return
-ESC_SCRIPT = ("printf 'e1\\033[2J\\033]0;pwned\\007 c1\\302\\233\\061m cr\\rX\\n' >&2; "
+# stderr: screen clear, window title, bell, a C1 CSI, a carriage return,
+# a byte that is not UTF-8
+ESC_SCRIPT = ("printf 'e1\\033[2J\\033]0;pwned\\007 c1\\302\\233\\061m cr\\rX bad\\377end\\n' >&2; "
               "printf 'forged: error: second line\\n' >&2; echo done")
 
 
@@ -174,7 +175,7 @@ class LogInjection(unittest.TestCase):
             self.assertEqual(len(stderr_lines), 2, lines)
             self.assertIn("batch b\\nforged: error: batch line\\x1b[2J\\x07\\u009b1m\\\\x0a call "
                           "c\\x1b]0;t\\x07: tool esc: stderr: e1\\x1b[2J\\x1b]0;pwned\\x07 "
-                          "c1\\u009b1m cr\\rX", stderr_lines[0])
+                          "c1\\u009b1m cr\\rX bad?end", stderr_lines[0])
 
     def test_json_log_has_one_object_per_line_and_no_control_characters(self):
         with Daemon([plain_sh("esc", ESC_SCRIPT)], args=["--log-format", "json"]) as d:
@@ -187,7 +188,7 @@ class LogInjection(unittest.TestCase):
             self.assertEqual(stderr_recs[0]["batch"], HOSTILE_BATCH)
             self.assertEqual(stderr_recs[0]["call"], "c\x1b]0;t\x07")
             self.assertEqual(stderr_recs[0]["msg"],
-                             "tool esc: stderr: e1\x1b[2J\x1b]0;pwned\x07 c1\u009b1m cr\rX")
+                             "tool esc: stderr: e1\x1b[2J\x1b]0;pwned\x07 c1\u009b1m cr\rX bad?end")
 
 
 def nobody():
