@@ -20,4 +20,8 @@ toolexecd is starting on $sock. In another terminal, try:
   echo '{"op":"run","calls":[{"id":"c0","name":"echo","arguments":{"x":1}},{"id":"c1","name":"calc","arguments":{"expression":"6*7"}}]}' | socat -t 30 - UNIX-CONNECT:$sock
 
 MSG
+# The daemon refuses definitions others may change (a umask of 002 makes
+# them group-writable), and env values may be secrets: 0600.
+chmod go-w build/contrib/tools.d
+chmod 0600 build/contrib/tools.d/*.json
 exec build/daemon/toolexecd --tools build/contrib/tools.d

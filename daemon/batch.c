@@ -211,7 +211,7 @@ struct spill {
     struct call *c;
     json_t *result, *truncated;
     bool halting;
-    char *text, *path;
+    char *text, *name, *path;
     size_t len;
     uid_t uid;
     int err;
@@ -220,35 +220,7 @@ struct spill {
 static void spill_write(uv_work_t *req)
 {
     struct spill *sp = req->data;
-    /* made on first use; 0711: each client reads its own files by name */
-    char *slash = strrchr(sp->path, '/');
-    *slash = '\0';
-    if (mkdir(sp->path, 0711) < 0 && errno != EEXIST) {
-        sp->err = errno;
-        *slash = '/';
-        return;
-    }
-    *slash = '/';
-    int fd = open(sp->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        sp->err = errno;
-        return;
-    }
-    size_t off = 0;
-    while (off < sp->len) {
-        ssize_t n = write(fd, sp->text + off, sp->len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            sp->err = n < 0 ? errno : EIO;
-            break;
-        }
-        off += (size_t)n;
-    }
-    /* readable by the client that ran the batch */
-    if (!sp->err && fchown(fd, sp->uid, (gid_t)-1) < 0 && errno != EPERM)
-        sp->err = errno;
-    close(fd);
+    sp->err = -td_spill_write(sp->name, sp->text, sp->len, sp->uid);
 }
 
 static void spill_done(uv_work_t *req, int status)
@@ -257,8 +229,11 @@ static void spill_done(uv_work_t *req, int status)
     if (sp->err)
         td_logc(TD_LOG_WARN, sp->c->b->id, sp->c->id, "cannot spill to %s: %s", sp->path,
                 strerror(sp->err));
+    else
+        td_spill_track(sp->path);
     emit_done(sp->c, sp->result, sp->halting, sp->truncated, sp->err ? NULL : sp->path);
     free(sp->text);
+    free(sp->name);
     free(sp->path);
     free(sp);
 }
@@ -276,31 +251,36 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     char *full = NULL;
     size_t full_len = len;
     if (text && len > limit) {
-        if (c->tool->spill)
-            full = strndup(text, len);
+        /* by length: content may hold NUL bytes */
+        if (c->tool->spill && (full = malloc(len)))
+            memcpy(full, text, len);
         text = truncate_content(text, &len, limit, &truncated);
     }
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
     static unsigned long long spills;
     struct spill *sp = full ? calloc(1, sizeof(*sp)) : NULL;
-    if (sp &&
-        asprintf(&sp->path, "%s/results/%s-%llu.txt", td_cfg.work_dir, c->b->id, ++spills) > 0 &&
-        !strchr(c->b->id, '/')) {
+    char *name = NULL, *path = NULL;
+    if (sp && !strchr(c->b->id, '/') && asprintf(&name, "%s-%llu.txt", c->b->id, ++spills) < 0)
+        name = NULL;
+    if (name && asprintf(&path, "%s/results/%s", td_cfg.work_dir, name) < 0)
+        path = NULL;
+    if (path) {
         *sp = (struct spill){.c = c,
                              .result = result,
                              .truncated = truncated,
                              .halting = halting,
                              .text = full,
-                             .path = sp->path,
+                             .name = name,
+                             .path = path,
                              .len = full_len,
                              .uid = td_conn_cred(b->conn)->uid};
         sp->req.data = sp;
         if (uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
             return;
     }
-    if (sp)
-        free(sp->path);
+    free(name);
+    free(path);
     free(sp);
     free(full);
     emit_done(c, result, halting, truncated, NULL);

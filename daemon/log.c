@@ -6,6 +6,12 @@
  * the journal records each line's priority; or one JSON object per line
  * (--log-format json). Lines about a call carry its batch and call id, as
  * fields in JSON.
+ *
+ * Every field is escaped here, the one place all lines pass: a batch id, a
+ * tool's stderr or a file name comes from someone else, and a raw newline
+ * would forge a line, a terminal escape would act on the operator's
+ * terminal. Control characters (C0, DEL, C1) and backslash become \n, \t,
+ * \\ or \xNN in text; in JSON they are \u escapes. Invalid UTF-8 becomes '?'.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +51,73 @@ int td_log_setup(const char *format)
     return 0;
 }
 
+/* The C1 controls U+0080..U+009F (CSI is U+009B) are 0xc2 0x80..0x9f. */
+static bool c1_at(const char *s)
+{
+    return (unsigned char)s[0] == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+           (unsigned char)s[1] <= 0x9f;
+}
+
+/* Text: src (valid UTF-8) into dst with control characters and backslash
+ * escaped; cut at a character boundary when dst is full. */
+static void escape_text(char *dst, size_t size, const char *src)
+{
+    size_t o = 0;
+    for (const char *p = src; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        char esc[8];
+        if (c == '\\')
+            strcpy(esc, "\\\\");
+        else if (c == '\n')
+            strcpy(esc, "\\n");
+        else if (c == '\t')
+            strcpy(esc, "\\t");
+        else if (c == '\r')
+            strcpy(esc, "\\r");
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(esc, sizeof(esc), "\\x%02x", c);
+        else if (c1_at(p)) {
+            snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*++p);
+        } else {
+            /* a whole UTF-8 character, or nothing of it */
+            size_t n = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (o + n >= size)
+                break;
+            memcpy(dst + o, p, n);
+            o += n;
+            p += n - 1;
+            continue;
+        }
+        size_t n = strlen(esc);
+        if (o + n >= size)
+            break;
+        memcpy(dst + o, esc, n);
+        o += n;
+    }
+    dst[o] = '\0';
+}
+
+/* JSON: jansson writes C0 controls as \u escapes but DEL and C1 raw; they
+ * only occur inside strings, so writing them as \u escapes keeps the
+ * value. Returns a new line. */
+static char *escape_json(const char *line)
+{
+    size_t n = strlen(line);
+    char *out = malloc(n * 6 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = line; *p; p++) {
+        if (*p == 0x7f)
+            o += sprintf(o, "\\u007f");
+        else if (c1_at(p))
+            o += sprintf(o, "\\u%04x", (unsigned char)*++p);
+        else
+            *o++ = *p;
+    }
+    *o = '\0';
+    return out;
+}
+
 static void emit(int level, const char *batch, const char *call, const char *fmt, va_list ap)
 {
     char msg[2048];
@@ -60,25 +133,29 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
             json_object_set_new(o, "batch", td_json_text(batch, strlen(batch)));
         if (o && call)
             json_object_set_new(o, "call", td_json_text(call, strlen(call)));
-        char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *dump = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
+        char *line = dump ? escape_json(dump) : NULL;
+        free(dump);
         if (line)
             fprintf(stderr, "%s%s\n",
                     to_journal ? (const char *[]){"<3>", "<4>", "<6>", "<7>"}[level] : "", line);
         free(line);
         return;
     }
-    char where[512] = "";
+    char where[512] = "", ewhere[4 * sizeof(where)], emsg[4 * sizeof(msg)];
     if (batch && call)
         snprintf(where, sizeof(where), "batch %s call %s: ", batch, call);
     else if (batch)
         snprintf(where, sizeof(where), "batch %s: ", batch);
     te_utf8_repair(where);
+    escape_text(ewhere, sizeof(ewhere), where);
+    escape_text(emsg, sizeof(emsg), msg);
     /* one fprintf per line so concurrent writers never interleave mid-line */
     if (to_journal)
-        fprintf(stderr, "<%d>%s%s\n", level_prio[level], where, msg);
+        fprintf(stderr, "<%d>%s%s\n", level_prio[level], ewhere, emsg);
     else
-        fprintf(stderr, "toolexecd: %s: %s%s\n", level_names[level], where, msg);
+        fprintf(stderr, "toolexecd: %s: %s%s\n", level_names[level], ewhere, emsg);
 }
 
 void td_log(int level, const char *fmt, ...)

@@ -33,6 +33,9 @@ struct td_config td_cfg = {
     /* In-flight calls get this long to finish on SIGTERM; systemd's default
      * TimeoutStopSec (90 s) leaves room for it. */
     .shutdown_timeout_s = 10,
+    /* Long enough for a client to read its file after the call; short
+     * enough that a busy daemon's disk does not fill. */
+    .spill_max_age_s = 3600,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
@@ -77,6 +80,8 @@ static void usage(FILE *f)
                "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
                "                             before they are cancelled (default 10)\n"
                "      --log-format FORMAT    text or json (default text)\n"
+               "      --spill-max-age S      spill files are removed S seconds after they are\n"
+               "                             written (default 3600; 0: when the daemon stops)\n"
                "      --check                print what isolation the host offers and exit\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
@@ -108,6 +113,7 @@ void td_maybe_exit(void)
     uv_close((uv_handle_t *)&shutdown_timer, NULL);
     td_notify_close();
     td_reaper_stop();
+    td_spill_stop();
 }
 
 static void on_shutdown_timeout(uv_timer_t *t)
@@ -240,7 +246,8 @@ int main(int argc, char **argv)
         OPT_SHUTDOWN,
         OPT_LOGFMT,
         OPT_CGROUP,
-        OPT_TAIL_GROUP
+        OPT_TAIL_GROUP,
+        OPT_SPILL_AGE
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -266,6 +273,7 @@ int main(int argc, char **argv)
         {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
         {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
         {"tail-group", required_argument, NULL, OPT_TAIL_GROUP},
+        {"spill-max-age", required_argument, NULL, OPT_SPILL_AGE},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -384,6 +392,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             td_cfg.shutdown_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
+            break;
+        case OPT_SPILL_AGE:
+            if (!parse_size(optarg, 365 * 86400, &v) && strcmp(optarg, "0") != 0) {
+                fprintf(stderr, "toolexecd: --spill-max-age: expected seconds (0 to 31536000)\n");
+                return 2;
+            }
+            td_cfg.spill_max_age_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
             break;
         case OPT_LOGFMT:
             log_format = optarg;

@@ -2,8 +2,18 @@
  * registry.c - tool definitions: one JSON file per tool in a directory.
  * Loading is all-or-nothing and strict: an unknown key, a wrong type or a
  * duplicate name is an error naming the file and the field, never ignored.
+ *
+ * A definition says what runs and as whom ("user": "root"), so only root or
+ * the daemon's own uid may be able to change one: a directory or file that
+ * someone else owns or may write to is refused (the directory: nothing
+ * loads; a file: it alone is left out, with a line naming it and why). So
+ * are files that are not regular (a FIFO would block the loop on open or
+ * read) and files over TD_TOOL_FILE_MAX. A file others cannot read is never
+ * quoted in a message, so a link to a secret leaks nothing into the log.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <grp.h>
 #include <pwd.h>
 #include <errno.h>
@@ -15,6 +25,10 @@
 #include <unistd.h>
 
 #include "toolexecd.h"
+
+/* The largest definition file read. The largest bundled one is about 1 KiB;
+ * a schema with a few thousand enum values still fits. */
+#define TD_TOOL_FILE_MAX (1024 * 1024)
 
 struct td_registry *td_tools;
 
@@ -301,47 +315,214 @@ static int by_name(const void *a, const void *b)
     return strcmp((*(struct td_tool *const *)a)->name, (*(struct td_tool *const *)b)->name);
 }
 
-static int json_file(const struct dirent *d)
+static bool json_name(const char *name)
 {
-    size_t n = strlen(d->d_name);
-    return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+    size_t n = strlen(name);
+    return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Who may change st: nobody but root and us. NULL when that holds. */
+static const char *unsafe(const struct stat *st, char *why, size_t len)
+{
+    if (st->st_uid != 0 && st->st_uid != geteuid())
+        snprintf(why, len, "owned by uid %u, not root or the daemon's uid %u", (unsigned)st->st_uid,
+                 (unsigned)geteuid());
+    else if (st->st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, len, "writable by %s (mode %04o); chmod go-w",
+                 st->st_mode & S_IWOTH ? "others" : "its group", (unsigned)(st->st_mode & 07777));
+    else
+        return NULL;
+    return why;
+}
+
+/* Read definition NAME in directory dfd: 0 with the text in *text (NUL
+ * terminated), or -1 with why it is refused in why. stat first, so a FIFO
+ * or a device (a link may point anywhere) is never opened. */
+static int read_def(int dfd, const char *name, char **text, size_t *len, struct stat *st, char *why,
+                    size_t whylen)
+{
+    struct stat st2;
+    if (fstatat(dfd, name, st, 0) < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        return -1;
+    }
+    if (unsafe(st, why, whylen))
+        return -1;
+    if (st->st_size > TD_TOOL_FILE_MAX) {
+        snprintf(why, whylen, "%lld bytes, more than the %d a definition may have",
+                 (long long)st->st_size, TD_TOOL_FILE_MAX);
+        return -1;
+    }
+    /* O_NONBLOCK: should it have become a FIFO since, open does not wait */
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st2) < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+        snprintf(why, whylen, "replaced while being read");
+        close(fd);
+        return -1;
+    }
+    char *buf = malloc(TD_TOOL_FILE_MAX + 1);
+    size_t have = 0;
+    while (buf && have <= TD_TOOL_FILE_MAX) {
+        ssize_t n = read(fd, buf + have, TD_TOOL_FILE_MAX + 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(why, whylen, "%s", strerror(errno));
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        have += (size_t)n;
+    }
+    close(fd);
+    if (!buf) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    if (have > TD_TOOL_FILE_MAX) {
+        snprintf(why, whylen, "more than the %d bytes a definition may have", TD_TOOL_FILE_MAX);
+        free(buf);
+        return -1;
+    }
+    buf[have] = '\0';
+    *text = buf;
+    *len = have;
+    return 0;
+}
+
+/* The names of the definitions in dfd, sorted; -1 on error. */
+static int list_defs(int dfd, char ***out)
+{
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        if (!json_name(e->d_name))
+            continue;
+        if (n == cap) {
+            char **more = realloc(names, (cap = cap ? cap * 2 : 16) * sizeof(*names));
+            if (!more) {
+                rc = -1;
+                break;
+            }
+            names = more;
+        }
+        if (!(names[n] = strdup(e->d_name))) {
+            rc = -1;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        errno = ENOMEM;
+        return -1;
+    }
+    if (n)
+        qsort(names, n, sizeof(*names), by_string);
+    *out = names;
+    return (int)n;
 }
 
 int td_registry_load(const char *dir, struct td_registry **out, char *err, size_t errlen)
 {
-    char absdir[PATH_MAX];
-    struct dirent **ents = NULL;
+    char absdir[PATH_MAX], why[256];
+    char **names = NULL;
     *out = NULL;
     if (!realpath(dir, absdir))
         return fail(err, errlen, "%s: %s", dir, strerror(errno));
-    int n = scandir(absdir, &ents, json_file, alphasort);
-    if (n < 0)
-        return fail(err, errlen, "%s: %s", absdir, strerror(errno));
+    int dfd = open(absdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat dst;
+    if (dfd < 0 || fstat(dfd, &dst) < 0) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return fail(err, errlen, "%s: %s", absdir, strerror(e));
+    }
+    if (unsafe(&dst, why, sizeof(why))) {
+        close(dfd);
+        return fail(err, errlen, "%s: %s: refusing every definition in it", absdir, why);
+    }
+    int n = list_defs(dfd, &names);
+    if (n < 0) {
+        int e = errno;
+        close(dfd);
+        return fail(err, errlen, "%s: %s", absdir, strerror(e));
+    }
     struct td_registry *r = calloc(1, sizeof(*r));
     if (r)
         r->tools = calloc((size_t)n + 1, sizeof(*r->tools));
     int rc = r && r->tools ? 0 : -ENOMEM;
     for (int i = 0; i < n && rc == 0; i++) {
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", absdir, ents[i]->d_name) < 0) {
+        char *path = NULL, *text = NULL;
+        size_t len = 0;
+        struct stat st;
+        if (asprintf(&path, "%s/%s", absdir, names[i]) < 0) {
             rc = -ENOMEM;
             break;
         }
+        if (read_def(dfd, names[i], &text, &len, &st, why, sizeof(why)) < 0) {
+            /* left out alone: the others still load */
+            td_log(TD_LOG_ERR, "%s: refused: %s", path, why);
+            free(path);
+            continue;
+        }
         json_error_t jerr;
-        json_t *def = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-        if (!def)
+        json_t *def = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        free(text);
+        if (!def) {
+            /* jansson quotes the text near the error ("... near 'root:$y$...'"):
+             * only when everyone may read the file anyway */
+            char *near = strstr(jerr.text, " near '");
+            if (near && !(st.st_mode & S_IROTH))
+                *near = '\0';
             rc = fail(err, errlen, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
                       jerr.text);
-        else
+        } else {
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
+        }
+        if (rc == 0 && r->tools[r->n]->nenv && (st.st_mode & S_IROTH))
+            td_log(TD_LOG_WARN,
+                   "%s: has \"env\" and every user may read it (mode %04o): chmod o-r to keep "
+                   "its values secret",
+                   path, (unsigned)(st.st_mode & 07777));
         json_decref(def);
         free(path);
         if (rc == 0)
             r->n++;
     }
     for (int i = 0; i < n; i++)
-        free(ents[i]);
-    free(ents);
+        free(names[i]);
+    free(names);
+    close(dfd);
     if (rc == 0 && r->n > 1) {
         qsort(r->tools, r->n, sizeof(*r->tools), by_name);
         for (size_t i = 1; i < r->n; i++)

@@ -59,6 +59,7 @@ struct td_config {
     const char *events_socket_path; /* NULL: no events socket */
     const char *tail_group;         /* sees every client's events, NULL: none */
     unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
+    unsigned spill_max_age_s;       /* spill files are removed this long after; 0: at exit */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -76,6 +77,13 @@ void td_logc(int level, const char *batch, const char *call, const char *fmt, ..
 /* --log-format text|json; also detects the journal. -1 on a bad format. */
 int td_log_setup(const char *format);
 int td_log_level_parse(const char *s);
+
+/* spill.c: the full content of cut results, in WORK/results. */
+/* Write a new file NAME there for uid (threadpool-safe); 0 or -errno. */
+int td_spill_write(const char *name, const char *text, size_t len, uid_t uid);
+/* Remove PATH --spill-max-age seconds from now. */
+void td_spill_track(const char *path);
+void td_spill_stop(void);
 
 /* util.c */
 /* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD. */

@@ -161,7 +161,9 @@ class Daemon:
         self.tools_dir = os.path.join(self.tmp, "tools")
         self.work_dir = os.path.join(self.tmp, "work")
         self.stderr_path = os.path.join(self.tmp, "daemon.stderr")
-        os.mkdir(self.tools_dir)
+        # the daemon refuses definitions others may change, whatever the umask
+        os.mkdir(self.tools_dir, 0o755)
+        os.chmod(self.tools_dir, 0o755)
         os.mkdir(self.work_dir)
         self.args = list(args)
         self.env = env
@@ -187,6 +189,7 @@ class Daemon:
                 f.write(definition)
             else:
                 json.dump(definition, f, indent=1)
+        os.chmod(path, 0o644)
         return path
 
     def path(self, *parts):

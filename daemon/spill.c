@@ -1,0 +1,191 @@
+/*
+ * spill.c - spill files: the full content of a cut result, for the client
+ * that ran the call, in WORK/results. td_spill_write runs in the threadpool;
+ * the files are removed --spill-max-age seconds after they were written
+ * (times kept here, since the client owns its file and could reset its
+ * mtime and ctime), so a long-running daemon does not fill its disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "toolexecd.h"
+
+/* Open WORK/results, made on first use, refusing one that is not ours or
+ * that others may write to (they could plant or swap names in it). 0711:
+ * each client reads its own files by name, without listing the others. */
+static int results_dir(void)
+{
+    char *dir = NULL;
+    if (asprintf(&dir, "%s/results", td_cfg.work_dir) < 0)
+        return -ENOMEM;
+    if (mkdir(dir, 0711) < 0 && errno != EEXIST) {
+        int e = errno;
+        free(dir);
+        return -e;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    free(dir);
+    if (dfd < 0)
+        return -e;
+    struct stat st;
+    if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(dfd);
+        return -EPERM;
+    }
+    return dfd;
+}
+
+int td_spill_write(const char *name, const char *text, size_t len, uid_t uid)
+{
+    int dfd = results_dir();
+    if (dfd < 0)
+        return dfd;
+    /* a fresh file, never one that is there (O_EXCL), never through a link */
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int err = fd < 0 ? errno : 0;
+    close(dfd);
+    if (fd < 0)
+        return -err;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            break;
+        }
+        off += (size_t)n;
+    }
+    /* readable by the client that ran the batch (and nobody else: 0600);
+     * an unprivileged daemon cannot give files away and keeps them */
+    if (!err && fchown(fd, uid, (gid_t)-1) < 0 && errno != EPERM)
+        err = errno;
+    close(fd);
+    return -err;
+}
+
+/* ---- ageing out ---------------------------------------------------------- */
+
+/* Files in the order they were written, so the oldest is always first. */
+struct spilled {
+    char *path;
+    uint64_t written_ms;
+    int err; /* of the unlink */
+    struct spilled *next;
+};
+
+struct sweep {
+    uv_work_t req;
+    struct spilled *files;
+};
+
+static struct spilled *head, **tail = &head;
+static uv_timer_t timer;
+static bool timer_ready, stopped;
+
+static void free_list(struct spilled *s)
+{
+    while (s) {
+        struct spilled *next = s->next;
+        free(s->path);
+        free(s);
+        s = next;
+    }
+}
+
+static void sweep_work(uv_work_t *req)
+{
+    struct sweep *sw = req->data;
+    for (struct spilled *s = sw->files; s; s = s->next)
+        s->err = unlink(s->path) < 0 && errno != ENOENT ? errno : 0;
+}
+
+static void sweep_done(uv_work_t *req, int status)
+{
+    struct sweep *sw = req->data;
+    for (struct spilled *s = sw->files; s; s = s->next)
+        if (s->err)
+            td_log(TD_LOG_WARN, "cannot remove spill file %s: %s", s->path, strerror(s->err));
+        else
+            td_log(TD_LOG_DEBUG, "removed spill file %s (older than %u s)", s->path,
+                   td_cfg.spill_max_age_s);
+    free_list(sw->files);
+    free(sw);
+}
+
+static void arm(void);
+
+/* Hand every file past its age to the threadpool (an unlink of a large
+ * file may take a while) and wait for the next one. */
+static void on_timer(uv_timer_t *t)
+{
+    uint64_t now = uv_now(td_loop), age = td_cfg.spill_max_age_s * 1000ULL;
+    struct spilled *due = head, **last = &head;
+    while (*last && (*last)->written_ms + age <= now)
+        last = &(*last)->next;
+    head = *last;
+    *last = NULL;
+    if (!head)
+        tail = &head;
+    struct sweep *sw = due != head ? calloc(1, sizeof(*sw)) : NULL;
+    if (sw) {
+        sw->files = due;
+        sw->req.data = sw;
+        if (uv_queue_work(td_loop, &sw->req, sweep_work, sweep_done) != 0) {
+            free(sw);
+            sw = NULL;
+        }
+    }
+    if (!sw && due != head)
+        free_list(due); /* left for the exit */
+    arm();
+}
+
+static void arm(void)
+{
+    if (!head || stopped)
+        return;
+    uint64_t now = uv_now(td_loop), due = head->written_ms + td_cfg.spill_max_age_s * 1000ULL;
+    uv_timer_start(&timer, on_timer, due > now ? due - now : 0, 0);
+}
+
+void td_spill_track(const char *path)
+{
+    if (!td_cfg.spill_max_age_s || stopped)
+        return;
+    struct spilled *s = calloc(1, sizeof(*s));
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return;
+    }
+    if (!timer_ready) {
+        uv_timer_init(td_loop, &timer);
+        /* a file's removal alone does not keep the daemon running */
+        uv_unref((uv_handle_t *)&timer);
+        timer_ready = true;
+    }
+    s->written_ms = uv_now(td_loop);
+    bool first = !head;
+    *tail = s;
+    tail = &s->next;
+    if (first)
+        arm();
+}
+
+void td_spill_stop(void)
+{
+    stopped = true;
+    if (timer_ready)
+        uv_close((uv_handle_t *)&timer, NULL);
+    timer_ready = false;
+    free_list(head);
+    head = NULL;
+    tail = &head;
+}
