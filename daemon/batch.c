@@ -245,10 +245,15 @@ static void spill_write(uv_work_t *req)
         }
         off += (size_t)n;
     }
-    /* readable by the client that ran the batch */
-    if (!sp->err && fchown(fd, sp->uid, (gid_t)-1) < 0 && errno != EPERM)
+    /* Readable by the client that ran the batch. An unprivileged daemon
+     * cannot give it to another uid: then it is not a spill file for that
+     * client (root reads it as it is). */
+    if (!sp->err && sp->uid != geteuid() && fchown(fd, sp->uid, (gid_t)-1) < 0 &&
+        !(errno == EPERM && sp->uid == 0))
         sp->err = errno;
     close(fd);
+    if (sp->err)
+        unlink(sp->path);
 }
 
 static void spill_done(uv_work_t *req, int status)

@@ -30,7 +30,7 @@ enum {
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
-        "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount", \
+        "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
             "chdir", "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                        \
     }
 

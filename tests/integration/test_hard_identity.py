@@ -221,6 +221,32 @@ class RootPgroup(VictimMixin, unittest.TestCase):
         self.assertEqual(res["ok"]["answer"], "genuine", res)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
+class CallUidsOption(unittest.TestCase):
+    """--call-uids: a range holding a user of the system, or no range, is
+    refused with a message naming what is wrong."""
+
+    def start_fails(self, value):
+        harness.require_env()
+        d = Daemon([], ["--call-uids", value], start=False)
+        try:
+            d.spawn()
+            rc = d.proc.wait(timeout=harness.WAIT)
+            self.assertNotEqual(rc, 0)
+            return d.stderr()
+        finally:
+            d.stop(check=False)
+
+    def test_range_holding_a_user_is_refused(self):
+        nobody = pwd.getpwnam("nobody").pw_uid
+        err = self.start_fails("%d-%d" % (nobody - 1, nobody + 1))
+        self.assertIn("--call-uids %d-%d: holds user nobody" % (nobody - 1, nobody + 1), err)
+
+    def test_malformed_range_is_refused(self):
+        for bad in ("5", "9-3", "0-10", "1-2147483648", "a-b", "1-5x"):
+            self.assertIn("--call-uids: \"%s\": expected FIRST-LAST" % bad, self.start_fails(bad))
+
+
 class TtyDaemon(Daemon):
     """A daemon whose controlling terminal is a pty, as when an operator runs
     it in the foreground."""

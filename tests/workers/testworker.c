@@ -624,7 +624,8 @@ static json_t *victim_mode(const json_t *args)
     if (fd >= 0)
         close(fd);
     buf[n > 0 ? n : 0] = '\0';
-    return te_ok(json_pack("{s:s, s:s}", "answer", arg_str(args, "answer", ""), "secret_file", buf));
+    const char *answer = arg_str(args, "answer", "");
+    return te_ok(json_pack("{s:s, s:s}", "answer", answer, "secret_file", buf));
 }
 
 static json_t *attempt_ok(const char *data, size_t n)
@@ -711,8 +712,10 @@ static json_t *hostile_mode(const json_t *args)
     for (size_t k = 0; k < 4; k++) {
         json_t *list = json_object_get(args, pid_keys[k]), *v, *res = json_array();
         size_t i;
-        json_array_foreach(list, i, v) json_array_append_new(
-            res, attempt_pid(pid_keys[k], json_integer_value(v)));
+        json_array_foreach(list, i, v)
+        {
+            json_array_append_new(res, attempt_pid(pid_keys[k], json_integer_value(v)));
+        }
         json_object_set_new(out, pid_keys[k], res);
     }
     const char *path_keys[] = {"read", "list", "connect"};
@@ -720,7 +723,10 @@ static json_t *hostile_mode(const json_t *args)
     for (size_t k = 0; k < 3; k++) {
         json_t *list = json_object_get(args, path_keys[k]), *v, *res = json_array();
         size_t i;
-        json_array_foreach(list, i, v) json_array_append_new(res, fns[k](json_string_value(v)));
+        json_array_foreach(list, i, v)
+        {
+            json_array_append_new(res, fns[k](json_string_value(v)));
+        }
         json_object_set_new(out, path_keys[k], res);
     }
     if (json_is_true(json_object_get(args, "tty"))) {
