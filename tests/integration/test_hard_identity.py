@@ -32,6 +32,7 @@ def hard_tools(token):
                         timeout_ms=60000),
             worker_tool("hostile", "hostile", timeout_ms=30000),
             worker_tool("who", "identity"),
+            worker_tool("spilling", "ok-string", max_content_bytes=100, spill=True),
             worker_tool("conc", "victim", "c" + token, env={"VICTIM_SECRET": "c"},
                         timeout_ms=60000)]
 
@@ -134,6 +135,17 @@ class HardMixin(VictimMixin):
         res = self.finish_victim(c, "vict", release)
         self.assertEqual(res["ok"]["answer"], "genuine", res)
         self.assertTrue(res["ok"]["secret_file"].startswith(SECRET + " "), res)
+
+    def test_hostile_call_cannot_read_a_spill_file(self):
+        full = SECRET + "".join(" line %d" % i for i in range(100))
+        res = self.d.client().run([{"id": "s", "name": "spilling", "arguments": {"s": full}}])
+        path = res.completed("s")["truncated"]["spill_path"]
+        with open(path) as f:
+            self.assertEqual(f.read(), full)
+        h = self.d.client().run([{"id": "h", "name": "hostile", "arguments": {
+            "read": [path], "list": [os.path.dirname(path)]}}])
+        r = h.result("h")["ok"]
+        self.assertTrue(errno_name(r["read"][0]) and errno_name(r["list"][0]), r)
 
     def test_worker_sees_only_its_own_processes(self):
         c, vpid, calldir, release = self.start_victim("procs")
