@@ -178,7 +178,8 @@ int td_containment_check(const char *cgroup_dir)
     printf("running as uid %d%s\n", (int)geteuid(), userns ? " (unprivileged)" : "");
     printf("user namespaces:     %s\n", yesno(probe(CLONE_NEWUSER)));
     printf("pid namespaces:      %s%s\n", yesno(pid_rc),
-           userns ? " (inside a user namespace)" : "");
+           userns ? " (with a mount namespace and a /proc of its own, inside a user namespace)"
+                  : " (with a mount namespace and a /proc of its own)");
     printf("network namespaces:  %s\n", yesno(probe(CLONE_NEWNET | userns)));
     struct td_cgroup_info cg;
     td_cgroup_probe(cgroup_dir, &cg);

@@ -217,6 +217,10 @@ class RootPgroup(VictimMixin, unittest.TestCase):
     different uids."""
     ARGS = ["--containment", "pgroup"]
 
+    def test_start_up_log_says_what_calls_share(self):
+        self.assertIn("calls share the host's /proc and mounts (--containment pgroup)",
+                      self.d.stderr())
+
     def test_hostile_call_cannot_kill_or_read_a_running_victim(self):
         c, vpid, calldir, release = self.start_victim("pg")
         self.addCleanup(lambda: os.path.exists(release) or open(release, "w").close())
