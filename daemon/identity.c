@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,14 @@ int td_identity_setup(void)
     if (!first) {
         char err[128];
         td_identity_parse(TD_CALL_UIDS_DEFAULT, err, sizeof(err));
+    }
+    /* A call's uid comes back once it is reaped, which may be just after
+     * its slot went to the next call (a cancel): room for twice as many. */
+    if ((uint64_t)(last - first) + 1 < 2 * (uint64_t)td_cfg.max_workers) {
+        td_log(TD_LOG_ERR, "--call-uids %u-%u: %u uids, fewer than twice --max-workers (%u)",
+               (unsigned)first, (unsigned)last, (unsigned)(last - first + 1),
+               td_cfg.max_workers);
+        return -1;
     }
     /* One pass over the users and groups the system knows (NSS included):
      * a uid of the range that is someone's would give that someone's files

@@ -243,8 +243,11 @@ class CallUidsOption(unittest.TestCase):
     refused with a message naming what is wrong."""
 
     def start_fails(self, value):
+        return self.start_fails_with(["--call-uids", value])
+
+    def start_fails_with(self, args):
         harness.require_env()
-        d = Daemon([], ["--call-uids", value], start=False)
+        d = Daemon([], args, start=False)
         try:
             d.spawn()
             rc = d.proc.wait(timeout=harness.WAIT)
@@ -255,8 +258,22 @@ class CallUidsOption(unittest.TestCase):
 
     def test_range_holding_a_user_is_refused(self):
         nobody = pwd.getpwnam("nobody").pw_uid
-        err = self.start_fails("%d-%d" % (nobody - 1, nobody + 1))
-        self.assertIn("--call-uids %d-%d: holds user nobody" % (nobody - 1, nobody + 1), err)
+        err = self.start_fails("%d-%d" % (nobody - 20, nobody + 20))
+        self.assertIn("--call-uids %d-%d: holds user nobody" % (nobody - 20, nobody + 20), err)
+
+    def test_range_smaller_than_twice_max_workers_is_refused(self):
+        err = self.start_fails_with(["--call-uids", "1879048192-1879048194", "--max-workers", "2"])
+        self.assertIn("--call-uids 1879048192-1879048194: 3 uids, fewer than twice "
+                      "--max-workers (2)", err)
+
+    def test_uids_come_back_to_the_pool(self):
+        # two uids, one call at a time: the third call has the first one's
+        harness.require_env()
+        with Daemon([worker_tool("who", "identity")],
+                    ["--call-uids", "1879048192-1879048193", "--max-workers", "1"]) as d:
+            uids = [d.client().run([{"id": "w", "name": "who"}]).result("w")["ok"]["uid"]
+                    for _ in range(3)]
+        self.assertEqual(uids, [1879048192, 1879048193, 1879048192])
 
     def test_malformed_range_is_refused(self):
         for bad in ("5", "9-3", "0-10", "1-2147483648", "a-b", "1-5x"):
