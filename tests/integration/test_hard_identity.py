@@ -12,11 +12,13 @@ one (setpriv --reuid=nobody). A worker of a daemon started on a terminal
 cannot open /dev/tty."""
 
 import fcntl
+import json
 import os
 import pty
 import pwd
 import shutil
 import subprocess
+import sys
 import termios
 import unittest
 
@@ -278,6 +280,46 @@ class CallUidsOption(unittest.TestCase):
     def test_malformed_range_is_refused(self):
         for bad in ("5", "9-3", "0-10", "1-2147483648", "a-b", "1-5x"):
             self.assertIn("--call-uids: \"%s\": expected FIRST-LAST" % bad, self.start_fails(bad))
+
+
+OTHER_UID = 64125  # a client uid no test runs anything else as
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody and to another uid) and setpriv")
+class SpillToAnotherUid(unittest.TestCase):
+    """Item 7, fchown: an unprivileged daemon cannot give a spill file to a
+    client of another uid; the spill then fails, says so in the log and
+    leaves no file (it used to stay the daemon's, where every worker of the
+    daemon's uid could read it), and the result still arrives."""
+
+    def test_spill_for_another_uid_fails_cleanly(self):
+        harness.require_env()
+        d = NobodyDaemon([worker_tool("spilling", "ok-string", max_content_bytes=100,
+                                      spill=True)], start=False)
+        d.args = ["--socket-mode", "0666"]
+        for p in (d.tmp, d.work_dir):
+            os.chmod(p, 0o777)
+        try:
+            d.start()
+            full = "".join(" line %d" % i for i in range(100))
+            script = ("import json, sys; sys.path.insert(0, %r); import harness; "
+                      "r = harness.Client(%r).run([{'id': 's', 'name': 'spilling', "
+                      "'arguments': {'s': %r}}]); print(json.dumps(r.completed('s')))"
+                      % (os.path.dirname(os.path.abspath(__file__)), d.sock, full))
+            out = subprocess.run(["setpriv", "--reuid=%d" % OTHER_UID, "--regid=%d" % OTHER_UID,
+                                  "--clear-groups", sys.executable, "-c", script],
+                                 capture_output=True, text=True, timeout=harness.WAIT,
+                                 env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            done = json.loads(out.stdout)
+            self.assertNotIn("spill_path", done["truncated"], done)
+            self.assertIn("cannot spill to", d.stderr())
+            self.assertIn("Operation not permitted", d.stderr())
+            results = os.path.join(d.work_dir, "results")
+            self.assertEqual(os.listdir(results) if os.path.isdir(results) else [], [])
+        finally:
+            d.stop(check=False)
 
 
 class TtyDaemon(Daemon):
