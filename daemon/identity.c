@@ -67,8 +67,7 @@ int td_identity_setup(void)
      * its slot went to the next call (a cancel): room for twice as many. */
     if ((uint64_t)(last - first) + 1 < 2 * (uint64_t)td_cfg.max_workers) {
         td_log(TD_LOG_ERR, "--call-uids %u-%u: %u uids, fewer than twice --max-workers (%u)",
-               (unsigned)first, (unsigned)last, (unsigned)(last - first + 1),
-               td_cfg.max_workers);
+               (unsigned)first, (unsigned)last, (unsigned)(last - first + 1), td_cfg.max_workers);
         return -1;
     }
     /* One pass over the users and groups the system knows (NSS included):
