@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -48,6 +49,7 @@
 
 enum td_containment td_containment = TD_CONTAIN_PGROUP;
 int td_userns_flag;
+int td_call_ns;
 char *td_init_path;
 
 const char *td_containment_name(enum td_containment c)
@@ -57,9 +59,15 @@ const char *td_containment_name(enum td_containment c)
 
 static int probe_child(void *arg)
 {
-    (void)arg;
+    /* In a mount namespace: what each call's child does with it first
+     * (sandbox.c, step 7b); a /proc of our own is refused where the host's
+     * is partly covered (some containers). Its errno is the exit code. */
+    int code = 0;
+    if (arg && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+        code = errno & 0xff ? errno & 0xff : ECHILD;
     /* not _exit(): see child_exit() in sandbox.c */
-    syscall(SYS_exit_group, 0);
+    syscall(SYS_exit_group, code);
     return 0; /* not reached */
 }
 
@@ -67,14 +75,14 @@ static int probe_child(void *arg)
 static int probe(int flags)
 {
     static char stack[16 * 1024] __attribute__((aligned(16)));
-    pid_t pid =
-        clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | flags, NULL);
+    pid_t pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | flags,
+                      (flags & CLONE_NEWNS) ? stack : NULL);
     if (pid < 0)
         return -errno;
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+    return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
 }
 
 /* toolexecd-init beside our own executable (a build tree), else installed. */
@@ -106,7 +114,7 @@ int td_containment_setup(const char *want)
     td_userns_flag = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     free(td_init_path);
     td_init_path = find_init();
-    int rc = td_init_path ? probe(CLONE_NEWPID | td_userns_flag) : -ENOENT;
+    int rc = td_init_path ? probe(CLONE_NEWPID | CLONE_NEWNS | td_userns_flag) : -ENOENT;
     bool pidns = rc == 0, cgroup = td_cgroup_active();
     if (strcmp(want, "pidns") == 0 && !pidns) {
         td_log(TD_LOG_ERR, "--containment pidns: %s",
@@ -127,6 +135,22 @@ int td_containment_setup(const char *want)
         td_containment = strcmp(want, "pidns") == 0    ? TD_CONTAIN_PIDNS
                          : strcmp(want, "cgroup") == 0 ? TD_CONTAIN_CGROUP
                                                        : TD_CONTAIN_PGROUP;
+    /* Every call in a PID and a mount namespace of its own, whatever ends
+     * its processes, except where the operator chose pgroup: the mode
+     * without namespaces, for tools that must see the host's /proc. */
+    td_call_ns = pidns && td_containment != TD_CONTAIN_PGROUP ? CLONE_NEWPID | CLONE_NEWNS : 0;
+    if (td_call_ns)
+        td_log(TD_LOG_INFO, "each call in a PID and a mount namespace of its own: a /proc of its "
+                            "own processes, the daemon's sockets and other calls' directories "
+                            "hidden");
+    else
+        td_log(TD_LOG_WARN,
+               "calls share the host's /proc and mounts (%s): a call can see the daemon and other "
+               "calls' processes%s, connect to the daemon's socket and reach other calls' "
+               "directories as far as their modes allow",
+               !pidns ? (td_init_path ? strerror(-rc) : "toolexecd-init not found")
+                      : "--containment pgroup",
+               td_userns_flag ? " and signal those of its uid" : "");
     if (td_containment == TD_CONTAIN_PIDNS)
         td_log(TD_LOG_INFO, "containment: a PID namespace per call%s (init %s)",
                td_userns_flag ? " inside a user namespace" : "", td_init_path);
@@ -150,11 +174,12 @@ int td_containment_check(const char *cgroup_dir)
 {
     int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     char *init = find_init();
-    int pid_rc = probe(CLONE_NEWPID | userns);
+    int pid_rc = probe(CLONE_NEWPID | CLONE_NEWNS | userns);
     printf("running as uid %d%s\n", (int)geteuid(), userns ? " (unprivileged)" : "");
     printf("user namespaces:     %s\n", yesno(probe(CLONE_NEWUSER)));
     printf("pid namespaces:      %s%s\n", yesno(pid_rc),
-           userns ? " (inside a user namespace)" : "");
+           userns ? " (with a mount namespace and a /proc of its own, inside a user namespace)"
+                  : " (with a mount namespace and a /proc of its own)");
     printf("network namespaces:  %s\n", yesno(probe(CLONE_NEWNET | userns)));
     struct td_cgroup_info cg;
     td_cgroup_probe(cgroup_dir, &cg);

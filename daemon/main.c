@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "toolexecd.h"
 
 #define DEFAULT_TOOLS_DIR "/etc/toolexecd/tools.d"
@@ -36,6 +37,10 @@ struct td_config td_cfg = {
     /* Long enough for a client to read its file after the call; short
      * enough that a busy daemon's disk does not fill. */
     .spill_max_age_s = 3600,
+    /* A fork bomb ends at this many processes (threads count) per call:
+     * with a uid or a user namespace per call, RLIMIT_NPROC counts only the
+     * call's own (pids.max where cgroups carry it). */
+    .limits = {.processes = 1024},
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
@@ -67,6 +72,9 @@ static void usage(FILE *f)
                "      --default-user NAME    workers' user when running as root\n"
                "                             (default: toolexec if it exists, else nobody)\n"
                "      --default-group NAME   workers' group (default: the user's)\n"
+               "      --call-uids FIRST-LAST|no  root: each call of a tool without a \"user\"\n"
+               "                             runs as a uid of its own from this range\n"
+               "                             (default " TD_CALL_UIDS_DEFAULT ")\n"
                "      --default-network yes|no  network for tools that do not say\n"
                "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
                "      --max-clients N        connections at once (default 512)\n"
@@ -247,7 +255,8 @@ int main(int argc, char **argv)
         OPT_LOGFMT,
         OPT_CGROUP,
         OPT_TAIL_GROUP,
-        OPT_SPILL_AGE
+        OPT_SPILL_AGE,
+        OPT_CALL_UIDS
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -264,6 +273,7 @@ int main(int argc, char **argv)
         {"default-network", required_argument, NULL, OPT_NETWORK},
         {"check", no_argument, NULL, OPT_CHECK},
         {"cgroup", required_argument, NULL, OPT_CGROUP},
+        {"call-uids", required_argument, NULL, OPT_CALL_UIDS},
         {"max-clients", required_argument, NULL, OPT_CLIENTS},
         {"max-workers", required_argument, NULL, OPT_WORKERS},
         {"events-socket", required_argument, NULL, OPT_EVENTS},
@@ -409,6 +419,12 @@ int main(int argc, char **argv)
         case OPT_CGROUP:
             cgroup_dir = optarg;
             break;
+        case OPT_CALL_UIDS:
+            if (td_identity_parse(optarg, lerr, sizeof(lerr)) < 0) {
+                fprintf(stderr, "toolexecd: --call-uids: %s\n", lerr);
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -445,7 +461,8 @@ int main(int argc, char **argv)
 
     if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0)
         return 1;
-    td_worker_setup();
+    if (geteuid() == 0 && td_identity_setup() < 0)
+        return 1;
     if (td_tail_setup(td_cfg.tail_group) < 0)
         return 1;
     char err[PATH_MAX + 256];
@@ -461,6 +478,7 @@ int main(int argc, char **argv)
     td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
     if (make_work_dir() < 0)
         goto out_tools;
+    td_worker_setup(); /* once the paths a call must not reach are known */
 
     td_loop = uv_default_loop();
     td_stats_init();
@@ -503,6 +521,7 @@ out_tools:
     free(td_cfg.work_dir);
     free(td_init_path);
     td_cgroup_close();
+    td_identity_close();
     free(socket_path);
     td_registry_free(td_tools);
     td_stats_free();

@@ -12,12 +12,13 @@ enum { TD_REPORT_FAILED = 1, TD_REPORT_STATUS = 2 };
  * init reports when the tool cannot be executed. */
 enum {
     TD_STEP_CGROUP,
-    TD_STEP_SETPGID,
+    TD_STEP_SETSID,
     TD_STEP_PDEATHSIG,
     TD_STEP_SIGNALS,
     TD_STEP_DUP,
     TD_STEP_CLOSE,
     TD_STEP_USERNS,
+    TD_STEP_MOUNT,
     TD_STEP_CHDIR,
     TD_STEP_RLIMIT,
     TD_STEP_USER,
@@ -29,8 +30,8 @@ enum {
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
-        "cgroup", "setpgid", "prctl", "signals", "dup2", "close_range", "user namespace", "chdir", \
-            "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                                 \
+        "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                        \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

@@ -26,9 +26,12 @@
  *     for this architecture below), the child writes "0" to the cgroup's
  *     cgroup.procs, a descriptor the daemon opened, whose credentials are
  *     what the kernel checks.
- *  2. setpgid(0, 0): the worker leads its own process group, so one kill of
- *     the group reaches the helpers it forks, and signals aimed at the
- *     daemon's group (a terminal's ^C) do not reach workers.
+ *  2. setsid(): the worker leads a session of its own, without a controlling
+ *     terminal: a worker of a daemon started in a terminal cannot open
+ *     /dev/tty and push keystrokes into the operator's shell (TIOCSTI). The
+ *     session leader also leads its process group, so one kill of the group
+ *     reaches the helpers it forks, and signals aimed at the daemon's group
+ *     (a terminal's ^C) do not reach workers.
  *  3. PR_SET_PDEATHSIG(SIGKILL): if the daemon dies the worker dies too;
  *     checking getppid() afterwards closes the race where the daemon died
  *     before the prctl (in a new PID namespace the parent shows as 0).
@@ -41,6 +44,24 @@
  *     other workers' pipes) leaks into a worker.
  *  7. In a new user namespace (unprivileged daemon): map our own uid and
  *     gid, so the worker keeps its identity and may use its directory.
+ *  7b. In the call's own mount namespace (CLONE_NEWNS, with its PID
+ *     namespace), made so the call can name nothing outside itself:
+ *     - every mount private first, so nothing below reaches the host's;
+ *     - /dev/null bound over the daemon's sockets: a worker cannot ask the
+ *       daemon for calls its client was refused;
+ *     - an empty tmpfs over the work dir, read-only once the call's own
+ *       directory is bound back at its path: other calls' directories and
+ *       the spill files (WORK/results) are not there to be reached. The
+ *       call directory is opened (fd 4) before the tmpfs hides it;
+ *     - a fresh /proc of the call's PID namespace over the host's: the call
+ *       sees its init and its own processes, never another call's, the
+ *       daemon's or the host's (no /proc/PID/environ, mem, oom_score_adj).
+ *     Cost, on a loaded 2-CPU VM: ~70 us more in this child (the loop's
+ *     time: clone() to exec, 5 x 300 spawns with and without these steps)
+ *     and ~0.5 ms more when the call ends, the kernel tearing the namespace
+ *     down in the exiting init (not the loop's time); through the daemon
+ *     ~0.5 ms CPU and ~1 ms wall a call (bench/ under farm-bench, 8 runs of
+ *     900 calls). Worth it: it is what keeps calls from naming each other.
  *  8. chdir into the call's private directory.
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
@@ -55,13 +76,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <sched.h>
 #include <stdint.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -122,6 +146,50 @@ static void snapshot_signals(void)
     }
 }
 
+/* Where the child keeps the call directory while the tmpfs covers it: the
+ * first descriptor free after step 6, so its /proc path is a constant. */
+#define CALLDIR_FD 4
+#define CALLDIR_PROC "/proc/self/fd/4"
+
+/* Step 7b (see the top); -1 with errno set. */
+static int private_mounts(const struct td_spawn *s)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -1;
+    for (const char *const *p = s->hide; p && *p; p++)
+        if (mount("/dev/null", *p, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+            return -1;
+    int fd = open(s->cwd, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || (fd != CALLDIR_FD && (dup3(fd, CALLDIR_FD, O_CLOEXEC) < 0 || close(fd) < 0)))
+        return -1;
+    if (mount("tmpfs", s->work_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0711,size=4k,nr_inodes=64") < 0)
+        return -1;
+    /* the call directory's path again, in the tmpfs (a local copy: the
+     * child must not write the daemon's memory) */
+    char path[PATH_MAX];
+    size_t n = strlen(s->cwd), i = strlen(s->work_dir);
+    if (n >= sizeof(path) || n <= i + 1 || memcmp(s->cwd, s->work_dir, i) || s->cwd[i] != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(path, s->cwd, n + 1);
+    for (i++; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        path[i] = '\0';
+        if (mkdir(path, 0711) < 0)
+            return -1;
+        path[i] = i < n ? '/' : '\0';
+    }
+    if (mount(CALLDIR_PROC, s->cwd, NULL, MS_BIND, NULL) < 0 || close(CALLDIR_FD) < 0)
+        return -1;
+    if (mount(NULL, s->work_dir, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL) < 0)
+        return -1;
+    return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
 struct child_args {
     const struct td_spawn *s;
     pid_t parent;
@@ -143,8 +211,8 @@ static int child(void *arg)
         child_exit(127);
     if (a->join >= 0 && write(a->join, "0", 1) != 1)
         child_fail(TD_STEP_CGROUP);
-    if (setpgid(0, 0) < 0)
-        child_fail(TD_STEP_SETPGID);
+    if (setsid() < 0)
+        child_fail(TD_STEP_SETSID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         child_fail(TD_STEP_PDEATHSIG);
     if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
@@ -164,6 +232,8 @@ static int child(void *arg)
                                           write_file("/proc/self/uid_map", s->uid_map) < 0 ||
                                           write_file("/proc/self/gid_map", s->gid_map) < 0))
         child_fail(TD_STEP_USERNS);
+    if ((s->ns_flags & CLONE_NEWNS) && private_mounts(s) < 0)
+        child_fail(TD_STEP_MOUNT);
     if (chdir(s->cwd) < 0)
         child_fail(TD_STEP_CHDIR);
     struct rlimit zero = {0, 0};
@@ -301,9 +371,8 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
         *what = "clone";
         return -fork_errno;
     }
-    /* Also from the parent, so the group exists before we might kill it;
-     * EACCES once the child has exec'd is fine. */
-    setpgid(pid, pid);
+    /* No setpgid() from here: with CLONE_VFORK we run again only once the
+     * child has exec'd or died, so its setsid() came first. */
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
     *c = (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
     return 0;

@@ -49,9 +49,10 @@ int td_spill_write(const char *name, const char *text, size_t len, uid_t uid)
     /* a fresh file, never one that is there (O_EXCL), never through a link */
     int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     int err = fd < 0 ? errno : 0;
-    close(dfd);
-    if (fd < 0)
+    if (fd < 0) {
+        close(dfd);
         return -err;
+    }
     size_t off = 0;
     while (off < len) {
         ssize_t n = write(fd, text + off, len - off);
@@ -63,11 +64,15 @@ int td_spill_write(const char *name, const char *text, size_t len, uid_t uid)
         }
         off += (size_t)n;
     }
-    /* readable by the client that ran the batch (and nobody else: 0600);
-     * an unprivileged daemon cannot give files away and keeps them */
-    if (!err && fchown(fd, uid, (gid_t)-1) < 0 && errno != EPERM)
+    /* Readable by the client that ran the batch (and nobody else: 0600).
+     * An unprivileged daemon cannot give it to another uid: then it is not
+     * a spill file for that client and is removed (root reads it as is). */
+    if (!err && uid != geteuid() && fchown(fd, uid, (gid_t)-1) < 0 && !(errno == EPERM && uid == 0))
         err = errno;
     close(fd);
+    if (err)
+        unlinkat(dfd, name, 0);
+    close(dfd);
     return -err;
 }
 

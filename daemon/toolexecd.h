@@ -153,7 +153,10 @@ struct td_spawn {
     bool init;         /* argv[0] is toolexecd-init: keep the report pipe open */
     char *const *envp;
     const char *cwd;
-    int ns_flags;                  /* CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER */
+    int ns_flags; /* CLONE_NEWPID, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER */
+    /* With CLONE_NEWNS: hidden under a tmpfs, cwd (inside it) bound back */
+    const char *work_dir;
+    const char *const *hide;       /* NULL-terminated: covered by /dev/null */
     const char *uid_map, *gid_map; /* written by the child with CLONE_NEWUSER */
     uid_t uid;                     /* (uid_t)-1: keep the daemon's */
     gid_t gid;
@@ -224,6 +227,10 @@ enum td_containment {
 };
 extern enum td_containment td_containment;
 extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
+/* CLONE_NEWPID | CLONE_NEWNS where the kernel gives every call a PID and a
+ * mount namespace of its own (with toolexecd-init and a private /proc),
+ * whatever the containment mode; else 0. */
+extern int td_call_ns;
 extern char *td_init_path; /* toolexecd-init */
 int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
 const char *td_containment_name(enum td_containment c);

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "toolexecd.h"
 
 /* Bytes read from a worker pipe per read; one static buffer serves all reads
@@ -69,6 +70,7 @@ struct td_worker {
     void *cb_data;
     json_t *pending; /* the result, waiting for the killed worker's reaping */
     bool cancelling;
+    uid_t call_uid;       /* its own uid (identity.c), (uid_t)-1 for none */
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_worker *prev, *next;
@@ -132,6 +134,12 @@ static void maybe_free(struct td_worker *w)
     if (!w->finished || !w->reaped || w->pending || w->closing)
         return;
     w->closing = true;
+    /* Reaped: with a PID namespace, the kernel has ended every process of
+     * the call before its init could be; the uid is free. (Without one, a
+     * stray may keep it: the pool's order keeps it from the next calls.) */
+    if (w->call_uid != (uid_t)-1)
+        td_identity_give(w->call_uid);
+    w->call_uid = (uid_t)-1;
     /* its cgroup may serve the next call at once, in this same loop turn */
     td_cgroup_release(w->cg);
     w->cg = NULL;
@@ -583,13 +591,22 @@ static void build_rlimits(const struct td_limits *l, bool cg_memory, bool cg_pid
     }
     if (l->memory_mb && !cg_memory)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_AS, {l->memory_mb << 20, l->memory_mb << 20}};
+    /* the init of the call's PID namespace counts as one */
+    rlim_t nproc = l->processes + (td_call_ns ? 1 : 0);
     if (l->processes && !cg_pids)
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {l->processes, l->processes}};
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {nproc, nproc}};
     if (l->open_files)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, {l->open_files, l->open_files}};
     if (l->file_size_mb)
         rl[(*n)++] =
             (struct td_rlimit){RLIMIT_FSIZE, {l->file_size_mb << 20, l->file_size_mb << 20}};
+    /* An unprivileged daemon cannot raise a hard limit: one below a limit
+     * (the default processes=1024 under a lower RLIMIT_NPROC) holds as is. */
+    for (size_t i = 0; geteuid() != 0 && i < *n; i++) {
+        struct rlimit own;
+        if (getrlimit(rl[i].resource, &own) == 0 && own.rlim_max < rl[i].lim.rlim_max)
+            rl[i].lim.rlim_cur = rl[i].lim.rlim_max = own.rlim_max;
+    }
 }
 
 /* [init, tool argv...]: the init is PID 1 of the call's namespace. */
@@ -609,9 +626,17 @@ static const char **init_argv(char *const *tool)
 
 /* "uid uid 1": an unprivileged daemon's user namespace maps only itself. */
 static char uid_map[32], gid_map[32];
+/* What a call's mount namespace covers with /dev/null: the daemon's sockets. */
+static const char *hidden[3];
 
 void td_worker_setup(void)
 {
+    size_t n = 0;
+    if (td_cfg.socket_path)
+        hidden[n++] = td_cfg.socket_path;
+    if (td_cfg.events_socket_path)
+        hidden[n++] = td_cfg.events_socket_path;
+    hidden[n] = NULL;
     snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
     snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
 }
@@ -640,6 +665,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     *result = NULL;
     char *workdir = NULL;
     char **env = NULL;
+    uid_t taken = (uid_t)-1; /* the call's own uid, once taken */
     /* framed: the request object in one frame; plain: the arguments as one
      * line of compact JSON */
     bool plain = s->tool->protocol == TD_PROTO_PLAIN;
@@ -653,19 +679,30 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     env = build_env(s);
     if (!env)
         goto fail;
+    /* The call's identity: a root daemon runs a tool that names no user as
+     * a uid and gid no other call holds (a group the tool names is kept). */
+    uid_t uid = s->tool->uid;
+    gid_t gid = s->tool->gid;
+    if (s->tool->switch_user && !s->tool->user && td_identity_active()) {
+        what = "call uid";
+        if ((err = -td_identity_take(&taken)) > 0)
+            goto fail;
+        uid = taken;
+        gid = s->tool->group ? s->tool->gid : (gid_t)taken;
+    }
     what = "mkdir";
     if (mkdir(workdir, 0700) < 0) {
         err = errno;
         goto fail;
     }
-    if (s->tool->switch_user && chown(workdir, s->tool->uid, s->tool->gid) < 0) {
+    if (s->tool->switch_user && chown(workdir, uid, gid) < 0) {
         err = errno;
         what = "chown";
         rmdir(workdir);
         goto fail;
     }
     merge_limits(&w->limits, &s->tool->limits);
-    bool pidns = td_containment == TD_CONTAIN_PIDNS;
+    bool pidns = td_call_ns != 0;
     /* A cgroup of its own when it is the containment, or when it carries a
      * limit the call sets; the PID namespace's init counts as a process. */
     bool cg_memory = w->limits.memory_mb && td_cgroup_memory();
@@ -693,11 +730,13 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .init = pidns,
         .envp = env,
         .cwd = workdir,
-        .ns_flags = (pidns ? CLONE_NEWPID : 0) | (network ? 0 : CLONE_NEWNET),
+        .ns_flags = td_call_ns | (network ? 0 : CLONE_NEWNET),
+        .work_dir = td_cfg.work_dir,
+        .hide = hidden,
         .uid_map = uid_map,
         .gid_map = gid_map,
-        .uid = s->tool->switch_user ? s->tool->uid : (uid_t)-1,
-        .gid = s->tool->gid,
+        .uid = s->tool->switch_user ? uid : (uid_t)-1,
+        .gid = gid,
         .rlimits = rl,
         .nrlimits = nrl,
         .cgroup_dir = td_cgroup_dir_fd(w->cg),
@@ -721,6 +760,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
 
+    w->call_uid = taken;
     w->tool = td_tool_ref(s->tool);
     w->batch_id = strdup(s->batch_id);
     w->call_id = strdup(s->call_id);
@@ -770,6 +810,8 @@ fail:
     }
     free(workdir);
     free(body);
+    if (taken != (uid_t)-1) /* no process of the call was started */
+        td_identity_give(taken);
     if (w)
         td_cgroup_release(w->cg);
     free(w);

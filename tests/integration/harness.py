@@ -614,6 +614,15 @@ class DaemonTestCase(unittest.TestCase):
         d = self.daemon.shared_dir("t-" + self.id().rsplit(".", 1)[-1])
         return os.path.join(d, name)
 
+    def shared_log(self, name):
+        """A tmpfile that several calls append to: made here, writable by
+        all, since each call may run as a uid of its own (and in a sticky
+        directory only its owner may open it with O_CREAT)."""
+        path = self.tmpfile(name)
+        with open(path, "w"):
+            os.chmod(path, 0o666)
+        return path
+
     def assertToolError(self, res, cid, reason, tool=None):
         te = res.tool_error(cid)
         self.assertEqual(te.get("reason"), reason, te)

@@ -59,7 +59,7 @@ class Batches(DaemonTestCase):
         return peak
 
     def test_20_calls_max_concurrency_2(self):
-        log = self.tmpfile("conc.log")
+        log = self.shared_log("conc.log")
         calls = [{"id": "c%02d" % i, "name": "conc", "arguments": {"log": log, "ms": 30}}
                  for i in range(20)]
         res = self.c.run(calls, max_concurrency=2)
@@ -72,7 +72,7 @@ class Batches(DaemonTestCase):
             self.assertOk(res, c["id"])
 
     def test_max_concurrency_1_is_serial(self):
-        log = self.tmpfile("conc.log")
+        log = self.shared_log("conc.log")
         calls = [{"id": "c%d" % i, "name": "conc", "arguments": {"log": log, "ms": 10}}
                  for i in range(5)]
         res = self.c.run(calls, max_concurrency=1)
@@ -82,7 +82,7 @@ class Batches(DaemonTestCase):
     def test_default_concurrency_is_bounded_by_cpus(self):
         ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
         n = 2 * ncpu + 3
-        log = self.tmpfile("conc.log")
+        log = self.shared_log("conc.log")
         calls = [{"id": "c%d" % i, "name": "conc", "arguments": {"log": log, "ms": 40}}
                  for i in range(n)]
         res = self.c.run(calls)

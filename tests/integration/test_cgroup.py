@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import unittest
 import uuid
 
@@ -189,10 +190,11 @@ class CgroupContainment(test_isolation.Containment, CgroupCase):
             seen.add(m.group(1))
         self.assertEqual(len(seen), 2, "two calls shared a cgroup: %s" % seen)
 
-    def test_no_pid_namespace_in_cgroup_mode(self):
-        # the cheaper mode does without one: the worker's pid is not 1 or 2
+    def test_pid_namespace_in_cgroup_mode_too(self):
+        # every call gets a PID namespace of its own where the kernel allows
+        # one (its init is PID 1, the tool PID 2), whatever ends its processes
         pid = self.assertOk(self.c.run([{"id": "p", "name": "mypid"}]), "p")
-        self.assertGreater(int(pid), 2)
+        self.assertEqual(int(pid), 2)
 
     def test_call_cgroups_are_emptied_reused_and_removed_at_stop(self):
         tok = new_token("cg-rm")
@@ -223,9 +225,12 @@ class CgroupContainment(test_isolation.Containment, CgroupCase):
 
 
 class StaleCgroups(unittest.TestCase):
-    """A daemon SIGKILLed in cgroup mode leaves its calls' setsid() strays in
-    their cgroups (nothing but a service manager could kill them then); the
-    next daemon on the same cgroup kills them and removes the cgroups."""
+    """A daemon SIGKILLed in cgroup mode leaves its calls' cgroups behind.
+    Each call's PID namespace takes its setsid() strays down with the daemon;
+    where the kernel gives no PID namespace, strays would stay in those
+    cgroups (nothing but a service manager could kill them then): one is put
+    there by hand. The next daemon on the same cgroup kills it and removes
+    the cgroups."""
 
     def setUp(self):
         self.cg = make_test_cgroup()
@@ -245,10 +250,17 @@ class StaleCgroups(unittest.TestCase):
             d.proc.wait(timeout=WAIT)
         finally:
             d.stop(check=False)
-        # the worker itself died with the daemon (PR_SET_PDEATHSIG); the
-        # stray is still there, in its call's cgroup
+        # the worker's init died with the daemon (PR_SET_PDEATHSIG), and the
+        # stray with the init's PID namespace; the call's cgroup is left
+        assert_token_gone(tok, timeout=GONE, what="the stray of the killed daemon's call")
+        left = call_cgroups(self.cg)
+        self.assertTrue(left)
+        # a stray as a kernel without PID namespaces would leave it
+        stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", tok])
+        self.addCleanup(stray.wait)
+        with open(os.path.join(self.cg, left[0], "cgroup.procs"), "w") as f:
+            f.write(str(stray.pid))
         self.assertTrue(wait_token_present(tok))
-        self.assertTrue(call_cgroups(self.cg))
         with Daemon([], args) as d2:
             assert_token_gone(tok, timeout=GONE, what="the stray of the killed daemon")
             self.assertEqual(call_cgroups(self.cg), [])

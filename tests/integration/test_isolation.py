@@ -452,7 +452,7 @@ class MaxWorkers(IsoCase):
     TOOLS = [worker_tool("conc", "concurrency")]
 
     def test_two_clients_share_two_workers(self):
-        log = self.tmpfile("conc.log")
+        log = self.shared_log("conc.log")
         other = self.daemon.client()
 
         def calls(p):
@@ -776,6 +776,18 @@ class DefaultUser(RootOnly, IsoCase):
     TOOLS = [worker_tool("who", "identity")]
 
     def test_unprivileged_by_default(self):
+        # a uid and gid of the call's own, from --call-uids' default range
+        v = self.assertOk(self.c.run([{"id": "w", "name": "who"}]), "w")
+        self.assertTrue(1879048192 <= v["uid"] <= 1879113727, v)
+        self.assertEqual((v["euid"], v["gid"], v["egid"]), (v["uid"],) * 3, v)
+        self.assertEqual(v["groups"], [], "supplementary groups were not dropped")
+
+
+class DefaultUserWithoutCallUids(RootOnly, IsoCase):
+    ARGS = ["--call-uids", "no"]
+    TOOLS = [worker_tool("who", "identity")]
+
+    def test_default_worker_user(self):
         pw = default_worker_user()
         v = self.assertOk(self.c.run([{"id": "w", "name": "who"}]), "w")
         self.assertNotEqual(v["uid"], 0, v)
