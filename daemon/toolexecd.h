@@ -58,6 +58,12 @@ struct td_config {
     const char *socket_group;       /* group of the socket file, NULL: ours */
     const char *events_socket_path; /* NULL: no events socket */
     unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
+    size_t max_queued_calls;        /* calls in one uid's unfinished batches */
+    unsigned max_client_batches;    /* unfinished batches on one connection */
+    unsigned max_clients_per_uid;   /* connections of one uid; 0: a quarter of max_clients */
+    size_t max_request_buffer;      /* unfinished request bytes, all clients together */
+    unsigned idle_timeout_s;        /* close a connection idle this long; 0: never */
+    struct rlimit worker_nofile;    /* RLIMIT_NOFILE as we started: what workers get */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -325,6 +331,11 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
 unsigned td_conn_next_batch_seq(struct td_conn *c);
 /* The client's credentials (SO_PEERCRED). */
 const struct ucred *td_conn_cred(const struct td_conn *c);
+/* Room for one more batch of ncalls on c (--max-client-batches, and
+ * --max-queued-calls for its uid): 0 and the calls are counted until
+ * td_conn_release(); -1 with err saying which limit. */
+int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen);
+void td_conn_release(struct td_conn *c, size_t ncalls);
 void td_batches_throttle(struct td_conn *c, bool pause);
 
 #endif
