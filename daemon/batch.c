@@ -672,10 +672,23 @@ static unsigned conn_slots(const struct td_conn *conn)
     return n;
 }
 
+/* While a client's batches are cancelled one by one, a slot freed by one
+ * is not handed to the next of them, only to spawn a worker to kill. */
+static unsigned schedule_held;
+
+void td_batch_hold(bool hold)
+{
+    if (hold) {
+        schedule_held++;
+    } else if (--schedule_held == 0) {
+        schedule();
+    }
+}
+
 static void schedule(void)
 {
     static bool active;
-    if (active)
+    if (active || schedule_held)
         return;
     active = true;
     while (slots_used < td_cfg.max_workers && wait_head) {

@@ -173,6 +173,7 @@ static void maybe_close(struct td_conn *c)
  * remove batches, so the walk restarts from the head each time. */
 static void cancel_batches(struct td_conn *c)
 {
+    td_batch_hold(true);
     for (struct batch_entry *e = c->batches; e;) {
         if (!e->cancelled) {
             e->cancelled = true;
@@ -182,6 +183,7 @@ static void cancel_batches(struct td_conn *c)
             e = e->next;
         }
     }
+    td_batch_hold(false);
 }
 
 /* The client is gone for good: its batches are cancelled (their workers

@@ -274,6 +274,9 @@ void td_batch_throttle(struct td_batch *b, bool pause);
 /* Kill its running workers, start none of its queued calls, complete it
  * with halt {"halted_reason": "cancelled"}. */
 void td_batch_cancel(struct td_batch *b);
+/* Hold (true) or release (false) handing out worker slots freed meanwhile:
+ * around cancelling many batches at once. */
+void td_batch_hold(bool hold);
 
 /* notify.c: sd_notify (no-ops without libsystemd or outside systemd). */
 void td_notify_ready(void);
