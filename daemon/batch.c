@@ -512,6 +512,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     if (freed_slot) {
         slots_used--;
         b->slots--;
+        td_conn_sched(b->conn)->slots--;
     }
     b->running--;
 
@@ -630,6 +631,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
             }
             slots_used++;
             b->slots++;
+            td_conn_sched(b->conn)->slots++;
             c->slot = true;
         }
         b->next++;
@@ -651,25 +653,20 @@ static void pump(struct td_batch *b)
     pump_n(b, SIZE_MAX, false);
 }
 
-/* Hand free worker slots to waiting batches, one call each in turn. */
-/* When the client last had a call started from the queue. */
-static uint64_t conn_served(const struct td_conn *conn)
+/* Hand free worker slots to waiting batches, one call each in turn. The
+ * client's slots and last service are kept on the connection: summing them
+ * over all batches for every waiting batch made each handout
+ * O(waiting x batches), and 4,096 one-call batches held the loop for
+ * minutes. */
+static unsigned conn_slots(struct td_conn *conn)
 {
-    uint64_t last = 0;
-    for (struct td_batch *x = all_batches; x; x = x->anext)
-        if (x->conn == conn && x->served_seq > last)
-            last = x->served_seq;
-    return last;
+    return td_conn_sched(conn)->slots;
 }
 
-/* Worker slots the client holds across its batches. */
-static unsigned conn_slots(const struct td_conn *conn)
+/* When the client last had a call started from the queue. */
+static uint64_t conn_served(struct td_conn *conn)
 {
-    unsigned n = 0;
-    for (struct td_batch *x = all_batches; x; x = x->anext)
-        if (x->conn == conn)
-            n += x->slots;
-    return n;
+    return td_conn_sched(conn)->served;
 }
 
 /* While a client's batches are cancelled one by one, a slot freed by one
@@ -708,6 +705,7 @@ static void schedule(void)
             }
         }
         b->served_seq = ++served_counter;
+        td_conn_sched(b->conn)->served = b->served_seq;
         wait_remove(b);
         pump_n(b, 1, true);
     }

@@ -64,7 +64,8 @@ struct td_conn {
     bool events_only;     /* accepted on the events socket: requests ignored */
     struct uid_use *uid;  /* NULL only for a connection refused at accept */
     uv_timer_t idle;      /* --idle-timeout */
-    bool idle_closing;    /* told it was idle; closed at the next expiry at the latest */
+    struct td_conn_sched sched;
+    bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
     struct td_conn *prev, *next;
 };
 
@@ -415,6 +416,11 @@ int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen)
 void td_conn_release(struct td_conn *c, size_t ncalls)
 {
     c->uid->calls -= ncalls;
+}
+
+struct td_conn_sched *td_conn_sched(struct td_conn *c)
+{
+    return &c->sched;
 }
 
 unsigned td_conn_next_batch_seq(struct td_conn *c)
