@@ -124,6 +124,16 @@ void td_maybe_exit(void)
     td_reaper_stop();
 }
 
+/* Once every batch is cancelled, clients get this long to read what they
+ * are owed; one that never reads then no longer keeps the daemon up. */
+#define FLUSH_GRACE_MS 5000
+
+static void on_flush_timeout(uv_timer_t *t)
+{
+    td_server_drop_unread();
+    td_maybe_exit();
+}
+
 static void on_shutdown_timeout(uv_timer_t *t)
 {
     unsigned n = td_server_batches();
@@ -131,6 +141,7 @@ static void on_shutdown_timeout(uv_timer_t *t)
         td_log(TD_LOG_WARN, "shutdown: %u batches still running after %u s; cancelling them", n,
                td_cfg.shutdown_timeout_s);
     td_server_cancel_all();
+    uv_timer_start(&shutdown_timer, on_flush_timeout, FLUSH_GRACE_MS, 0);
     td_maybe_exit();
 }
 

@@ -776,6 +776,19 @@ unsigned td_server_batches(void)
     return total_batches();
 }
 
+void td_server_drop_unread(void)
+{
+    for (struct td_conn *c = conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing || c->nbatches || !c->pending_writes)
+            continue;
+        td_log(TD_LOG_WARN,
+               "client pid %d uid %d: %u writes (%zu bytes of events) unread at shutdown; closing",
+               (int)c->cred.pid, (int)c->cred.uid, c->pending_writes, c->pending_bytes);
+        close_now(c);
+    }
+}
+
 void td_server_stop(void)
 {
     for (struct td_conn *c = conns, *next; c; c = next) {

@@ -317,6 +317,9 @@ void td_server_stop(void);
 bool td_server_finished(void);
 /* Cancel every batch of every client. */
 void td_server_cancel_all(void);
+/* Close connections whose batches are done but whose client has not read
+ * the events it is owed (shutting down, after a grace). */
+void td_server_drop_unread(void);
 unsigned td_server_batches(void);
 /* A connection accepted on a listening socket. */
 void td_conn_accept(int fd, bool events);

@@ -165,6 +165,23 @@ class NonReadingClient(unittest.TestCase):
             self.assertGreater(paused, 0)
 
 
+class ShutdownNotHeld(unittest.TestCase):
+    """A client that never reads does not keep the daemon from exiting: once
+    the batches are cancelled, its unread events are dropped after a grace."""
+
+    def test_sigterm_with_a_client_that_never_reads(self):
+        d = Daemon([worker_tool("big", "big-output")], ["--shutdown-timeout", "1"])
+        self.addCleanup(d.stop, check=False)
+        slow = d.client()
+        slow.start_batch([{"id": "c%d" % i, "name": "big", "arguments": {"n": MIB}}
+                          for i in range(8)], batch="flood", max_concurrency=8)
+        harness.deadline_wait(lambda: "pausing its workers" in d.stderr(),
+                              what="the daemon pausing the slow client's workers")
+        d.proc.terminate()
+        self.assertEqual(d.proc.wait(timeout=WAIT), 0)
+        self.assertIn("unread at shutdown; closing", d.stderr())
+
+
 class UnfinishedLines(unittest.TestCase):
     """Item 13: unfinished request lines of all clients together are bounded
     (64 MiB by default): the client holding the most loses its line with an
