@@ -520,7 +520,7 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
 static void on_timeout(uv_timer_t *t)
 {
     struct td_worker *w = t->data;
-    char detail[96];
+    char detail[160];
     snprintf(detail, sizeof(detail), "exceeded its timeout of %llu ms%s",
              (unsigned long long)w->timeout_ms,
              w->paused ? " (its output paused: its client was not reading)" : "");
