@@ -5,7 +5,7 @@ daemon's memory (issue 9, items 10, 11 and 13). Run by hand:
 
     python3 bench/queue_flood.py [--toolexecd build/daemon/toolexecd]
         [--testworker build/tests/workers/testworker] [--batches 200]
-        [scenario ...]
+        [--daemon-arg=--max-queued-calls=300000 ...] [scenario ...]
 
 Scenarios (all by default):
   flood       one connection sends BATCHES batches of 1024 calls of a tool
@@ -125,8 +125,8 @@ class Probe(threading.Thread):
                                                         rtts[-1] * 1e3)
 
 
-def flood(exe, tw, batches):
-    d = Daemon(exe, tw, ["--max-workers", "1"])
+def flood(exe, tw, batches, extra):
+    d = Daemon(exe, tw, ["--max-workers", "1"] + extra)
     try:
         probe = Probe(d.sock)
         probe.start()
@@ -233,12 +233,15 @@ def main():
     ap.add_argument("--testworker",
                     default=os.path.join(root, "build", "tests", "workers", "testworker"))
     ap.add_argument("--batches", type=int, default=200)
+    ap.add_argument("--daemon-arg", action="append", default=[],
+                    help="extra daemon option for flood (repeat), e.g. "
+                    "--daemon-arg=--max-queued-calls=300000")
     ap.add_argument("scenario", nargs="*", default=["flood", "nonreading", "lines"])
     o = ap.parse_args()
     print("toolexecd %s" % o.toolexecd)
     for s in o.scenario:
         if s == "flood":
-            flood(o.toolexecd, o.testworker, o.batches)
+            flood(o.toolexecd, o.testworker, o.batches, o.daemon_arg)
         elif s == "nonreading":
             nonreading(o.toolexecd, o.testworker)
         elif s == "lines":
