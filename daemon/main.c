@@ -41,6 +41,13 @@ struct td_config td_cfg = {
      * with a uid or a user namespace per call, RLIMIT_NPROC counts only the
      * call's own (pids.max where cgroups carry it). */
     .limits = {.processes = 1024},
+    /* An agent runs one batch per model turn, an MCP client one per tool
+     * call in flight: 64 at once on one connection is far beyond either,
+     * and bounds what one connection makes the scheduler walk. */
+    .max_client_batches = 64,
+    /* Generous for a person's pause between turns, short enough that
+     * forgotten connections give their slots back. */
+    .idle_timeout_s = 600,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;
@@ -79,6 +86,15 @@ static void usage(FILE *f)
                "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
                "      --max-clients N        connections at once (default 512)\n"
                "      --max-batch-calls N    calls in one batch (default 1024)\n"
+               "      --max-queued-calls N   calls in one uid's unfinished batches\n"
+               "                             (default 4096, at least 4 x --max-batch-calls)\n"
+               "      --max-client-batches N unfinished batches on one connection (default 64)\n"
+               "      --max-clients-per-uid N  connections of one uid\n"
+               "                             (default --max-clients/4, at least 16)\n"
+               "      --max-request-buffer N bytes of unfinished request lines, all clients\n"
+               "                             (default 67108864, at least 4 x --max-request-bytes)\n"
+               "      --idle-timeout S       close a connection with no batch that sends nothing\n"
+               "                             for S seconds, 0 never (default 600)\n"
                "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
                "      --socket-group NAME    group of the socket file\n"
                "      --events-socket PATH   also listen here; connecting subscribes to every\n"
@@ -124,6 +140,16 @@ void td_maybe_exit(void)
     td_spill_stop();
 }
 
+/* Once every batch is cancelled, clients get this long to read what they
+ * are owed; one that never reads then no longer keeps the daemon up. */
+#define FLUSH_GRACE_MS 5000
+
+static void on_flush_timeout(uv_timer_t *t)
+{
+    td_server_drop_unread();
+    td_maybe_exit();
+}
+
 static void on_shutdown_timeout(uv_timer_t *t)
 {
     unsigned n = td_server_batches();
@@ -131,6 +157,7 @@ static void on_shutdown_timeout(uv_timer_t *t)
         td_log(TD_LOG_WARN, "shutdown: %u batches still running after %u s; cancelling them", n,
                td_cfg.shutdown_timeout_s);
     td_server_cancel_all();
+    uv_timer_start(&shutdown_timer, on_flush_timeout, FLUSH_GRACE_MS, 0);
     td_maybe_exit();
 }
 
@@ -183,6 +210,61 @@ static void ensure_std_fds(void)
         fcntl(fd, F_SETFD, 0);
     if (fd > 2)
         close(fd);
+}
+
+/* Defaults that follow other options; a limit that would refuse every
+ * full batch or every longest line is an error. */
+static int resolve_limits(void)
+{
+    if (!td_cfg.max_clients_per_uid) {
+        /* a quarter, so one uid cannot lock the others out; at least 16
+         * (or all of them) so a small --max-clients still serves one user */
+        unsigned floor = td_cfg.max_clients < 16 ? td_cfg.max_clients : 16;
+        td_cfg.max_clients_per_uid =
+            td_cfg.max_clients / 4 > floor ? td_cfg.max_clients / 4 : floor;
+    }
+    if (!td_cfg.max_queued_calls) {
+        /* four full batches; a queued call costs ~1.1 KB (1,500 x 1,024
+         * calls were 1.7 GB), so ~5 MB a uid by default */
+        td_cfg.max_queued_calls =
+            td_cfg.max_batch_calls * 4 > 4096 ? td_cfg.max_batch_calls * 4 : 4096;
+    } else if (td_cfg.max_queued_calls < td_cfg.max_batch_calls) {
+        fprintf(stderr, "toolexecd: --max-queued-calls (%zu) is below --max-batch-calls (%zu)\n",
+                td_cfg.max_queued_calls, td_cfg.max_batch_calls);
+        return -1;
+    }
+    if (!td_cfg.max_request_buffer) {
+        /* four longest lines at once (24 unfinished lines were 388 MB) */
+        td_cfg.max_request_buffer =
+            td_cfg.max_request * 4 > (64u << 20) ? td_cfg.max_request * 4 : (64u << 20);
+    } else if (td_cfg.max_request_buffer < td_cfg.max_request) {
+        fprintf(stderr,
+                "toolexecd: --max-request-buffer (%zu) is below --max-request-bytes (%zu)\n",
+                td_cfg.max_request_buffer, td_cfg.max_request);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each client holds a descriptor or two; the soft limit is often 1024
+ * (systemd's default), which 500 clients exhaust. Workers get the limit we
+ * started with back (select() breaks above 1024). */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    td_cfg.worker_nofile = rl;
+    if (rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        td_log(TD_LOG_WARN, "cannot raise the open files soft limit from %llu to %llu: %s",
+               (unsigned long long)was, (unsigned long long)rl.rlim_max, strerror(errno));
+    else
+        td_log(TD_LOG_INFO, "open files: soft limit raised from %llu to the hard limit %llu",
+               (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
 static int default_socket(char **out)
@@ -256,7 +338,12 @@ int main(int argc, char **argv)
         OPT_CGROUP,
         OPT_TAIL_GROUP,
         OPT_SPILL_AGE,
-        OPT_CALL_UIDS
+        OPT_CALL_UIDS,
+        OPT_QUEUED,
+        OPT_CLIENT_BATCHES,
+        OPT_CLIENTS_UID,
+        OPT_REQ_BUFFER,
+        OPT_IDLE
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -284,6 +371,11 @@ int main(int argc, char **argv)
         {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
         {"tail-group", required_argument, NULL, OPT_TAIL_GROUP},
         {"spill-max-age", required_argument, NULL, OPT_SPILL_AGE},
+        {"max-queued-calls", required_argument, NULL, OPT_QUEUED},
+        {"max-client-batches", required_argument, NULL, OPT_CLIENT_BATCHES},
+        {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
+        {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -377,6 +469,39 @@ int main(int argc, char **argv)
             else
                 td_cfg.max_batch_calls = v;
             break;
+        case OPT_QUEUED:
+        case OPT_CLIENT_BATCHES:
+        case OPT_CLIENTS_UID:
+            if (!parse_size(optarg, 1000000, &v)) {
+                fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
+                        opt == OPT_QUEUED           ? "max-queued-calls"
+                        : opt == OPT_CLIENT_BATCHES ? "max-client-batches"
+                                                    : "max-clients-per-uid");
+                return 2;
+            }
+            if (opt == OPT_QUEUED)
+                td_cfg.max_queued_calls = v;
+            else if (opt == OPT_CLIENT_BATCHES)
+                td_cfg.max_client_batches = (unsigned)v;
+            else
+                td_cfg.max_clients_per_uid = (unsigned)v;
+            break;
+        case OPT_REQ_BUFFER:
+            if (!parse_size(optarg, UINT32_MAX, &v)) {
+                fprintf(stderr,
+                        "toolexecd: --max-request-buffer: expected a size in bytes (1 to %u)\n",
+                        UINT32_MAX);
+                return 2;
+            }
+            td_cfg.max_request_buffer = v;
+            break;
+        case OPT_IDLE:
+            if (!parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
+                fprintf(stderr, "toolexecd: --idle-timeout: expected seconds (0 to 86400)\n");
+                return 2;
+            }
+            td_cfg.idle_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
+            break;
         case OPT_SOCK_MODE: {
             char *end;
             unsigned long m = strtoul(optarg, &end, 8);
@@ -446,6 +571,8 @@ int main(int argc, char **argv)
     }
     if (check)
         return td_containment_check(cgroup_dir);
+    if (resolve_limits() < 0)
+        return 2;
 
     if (!td_cfg.max_workers) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -456,6 +583,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ensure_std_fds();
+    raise_nofile();
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
 

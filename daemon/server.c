@@ -24,6 +24,24 @@
  * exits or times out still completes). */
 #define CONN_BUFFER_MAX (1u << 20)
 #define READ_CHUNK 65536
+/* A request buffer bigger than this is freed once its line is handled, so
+ * one huge line does not keep its memory (and its share of
+ * --max-request-buffer) for the rest of the connection. */
+#define LINE_KEEP_MAX 65536
+/* Request bytes taken from one connection before it rests for a loop turn:
+ * libuv reads up to 32 x 64 KiB per turn, and a flood of 1,024-call run
+ * requests parsed that much in ~75 ms while every other client waited;
+ * 256 KiB is a few ms of parsing. */
+#define TURN_BYTES_MAX (256u << 10)
+
+/* What one uid holds across its connections (--max-clients-per-uid,
+ * --max-queued-calls). */
+struct uid_use {
+    uid_t uid;
+    unsigned conns;
+    size_t calls; /* calls of its unfinished batches */
+    struct uid_use *next;
+};
 
 struct batch_entry {
     struct td_batch *b;
@@ -49,6 +67,12 @@ struct td_conn {
     int handles;          /* open libuv handles */
     struct td_tail *tail; /* a subscriber to the event stream */
     bool events_only;     /* accepted on the events socket: requests ignored */
+    struct uid_use *uid;  /* NULL only for a connection refused at accept */
+    uv_timer_t idle;      /* --idle-timeout */
+    uv_idle_t rest;       /* resumes reading after a turn's worth of requests */
+    size_t turn_bytes;    /* read since it last rested */
+    struct td_conn_sched sched;
+    bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
     struct td_conn *prev, *next;
 };
 
@@ -63,6 +87,42 @@ struct write_req {
 static struct td_conn *conns;
 static unsigned nconns;
 static char read_buf[READ_CHUNK];
+static struct uid_use *uids;
+static size_t buffered; /* bytes allocated for unfinished lines, all clients */
+
+static struct uid_use *uid_use_get(uid_t uid)
+{
+    struct uid_use *u = uids;
+    while (u && u->uid != uid)
+        u = u->next;
+    if (!u && (u = calloc(1, sizeof(*u)))) {
+        u->uid = uid;
+        u->next = uids;
+        uids = u;
+    }
+    return u;
+}
+
+static void uid_use_put(struct uid_use *u)
+{
+    if (!u || u->conns || u->calls)
+        return;
+    for (struct uid_use **pp = &uids; *pp; pp = &(*pp)->next) {
+        if (*pp == u) {
+            *pp = u->next;
+            free(u);
+            return;
+        }
+    }
+}
+
+static void free_line(struct td_conn *c)
+{
+    buffered -= c->cap;
+    free(c->buf);
+    c->buf = NULL;
+    c->cap = c->len = 0;
+}
 
 unsigned td_server_conns(void)
 {
@@ -83,11 +143,26 @@ static void on_conn_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     nconns--;
+    if (c->uid) {
+        c->uid->conns--;
+        uid_use_put(c->uid);
+    }
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
     td_tail_free(c->tail);
-    free(c->buf);
+    free_line(c);
     free(c);
     td_maybe_exit();
+}
+
+/* Writes still queued are cancelled (their callbacks run first). */
+static void close_now(struct td_conn *c)
+{
+    c->closing = true;
+    uv_close((uv_handle_t *)&c->h, on_conn_closed);
+    uv_close((uv_handle_t *)&c->idle, on_conn_closed);
+    uv_close((uv_handle_t *)&c->rest, on_conn_closed);
+    if (c->hup_fd >= 0)
+        uv_close((uv_handle_t *)&c->hup, on_conn_closed);
 }
 
 static void maybe_close(struct td_conn *c)
@@ -100,16 +175,14 @@ static void maybe_close(struct td_conn *c)
                         : c->eof || c->dead || td_shutting_down;
     if (!done)
         return;
-    c->closing = true;
-    uv_close((uv_handle_t *)&c->h, on_conn_closed);
-    if (c->hup_fd >= 0)
-        uv_close((uv_handle_t *)&c->hup, on_conn_closed);
+    close_now(c);
 }
 
 /* Cancel every batch of c not cancelled yet. Cancelling may complete and
  * remove batches, so the walk restarts from the head each time. */
 static void cancel_batches(struct td_conn *c)
 {
+    td_batch_hold(true);
     for (struct batch_entry *e = c->batches; e;) {
         if (!e->cancelled) {
             e->cancelled = true;
@@ -119,6 +192,7 @@ static void cancel_batches(struct td_conn *c)
             e = e->next;
         }
     }
+    td_batch_hold(false);
 }
 
 /* The client is gone for good: its batches are cancelled (their workers
@@ -136,6 +210,36 @@ static void conn_lost(struct td_conn *c, const char *why)
         uv_poll_stop(&c->hup);
     cancel_batches(c);
     maybe_close(c);
+}
+
+/* --idle-timeout: a connection with no batch, no subscription and nothing
+ * sent for that long is told so and closed, freeing its slot. One that does
+ * not read even that is closed at the next expiry, its writes dropped. */
+static void on_idle(uv_timer_t *t)
+{
+    struct td_conn *c = t->data;
+    if (c->closing || c->nbatches || c->tail || c->events_only)
+        return; /* restarted when its last batch completes */
+    if (c->idle_closing) {
+        td_log(TD_LOG_INFO, "client pid %d uid %d: idle and not reading; closing", (int)c->cred.pid,
+               (int)c->cred.uid);
+        close_now(c);
+        return;
+    }
+    td_log(TD_LOG_INFO, "client pid %d uid %d: idle for %u s (--idle-timeout); closing",
+           (int)c->cred.pid, (int)c->cred.uid, td_cfg.idle_timeout_s);
+    char msg[160];
+    snprintf(msg, sizeof(msg),
+             "connection idle for %u s with no batch running (--idle-timeout); closing it",
+             td_cfg.idle_timeout_s);
+    td_conn_error(c, NULL, "request_error", "idle_timeout", msg, NULL);
+    c->idle_closing = true;
+    c->eof = true;
+    if (!uv_is_closing((uv_handle_t *)&c->h))
+        uv_read_stop((uv_stream_t *)&c->h);
+    maybe_close(c);
+    if (!c->closing)
+        uv_timer_start(&c->idle, on_idle, td_cfg.idle_timeout_s * 1000ULL, 0);
 }
 
 /* EPOLLHUP on a Unix stream socket means both directions are closed; a
@@ -284,6 +388,8 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
             free(e->id);
             free(e);
             c->nbatches--;
+            if (!c->nbatches && td_cfg.idle_timeout_s && !c->closing)
+                uv_timer_start(&c->idle, on_idle, td_cfg.idle_timeout_s * 1000ULL, 0);
             break;
         }
     }
@@ -293,6 +399,36 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
 const struct ucred *td_conn_cred(const struct td_conn *c)
 {
     return &c->cred;
+}
+
+int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen)
+{
+    if (c->nbatches >= td_cfg.max_client_batches) {
+        snprintf(err, errlen,
+                 "batch: %u batches are already running on this connection, the limit "
+                 "(--max-client-batches); wait for one to complete",
+                 c->nbatches);
+        return -1;
+    }
+    if (!c->uid || ncalls > td_cfg.max_queued_calls - c->uid->calls) {
+        snprintf(err, errlen,
+                 "calls: %zu more calls would exceed the limit of %zu calls in unfinished "
+                 "batches of uid %d (--max-queued-calls; %zu now); wait for a batch to complete",
+                 ncalls, td_cfg.max_queued_calls, (int)c->cred.uid, c->uid ? c->uid->calls : 0);
+        return -1;
+    }
+    c->uid->calls += ncalls;
+    return 0;
+}
+
+void td_conn_release(struct td_conn *c, size_t ncalls)
+{
+    c->uid->calls -= ncalls;
+}
+
+struct td_conn_sched *td_conn_sched(struct td_conn *c)
+{
+    return &c->sched;
 }
 
 unsigned td_conn_next_batch_seq(struct td_conn *c)
@@ -423,6 +559,43 @@ static void too_long(struct td_conn *c)
     td_conn_error(c, NULL, "request_error", "request_too_long", msg, NULL);
 }
 
+/* The rest of c's line is skipped and its buffer freed. */
+static void drop_line(struct td_conn *c)
+{
+    c->discarding = true;
+    free_line(c);
+}
+
+/* Unfinished lines of all clients together hold at most
+ * --max-request-buffer: a client whose line needs its buffer grown to need
+ * bytes beyond that makes the client holding the most lose its line (itself
+ * when it would hold the most). False when c lost its own. */
+static bool make_room(struct td_conn *c, size_t need)
+{
+    while (buffered - c->cap + need > td_cfg.max_request_buffer) {
+        struct td_conn *big = c;
+        size_t most = need;
+        for (struct td_conn *x = conns; x; x = x->next) {
+            if (x != c && x->cap > most) {
+                big = x;
+                most = x->cap;
+            }
+        }
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "request line dropped: unfinished request lines of all clients would exceed "
+                 "%zu bytes (--max-request-buffer), and this one held the most (%zu bytes)",
+                 td_cfg.max_request_buffer, most);
+        td_log(TD_LOG_WARN, "client pid %d uid %d: %s", (int)big->cred.pid, (int)big->cred.uid,
+               msg);
+        td_conn_error(big, NULL, "request_error", "request_too_long", msg, NULL);
+        drop_line(big);
+        if (big == c)
+            return false;
+    }
+    return true;
+}
+
 /* Append bytes and handle every complete line. */
 static void take_input(struct td_conn *c, const char *p, size_t n)
 {
@@ -433,21 +606,24 @@ static void take_input(struct td_conn *c, const char *p, size_t n)
             /* drop the rest of an over-long line */
         } else if (c->len + seg > td_cfg.max_request) {
             too_long(c);
-            c->discarding = true;
-            c->len = 0;
+            drop_line(c);
         } else {
             if (c->len + seg > c->cap) {
                 size_t ncap = c->cap ? c->cap : 4096;
                 while (ncap < c->len + seg)
                     ncap *= 2;
+                if (ncap > td_cfg.max_request)
+                    ncap = td_cfg.max_request;
+                if (!make_room(c, ncap))
+                    goto next;
                 char *nb = realloc(c->buf, ncap);
                 if (!nb) {
                     td_conn_error(c, NULL, "request_error", "request_too_long",
                                   "out of memory buffering the request", NULL);
-                    c->discarding = true;
-                    c->len = 0;
+                    drop_line(c);
                     goto next;
                 }
+                buffered += ncap - c->cap;
                 c->buf = nb;
                 c->cap = ncap;
             }
@@ -461,6 +637,8 @@ static void take_input(struct td_conn *c, const char *p, size_t n)
             handle_line(c, c->buf, c->len);
         c->discarding = false;
         c->len = 0;
+        if (c->cap > LINE_KEEP_MAX)
+            free_line(c);
         p = nl + 1;
         n -= seg + 1;
         if (c->closing || c->dead)
@@ -475,11 +653,30 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(read_buf, sizeof(read_buf));
 }
 
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void on_rest(uv_idle_t *h)
+{
+    struct td_conn *c = h->data;
+    uv_idle_stop(h);
+    c->turn_bytes = 0;
+    if (!c->closing && !c->dead && !c->eof)
+        uv_read_start((uv_stream_t *)&c->h, alloc_cb, on_read);
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct td_conn *c = s->data;
     if (n > 0) {
+        if (td_cfg.idle_timeout_s && !c->idle_closing)
+            uv_timer_start(&c->idle, on_idle, td_cfg.idle_timeout_s * 1000ULL, 0);
         take_input(c, buf->base, (size_t)n);
+        c->turn_bytes += (size_t)n;
+        if (c->turn_bytes >= TURN_BYTES_MAX && !c->closing && !c->dead && !c->eof) {
+            /* let the other clients in before reading more of this one */
+            uv_read_stop(s);
+            uv_idle_start(&c->rest, on_rest);
+        }
         return;
     }
     if (n == 0)
@@ -517,7 +714,6 @@ void td_conn_accept(int fd, bool events)
     uv_pipe_init(td_loop, &c->h, 0);
     c->h.data = c;
     c->hup_fd = -1;
-    c->handles = 1;
     int rc = uv_pipe_open(&c->h, fd);
     if (rc < 0) {
         td_log(TD_LOG_WARN, "accept: %s", uv_strerror(rc));
@@ -528,6 +724,11 @@ void td_conn_accept(int fd, bool events)
     /* Unknown credentials must not read as root's (uid 0 sees every
      * subscriber's events and passes allow_uids [0]). */
     c->cred = (struct ucred){.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+    uv_timer_init(td_loop, &c->idle);
+    c->idle.data = c;
+    uv_idle_init(td_loop, &c->rest);
+    c->rest.data = c;
+    c->handles = 3;
     socklen_t len = sizeof(c->cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
@@ -536,15 +737,32 @@ void td_conn_accept(int fd, bool events)
         conns->prev = c;
     conns = c;
     nconns++;
-    if (nconns > td_cfg.max_clients) {
+    if ((c->uid = uid_use_get(c->cred.uid)))
+        c->uid->conns++;
+    char msg[160];
+    if (nconns > td_cfg.max_clients || !c->uid) {
         td_log(TD_LOG_WARN, "client pid %d uid %d: refused: %u clients connected (--max-clients)",
                (int)c->cred.pid, (int)c->cred.uid, nconns - 1);
-        td_conn_error(c, NULL, "request_error", "too_many_clients",
-                      "too many clients connected; try again later", NULL);
+        snprintf(msg, sizeof(msg), "too many clients connected; try again later");
+    } else if (c->uid->conns > td_cfg.max_clients_per_uid) {
+        td_log(TD_LOG_WARN,
+               "client pid %d uid %d: refused: uid %d has %u connections (--max-clients-per-uid)",
+               (int)c->cred.pid, (int)c->cred.uid, (int)c->cred.uid, c->uid->conns - 1);
+        snprintf(msg, sizeof(msg),
+                 "too many connections of uid %d: %u, the limit per uid (--max-clients-per-uid); "
+                 "try again later",
+                 (int)c->cred.uid, c->uid->conns - 1);
+    } else {
+        msg[0] = '\0';
+    }
+    if (msg[0]) {
+        td_conn_error(c, NULL, "request_error", "too_many_clients", msg, NULL);
         c->eof = true;
         maybe_close(c);
         return;
     }
+    if (td_cfg.idle_timeout_s && !events)
+        uv_timer_start(&c->idle, on_idle, td_cfg.idle_timeout_s * 1000ULL, 0);
     td_log(TD_LOG_DEBUG, "client pid %d uid %d gid %d: connected%s", (int)c->cred.pid,
            (int)c->cred.uid, (int)c->cred.gid, events ? " to the events socket" : "");
     if (events) {
@@ -576,6 +794,19 @@ void td_server_cancel_all(void)
 unsigned td_server_batches(void)
 {
     return total_batches();
+}
+
+void td_server_drop_unread(void)
+{
+    for (struct td_conn *c = conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing || c->nbatches || !c->pending_writes)
+            continue;
+        td_log(TD_LOG_WARN,
+               "client pid %d uid %d: %u writes (%zu bytes of events) unread at shutdown; closing",
+               (int)c->cred.pid, (int)c->cred.uid, c->pending_writes, c->pending_bytes);
+        close_now(c);
+    }
 }
 
 void td_server_stop(void)

@@ -60,6 +60,12 @@ struct td_config {
     const char *tail_group;         /* sees every client's events, NULL: none */
     unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
     unsigned spill_max_age_s;       /* spill files are removed this long after; 0: at exit */
+    size_t max_queued_calls;        /* calls in one uid's unfinished batches */
+    unsigned max_client_batches;    /* unfinished batches on one connection */
+    unsigned max_clients_per_uid;   /* connections of one uid; 0: a quarter of max_clients */
+    size_t max_request_buffer;      /* unfinished request bytes, all clients together */
+    unsigned idle_timeout_s;        /* close a connection idle this long; 0: never */
+    struct rlimit worker_nofile;    /* RLIMIT_NOFILE as we started: what workers get */
 };
 extern struct td_config td_cfg;
 extern uv_loop_t *td_loop;
@@ -287,6 +293,9 @@ void td_batch_throttle(struct td_batch *b, bool pause);
 /* Kill its running workers, start none of its queued calls, complete it
  * with halt {"halted_reason": "cancelled"}. */
 void td_batch_cancel(struct td_batch *b);
+/* Hold (true) or release (false) handing out worker slots freed meanwhile:
+ * around cancelling many batches at once. */
+void td_batch_hold(bool hold);
 
 /* notify.c: sd_notify (no-ops without libsystemd or outside systemd). */
 void td_notify_ready(void);
@@ -340,6 +349,9 @@ void td_server_stop(void);
 bool td_server_finished(void);
 /* Cancel every batch of every client. */
 void td_server_cancel_all(void);
+/* Close connections whose batches are done but whose client has not read
+ * the events it is owed (shutting down, after a grace). */
+void td_server_drop_unread(void);
 unsigned td_server_batches(void);
 /* A connection accepted on a listening socket. */
 void td_conn_accept(int fd, bool events);
@@ -357,6 +369,18 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
 unsigned td_conn_next_batch_seq(struct td_conn *c);
 /* The client's credentials (SO_PEERCRED). */
 const struct ucred *td_conn_cred(const struct td_conn *c);
+/* Room for one more batch of ncalls on c (--max-client-batches, and
+ * --max-queued-calls for its uid): 0 and the calls are counted until
+ * td_conn_release(); -1 with err saying which limit. */
+int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen);
+void td_conn_release(struct td_conn *c, size_t ncalls);
+/* The scheduler's state for a client (batch.c): worker slots its calls
+ * hold, and when a call of it last left the queue. */
+struct td_conn_sched {
+    unsigned slots;
+    uint64_t served;
+};
+struct td_conn_sched *td_conn_sched(struct td_conn *c);
 void td_batches_throttle(struct td_conn *c, bool pause);
 
 #endif

@@ -71,6 +71,7 @@ struct td_worker {
     json_t *pending; /* the result, waiting for the killed worker's reaping */
     bool cancelling;
     uid_t call_uid;       /* its own uid (identity.c), (uid_t)-1 for none */
+    bool paused;          /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_worker *prev, *next;
@@ -357,6 +358,8 @@ static void take_stderr(struct td_worker *w, const char *p, size_t n)
     }
 }
 
+static void decide_on_exit(struct td_worker *w);
+
 static void on_stdout(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct td_worker *w = s->data;
@@ -364,6 +367,13 @@ static void on_stdout(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         take_stdout(w, buf->base, (size_t)n);
     else if (n < 0)
         uv_read_stop(s); /* EOF: the exit decides */
+    /* An exited worker's output, left in the pipe while its client was not
+     * reading, is read now: once the pipe is empty (n == 0 is EAGAIN: a
+     * stray holds it open) or closed, the exit decides, as after drain(). */
+    if (n <= 0 && w->reaped && !w->finished) {
+        uv_read_stop(s);
+        decide_on_exit(w);
+    }
 }
 
 static void on_stderr(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -501,7 +511,10 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
     /* The leader is gone; what is left of its group are strays. */
     kill_group(w);
     drain(w, &w->err, take_stderr);
-    if (!w->finished) {
+    /* Paused (its client is not reading): the output stays in the pipe
+     * until the client catches up or the call times out, so a client that
+     * never reads costs no more than its queue (on_stdout decides then). */
+    if (!w->finished && !w->paused) {
         drain(w, &w->out, take_stdout);
         decide_on_exit(w);
     } else if (w->pending) {
@@ -515,9 +528,10 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
 static void on_timeout(uv_timer_t *t)
 {
     struct td_worker *w = t->data;
-    char detail[96];
-    snprintf(detail, sizeof(detail), "exceeded its timeout of %llu ms",
-             (unsigned long long)w->timeout_ms);
+    char detail[160];
+    snprintf(detail, sizeof(detail), "exceeded its timeout of %llu ms%s",
+             (unsigned long long)w->timeout_ms,
+             w->paused ? " (its output paused: its client was not reading)" : "");
     fail(w, TE_TIMEOUT, detail,
          json_pack("{s:I,s:o}", "timeout_ms", (json_int_t)w->timeout_ms, "stderr", stderr_tail(w)),
          NULL);
@@ -597,6 +611,8 @@ static void build_rlimits(const struct td_limits *l, bool cg_memory, bool cg_pid
         rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {nproc, nproc}};
     if (l->open_files)
         rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, {l->open_files, l->open_files}};
+    else if (td_cfg.worker_nofile.rlim_cur) /* not the soft limit we raised for ourselves */
+        rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, td_cfg.worker_nofile};
     if (l->file_size_mb)
         rl[(*n)++] =
             (struct td_rlimit){RLIMIT_FSIZE, {l->file_size_mb << 20, l->file_size_mb << 20}};
@@ -717,7 +733,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         }
         w->cg_memory = cg_memory;
     }
-    struct td_rlimit rl[5];
+    struct td_rlimit rl[6];
     size_t nrl = 0;
     build_rlimits(&w->limits, cg_memory, cg_pids, rl, &nrl);
     /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
@@ -825,6 +841,7 @@ void td_worker_throttle(struct td_worker *w, bool pause)
     if (w->finished || uv_is_closing((uv_handle_t *)&w->out))
         return;
     /* The worker then blocks on a full pipe; its timer keeps running. */
+    w->paused = pause;
     if (pause)
         uv_read_stop((uv_stream_t *)&w->out);
     else

@@ -330,6 +330,22 @@ static json_t *badshape(const char *variant)
     _exit(0);
 }
 
+/* "fill-pipe": stdout's pipe grown to hold the whole response, which the
+ * worker writes and then exits without anyone reading it (a result that
+ * is all in the pipe when the daemon reaps the worker). */
+static json_t *fill_pipe(const json_t *args)
+{
+    long long n = arg_int(args, "n", 1 << 20);
+    fcntl(1, F_SETPIPE_SZ, (int)(n + 4096));
+    char *buf = malloc((size_t)n + 1);
+    if (!buf)
+        _exit(125);
+    memset(buf, 'y', (size_t)n);
+    json_t *s = json_stringn(buf, (size_t)n);
+    free(buf);
+    return te_ok(s);
+}
+
 static json_t *run_mode(const char *mode, const te_call *call);
 
 static json_t *grandchild(const te_call *call)
@@ -927,6 +943,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
     }
     if (strcmp(mode, "setsid-grandchild") == 0)
         return setsid_grandchild(call);
+    if (strcmp(mode, "fill-pipe") == 0)
+        return fill_pipe(args);
     if (strcmp(mode, "connect") == 0)
         return connect_mode(args);
     if (strcmp(mode, "open-files") == 0)
