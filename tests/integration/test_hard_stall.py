@@ -1,5 +1,5 @@
 """One client's work must not hold the loop so long that no other client is
-served (issue 9, item 8).
+served (issue 9, items 8 and 12).
 
 A hostile batch of many calls, each leaving 1 MB in a stdout pipe it grew
 to 1 MiB before exiting, used to keep the daemon inside its SIGCHLD
@@ -118,6 +118,51 @@ class HardStall(unittest.TestCase):
         after = sum(l.startswith("start ") for l in lines[lines.index("probe-done"):])
         self.assertGreater(after, 0, "the second client's call completed only after every "
                            "hostile call had started: the loop served nobody else meanwhile")
+
+
+SLUG = "^([a-z0-9]+-?)*$"  # nested repeats: exponential on "aaa...!"
+
+
+class CatastrophicPattern(unittest.TestCase):
+    """A schema pattern over 200 tags of catastrophic input used to take
+    PCRE2's default limits per tag (0.2 s each, 26-33 s in all) with the
+    loop waiting. It is now a clear validation error, while another
+    client's call is in flight and completes after it normally."""
+
+    def test_catastrophic_pattern_is_a_clear_error_and_others_go_on(self):
+        schema = {"type": "object",
+                  "properties": {"tags": {"type": "array",
+                                          "items": {"type": "string", "pattern": SLUG}}}}
+        d = Daemon(tools=[worker_tool("tagger", "echo", schema=schema),
+                          worker_tool("gated", "wait-file")])
+        self.addCleanup(d.stop)
+        gate = os.path.join(d.shared_dir("gate"), "open")
+
+        victim = d.client()
+        victim.start_batch([{"id": "v", "name": "gated", "arguments": {"path": gate}}],
+                           batch="victim")
+        victim.recv_for(lambda e: e["event"] == "tool_execution_started")
+
+        hostile = d.client()
+        tags = ["a" * 29 + "!" for _ in range(200)]
+        res = hostile.run([{"id": "h", "name": "tagger", "arguments": {"tags": tags}}],
+                          batch="hostile")
+        err = res.result("h").get("error")
+        self.assertEqual(err, "invalid arguments: /tags/0: validation too expensive: matching "
+                         "the pattern \"%s\" stopped: match limit exceeded" % SLUG)
+        self.assertEqual(json.loads(res.content("h")), {"error": err})
+
+        # the victim's call was in flight all along and is still served
+        self.assertEqual([e["event"] for e in victim.log], ["tool_execution_started"])
+        open(gate, "w").close()
+        done = victim.recv_batch("victim")
+        completed = [e for e in done if e["event"] == "tool_execution_completed"]
+        self.assertEqual(completed[0]["result"], {"ok": {"path": gate}})
+
+        # ordinary tags still pass
+        res = hostile.run([{"id": "ok", "name": "tagger",
+                            "arguments": {"tags": ["a-b", "c0", "slug-like-tag"] * 100}}])
+        self.assertEqual(res.result("ok")["ok"]["tags"][:3], ["a-b", "c0", "slug-like-tag"])
 
 
 if __name__ == "__main__":
