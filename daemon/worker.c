@@ -46,7 +46,8 @@ struct td_worker {
     uint64_t timeout_ms;
     pid_t pid;
     bool reaped, finished, closing;
-    int handles; /* open libuv handles */
+    bool pid_gone; /* reaped, its exit not handled yet: the pid may be reused */
+    int handles;   /* open libuv handles */
     uv_pipe_t in, out, err;
     uv_timer_t timer;
     uv_write_t wreq;
@@ -158,8 +159,9 @@ static void maybe_free(struct td_worker *w)
 static void kill_group(struct td_worker *w)
 {
     /* The pgid cannot be reused while any member lives; once the leader is
-     * reaped we only kill in the same loop turn, before any new fork. */
-    if (kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
+     * reaped we kill only from the reaper's callback, before any new fork
+     * (on_worker_reaped), never later. */
+    if (!w->pid_gone && kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
         td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "kill(-%d): %s", (int)w->pid,
                 strerror(errno));
     /* With a cgroup, everything else the call started: once the leader is
@@ -502,6 +504,16 @@ static void decide_on_exit(struct td_worker *w)
          json_pack("{s:i,s:o}", "exit_status", code, "stderr", stderr_tail(w)), NULL);
 }
 
+/* The reaper's first word, from inside its signal callback: kill what is
+ * left of the group while its id cannot be another's; the exit itself
+ * comes later (on_worker_exit). */
+static void on_worker_reaped(void *data)
+{
+    struct td_worker *w = data;
+    kill_group(w);
+    w->pid_gone = true;
+}
+
 static void on_worker_exit(void *data, int status, const struct rusage *ru)
 {
     struct td_worker *w = data;
@@ -798,7 +810,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         workers->prev = w;
     workers = w;
     nworkers++;
-    td_reaper_watch(w->pid, on_worker_exit, w);
+    td_reaper_watch(w->pid, on_worker_reaped, on_worker_exit, w);
 
     /* The request: one frame, then stdin is closed. */
     size_t len = strlen(body);

@@ -38,6 +38,22 @@
  * recursive $refs can take time exponential in the instance's depth; past
  * this budget the instance is rejected rather than the daemon stalled. */
 #define MAX_STEPS (1ul << 24)
+/* Regular expressions ("pattern", "patternProperties") run PCRE2's
+ * interpreter with a callout before every pattern item (auto-callout), each
+ * counted as one step of the budget above: backtracking is work like any
+ * other. At PCRE2's own limits a slug pattern with nested repeats over 200
+ * tags of catastrophic input took 0.2 s per tag, 26-30 s in all, with the
+ * daemon's loop waiting; now the whole validation stops at the budget
+ * (16M callouts, ~0.4 s) and is refused as too expensive. Per match, the
+ * match limit (PCRE2's default is 10M: 0.2 s) and the depth limit (nested
+ * backtracking, its memory) bound a single match whatever budget is left.
+ * No JIT: it only divides the cost by a constant where the budget is what
+ * bounds it, and it would need executable memory and a stack of its own. */
+#define REGEX_MATCH_LIMIT 1000000 /* 1.3M callouts, ~35 ms */
+/* ~144 bytes of heap a level: 14 MiB; "^(\\w|-)*$" nests about a level a
+ * character, so a string of some 50k characters through a repeated group
+ * is refused as too expensive (20k pass). */
+#define REGEX_DEPTH_LIMIT 100000
 /* Violations spelled out in the message; later ones are only counted. */
 #define MAX_LISTED 50
 /* Bytes of a quoted value (an enum, a property name, a JSON pointer) shown
@@ -990,9 +1006,10 @@ static int regex_compile(compiler *cc, const char *kw, const char *src, pcre2_co
     /* UTF + UCP: patterns and strings are Unicode text. DOLLAR_ENDONLY: in
      * ECMA "$" does not match before a final newline. ALT_BSUX: \uHHHH and
      * \xHH as ECMA spells them. ALLOW_EMPTY_CLASS: ECMA's "[]" (nothing) and
-     * "[^]" (any character). */
-    uint32_t opts =
-        PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX | PCRE2_ALLOW_EMPTY_CLASS;
+     * "[^]" (any character). AUTO_CALLOUT: every step of a match is
+     * counted (see REGEX_MATCH_LIMIT). */
+    uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX |
+                    PCRE2_ALLOW_EMPTY_CLASS | PCRE2_AUTO_CALLOUT;
     int code;
     PCRE2_SIZE off;
     *out = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, opts, &code, &off, cc->re_ctx);
@@ -1707,7 +1724,9 @@ typedef struct vctx {
     sbuf out;
     bool exhausted; /* MAX_STEPS reached */
     bool oom;
-    pcre2_match_data *md; /* made on first use, reused for every match */
+    pcre2_match_data *md;       /* made on first use, reused for every match */
+    pcre2_match_context *mc;    /* its limits and step-counting callout */
+    char *regex_why, *regex_at; /* a match stopped at a limit: why, and where */
 } vctx;
 
 static void violation(vctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1805,23 +1824,83 @@ static bool matches(vctx *ctx, const node *n, const json_t *inst)
     return ok;
 }
 
+/* The match context every regex match of a validation (or coercion) runs
+ * with: REGEX_MATCH_LIMIT, REGEX_DEPTH_LIMIT, and a callout that counts each
+ * step in *steps and stops the match once it passes MAX_STEPS. */
+static int count_step(pcre2_callout_block *cb, void *data)
+{
+    (void)cb;
+    unsigned long *steps = data;
+    return ++*steps > MAX_STEPS ? PCRE2_ERROR_CALLOUT : 0;
+}
+
+static pcre2_match_context *regex_context(unsigned long *steps)
+{
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (mc) {
+        pcre2_set_match_limit(mc, REGEX_MATCH_LIMIT);
+        pcre2_set_depth_limit(mc, REGEX_DEPTH_LIMIT);
+        pcre2_set_callout(mc, count_step, steps);
+    }
+    return mc;
+}
+
+/* A match that stopped at a limit makes the whole validation fail, also
+ * inside not/anyOf/oneOf where a failed match would otherwise count as a
+ * plain mismatch (and "not" turn it into a pass). */
+static void regex_stopped(vctx *ctx, const char *source, int rc)
+{
+    ctx->exhausted = true;
+    if (ctx->regex_why)
+        return;
+    sbuf b = {0};
+    sb_puts(&b, "matching the pattern ");
+    sb_put_quoted(&b, source, strlen(source));
+    if (rc == PCRE2_ERROR_CALLOUT) {
+        sb_printf(&b, " went past the validation's budget of %lu steps", MAX_STEPS);
+    } else {
+        PCRE2_UCHAR msg[120];
+        if (pcre2_get_error_message(rc, msg, sizeof(msg)) < 0)
+            snprintf((char *)msg, sizeof(msg), "error %d", rc);
+        sb_printf(&b, " stopped: %s", (const char *)msg);
+    }
+    ctx->regex_at = strndup(ctx->path.p ? ctx->path.p : "", ctx->path.len);
+    if (b.oom || !ctx->regex_at) {
+        free(b.p);
+        free(ctx->regex_at);
+        ctx->regex_at = NULL;
+        ctx->oom = true;
+        return;
+    }
+    ctx->regex_why = b.p;
+}
+
 /* 1 match, 0 no match, -1 the match could not be run (reported). */
-static int regex_match(vctx *ctx, const pcre2_code *re, const char *s, size_t len)
+static int regex_match(vctx *ctx, const pcre2_code *re, const char *source, const char *s,
+                       size_t len)
 {
     if (!ctx->md) {
         ctx->md = pcre2_match_data_create(1, NULL);
-        if (!ctx->md) {
+        ctx->mc = regex_context(&ctx->steps);
+        if (!ctx->md || !ctx->mc) {
             ctx->oom = true;
             return -1;
         }
     }
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, ctx->md, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, ctx->md, ctx->mc);
     if (rc >= 0)
         return 1;
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
-    if (rc == PCRE2_ERROR_NOMEMORY)
+    if (rc == PCRE2_ERROR_NOMEMORY) {
         ctx->oom = true;
+        return -1;
+    }
+    if (rc == PCRE2_ERROR_CALLOUT || rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+        rc == PCRE2_ERROR_HEAPLIMIT) {
+        regex_stopped(ctx, source, rc);
+        return -1;
+    }
     PCRE2_UCHAR msg[120];
     if (pcre2_get_error_message(rc, msg, sizeof(msg)) < 0)
         snprintf((char *)msg, sizeof(msg), "error %d", rc);
@@ -1907,7 +1986,7 @@ static bool validate_string(vctx *ctx, const node *n, const json_t *inst)
         }
     }
     if (n->pattern) {
-        int m = regex_match(ctx, n->pattern, str, len);
+        int m = regex_match(ctx, n->pattern, n->pattern_source, str, len);
         if (m == 0)
             violation_with(ctx, "must match the pattern ", NULL, n->pattern_source,
                            strlen(n->pattern_source), NULL);
@@ -2063,7 +2142,7 @@ static bool validate_object(vctx *ctx, const node *n, const json_t *inst)
         {
             bool matched = declared(n, key);
             for (size_t i = 0; i < n->npprops; i++) {
-                int m = regex_match(ctx, n->pprops[i].re, key, strlen(key));
+                int m = regex_match(ctx, n->pprops[i].re, n->pprops[i].source, key, strlen(key));
                 if (m < 0)
                     FAILED();
                 if (m != 1)
@@ -2265,13 +2344,21 @@ int te_schema_validate(const te_schema *s, const json_t *instance, char **errors
     if (ctx.exhausted) {
         ctx.quiet = 0;
         sb_truncate(&ctx.path, 0);
-        violation(&ctx, "validation too expensive (more than %lu steps)", MAX_STEPS);
+        if (ctx.regex_why) {
+            sb_puts(&ctx.path, ctx.regex_at); /* where the match stopped */
+            violation(&ctx, "validation too expensive: %s", ctx.regex_why);
+        } else {
+            violation(&ctx, "validation too expensive (more than %lu steps)", MAX_STEPS);
+        }
     } else if (!ok && ctx.count == 0) {
         violation(&ctx, "does not match the schema"); /* not expected to happen */
     }
     if (ctx.count > MAX_LISTED && ctx.want_text)
         sb_printf(&ctx.out, "; ... and %zu more", ctx.count - MAX_LISTED);
     pcre2_match_data_free(ctx.md);
+    pcre2_match_context_free(ctx.mc);
+    free(ctx.regex_why);
+    free(ctx.regex_at);
     free(ctx.path.p);
     if (ctx.oom || ctx.out.oom) {
         free(ctx.out.p);
@@ -2297,6 +2384,7 @@ typedef struct cctx {
     unsigned long steps; /* bounded like a validation: allOf over $ref loops */
     bool oom;
     pcre2_match_data *md;
+    pcre2_match_context *mc;
 } cctx;
 
 /* The node a chain of $refs ends at; NULL for a chain that loops. */
@@ -2449,14 +2537,18 @@ static int coerce_object(cctx *c, const node *n, json_t *inst, int depth)
                 subs[nsubs++] = n->props[i].schema;
         bool matched = nsubs > 0;
         for (size_t i = 0; i < n->npprops; i++) {
-            if (!c->md && !(c->md = pcre2_match_data_create(1, NULL))) {
+            if (!c->md && (!(c->md = pcre2_match_data_create(1, NULL)) ||
+                           !(c->mc = regex_context(&c->steps)))) {
                 free(subs);
                 return -ENOMEM;
             }
-            if (pcre2_match(n->pprops[i].re, (PCRE2_SPTR)key, strlen(key), 0, 0, c->md, NULL) >=
-                0) {
+            int m = pcre2_match(n->pprops[i].re, (PCRE2_SPTR)key, strlen(key), 0, 0, c->md, c->mc);
+            if (m >= 0) {
                 subs[nsubs++] = n->pprops[i].schema;
                 matched = true;
+            } else if (m != PCRE2_ERROR_NOMATCH) {
+                /* a limit: coerce no further (the validation says why) */
+                c->steps = MAX_STEPS + 1;
             }
         }
         if (!matched && n->additional_props)
@@ -2524,5 +2616,6 @@ int te_schema_coerce(const te_schema *s, json_t *instance)
     cctx c = {0};
     int r = coerce_value(&c, s->root, instance, 0);
     pcre2_match_data_free(c.md);
+    pcre2_match_context_free(c.mc);
     return c.oom ? -ENOMEM : r;
 }

@@ -4,6 +4,7 @@
  * keep hostile instances and looping schemas from exhausting stack or CPU. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "check.h"
@@ -390,6 +391,102 @@ static void expensive(void)
     te_schema_free(s);
 }
 
+/* Regular expressions run under limits and inside the work budget (issue
+ * 9, item 12): a catastrophic pattern is a clear error, never a stall, a
+ * crash or a silent pass. */
+#define SLUG "^([a-z0-9]+-?)*$" /* nested repeats: exponential on "aaa...!" */
+
+static char *tags(int n, int len)
+{
+    char *t = malloc((size_t)n * (size_t)(len + 4) + 16);
+    size_t k = 0;
+    t[k++] = '[';
+    for (int i = 0; i < n; i++) {
+        k += (size_t)sprintf(t + k, "%s\"", i ? "," : "");
+        memset(t + k, 'a', (size_t)len - 1);
+        k += (size_t)len - 1;
+        k += (size_t)sprintf(t + k, "!\"");
+    }
+    strcpy(t + k, "]");
+    return t;
+}
+
+static void regex_limits(void)
+{
+    static const char why[] =
+        "validation too expensive: matching the pattern \"" SLUG "\" stopped: match limit exceeded";
+    /* one string past the per-match limit */
+    expect("{\"pattern\":\"" SLUG "\"}", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"", 1,
+           "/: "
+           "validation too expensive: matching the pattern \"" SLUG
+           "\" stopped: match limit exceeded");
+    /* under "not" a match that could not finish is no pass */
+    expect("{\"not\":{\"pattern\":\"" SLUG "\"}}", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"", 1,
+           "/: "
+           "validation too expensive: matching the pattern \"" SLUG
+           "\" stopped: match limit exceeded");
+    /* a property name */
+    expect("{\"patternProperties\":{\"" SLUG "\":{}}}", "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\":1}", 1,
+           "/: "
+           "validation too expensive: matching the pattern \"" SLUG
+           "\" stopped: match limit exceeded");
+
+    /* 200 tags: the first that hits the limit ends the validation */
+    const char *schema = "{\"properties\":{\"tags\":{\"items\":{\"pattern\":\"" SLUG "\"}}}}";
+    char *arr = tags(200, 30);
+    char *inst = malloc(strlen(arr) + 16);
+    sprintf(inst, "{\"tags\":%s}", arr);
+    char *msg = NULL;
+    clock_t t0 = clock();
+    CHECK(check_text(schema, inst, &msg) == 1);
+    printf("200 catastrophic tags refused in %.3f s\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+    CHECK(msg && strncmp(msg, "/tags/0: ", 9) == 0 && strcmp(msg + 9, why) == 0);
+    if (msg && strncmp(msg, "/tags/0: ", 9) != 0)
+        fprintf(stderr, "got %s\n", msg);
+    free(msg);
+    free(arr);
+    free(inst);
+
+    /* tags that each stay under the per-match limit (17 characters: 2^19
+     * steps) still add up: the budget of the whole validation stops them */
+    arr = tags(200, 18);
+    inst = malloc(strlen(arr) + 16);
+    sprintf(inst, "{\"tags\":%s}", arr);
+    msg = NULL;
+    t0 = clock();
+    CHECK(check_text(schema, inst, &msg) >= 1); /* earlier tags did not match */
+    printf("200 costly tags refused at the budget in %.3f s\n",
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
+    CHECK(msg && strncmp(msg, "/tags/", 6) == 0 &&
+          strstr(msg, ": validation too expensive: matching the pattern \"" SLUG
+                      "\" went past the validation's budget of 16777216 steps") != NULL);
+    free(msg);
+    free(arr);
+    free(inst);
+
+    /* coercion stops matching at the limit too, and converts nothing */
+    te_schema *s = compile_text("{\"patternProperties\":{\"" SLUG "\":{\"type\":\"integer\"}}}");
+    json_t *obj = json_pack("{s:s}", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "1");
+    CHECK(te_schema_coerce(s, obj) == 0);
+    json_decref(obj);
+    te_schema_free(s);
+
+    /* ordinary work is not refused: a long string through a repeated
+     * group, a pattern over many values */
+    char *big = malloc(20000 + 3);
+    big[0] = '"';
+    memset(big + 1, 'a', 20000);
+    strcpy(big + 20001, "\"");
+    expect("{\"pattern\":\"^(\\\\w|-)*$\"}", big, 0, NULL);
+    free(big);
+    arr = tags(2000, 12);
+    for (char *p = arr; *p; p++)
+        if (*p == '!')
+            *p = 'b';
+    expect("{\"items\":{\"pattern\":\"" SLUG "\"}}", arr, 0, NULL);
+    free(arr);
+}
+
 /* uniqueItems on long arrays is O(n log n). */
 static void unique_long(void)
 {
@@ -506,6 +603,7 @@ int main(void)
     refs();
     deep();
     expensive();
+    regex_limits();
     unique_long();
     coercion();
     independent();

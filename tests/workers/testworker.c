@@ -76,6 +76,11 @@
  *                        deep inside {"ok": ...}
  *   fork-many            forks up to n (default 64) children that wait for
  *                        it to exit; ok {"forked": N, "errno": NAME or null}
+ *   big-exit             grows its stdout pipe to pipe bytes (default 1 MiB,
+ *                        the unprivileged ceiling), then answers ok: a string
+ *                        of n (default 1000000) 'x': the whole frame is in
+ *                        the pipe when it exits, unread; with log, first
+ *                        appends "start PID" to that file
  *   linger TOKEN FD      (internal) the grandchild of "grandchild"
  *   victim [TOKEN]       writes $VICTIM_SECRET to ./secret.txt, writes its
  *                        working directory to arguments.ready, waits (up to 30 s) for
@@ -768,6 +773,26 @@ static json_t *hostile_mode(const json_t *args)
     return te_ok(out);
 }
 
+/* big-exit: a result that needs no reader to be written, so that the
+ * daemon meets it only at the exit (issue 9, item 8). */
+static json_t *big_exit(const json_t *args)
+{
+    long long pipe_bytes = arg_int(args, "pipe", 1 << 20), n = arg_int(args, "n", 1000000);
+    const char *log = arg_str(args, "log", NULL);
+    if (log)
+        append_line(log, "start");
+    if (fcntl(1, F_SETPIPE_SZ, (int)pipe_bytes) < 0)
+        return te_error(
+            json_pack("{s:s,s:o}", "set_pipe_size", "failed", "errno", errno_json(errno)));
+    char *buf = malloc((size_t)n);
+    if (!buf)
+        _exit(125);
+    memset(buf, 'x', (size_t)n);
+    json_t *s = json_stringn(buf, (size_t)n);
+    free(buf);
+    return te_ok(s);
+}
+
 static json_t *run_mode(const char *mode, const te_call *call)
 {
     json_t *args = call->arguments;
@@ -963,6 +988,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return victim_mode(args);
     if (strcmp(mode, "hostile") == 0)
         return hostile_mode(args);
+    if (strcmp(mode, "big-exit") == 0)
+        return big_exit(args);
     return te_raised("UnknownMode", mode, NULL);
 }
 
