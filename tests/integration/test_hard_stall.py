@@ -81,7 +81,10 @@ class HardStall(unittest.TestCase):
         d = Daemon(tools=[worker_tool("bigexit", "big-exit"), worker_tool("echo", "echo")],
                    args=["--max-workers", str(CONCURRENCY + 8)])
         self.addCleanup(d.stop)
+        # made here, writable by all: each call runs as a uid of its own
         log = os.path.join(d.shared_dir("log"), "starts")
+        with open(log, "w"):
+            os.chmod(log, 0o666)
 
         hostile = RawReader(d.sock)
         calls = [{"id": "h%d" % i, "name": "bigexit", "arguments": {"n": BYTES, "log": log}}
