@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""tests/deps/cycles.py - the file dependency graph of lib/, daemon/ and
+daemon/cli/, and a failure on any cycle in it.
+
+An edge X -> Y when X includes Y ("..." includes resolved in X's directory,
+then lib/, then daemon/), or when the .c file X uses a td_/te_ function or global
+that is defined (non-static) in the .c file Y. Parsing is rough on purpose (comments
+and strings stripped, definitions found at brace depth 0); it needs no
+compiler and is exact enough for a codebase that keeps to its prefixes.
+
+Prints every file with its edges, then the cycles (strongly connected
+components of more than one file) and exits 1 if there is any.
+
+    tests/deps/cycles.py [SOURCE_ROOT]
+"""
+import os
+import re
+import sys
+
+DIRS = ["lib", "daemon", "daemon/cli"]
+SYM = re.compile(r"\b(t[de]_[A-Za-z0-9_]+)\b")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def strip(text):
+    """Comments, string and character literals, and preprocessor lines
+    out (newlines kept)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    lines = "".join(out).split("\n")
+    res, cont = [], False
+    for line in lines:
+        pp = cont or line.lstrip().startswith("#")
+        cont = pp and line.rstrip().endswith("\\")
+        res.append("" if pp else line)
+    return "\n".join(res)
+
+
+def top_level(code):
+    """The statements at brace depth 0, each with whether a body ({...})
+    ended it, and the code inside bodies."""
+    stmts, inner = [], []
+    depth, start, paren = 0, 0, 0
+    for i, c in enumerate(code):
+        if c == "(":
+            paren += 1
+        elif c == ")":
+            paren -= 1
+        elif c == "{":
+            if depth == 0:
+                stmts.append((code[start:i], True))
+                body_start = i + 1
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                inner.append(code[body_start:i])
+                start = i + 1
+        elif c == ";" and depth == 0 and paren == 0:
+            stmts.append((code[start:i], False))
+            start = i + 1
+    return stmts, inner
+
+
+def definitions(code):
+    """Non-static td_/te_ functions and globals defined in code."""
+    names = set()
+    stmts, _ = top_level(code)
+    pending_struct = None
+    for s, has_body in stmts:
+        s = s.strip()
+        words = s.split()
+        if not words:
+            continue
+        if has_body:
+            # A function definition: NAME( ... ) { ; else struct/enum/
+            # initialiser bodies (a global "T name = {...};" ends later).
+            m = re.search(r"\b(t[de]_\w+)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$", s)
+            if m and words[0] not in ("static", "typedef"):
+                names.add(m.group(1))
+            elif words[0] not in ("static", "typedef", "extern") and "=" in s:
+                m = re.search(r"\b(t[de]_\w+)\s*(?:\[[^\]]*\])?\s*=\s*$", s)
+                if m:
+                    names.add(m.group(1))
+            continue
+        if words[0] in ("static", "typedef", "extern") or "(" in s.split("=")[0]:
+            continue
+        if s.startswith(("struct", "enum", "union")) and "=" not in s and len(words) == 2:
+            continue
+        m = re.search(r"\b(t[de]_\w+)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", s, re.S)
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(os.path.dirname(__file__), "..", ".."))
+    files = []
+    for d in DIRS:
+        for f in sorted(os.listdir(os.path.join(root, d))):
+            if f.endswith((".c", ".h")):
+                files.append(d + "/" + f)
+    fileset = set(files)
+    raw = {f: open(os.path.join(root, f), encoding="utf-8").read() for f in files}
+    code = {f: strip(raw[f]) for f in files}
+
+    edges = {f: set() for f in files}
+    why = {}
+    for f in files:
+        for inc in INCLUDE.findall(raw[f]):
+            for d in (os.path.dirname(f), "lib", "daemon"):
+                p = os.path.normpath(d + "/" + inc)
+                if p in fileset:
+                    edges[f].add(p)
+                    why.setdefault((f, p), set()).add("#include")
+                    break
+
+    defs = {}
+    for f in files:
+        if f.endswith(".c"):
+            for name in definitions(code[f]):
+                defs.setdefault(name, []).append(f)
+    for name, where in sorted(defs.items()):
+        if len(where) > 1:
+            print(f"note: {name} defined in {', '.join(where)}")
+    # A header's declarations are not uses: its includers' calls are.
+    for f in files:
+        if f.endswith(".h"):
+            continue
+        for name in set(SYM.findall(code[f])):
+            for g in defs.get(name, []):
+                if g != f:
+                    edges[f].add(g)
+                    why.setdefault((f, g), set()).add(name)
+
+    print("graph (file -> files it depends on):")
+    for f in files:
+        if edges[f]:
+            print(f"  {f} -> {' '.join(sorted(edges[f]))}")
+        else:
+            print(f"  {f} (leaf)")
+
+    # Tarjan's strongly connected components.
+    index, low, on, stack, sccs = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for f in files:
+        if f not in index:
+            visit(f)
+
+    nedges = sum(len(e) for e in edges.values())
+    print(f"{len(files)} files, {nedges} edges, {len(sccs)} cycle(s)")
+    for comp in sccs:
+        print(f"cycle of {len(comp)} files: {' '.join(comp)}")
+        for f in comp:
+            for g in sorted(edges[f] & set(comp)):
+                print(f"    {f} -> {g}: {' '.join(sorted(why[(f, g)]))}")
+    return 1 if sccs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
