@@ -16,42 +16,6 @@
 #include "identity.h"
 #include "toolexecd.h"
 
-#define DEFAULT_TOOLS_DIR "/etc/toolexecd/tools.d"
-
-struct td_config td_cfg = {
-    .tools_dir = DEFAULT_TOOLS_DIR,
-    .max_frame = TE_FRAME_MAX_DEFAULT,
-    .max_content = TE_FRAME_MAX_DEFAULT,
-    .max_request = TE_FRAME_MAX_DEFAULT,
-    .log_level = TD_LOG_INFO,
-    .network = 1,
-    /* Far above any sane agent fleet; a bound so a connection flood cannot
-     * exhaust descriptors. */
-    .max_clients = 512,
-    /* An LLM turn asks for a handful of calls; thousands is a bug. */
-    .max_batch_calls = 1024,
-    .socket_mode = 0660,
-    /* In-flight calls get this long to finish on SIGTERM; systemd's default
-     * TimeoutStopSec (90 s) leaves room for it. */
-    .shutdown_timeout_s = 10,
-    /* Long enough for a client to read its file after the call; short
-     * enough that a busy daemon's disk does not fill. */
-    .spill_max_age_s = 3600,
-    /* A fork bomb ends at this many processes (threads count) per call:
-     * with a uid or a user namespace per call, RLIMIT_NPROC counts only the
-     * call's own (pids.max where cgroups carry it). */
-    .limits = {.processes = 1024},
-    /* An agent runs one batch per model turn, an MCP client one per tool
-     * call in flight: 64 at once on one connection is far beyond either,
-     * and bounds what one connection makes the scheduler walk. */
-    .max_client_batches = 64,
-    /* Generous for a person's pause between turns, short enough that
-     * forgotten connections give their slots back. */
-    .idle_timeout_s = 600,
-};
-uv_loop_t *td_loop;
-bool td_shutting_down;
-
 static uv_signal_t sigterm, sigint, sighup;
 static uv_timer_t shutdown_timer;
 static bool signals_closed;
@@ -63,7 +27,7 @@ static void usage(FILE *f)
                "                             (default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
                "                             /run/toolexecd/toolexecd.sock for root)\n"
                "  -t, --tools DIR            tool definitions, one *.json per tool\n"
-               "                             (default " DEFAULT_TOOLS_DIR ")\n"
+               "                             (default " TD_DEFAULT_TOOLS_DIR ")\n"
                "      --work-dir DIR         where per-call private directories are made\n"
                "                             (default: a fresh directory under $TMPDIR)\n"
                "      --max-frame-bytes N    largest worker response (default 16777216)\n"
@@ -111,18 +75,10 @@ static void usage(FILE *f)
                "  -V, --version              the version\n");
 }
 
-static bool parse_size(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v == 0 || v > max || s[0] == '-')
-        return false;
-    *out = v;
-    return true;
-}
-
-void td_maybe_exit(void)
+/* Whenever something that keeps the daemon alive ends (a worker, a
+ * connection, a timer of ours): once shutting down and nothing is left,
+ * close our own handles so uv_run returns. */
+static void maybe_exit(void)
 {
     if (!td_shutting_down || signals_closed || td_workers_alive())
         return;
@@ -147,7 +103,7 @@ void td_maybe_exit(void)
 static void on_flush_timeout(uv_timer_t *t)
 {
     td_server_drop_unread();
-    td_maybe_exit();
+    maybe_exit();
 }
 
 static void on_shutdown_timeout(uv_timer_t *t)
@@ -158,7 +114,7 @@ static void on_shutdown_timeout(uv_timer_t *t)
                td_cfg.shutdown_timeout_s);
     td_server_cancel_all();
     uv_timer_start(&shutdown_timer, on_flush_timeout, FLUSH_GRACE_MS, 0);
-    td_maybe_exit();
+    maybe_exit();
 }
 
 /* First SIGTERM/SIGINT: stop taking work, let in-flight calls finish for
@@ -180,7 +136,7 @@ static void on_terminate(uv_signal_t *h, int signum)
     td_listeners_stop();
     td_server_stop();
     uv_timer_start(&shutdown_timer, on_shutdown_timeout, td_cfg.shutdown_timeout_s * 1000ULL, 0);
-    td_maybe_exit();
+    maybe_exit();
 }
 
 /* SIGHUP: re-read the tool definitions, all or nothing. Calls in flight keep
@@ -210,40 +166,6 @@ static void ensure_std_fds(void)
         fcntl(fd, F_SETFD, 0);
     if (fd > 2)
         close(fd);
-}
-
-/* Defaults that follow other options; a limit that would refuse every
- * full batch or every longest line is an error. */
-static int resolve_limits(void)
-{
-    if (!td_cfg.max_clients_per_uid) {
-        /* a quarter, so one uid cannot lock the others out; at least 16
-         * (or all of them) so a small --max-clients still serves one user */
-        unsigned floor = td_cfg.max_clients < 16 ? td_cfg.max_clients : 16;
-        td_cfg.max_clients_per_uid =
-            td_cfg.max_clients / 4 > floor ? td_cfg.max_clients / 4 : floor;
-    }
-    if (!td_cfg.max_queued_calls) {
-        /* four full batches; a queued call costs ~1.1 KB (1,500 x 1,024
-         * calls were 1.7 GB), so ~5 MB a uid by default */
-        td_cfg.max_queued_calls =
-            td_cfg.max_batch_calls * 4 > 4096 ? td_cfg.max_batch_calls * 4 : 4096;
-    } else if (td_cfg.max_queued_calls < td_cfg.max_batch_calls) {
-        fprintf(stderr, "toolexecd: --max-queued-calls (%zu) is below --max-batch-calls (%zu)\n",
-                td_cfg.max_queued_calls, td_cfg.max_batch_calls);
-        return -1;
-    }
-    if (!td_cfg.max_request_buffer) {
-        /* four longest lines at once (24 unfinished lines were 388 MB) */
-        td_cfg.max_request_buffer =
-            td_cfg.max_request * 4 > (64u << 20) ? td_cfg.max_request * 4 : (64u << 20);
-    } else if (td_cfg.max_request_buffer < td_cfg.max_request) {
-        fprintf(stderr,
-                "toolexecd: --max-request-buffer (%zu) is below --max-request-bytes (%zu)\n",
-                td_cfg.max_request_buffer, td_cfg.max_request);
-        return -1;
-    }
-    return 0;
 }
 
 /* Each client holds a descriptor or two; the soft limit is often 1024
@@ -401,7 +323,7 @@ int main(int argc, char **argv)
         case OPT_FRAME:
         case OPT_CONTENT:
         case OPT_REQUEST:
-            if (!parse_size(optarg, UINT32_MAX, &v)) {
+            if (!td_config_parse_size(optarg, UINT32_MAX, &v)) {
                 fprintf(stderr, "toolexecd: %s: expected a size in bytes (1 to %u)\n",
                         opts[opt - OPT_WORK + 2].name, UINT32_MAX);
                 return 2;
@@ -455,7 +377,7 @@ int main(int argc, char **argv)
         case OPT_WORKERS:
         case OPT_CLIENTS:
         case OPT_BATCH_CALLS:
-            if (!parse_size(optarg, 1000000, &v)) {
+            if (!td_config_parse_size(optarg, 1000000, &v)) {
                 fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
                         opt == OPT_CLIENTS   ? "max-clients"
                         : opt == OPT_WORKERS ? "max-workers"
@@ -472,7 +394,7 @@ int main(int argc, char **argv)
         case OPT_QUEUED:
         case OPT_CLIENT_BATCHES:
         case OPT_CLIENTS_UID:
-            if (!parse_size(optarg, 1000000, &v)) {
+            if (!td_config_parse_size(optarg, 1000000, &v)) {
                 fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
                         opt == OPT_QUEUED           ? "max-queued-calls"
                         : opt == OPT_CLIENT_BATCHES ? "max-client-batches"
@@ -487,7 +409,7 @@ int main(int argc, char **argv)
                 td_cfg.max_clients_per_uid = (unsigned)v;
             break;
         case OPT_REQ_BUFFER:
-            if (!parse_size(optarg, UINT32_MAX, &v)) {
+            if (!td_config_parse_size(optarg, UINT32_MAX, &v)) {
                 fprintf(stderr,
                         "toolexecd: --max-request-buffer: expected a size in bytes (1 to %u)\n",
                         UINT32_MAX);
@@ -496,7 +418,7 @@ int main(int argc, char **argv)
             td_cfg.max_request_buffer = v;
             break;
         case OPT_IDLE:
-            if (!parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
+            if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --idle-timeout: expected seconds (0 to 86400)\n");
                 return 2;
             }
@@ -522,14 +444,14 @@ int main(int argc, char **argv)
             td_cfg.tail_group = optarg;
             break;
         case OPT_SHUTDOWN:
-            if (!parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
+            if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --shutdown-timeout: expected seconds (0 to 86400)\n");
                 return 2;
             }
             td_cfg.shutdown_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
             break;
         case OPT_SPILL_AGE:
-            if (!parse_size(optarg, 365 * 86400, &v) && strcmp(optarg, "0") != 0) {
+            if (!td_config_parse_size(optarg, 365 * 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --spill-max-age: expected seconds (0 to 31536000)\n");
                 return 2;
             }
@@ -571,7 +493,7 @@ int main(int argc, char **argv)
     }
     if (check)
         return td_containment_check(cgroup_dir);
-    if (resolve_limits() < 0)
+    if (td_config_resolve() < 0)
         return 2;
 
     if (!td_cfg.max_workers) {
@@ -607,6 +529,8 @@ int main(int argc, char **argv)
     if (make_work_dir() < 0)
         goto out_tools;
     td_worker_setup(); /* once the paths a call must not reach are known */
+    td_worker_on_gone(maybe_exit);
+    td_server_on_conn_gone(maybe_exit);
 
     td_loop = uv_default_loop();
     td_stats_init();

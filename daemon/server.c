@@ -88,6 +88,7 @@ static struct td_conn *conns;
 static unsigned nconns;
 static char read_buf[READ_CHUNK];
 static struct uid_use *uids;
+static void (*conn_gone_cb)(void);
 static size_t buffered; /* bytes allocated for unfinished lines, all clients */
 
 static struct uid_use *uid_use_get(uid_t uid)
@@ -151,7 +152,8 @@ static void on_conn_closed(uv_handle_t *h)
     td_tail_free(c->tail);
     free_line(c);
     free(c);
-    td_maybe_exit();
+    if (conn_gone_cb)
+        conn_gone_cb();
 }
 
 /* Writes still queued are cancelled (their callbacks run first). */
@@ -807,6 +809,11 @@ void td_server_drop_unread(void)
                (int)c->cred.pid, (int)c->cred.uid, c->pending_writes, c->pending_bytes);
         close_now(c);
     }
+}
+
+void td_server_on_conn_gone(void (*cb)(void))
+{
+    conn_gone_cb = cb;
 }
 
 void td_server_stop(void)

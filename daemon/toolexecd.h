@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "config.h"
 #include "toolexec.h"
 
 /* Last bytes of a worker's stderr kept for the error cause. */
@@ -34,45 +35,6 @@
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
 
-/* Per-tool limits; 0 means not set (the daemon default applies). */
-struct td_limits {
-    uint64_t cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb;
-};
-
-struct td_config {
-    const char *socket_path;
-    const char *tools_dir;
-    char *work_dir;      /* root of the per-call private directories */
-    bool work_dir_owned; /* created by us: removed at exit */
-    uint32_t max_frame;  /* response frame / plain stdout cap */
-    size_t max_content;  /* encoded content cap (encoding_failed) */
-    size_t max_request;  /* request line cap */
-    int log_level;
-    struct td_limits limits;        /* daemon-wide defaults */
-    const char *user, *group;       /* default worker user/group (root daemon) */
-    int network;                    /* default for "network": 1 yes, 0 no */
-    unsigned max_clients;           /* connections beyond it are refused */
-    unsigned max_workers;           /* worker processes at once, all batches */
-    size_t max_batch_calls;         /* calls in one run request */
-    unsigned socket_mode;           /* permission bits of the socket file */
-    const char *socket_group;       /* group of the socket file, NULL: ours */
-    const char *events_socket_path; /* NULL: no events socket */
-    const char *tail_group;         /* sees every client's events, NULL: none */
-    unsigned shutdown_timeout_s;    /* grace for in-flight calls on SIGTERM */
-    unsigned spill_max_age_s;       /* spill files are removed this long after; 0: at exit */
-    size_t max_queued_calls;        /* calls in one uid's unfinished batches */
-    unsigned max_client_batches;    /* unfinished batches on one connection */
-    unsigned max_clients_per_uid;   /* connections of one uid; 0: a quarter of max_clients */
-    size_t max_request_buffer;      /* unfinished request bytes, all clients together */
-    unsigned idle_timeout_s;        /* close a connection idle this long; 0: never */
-    struct rlimit worker_nofile;    /* RLIMIT_NOFILE as we started: what workers get */
-};
-extern struct td_config td_cfg;
-extern uv_loop_t *td_loop;
-
-/* main.c: called whenever something that keeps the daemon alive ends. */
-void td_maybe_exit(void);
-extern bool td_shutting_down;
 
 /* log.c */
 enum { TD_LOG_ERR, TD_LOG_WARN, TD_LOG_INFO, TD_LOG_DEBUG };
@@ -94,12 +56,10 @@ void td_spill_stop(void);
 /* util.c */
 /* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *td_json_text(const char *p, size_t n);
-/* "cpu_ms=100,memory_mb=64" into limits; -EINVAL naming the bad key. */
-int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen);
-/* Parse one limits key from a JSON value. */
-int td_limits_set(struct td_limits *l, const char *key, uint64_t v);
 /* {"encoding": "base64", "data", "size_bytes"} for bytes that are not text. */
 json_t *td_base64_value(const char *p, size_t n);
+
+/* tree.c */
 /* Remove a directory tree without blocking the loop (threadpool). */
 void td_remove_tree_async(char *path /* taken */);
 int td_remove_tree(const char *path);
@@ -271,6 +231,8 @@ void td_worker_setup(void);
 /* Stop / resume reading a worker's stdout (its client is not reading). */
 void td_worker_throttle(struct td_worker *w, bool pause);
 unsigned td_workers_alive(void);
+/* cb (its owner's, upward) runs after a worker is freed. */
+void td_worker_on_gone(void (*cb)(void));
 
 /* batch.c */
 struct td_conn;
@@ -349,6 +311,8 @@ const char *td_listeners_describe(char *buf, size_t len);
 /* server.c */
 /* Close idle connections (shutting down). */
 void td_server_stop(void);
+/* cb (its owner's, upward) runs after a connection is freed. */
+void td_server_on_conn_gone(void (*cb)(void));
 /* No batch running and no worker left: subscribers may go. */
 bool td_server_finished(void);
 /* Cancel every batch of every client. */

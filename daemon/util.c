@@ -1,13 +1,10 @@
 /*
- * util.c - small helpers shared by the daemon's modules.
+ * util.c - small JSON helpers shared by the daemon's modules (a leaf).
  */
-#define _XOPEN_SOURCE 700
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "toolexecd.h"
 
@@ -36,107 +33,6 @@ json_t *td_json_text(const char *p, size_t n)
     s = json_stringn(out, o);
     free(out);
     return s;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    if (remove(path) < 0 && errno != ENOENT)
-        td_log(TD_LOG_WARN, "cannot remove %s: %s", path, strerror(errno));
-    return 0;
-}
-
-int td_remove_tree(const char *path)
-{
-    /* FTW_PHYS: never follow a symlink a tool planted out of its directory. */
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
-struct remove_req {
-    uv_work_t req;
-    char *path;
-};
-
-static void remove_work(uv_work_t *req)
-{
-    struct remove_req *r = req->data;
-    td_remove_tree(r->path);
-}
-
-static void remove_done(uv_work_t *req, int status)
-{
-    struct remove_req *r = req->data;
-    free(r->path);
-    free(r);
-}
-
-void td_remove_tree_async(char *path)
-{
-    /* Most tools leave their directory empty: one rmdir() here is cheaper
-     * than a trip through the threadpool. */
-    if (rmdir(path) == 0 || errno == ENOENT) {
-        free(path);
-        return;
-    }
-    struct remove_req *r = malloc(sizeof(*r));
-    if (!r) {
-        td_remove_tree(path);
-        free(path);
-        return;
-    }
-    r->path = path;
-    r->req.data = r;
-    if (uv_queue_work(td_loop, &r->req, remove_work, remove_done) < 0) {
-        td_remove_tree(path);
-        free(path);
-        free(r);
-    }
-}
-
-static const char *const limit_keys[] = {"cpu_ms",     "memory_mb",    "processes",
-                                         "open_files", "file_size_mb", "output_mb"};
-
-int td_limits_set(struct td_limits *l, const char *key, uint64_t v)
-{
-    uint64_t *fields[] = {&l->cpu_ms,     &l->memory_mb,    &l->processes,
-                          &l->open_files, &l->file_size_mb, &l->output_mb};
-    for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++) {
-        if (strcmp(key, limit_keys[i]) == 0) {
-            *fields[i] = v;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen)
-{
-    char *copy = strdup(spec), *save = NULL;
-    int rc = copy ? 0 : -ENOMEM;
-    for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && rc == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '='), *end;
-        unsigned long long v = 0;
-        if (eq) {
-            *eq = '\0';
-            errno = 0;
-            v = strtoull(eq + 1, &end, 10);
-        }
-        if (!eq || errno || end == eq + 1 || *end || v == 0 || eq[1] == '-') {
-            snprintf(err, errlen, "\"%s\": expected KEY=N with N a positive integer", item);
-            rc = -EINVAL;
-        } else if (td_limits_set(l, item, v) < 0) {
-            snprintf(err, errlen,
-                     "\"%s\": unknown limit (cpu_ms, memory_mb, processes, "
-                     "open_files, file_size_mb, output_mb)",
-                     item);
-            rc = -EINVAL;
-        }
-    }
-    free(copy);
-    return rc;
 }
 
 /* Base64 (RFC 4648) by hand: an encoder is a dozen lines, not worth a

@@ -82,6 +82,7 @@ static struct td_worker *workers;
 static unsigned nworkers;
 static unsigned long long call_seq;
 static char read_buf[READ_CHUNK];
+static void (*worker_gone_cb)(void);
 
 unsigned td_workers_alive(void)
 {
@@ -121,7 +122,8 @@ static void on_handle_closed(uv_handle_t *h)
     free(w->batch_id);
     free(w->call_id);
     free(w);
-    td_maybe_exit();
+    if (worker_gone_cb)
+        worker_gone_cb();
 }
 
 static void close_handle(struct td_worker *w, uv_handle_t *h)
@@ -656,6 +658,11 @@ static const char **init_argv(char *const *tool)
 static char uid_map[32], gid_map[32];
 /* What a call's mount namespace covers with /dev/null: the daemon's sockets. */
 static const char *hidden[3];
+
+void td_worker_on_gone(void (*cb)(void))
+{
+    worker_gone_cb = cb;
+}
 
 void td_worker_setup(void)
 {
