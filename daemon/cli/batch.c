@@ -69,7 +69,6 @@ struct batch_view {
 };
 
 static volatile sig_atomic_t interrupted;
-static volatile sig_atomic_t progress_on_screen;
 
 static double now_ms(void)
 {
@@ -86,7 +85,7 @@ static void on_sigint(int sig)
         interrupted = 1;
         return;
     }
-    if (progress_on_screen) {
+    if (te_progress_on_screen) {
         static const char clear[] = "\r\033[K";
         (void)!write(STDERR_FILENO, clear, sizeof(clear) - 1);
     }
@@ -279,14 +278,6 @@ static void on_event(struct batch_view *v, json_t *ev)
 /* ------------------------------------------------------------------------ */
 /* The progress line */
 
-void te_clear_progress(void)
-{
-    if (progress_on_screen) {
-        fputs("\r\033[K", stderr);
-        progress_on_screen = 0;
-    }
-}
-
 static void draw_progress(struct batch_view *v)
 {
     double now = now_ms();
@@ -307,7 +298,7 @@ static void draw_progress(struct batch_view *v)
     char *fit = clean ? te_text_fit(clean, width > 1 ? width - 1 : 1) : NULL;
     if (fit) {
         fprintf(stderr, "\r\033[K%s", fit);
-        progress_on_screen = 1;
+        te_progress_on_screen = 1;
     }
     free(fit);
     free(clean);

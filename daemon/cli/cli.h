@@ -13,6 +13,7 @@
 #define TE_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +21,9 @@
 #include "toolexec.h"
 
 /* Exit codes, documented in toolexec(1). */
+/* Where the packaged service listens (contrib/systemd/toolexecd.socket). */
+#define TE_SYSTEM_SOCKET "/run/toolexecd/toolexecd.sock"
+
 enum {
     TE_EXIT_OK = 0,      /* every call ok */
     TE_EXIT_FAILED = 1,  /* a call failed, or the batch halted */
@@ -49,6 +53,8 @@ te_client *te_cli_connect(struct te_cli *cli);
 bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg);
 /* Print a command's help on stdout; returns TE_EXIT_OK. */
 int te_cli_help(const char *cmd);
+/* Where te_cli_help finds a command's help text (toolexec.c's table). */
+void te_cli_set_help(const char *(*fn)(const char *cmd));
 /* "toolexec: MESSAGE" and a pointer to --help on stderr; returns
  * TE_EXIT_ERROR. cmd is NULL for the global options. */
 int te_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -77,8 +83,11 @@ int te_cmd_tail(struct te_cli *cli, int argc, char **argv);
  * for a call's result object. */
 void te_outcome_text(const json_t *result, char *buf, size_t len);
 
-/* Erase the progress line, if one is on the screen (before other output). */
+/* term.c: erase the progress line, if one is on the screen (before other
+ * output); te_progress_on_screen is set while one is (also read in a
+ * signal handler). */
 void te_clear_progress(void);
+extern volatile sig_atomic_t te_progress_on_screen;
 
 /* decide.c: answer a tool_error_decision_requested event of batch (the
  * run request's on_tool_error is "ask") about a call of tool. With ask

@@ -352,3 +352,15 @@ void te_table_free(te_table *t)
     free(t->colors);
     free(t);
 }
+
+/* A progress line (batch.c's) is on stderr's last line: what any other
+ * output to the terminal must clear first. */
+volatile sig_atomic_t te_progress_on_screen;
+
+void te_clear_progress(void)
+{
+    if (te_progress_on_screen) {
+        fputs("\r\033[K", stderr);
+        te_progress_on_screen = 0;
+    }
+}

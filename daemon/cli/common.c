@@ -1,0 +1,177 @@
+/*
+ * common.c - what every toolexec command shares: messages and usage
+ * errors, the common options, and finding, reaching and talking to the
+ * daemon's socket. Below the commands; the help texts come from above
+ * (toolexec.c) through te_cli_set_help.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static char socket_buf[PATH_MAX];
+
+void te_cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("toolexec: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char *(*help_of)(const char *cmd);
+
+void te_cli_set_help(const char *(*fn)(const char *cmd))
+{
+    help_of = fn;
+}
+
+int te_cli_help(const char *cmd)
+{
+    const char *h = help_of ? help_of(cmd) : NULL;
+    if (h)
+        fputs(h, stdout);
+    return TE_EXIT_OK;
+}
+
+int te_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("toolexec: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'toolexec%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
+    va_end(ap);
+    return TE_EXIT_ERROR;
+}
+
+int te_cli_bad_option(const char *cmd, int opt, char **argv)
+{
+    if (opt == ':')
+        return te_cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+    if (optopt) /* an unknown short option, perhaps inside a cluster */
+        return te_cli_usage_error(cmd, "unknown option -%c", optopt);
+    return te_cli_usage_error(cmd, "unknown option %s", argv[optind - 1]);
+}
+
+bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg)
+{
+    if (opt == 's')
+        cli->socket_path = arg;
+    else if (opt == 'j')
+        cli->json = true;
+    else
+        return false;
+    return true;
+}
+
+void te_cli_print_json(const json_t *ev)
+{
+    char *s = json_dumps(ev, JSON_COMPACT);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+    fflush(stdout); /* a consumer such as jq sees each event as it comes */
+}
+
+/* The socket: --socket, then $TOOLEXECD_SOCKET, then the daemon's own
+ * default, so that a toolexec and a toolexecd started alike meet. */
+static const char *resolve_socket(struct te_cli *cli)
+{
+    if (cli->socket_path)
+        return cli->socket_path;
+    const char *env = getenv("TOOLEXECD_SOCKET");
+    if (env && *env)
+        return cli->socket_path = env;
+    int rc = te_default_socket_path(socket_buf, sizeof(socket_buf));
+    if (rc == -ENOENT) {
+        te_cli_err("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket "
+                   "PATH or set TOOLEXECD_SOCKET (the system service listens on " TE_SYSTEM_SOCKET
+                   ")");
+        return NULL;
+    }
+    if (rc < 0) {
+        te_cli_err("cannot work out the default socket: %s; pass --socket PATH", strerror(-rc));
+        return NULL;
+    }
+    return cli->socket_path = socket_buf;
+}
+
+static const char *dash(void)
+{
+    return te_term_utf8() ? "\u2014" : "--";
+}
+
+static void explain_connect_error(const char *path, int err)
+{
+    if (err == EACCES || err == EPERM) {
+        te_cli_err("cannot connect to %s: %s %s is your user in the socket's group? "
+                   "(ls -l %s; toolexecd --socket-group) Set --socket or TOOLEXECD_SOCKET.",
+                   path, strerror(err), dash(), path);
+        return;
+    }
+    if (err == ENAMETOOLONG) {
+        te_cli_err("cannot connect to %s: the path is longer than a Unix socket allows "
+                   "(107 bytes)",
+                   path);
+        return;
+    }
+    te_cli_err("cannot connect to %s: %s %s is toolexecd running? (systemctl status "
+               "toolexecd.socket) Set --socket or TOOLEXECD_SOCKET.",
+               path, strerror(err), dash());
+    /* A user whose default is under XDG_RUNTIME_DIR while the system
+     * service listens elsewhere: point at it. */
+    if (strcmp(path, TE_SYSTEM_SOCKET) != 0 && access(TE_SYSTEM_SOCKET, F_OK) == 0)
+        te_cli_err("the system service's socket exists: try --socket " TE_SYSTEM_SOCKET);
+}
+
+te_client *te_cli_connect(struct te_cli *cli)
+{
+    const char *path = resolve_socket(cli);
+    if (!path)
+        return NULL;
+    te_client *c;
+    int rc = te_client_connect(path, &c);
+    if (rc < 0) {
+        explain_connect_error(path, -rc);
+        return NULL;
+    }
+    return c;
+}
+
+int te_cli_recv_failed(const struct te_cli *cli, int rc, const char *what)
+{
+    if (rc == -EBADMSG) {
+        te_cli_err("%s sent a line that is not a JSON object %s is it a toolexecd socket?",
+                   cli->socket_path, dash());
+        return TE_EXIT_ERROR;
+    }
+    if (rc == -ENODATA)
+        te_cli_err("toolexecd at %s closed the connection before %s (check its log: "
+                   "journalctl -u toolexecd)",
+                   cli->socket_path, what);
+    else
+        te_cli_err("lost the connection to %s before %s: %s", cli->socket_path, what,
+                   strerror(-rc));
+    return TE_EXIT_CONNECT;
+}
+
+int te_cli_send(const struct te_cli *cli, te_client *c, const json_t *req)
+{
+    int rc = te_client_send(c, req);
+    if (rc < 0) {
+        te_cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
+                   cli->socket_path, strerror(-rc));
+        return TE_EXIT_CONNECT;
+    }
+    return TE_EXIT_OK;
+}
