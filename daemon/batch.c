@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "toolexecd.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
@@ -40,7 +41,7 @@ struct call {
 };
 
 struct td_batch {
-    struct td_conn *conn;
+    struct td_batch_owner owner; /* its client's connection (server.c) */
     char *id;
     json_t *req; /* owns the calls */
     te_run_request r;
@@ -97,6 +98,30 @@ static void wait_remove(struct td_batch *b)
     b->waiting = false;
 }
 
+/* Whether the batch calls any tool named in the set (an object keyed by
+ * tool name): what a tail filtered by tool sees of the batch's own events.
+ * O(calls) once per batch-level event, whatever the filter's size. */
+static bool calls_any(const void *src, const json_t *tools)
+{
+    const struct td_batch *b = src;
+    for (size_t k = 0; k < b->ncalls; k++)
+        if (b->calls[k].name && json_object_get(tools, b->calls[k].name))
+            return true;
+    return false;
+}
+
+/* An event of the batch (not stolen) to the bus's observers. */
+static void publish(const struct td_batch *b, const char *tool, const json_t *ev)
+{
+    td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_EVENT,
+                                        .json = ev,
+                                        .batch_id = b->id,
+                                        .tool = tool,
+                                        .uid = b->owner.cred.uid,
+                                        .calls_any = calls_any,
+                                        .src = b});
+}
+
 /* Send {"event": name, "batch": id, ...fields} to the batch's client and
  * the subscribers; tool: the call's tool, NULL for the batch's own events.
  * fields is stolen. */
@@ -107,8 +132,8 @@ static void send_event(struct td_batch *b, const char *tool, const char *name, j
         json_object_update(ev, fields);
     json_decref(fields);
     if (ev)
-        td_tail_publish(ev, b, b->id, tool);
-    td_conn_send(b->conn, ev);
+        publish(b, tool, ev);
+    b->owner.ops->event(b->owner.data, ev);
 }
 
 /* One call's message in the shape the client's LLM API takes back. */
@@ -144,8 +169,8 @@ static void complete(struct td_batch *b)
     send_event(b, NULL, "batch_completed",
                json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
     td_logc(TD_LOG_DEBUG, b->id, NULL, "completed (%zu calls)", b->ncalls);
-    td_stats_batch_done();
-    td_conn_batch_remove(b->conn, b);
+    td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_BATCH_DONE, .batch_id = b->id});
+    b->owner.ops->done(b->owner.data, b);
     td_batch_free(b);
 }
 
@@ -277,7 +302,7 @@ static void finish_call(struct call *c, json_t *result, bool halting)
                              .name = name,
                              .path = path,
                              .len = full_len,
-                             .uid = td_conn_cred(b->conn)->uid};
+                             .uid = b->owner.cred.uid};
         sp->req.data = sp;
         if (uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
             return;
@@ -356,7 +381,12 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
     default:
         break;
     }
-    td_stats_call(c->name, result, (c->done_ns - c->started_ns) / 1000);
+    td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_CALL_DONE,
+                                        .json = result,
+                                        .batch_id = b->id,
+                                        .tool = c->name,
+                                        .uid = b->owner.cred.uid,
+                                        .us = (c->done_ns - c->started_ns) / 1000});
     json_decref(result);
     b->done++;
     pump(b);
@@ -492,7 +522,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     if (freed_slot) {
         slots_used--;
         b->slots--;
-        td_conn_sched(b->conn)->slots--;
+        b->owner.sched->slots--;
     }
     b->running--;
 
@@ -611,7 +641,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
             }
             slots_used++;
             b->slots++;
-            td_conn_sched(b->conn)->slots++;
+            b->owner.sched->slots++;
             c->slot = true;
         }
         b->next++;
@@ -638,15 +668,15 @@ static void pump(struct td_batch *b)
  * over all batches for every waiting batch made each handout
  * O(waiting x batches), and 4,096 one-call batches held the loop for
  * minutes. */
-static unsigned conn_slots(struct td_conn *conn)
+static unsigned conn_slots(const struct td_batch *b)
 {
-    return td_conn_sched(conn)->slots;
+    return b->owner.sched->slots;
 }
 
 /* When the client last had a call started from the queue. */
-static uint64_t conn_served(struct td_conn *conn)
+static uint64_t conn_served(const struct td_batch *b)
 {
-    return td_conn_sched(conn)->served;
+    return b->owner.sched->served;
 }
 
 /* While a client's batches are cancelled one by one, a slot freed by one
@@ -673,11 +703,11 @@ static void schedule(void)
          * fewest slots, then whose client was served least recently, then
          * the one waiting longest. */
         struct td_batch *b = wait_head;
-        unsigned best = conn_slots(b->conn);
-        uint64_t best_seq = conn_served(b->conn);
+        unsigned best = conn_slots(b);
+        uint64_t best_seq = conn_served(b);
         for (struct td_batch *x = b->wnext; x; x = x->wnext) {
-            unsigned n = conn_slots(x->conn);
-            uint64_t q = conn_served(x->conn);
+            unsigned n = conn_slots(x);
+            uint64_t q = conn_served(x);
             if (n < best || (n == best && q < best_seq)) {
                 b = x;
                 best = n;
@@ -685,7 +715,7 @@ static void schedule(void)
             }
         }
         b->served_seq = ++served_counter;
-        td_conn_sched(b->conn)->served = b->served_seq;
+        b->owner.sched->served = b->served_seq;
         wait_remove(b);
         pump_n(b, 1, true);
     }
@@ -735,30 +765,32 @@ static uint64_t default_concurrency(size_t ncalls)
     return c ? c : 1;
 }
 
-void td_batch_run(struct td_conn *conn, json_t *req)
+void td_batch_run(const struct td_batch_owner *owner, json_t *req)
 {
+    const struct td_batch_ops *ops = owner->ops;
+    void *conn = owner->data;
     char err[256];
     te_run_request r;
     if (te_run_request_parse(req, &r, err, sizeof(err)) < 0) {
         json_t *bid = json_object_get(req, "batch");
-        td_conn_error(conn, json_string_value(bid), "request_error", "invalid_request", err, NULL);
+        ops->error(conn, json_string_value(bid), "request_error", "invalid_request", err, NULL);
         return;
     }
     char idbuf[32];
     const char *id = r.batch;
     if (!id) {
-        snprintf(idbuf, sizeof(idbuf), "b-%u", td_conn_next_batch_seq(conn));
+        snprintf(idbuf, sizeof(idbuf), "b-%u", ops->next_seq(conn));
         id = idbuf;
     }
     if (r.ncalls > td_cfg.max_batch_calls) {
         snprintf(err, sizeof(err), "calls: %zu calls exceed the limit of %zu (--max-batch-calls)",
                  r.ncalls, td_cfg.max_batch_calls);
-        td_conn_error(conn, id, "request_error", "invalid_request", err, NULL);
+        ops->error(conn, id, "request_error", "invalid_request", err, NULL);
         return;
     }
     /* Pre-flight: every tool must exist, and be allowed to this client,
      * before any call runs. */
-    const struct ucred *cred = td_conn_cred(conn);
+    const struct ucred *cred = &owner->cred;
     size_t i;
     json_t *call;
     json_array_foreach(r.calls, i, call)
@@ -771,15 +803,15 @@ void td_batch_run(struct td_conn *conn, json_t *req)
                      name, (int)cred->uid);
             td_logc(TD_LOG_INFO, id, NULL, "client pid %d uid %d: forbidden tool %s",
                     (int)cred->pid, (int)cred->uid, name);
-            td_conn_error(conn, id, "engine_error", "forbidden_tool", msg,
-                          json_pack("{s:s}", "tool_name", name));
+            ops->error(conn, id, "engine_error", "forbidden_tool", msg,
+                       json_pack("{s:s}", "tool_name", name));
             return;
         }
         if (!tool) {
             char msg[128 + TE_TOOL_NAME_MAX];
             snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
-            td_conn_error(conn, id, "engine_error", "unknown_tool", msg,
-                          json_pack("{s:s}", "tool_name", name));
+            ops->error(conn, id, "engine_error", "unknown_tool", msg,
+                       json_pack("{s:s}", "tool_name", name));
             return;
         }
     }
@@ -789,26 +821,26 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         if (b)
             free(b->calls);
         free(b);
-        td_conn_error(conn, id, "engine_error", "internal", "out of memory", NULL);
+        ops->error(conn, id, "engine_error", "internal", "out of memory", NULL);
         return;
     }
-    if (td_conn_admit(conn, r.ncalls, err, sizeof(err)) < 0) {
+    if (ops->admit(conn, r.ncalls, err, sizeof(err)) < 0) {
         free(b->calls);
         free(b->id);
         free(b);
-        td_conn_error(conn, id, "request_error", "invalid_request", err, NULL);
+        ops->error(conn, id, "request_error", "invalid_request", err, NULL);
         return;
     }
-    if (!td_conn_batch_add(conn, b, id)) {
-        td_conn_release(conn, r.ncalls);
+    if (!ops->add(conn, b, id)) {
+        ops->release(conn, r.ncalls);
         free(b->calls);
         free(b->id);
         free(b);
         snprintf(err, sizeof(err), "batch \"%.64s\" is already running on this connection", id);
-        td_conn_error(conn, id, "request_error", "duplicate_batch", err, NULL);
+        ops->error(conn, id, "request_error", "duplicate_batch", err, NULL);
         return;
     }
-    b->conn = conn;
+    b->owner = *owner;
     b->accepted_ns = uv_hrtime();
     b->anext = all_batches;
     if (all_batches)
@@ -837,7 +869,7 @@ void td_batch_run(struct td_conn *conn, json_t *req)
                                 b->id, "client", "pid", (int)cred->pid, "uid", (int)cred->uid,
                                 "gid", (int)cred->gid, "calls", list);
     if (started)
-        td_tail_publish(started, b, b->id, NULL);
+        publish(b, NULL, started);
     json_decref(started);
     td_logc(TD_LOG_INFO, b->id, NULL, "client pid %d uid %d gid %d: %zu calls, concurrency %llu",
             (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
@@ -969,20 +1001,6 @@ void td_batch_cancel(struct td_batch *b)
     pump(b);
 }
 
-bool td_batch_calls_any(const struct td_batch *b, const json_t *tools)
-{
-    /* O(calls) once per batch-level event, whatever the filter's size */
-    for (size_t k = 0; k < b->ncalls; k++)
-        if (b->calls[k].name && json_object_get(tools, b->calls[k].name))
-            return true;
-    return false;
-}
-
-uid_t td_batch_uid(const struct td_batch *b)
-{
-    return td_conn_cred(b->conn)->uid;
-}
-
 void td_batch_throttle(struct td_batch *b, bool pause)
 {
     b->throttled = pause;
@@ -995,7 +1013,7 @@ void td_batch_free(struct td_batch *b)
 {
     wait_remove(b);
     settle_remove(b);
-    td_conn_release(b->conn, b->ncalls);
+    b->owner.ops->release(b->owner.data, b->ncalls);
     if (b->aprev)
         b->aprev->anext = b->anext;
     else if (all_batches == b)

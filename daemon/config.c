@@ -132,4 +132,3 @@ int td_config_resolve(void)
     }
     return 0;
 }
-

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "identity.h"
 #include "toolexecd.h"
 
@@ -577,5 +578,6 @@ out_tools:
     free(socket_path);
     td_registry_free(td_tools);
     td_stats_free();
+    td_bus_clear();
     return status;
 }

@@ -361,8 +361,11 @@ void td_batches_throttle(struct td_conn *c, bool pause)
         td_batch_throttle(e->b, pause);
 }
 
-bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
+/* The batch ops (td_batch_ops) of a connection: how its batches report
+ * back and are admitted. */
+static bool batch_add(void *data, struct td_batch *b, const char *id)
 {
+    struct td_conn *c = data;
     for (struct batch_entry *e = c->batches; e; e = e->next)
         if (strcmp(e->id, id) == 0)
             return false;
@@ -381,8 +384,9 @@ bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id)
     return true;
 }
 
-void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
+static void batch_done(void *data, struct td_batch *b)
 {
+    struct td_conn *c = data;
     for (struct batch_entry **pp = &c->batches; *pp; pp = &(*pp)->next) {
         if ((*pp)->b == b) {
             struct batch_entry *e = *pp;
@@ -398,13 +402,9 @@ void td_conn_batch_remove(struct td_conn *c, struct td_batch *b)
     maybe_close(c);
 }
 
-const struct ucred *td_conn_cred(const struct td_conn *c)
+static int batch_admit(void *data, size_t ncalls, char *err, size_t errlen)
 {
-    return &c->cred;
-}
-
-int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen)
-{
+    struct td_conn *c = data;
     if (c->nbatches >= td_cfg.max_client_batches) {
         snprintf(err, errlen,
                  "batch: %u batches are already running on this connection, the limit "
@@ -423,20 +423,38 @@ int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen)
     return 0;
 }
 
-void td_conn_release(struct td_conn *c, size_t ncalls)
+static void batch_release(void *data, size_t ncalls)
 {
+    struct td_conn *c = data;
     c->uid->calls -= ncalls;
 }
 
-struct td_conn_sched *td_conn_sched(struct td_conn *c)
+static unsigned batch_next_seq(void *data)
 {
-    return &c->sched;
-}
-
-unsigned td_conn_next_batch_seq(struct td_conn *c)
-{
+    struct td_conn *c = data;
     return ++c->batch_seq;
 }
+
+static void batch_event(void *data, json_t *ev)
+{
+    td_conn_send(data, ev);
+}
+
+static void batch_error(void *data, const char *batch, const char *type, const char *reason,
+                        const char *message, json_t *metadata)
+{
+    td_conn_error(data, batch, type, reason, message, metadata);
+}
+
+static const struct td_batch_ops batch_ops = {
+    .event = batch_event,
+    .done = batch_done,
+    .error = batch_error,
+    .next_seq = batch_next_seq,
+    .admit = batch_admit,
+    .release = batch_release,
+    .add = batch_add,
+};
 
 /* Make c a subscriber to the event stream; again: the new filters replace
  * the old in place (a write of the subscriber may be in flight). */
@@ -450,7 +468,7 @@ static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
     }
     uv_os_fd_t fd = -1;
     uv_fileno((uv_handle_t *)&c->h, &fd);
-    if (!c->tail && !(c->tail = td_tail_new(c, &c->cred, fd))) {
+    if (!c->tail && !(c->tail = td_tail_new(td_conn_write, c, &c->cred, fd))) {
         json_decref(tools_set);
         json_decref(batches_set);
         td_conn_error(c, NULL, "request_error", "invalid_request",
@@ -497,7 +515,10 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
         td_conn_error(c, json_string_value(json_object_get(req, "batch")), "request_error",
                       "shutting_down", "toolexecd is shutting down; no new batches", NULL);
     } else if (strcmp(op, "run") == 0) {
-        td_batch_run(c, req);
+        td_batch_run(
+            &(struct td_batch_owner){
+                .ops = &batch_ops, .data = c, .cred = c->cred, .sched = &c->sched},
+            req);
     } else if (strcmp(op, "cancel") == 0) {
         const char *id = json_string_value(json_object_get(req, "batch"));
         struct batch_entry *e = c->batches;
@@ -532,7 +553,15 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
         }
     } else if (strcmp(op, "stats") == 0) {
-        td_conn_send(c, td_stats_event());
+        td_conn_send(c, td_stats_event(&(struct td_stats_gauges){
+                            .running = td_batch_running(),
+                            .processes = td_workers_alive(),
+                            .queued = td_batch_queued(),
+                            .max_workers = td_cfg.max_workers,
+                            .clients = td_server_conns(),
+                            .subscribers = td_tail_count(),
+                            .batches = td_server_batches(),
+                        }));
     } else if (strcmp(op, "tools") == 0) {
         json_t *f = json_object_get(req, "format");
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)

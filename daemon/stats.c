@@ -1,11 +1,13 @@
 /*
  * stats.c - what {"op": "stats"} reports: uptime, workers, clients, and per
  * tool its calls by outcome, latency percentiles over its recent calls and
- * the mean cost of spawning its workers.
+ * the mean cost of spawning its workers. The counters are pushed (the
+ * event bus); the gauges come from the caller.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus.h"
 #include "toolexecd.h"
 
 /* Latency percentiles are over each tool's last LATENCY_SAMPLES calls:
@@ -24,9 +26,12 @@ struct tool_stats {
 static struct tool_stats *all;
 static uint64_t started_ns, batches_served, calls_total;
 
+static void on_bus(void *data, const struct td_bus_msg *m);
+
 void td_stats_init(void)
 {
     started_ns = uv_hrtime();
+    td_bus_subscribe(on_bus, NULL); /* tail and stats: 2 of TD_BUS_MAX */
 }
 
 static struct tool_stats *find(const char *tool)
@@ -44,7 +49,7 @@ static struct tool_stats *find(const char *tool)
     return t;
 }
 
-void td_stats_call(const char *tool, const json_t *result, uint64_t duration_us)
+static void count_call(const char *tool, const json_t *result, uint64_t duration_us)
 {
     struct tool_stats *t = find(tool);
     calls_total++;
@@ -81,7 +86,7 @@ void td_stats_call(const char *tool, const json_t *result, uint64_t duration_us)
         t->nlat++;
 }
 
-void td_stats_spawn(const char *tool, uint64_t spawn_us)
+static void count_spawn(const char *tool, uint64_t spawn_us)
 {
     struct tool_stats *t = find(tool);
     if (t) {
@@ -90,9 +95,23 @@ void td_stats_spawn(const char *tool, uint64_t spawn_us)
     }
 }
 
-void td_stats_batch_done(void)
+/* Counters are pushed: the batch and the worker publish on the bus. */
+static void on_bus(void *data, const struct td_bus_msg *m)
 {
-    batches_served++;
+    (void)data;
+    switch (m->kind) {
+    case TD_BUS_CALL_DONE:
+        count_call(m->tool, m->json, m->us);
+        break;
+    case TD_BUS_SPAWN:
+        count_spawn(m->tool, m->us);
+        break;
+    case TD_BUS_BATCH_DONE:
+        batches_served++;
+        break;
+    default:
+        break;
+    }
 }
 
 uint64_t td_stats_batches_served(void)
@@ -119,7 +138,7 @@ static json_t *percentiles(const struct tool_stats *t)
 #undef PCT
 }
 
-json_t *td_stats_event(void)
+json_t *td_stats_event(const struct td_stats_gauges *g)
 {
     json_t *tools = json_object();
     for (struct tool_stats *t = all; t; t = t->next) {
@@ -139,11 +158,11 @@ json_t *td_stats_event(void)
     /* running: calls in a worker; processes: workers not yet reaped */
     return json_pack("{s:s,s:I,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event",
                      "stats", "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000),
-                     "version", TD_VERSION, "workers", "running", (int)td_batch_running(),
-                     "processes", (int)td_workers_alive(), "queued", (int)td_batch_queued(), "max",
-                     (int)td_cfg.max_workers, "clients", (int)td_server_conns(), "subscribers",
-                     (int)td_tail_count(), "batches", "running", (int)td_server_batches(), "served",
-                     (json_int_t)batches_served, "calls", (json_int_t)calls_total, "tools", tools);
+                     "version", TD_VERSION, "workers", "running", (int)g->running, "processes",
+                     (int)g->processes, "queued", (int)g->queued, "max", (int)g->max_workers,
+                     "clients", (int)g->clients, "subscribers", (int)g->subscribers, "batches",
+                     "running", (int)g->batches, "served", (json_int_t)batches_served, "calls",
+                     (json_int_t)calls_total, "tools", tools);
 }
 
 void td_stats_free(void)

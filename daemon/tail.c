@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "toolexecd.h"
 
 /* Bytes held for a subscriber (queued plus in flight). */
@@ -53,6 +54,7 @@ struct item {
 
 struct td_tail {
     struct td_conn *conn;
+    td_tail_write_fn write; /* the owner's (server.c), upward */
     uid_t uid;
     bool all;                /* sees every client's batches */
     json_t *tools, *batches; /* filters: sets (objects keyed by name), or NULL */
@@ -69,8 +71,12 @@ static struct td_tail *subs;
 static bool have_group;
 static gid_t tail_gid;
 
+static void on_bus(void *data, const struct td_bus_msg *m);
+
 int td_tail_setup(const char *group)
 {
+    if (td_bus_subscribe(on_bus, NULL) < 0)
+        return -1;
     if (!group)
         return 0;
     errno = 0;
@@ -171,11 +177,13 @@ int td_tail_filters(const json_t *tools, const json_t *batches, json_t **tools_s
     return 0;
 }
 
-struct td_tail *td_tail_new(struct td_conn *c, const struct ucred *cred, int fd)
+struct td_tail *td_tail_new(td_tail_write_fn write, struct td_conn *c, const struct ucred *cred,
+                            int fd)
 {
     struct td_tail *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
+    t->write = write;
     t->conn = c;
     t->uid = cred->uid;
     t->all = cred->uid == 0 || cred->uid == geteuid() || in_tail_group(fd, cred->gid);
@@ -262,7 +270,7 @@ static void kick(struct td_tail *t)
             return;
         t->dropped = 0;
         t->writing = true;
-        if (td_conn_write(t->conn, data, (size_t)n, written, t) < 0)
+        if (t->write(t->conn, data, (size_t)n, written, t) < 0)
             t->writing = false;
         return;
     }
@@ -275,7 +283,7 @@ static void kick(struct td_tail *t)
     /* still counted in t->bytes until written */
     t->flight = i->len;
     t->writing = true;
-    if (td_conn_write(t->conn, i->data, i->len, written, t) < 0) {
+    if (t->write(t->conn, i->data, i->len, written, t) < 0) {
         t->writing = false;
         t->bytes -= t->flight;
         t->flight = 0;
@@ -283,9 +291,10 @@ static void kick(struct td_tail *t)
     free(i);
 }
 
-static bool wants(const struct td_tail *t, uid_t owner, const char *batch_id,
-                  const struct td_batch *b, const char *tool)
+static bool wants(const struct td_tail *t, const struct td_bus_msg *m)
 {
+    uid_t owner = m->uid;
+    const char *batch_id = m->batch_id, *tool = m->tool;
     if (!t->all && owner != t->uid)
         return false;
     if (t->batches && !(batch_id && json_object_get(t->batches, batch_id)))
@@ -293,7 +302,8 @@ static bool wants(const struct td_tail *t, uid_t owner, const char *batch_id,
     if (!t->tools)
         return true;
     /* a call's event by its tool; a batch's own events if it calls one */
-    return tool ? json_object_get(t->tools, tool) != NULL : td_batch_calls_any(b, t->tools);
+    return tool ? json_object_get(t->tools, tool) != NULL
+                : m->calls_any && m->calls_any(m->src, t->tools);
 }
 
 /* Counts bytes, and stops the dump once past the limit. */
@@ -337,14 +347,18 @@ static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
     return line;
 }
 
-void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *batch_id,
-                     const char *tool)
+/* An event of a batch (from the bus) to every subscriber that wants it
+ * and may see it. */
+static void on_bus(void *data, const struct td_bus_msg *m)
 {
+    (void)data;
+    if (m->kind != TD_BUS_EVENT)
+        return;
+    const json_t *ev = m->json;
     char *line = NULL;
     size_t len = 0;
-    uid_t owner = td_batch_uid(b);
     for (struct td_tail *t = subs; t; t = t->next) {
-        if (!wants(t, owner, batch_id, b, tool))
+        if (!wants(t, m))
             continue;
         if (!line) {
             line = json_dumps(ev, JSON_COMPACT);

@@ -3,9 +3,11 @@
  *
  *   server (socket, JSON lines) -> batch (runner: queue, policy, events)
  *     -> worker (one call's process: pipes, frames, timer) -> sandbox (fork)
- *   reaper (SIGCHLD) -> worker -> batch -> server
+ *   reaper (SIGCHLD) -> worker -> batch -> server, upward by callbacks and
+ *   ops tables only (daemon/README.md has the whole picture).
  *
- * registry holds the tool definitions; log writes to stderr.
+ * registry holds the tool definitions; log writes to stderr; config.h holds
+ * the configuration; bus.h carries events to the observers (tail, stats).
  */
 #ifndef TOOLEXECD_H
 #define TOOLEXECD_H
@@ -34,7 +36,6 @@
 #define TD_CONTENT_BYTES_DEFAULT 100000
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
-
 
 /* log.c */
 enum { TD_LOG_ERR, TD_LOG_WARN, TD_LOG_INFO, TD_LOG_DEBUG };
@@ -237,8 +238,41 @@ void td_worker_on_gone(void (*cb)(void));
 /* batch.c */
 struct td_conn;
 struct td_batch;
-/* Handle a {"op": "run"} request from conn. */
-void td_batch_run(struct td_conn *conn, json_t *req);
+/* The scheduler's state for a client: worker slots its calls hold, and
+ * when a call of it last left the queue (kept by the owner, per client). */
+struct td_conn_sched {
+    unsigned slots;
+    uint64_t served;
+};
+/* How a batch reports to its owner (server.c: the client's connection),
+ * given by the caller of td_batch_run: the one ordered path back up, which
+ * carries back-pressure. data is the owner's. */
+struct td_batch_ops {
+    /* An event line for the client (stolen; NULL when it could not be
+     * built). */
+    void (*event)(void *data, json_t *ev);
+    /* The batch completed (its last event sent): forget it. */
+    void (*done)(void *data, struct td_batch *b);
+    /* A run request that makes no batch: the error line for it. */
+    void (*error)(void *data, const char *batch, const char *type, const char *reason,
+                  const char *message, json_t *metadata);
+    /* Admission: the owner's next batch number (for ids it makes up);
+     * room for ncalls more calls (0, or -1 with err saying which limit),
+     * given back with release; the batch known under id (false: a
+     * duplicate). */
+    unsigned (*next_seq)(void *data);
+    int (*admit)(void *data, size_t ncalls, char *err, size_t errlen);
+    void (*release)(void *data, size_t ncalls);
+    bool (*add)(void *data, struct td_batch *b, const char *id);
+};
+struct td_batch_owner {
+    const struct td_batch_ops *ops;
+    void *data;
+    struct ucred cred;           /* the client's (SO_PEERCRED) */
+    struct td_conn_sched *sched; /* the client's, shared by its batches */
+};
+/* Handle a {"op": "run"} request of owner. */
+void td_batch_run(const struct td_batch_owner *owner, json_t *req);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);
@@ -248,11 +282,6 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
                     size_t errlen);
 /* Calls running in a worker (holding a --max-workers slot). */
 unsigned td_batch_running(void);
-/* Whether the batch calls any tool named in the set (an object keyed by
- * tool name). */
-bool td_batch_calls_any(const struct td_batch *b, const json_t *tools);
-/* The uid of the client that runs the batch. */
-uid_t td_batch_uid(const struct td_batch *b);
 /* Pause or resume reading the output of the batch's workers; workers started
  * while paused start paused. */
 void td_batch_throttle(struct td_batch *b, bool pause);
@@ -271,21 +300,30 @@ void td_notify_close(void);
 bool td_notify_built(void);
 
 /* stats.c: counters for {"op": "stats"}. */
-void td_stats_call(const char *tool, const json_t *result, uint64_t duration_us);
-void td_stats_spawn(const char *tool, uint64_t spawn_us);
-void td_stats_batch_done(void);
+/* Subscribes to the event bus for the calls, spawns and batches it counts. */
 void td_stats_init(void);
 uint64_t td_stats_batches_served(void);
-json_t *td_stats_event(void);
+/* What the stats event reports as it stands, given by whoever asks. */
+struct td_stats_gauges {
+    unsigned running, processes, queued, max_workers, clients, subscribers, batches;
+};
+json_t *td_stats_event(const struct td_stats_gauges *g);
 void td_stats_free(void);
 
 /* tail.c: event subscribers. */
 struct td_tail;
-/* Resolve --tail-group (at start: may block on NSS); -1 if unknown. */
+/* How a subscriber's lines reach its connection: the owner's (server.c)
+ * write, given to td_tail_new (upward, as a callback). */
+typedef void (*td_tail_written_cb)(struct td_conn *c, void *arg, int status);
+typedef int (*td_tail_write_fn)(struct td_conn *c, char *data, size_t len, td_tail_written_cb cb,
+                                void *arg);
+/* Resolve --tail-group (at start: may block on NSS) and subscribe to the
+ * event bus; -1 if the group is unknown. */
 int td_tail_setup(const char *group);
 /* A subscriber on c with no filters; what it may see is decided now, from
  * its credentials and the groups of the peer on fd (SO_PEERGROUPS). */
-struct td_tail *td_tail_new(struct td_conn *c, const struct ucred *cred, int fd);
+struct td_tail *td_tail_new(td_tail_write_fn write, struct td_conn *c, const struct ucred *cred,
+                            int fd);
 /* The tools and batches filters of a tail request (arrays of strings or
  * NULL) as sets; -1 with err naming the field and the limit it breaks. */
 int td_tail_filters(const json_t *tools, const json_t *batches, json_t **tools_set,
@@ -295,11 +333,6 @@ int td_tail_filters(const json_t *tools, const json_t *batches, json_t **tools_s
 void td_tail_set_filters(struct td_tail *t, json_t *tools, json_t *batches);
 /* Unsubscribe; the memory goes once no write of it is in flight. */
 void td_tail_free(struct td_tail *t);
-/* Offer one event of batch b (tool: the call's tool, NULL for the batch's
- * own events) to every subscriber that wants it and may see it; ev is not
- * stolen. */
-void td_tail_publish(const json_t *ev, const struct td_batch *b, const char *batch_id,
-                     const char *tool);
 unsigned td_tail_count(void);
 
 /* listener.c */
@@ -331,24 +364,6 @@ unsigned td_server_conns(void);
 void td_conn_send(struct td_conn *c, json_t *event /* stolen */);
 void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
                    const char *message, json_t *metadata);
-/* Batch bookkeeping on a connection. */
-bool td_conn_batch_add(struct td_conn *c, struct td_batch *b, const char *id);
-void td_conn_batch_remove(struct td_conn *c, struct td_batch *b);
-unsigned td_conn_next_batch_seq(struct td_conn *c);
-/* The client's credentials (SO_PEERCRED). */
-const struct ucred *td_conn_cred(const struct td_conn *c);
-/* Room for one more batch of ncalls on c (--max-client-batches, and
- * --max-queued-calls for its uid): 0 and the calls are counted until
- * td_conn_release(); -1 with err saying which limit. */
-int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen);
-void td_conn_release(struct td_conn *c, size_t ncalls);
-/* The scheduler's state for a client (batch.c): worker slots its calls
- * hold, and when a call of it last left the queue. */
-struct td_conn_sched {
-    unsigned slots;
-    uint64_t served;
-};
-struct td_conn_sched *td_conn_sched(struct td_conn *c);
 void td_batches_throttle(struct td_conn *c, bool pause);
 
 #endif

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "bus.h"
 #include "toolexecd.h"
 
 /* Bytes read from a worker pipe per read; one static buffer serves all reads
@@ -783,7 +784,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     uint64_t t0 = uv_hrtime();
     int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;
     if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
-        td_stats_spawn(s->tool->name, (uv_hrtime() - t0) / 1000);
+        td_bus_publish(&(struct td_bus_msg){
+            .kind = TD_BUS_SPAWN, .tool = s->tool->name, .us = (uv_hrtime() - t0) / 1000});
     free(argv);
     for (char **e = env; *e; e++)
         free(*e);
