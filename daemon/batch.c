@@ -15,8 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "bus.h"
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "registry.h"
+#include "spill.h"
+#include "toolexec.h"
+#include "util.h"
+#include "worker.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 

@@ -42,7 +42,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "cgroup.h"
+#include "config.h"
+#include "log.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

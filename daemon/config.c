@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "config.h"
-#include "toolexecd.h"
+#include "log.h"
+#include "toolexec.h"
 
 struct td_config td_cfg = {
     .tools_dir = TD_DEFAULT_TOOLS_DIR,

@@ -41,7 +41,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "cgroup.h"
+#include "containment.h"
+#include "log.h"
 
 #ifndef TD_LIBEXECDIR
 #define TD_LIBEXECDIR "/usr/libexec/toolexecd"

@@ -23,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "identity.h"
-#include "toolexecd.h"
+#include "log.h"
 
 /* A bound on the ring's memory (4 bytes a uid). */
 #define RANGE_MAX (1u << 20)

@@ -24,7 +24,10 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "toolexecd.h"
+#include "config.h"
+#include "listener.h"
+#include "log.h"
+#include "server.h"
 
 /* Pending connections the kernel queues for us. */
 #define LISTEN_BACKLOG 128

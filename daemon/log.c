@@ -20,7 +20,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "toolexec.h"
+#include "util.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 /* syslog priorities: err, warning, info, debug */

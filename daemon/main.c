@@ -14,8 +14,22 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "cgroup.h"
+#include "config.h"
+#include "containment.h"
 #include "identity.h"
-#include "toolexecd.h"
+#include "listener.h"
+#include "log.h"
+#include "notify.h"
+#include "reaper.h"
+#include "registry.h"
+#include "server.h"
+#include "spill.h"
+#include "stats.h"
+#include "tail.h"
+#include "toolexec.h"
+#include "tree.h"
+#include "worker.h"
 
 static uv_signal_t sigterm, sigint, sighup;
 static uv_timer_t shutdown_timer;

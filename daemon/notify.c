@@ -14,7 +14,12 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "toolexecd.h"
+#include "batch.h"
+#include "config.h"
+#include "notify.h"
+#include "registry.h"
+#include "server.h"
+#include "stats.h"
 
 /* How often the STATUS= summary is refreshed. */
 #define STATUS_INTERVAL_MS 1000

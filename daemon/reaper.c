@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "reaper.h"
 
 /* Exits handed on per loop iteration. One exit costs from ~0.3 ms (a
  * trivial call: its result sent, the next worker spawned) to ~25 ms (1 MB

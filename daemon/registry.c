@@ -24,7 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "registry.h"
+#include "toolexec.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
  * a schema with a few thousand enum values still fits. */

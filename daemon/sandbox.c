@@ -90,7 +90,7 @@
 #include <unistd.h>
 
 #include "report.h"
-#include "toolexecd.h"
+#include "sandbox.h"
 
 static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 

@@ -16,7 +16,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "batch.h"
+#include "config.h"
+#include "log.h"
+#include "registry.h"
+#include "server.h"
+#include "stats.h"
+#include "tail.h"
+#include "util.h"
+#include "worker.h"
 
 /* Event bytes queued for a client before we stop reading its workers'
  * output; reading resumes below half of it. A client that stops reading

@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "spill.h"
 
 /* Open WORK/results, made on first use, refusing one that is not ours or
  * that others may write to (they could plant or swap names in it). 0711:

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "bus.h"
-#include "toolexecd.h"
+#include "stats.h"
+#include "toolexec.h"
 
 /* Latency percentiles are over each tool's last LATENCY_SAMPLES calls:
  * recent behaviour, in bounded memory. */

@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #include "bus.h"
-#include "toolexecd.h"
+#include "log.h"
+#include "tail.h"
 
 /* Bytes held for a subscriber (queued plus in flight). */
 #define TAIL_QUEUE_MAX (256u * 1024u)

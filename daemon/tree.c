@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "toolexecd.h"
+#include "config.h"
+#include "log.h"
+#include "tree.h"
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "toolexecd.h"
+#include "toolexec.h"
+#include "util.h"
 
 json_t *td_json_text(const char *p, size_t n)
 {

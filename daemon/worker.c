@@ -25,9 +25,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "identity.h"
 #include "bus.h"
-#include "toolexecd.h"
+#include "cgroup.h"
+#include "config.h"
+#include "containment.h"
+#include "identity.h"
+#include "log.h"
+#include "reaper.h"
+#include "registry.h"
+#include "sandbox.h"
+#include "toolexec.h"
+#include "tree.h"
+#include "util.h"
+#include "worker.h"
 
 /* Bytes read from a worker pipe per read; one static buffer serves all reads
  * because each read is consumed before the next allocation. */

@@ -1,0 +1,29 @@
+/*
+ * containment.h - how a call's processes are kept from outliving it.
+ */
+#ifndef TD_CONTAINMENT_H
+#define TD_CONTAINMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum td_containment {
+    TD_CONTAIN_PGROUP, /* process group + subreaper: setsid() escapes it */
+    TD_CONTAIN_PIDNS,  /* a PID namespace per call, toolexecd-init as PID 1 */
+    TD_CONTAIN_CGROUP, /* a cgroup per call, ended with cgroup.kill */
+};
+extern enum td_containment td_containment;
+extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
+/* CLONE_NEWPID | CLONE_NEWNS where the kernel gives every call a PID and a
+ * mount namespace of its own (with toolexecd-init and a private /proc),
+ * whatever the containment mode; else 0. */
+extern int td_call_ns;
+extern char *td_init_path; /* toolexecd-init */
+int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
+const char *td_containment_name(enum td_containment c);
+/* toolexecd --check [--cgroup DIR] */
+int td_containment_check(const char *cgroup_dir);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * registry.h - the tool definitions (tools.d/*.json).
+ */
+#ifndef TD_REGISTRY_H
+#define TD_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "toolexec.h"
+
+/* The only PATH a worker sees (plus what its definition's env says). */
+#define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
+
+enum td_protocol { TD_PROTO_FRAMED, TD_PROTO_PLAIN };
+struct td_tool {
+    int refs;
+    char *name, *description, *file;
+    json_t *schema;
+    char **argv; /* NULL: manual-mode tool */
+    char **env;  /* "K=V", NULL-terminated */
+    size_t nenv;
+    enum td_protocol protocol;
+    bool context;
+    uint64_t timeout_ms; /* 0: no ceiling of its own */
+    struct td_limits limits;
+    int network;                     /* -1: daemon default, 0 no network, 1 network */
+    char *user, *group;              /* NULL: daemon default */
+    json_t *allow_uids, *allow_gids; /* integer arrays; NULL: any client */
+    uint64_t max_content_bytes;      /* 0: the batch's or the default */
+    te_schema *validator;            /* the compiled schema */
+    bool coerce;                     /* "42" -> 42 where the schema wants a number */
+    bool spill;                      /* cut content also written to a file */
+    bool switch_user;                /* root daemon: run workers as uid/gid */
+    uid_t uid;
+    gid_t gid;
+};
+struct td_registry {
+    struct td_tool **tools; /* sorted by name */
+    size_t n;
+};
+int td_registry_load(const char *dir, struct td_registry **out, char *err, size_t errlen);
+struct td_tool *td_registry_find(const struct td_registry *r, const char *name);
+json_t *td_registry_list(const struct td_registry *r);
+/* The tools as "openai", "openai_responses", "anthropic" or "mcp" declare
+ * them; NULL for another format. */
+json_t *td_registry_list_as(const struct td_registry *r, const char *format);
+void td_registry_free(struct td_registry *r);
+struct td_tool *td_tool_ref(struct td_tool *t);
+void td_tool_unref(struct td_tool *t);
+extern struct td_registry *td_tools;
+
+#endif

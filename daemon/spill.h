@@ -1,0 +1,18 @@
+/*
+ * spill.h - the full content of cut results, in WORK/results.
+ */
+#ifndef TD_SPILL_H
+#define TD_SPILL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Write a new file NAME there for uid (threadpool-safe); 0 or -errno. */
+int td_spill_write(const char *name, const char *text, size_t len, uid_t uid);
+/* Remove PATH --spill-max-age seconds from now. */
+void td_spill_track(const char *path);
+void td_spill_stop(void);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * util.h - small JSON helpers (a leaf).
+ */
+#ifndef TD_UTIL_H
+#define TD_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+/* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
+json_t *td_json_text(const char *p, size_t n);
+/* {"encoding": "base64", "data", "size_bytes"} for bytes that are not text. */
+json_t *td_base64_value(const char *p, size_t n);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * worker.h - one call's process.
+ */
+#ifndef TD_WORKER_H
+#define TD_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/resource.h>
+
+#include <jansson.h>
+
+struct td_tool;
+
+/* Last bytes of a worker's stderr kept for the error cause. */
+#define TD_STDERR_TAIL 4096
+/* stderr lines logged per call; the rest only reach the tail, so a flooding
+ * worker cannot flood the journal. */
+#define TD_STDERR_LOG_LINES 64
+/* The part of an offending response quoted in an invalid_return cause. */
+#define TD_QUOTE_MAX 1024
+
+struct td_worker;
+/* ru: the worker's resource use (wait4), NULL when it is not known. */
+typedef void (*td_result_cb)(void *data, json_t *result /* stolen */, const struct rusage *ru);
+struct td_worker_spec {
+    struct td_tool *tool;
+    const char *batch_id, *call_id;
+    json_t *request; /* the request frame's object */
+    uint64_t timeout_ms;
+};
+/* Start a worker. The result callback runs exactly once, never from inside
+ * this call; on failure to spawn returns NULL and *result is the call's
+ * handler_exit tool error. */
+struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb cb, void *data,
+                                  json_t **result);
+/* Forget the callback (its owner is going away); the worker is killed. */
+void td_worker_abandon(struct td_worker *w);
+void td_worker_kill_all(void);
+/* Kill it now; its result is a handler_exit with cause.cancelled. */
+void td_worker_cancel(struct td_worker *w);
+void td_worker_setup(void);
+/* Stop / resume reading a worker's stdout (its client is not reading). */
+void td_worker_throttle(struct td_worker *w, bool pause);
+unsigned td_workers_alive(void);
+/* cb (its owner's, upward) runs after a worker is freed. */
+void td_worker_on_gone(void (*cb)(void));
+
+#endif
