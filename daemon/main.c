@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "bus.h"
 #include "cgroup.h"
 #include "config.h"
@@ -111,6 +112,14 @@ static void maybe_exit(void)
     td_spill_stop();
 }
 
+/* The live summary systemd shows (notify.c's STATUS=). */
+static void notify_status(char *buf, size_t len)
+{
+    snprintf(buf, len, "%zu tools, %u workers running, %u queued, %u batches running, %llu served",
+             td_tools ? td_tools->n : 0, td_batch_running(), td_batch_queued(), td_server_batches(),
+             (unsigned long long)td_stats_batches_served());
+}
+
 /* Once every batch is cancelled, clients get this long to read what they
  * are owed; one that never reads then no longer keeps the daemon up. */
 #define FLUSH_GRACE_MS 5000
@@ -170,7 +179,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_tools = fresh;
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
     }
-    td_notify_ready();
+    td_notify_ready(notify_status);
 }
 
 /* 0, 1 and 2 must be open so no pipe or socket of ours lands on them. */
@@ -568,7 +577,7 @@ int main(int argc, char **argv)
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
-    td_notify_ready();
+    td_notify_ready(notify_status);
     uv_run(td_loop, UV_RUN_DEFAULT);
     status = 0;
     td_log(TD_LOG_INFO, "stopped");

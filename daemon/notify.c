@@ -14,12 +14,8 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "batch.h"
 #include "config.h"
 #include "notify.h"
-#include "registry.h"
-#include "server.h"
-#include "stats.h"
 
 /* How often the STATUS= summary is refreshed. */
 #define STATUS_INTERVAL_MS 1000
@@ -27,6 +23,7 @@
 static uv_timer_t status_timer;
 static bool timer_on;
 static char last_status[256];
+static td_notify_status_fn status_fn;
 
 static void notify(const char *msg)
 {
@@ -39,11 +36,10 @@ static void notify(const char *msg)
 
 static void send_status(void)
 {
-    char status[256];
-    snprintf(status, sizeof(status),
-             "STATUS=%zu tools, %u workers running, %u queued, %u batches running, %llu served",
-             td_tools ? td_tools->n : 0, td_batch_running(), td_batch_queued(), td_server_batches(),
-             (unsigned long long)td_stats_batches_served());
+    char status[256] = "STATUS=";
+    if (!status_fn)
+        return;
+    status_fn(status + 7, sizeof(status) - 7);
     if (strcmp(status, last_status) == 0)
         return;
     snprintf(last_status, sizeof(last_status), "%s", status);
@@ -55,8 +51,9 @@ static void on_status_timer(uv_timer_t *t)
     send_status();
 }
 
-void td_notify_ready(void)
+void td_notify_ready(td_notify_status_fn status)
 {
+    status_fn = status;
     notify("READY=1");
     send_status();
 #ifdef TD_HAVE_SYSTEMD

@@ -1,5 +1,5 @@
 /*
- * registry.h - the tool definitions (tools.d/*.json).
+ * registry.h - the tool definitions (one JSON file per tool in tools.d).
  */
 #ifndef TD_REGISTRY_H
 #define TD_REGISTRY_H
