@@ -113,6 +113,20 @@ def definitions(code):
     return names
 
 
+def statics(code):
+    """td_/te_ names a file defines or declares static: its uses of them
+    are its own, whatever another file defines under the same name."""
+    names = set()
+    stmts, _ = top_level(code)
+    for s, _ in stmts:
+        s = s.strip()
+        if s.split()[:1] == ["static"]:
+            m = re.search(r"\b(t[de]_\w+)\s*[(\[=]", s) or re.search(r"\b(t[de]_\w+)\s*$", s)
+            if m:
+                names.add(m.group(1))
+    return names
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -148,7 +162,7 @@ def main():
     for f in files:
         if f.endswith(".h"):
             continue
-        for name in set(SYM.findall(code[f])):
+        for name in set(SYM.findall(code[f])) - statics(code[f]):
             for g in defs.get(name, []):
                 if g != f:
                     edges[f].add(g)

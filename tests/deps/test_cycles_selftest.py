@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tests/deps/test_cycles_selftest.py - cycles.py finds what it must (call,
+global and include cycles) and nothing it must not (static functions,
+names in comments and strings, declarations in headers), on small trees."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CYCLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cycles.py")
+
+
+def check(files):
+    with tempfile.TemporaryDirectory() as root:
+        for d in ("lib", "daemon", "daemon/cli"):
+            os.makedirs(os.path.join(root, d))
+        for path, text in files.items():
+            with open(os.path.join(root, path), "w") as f:
+                f.write(text)
+        p = subprocess.run([sys.executable, CYCLES, root], capture_output=True, text=True)
+        return p.returncode, p.stdout
+
+
+BASE = {
+    "lib/a.c": "int te_a(void)\n{\n    return 1;\n}\n",
+    "lib/b.c": '#include "t.h"\nint te_b(void)\n{\n    return te_a();\n}\n',
+    "lib/t.h": "int te_a(void);\nint te_b(void);\n",
+    "daemon/x.c": "int td_x(void)\n{\n    return te_b();\n}\n",
+}
+
+
+class Cycles(unittest.TestCase):
+    def test_acyclic(self):
+        rc, out = check(BASE)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("lib/b.c -> lib/a.c lib/t.h", out)
+        self.assertIn("daemon/x.c -> lib/b.c", out)
+        self.assertIn("0 cycle(s)", out)
+
+    def test_call_cycle(self):
+        files = dict(BASE)
+        files["lib/a.c"] = "int te_a(void)\n{\n    return te_b() - 1;\n}\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: lib/a.c lib/b.c", out)
+        self.assertIn("lib/a.c -> lib/b.c: te_b", out)
+
+    def test_global_cycle(self):
+        files = dict(BASE)
+        files["daemon/main.c"] = "bool td_down;\nint main(void)\n{\n    return td_y();\n}\n"
+        files["daemon/y.c"] = "int td_y(void)\n{\n    return td_down;\n}\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: daemon/main.c daemon/y.c", out)
+        self.assertIn("daemon/y.c -> daemon/main.c: td_down", out)
+
+    def test_include_cycle(self):
+        files = dict(BASE)
+        files["daemon/p.h"] = '#include "q.h"\n'
+        files["daemon/q.h"] = '#include "p.h"\n'
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: daemon/p.h daemon/q.h", out)
+
+    def test_not_uses(self):
+        files = dict(BASE)
+        # a static td_x elsewhere, te_b in a comment and a string, and a
+        # header declaring te_x: none is a use of x.c or b.c
+        files["lib/a.c"] = (
+            "/* te_b, td_x */\nstatic int td_x(void)\n{\n    return 0;\n}\n"
+            'int te_a(void)\n{\n    const char *s = "te_b td_x";\n    return td_x() + !s;\n}\n'
+        )
+        files["lib/t.h"] += "int td_x(void);\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("lib/a.c (leaf)", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
