@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calldir.h"
 #include "toolexecd.h"
 
 #define DEFAULT_TOOLS_DIR "/etc/toolexecd/tools.d"
@@ -185,34 +186,6 @@ static int default_socket(char **out)
     }
     *out = strdup(path);
     return *out ? 0 : -ENOMEM;
-}
-
-static int make_work_dir(void)
-{
-    if (td_cfg.work_dir) {
-        if (mkdir(td_cfg.work_dir, 0711) < 0 && errno != EEXIST) {
-            td_log(TD_LOG_ERR, "--work-dir %s: %s", td_cfg.work_dir, strerror(errno));
-            return -1;
-        }
-        return 0;
-    }
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
-    if (asprintf(&td_cfg.work_dir, "%s/toolexecd.XXXXXX", tmp) < 0)
-        return -1;
-    if (!mkdtemp(td_cfg.work_dir)) {
-        td_log(TD_LOG_ERR, "cannot create a work directory under %s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    td_cfg.work_dir_owned = true;
-    /* 0711: workers running as another user must reach their own
-     * directory inside, without being able to list the others. */
-    if (chmod(td_cfg.work_dir, 0711) < 0) {
-        td_log(TD_LOG_ERR, "%s: %s", td_cfg.work_dir, strerror(errno));
-        return -1;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -434,9 +407,6 @@ int main(int argc, char **argv)
         goto out_tools;
     if (socket_path)
         td_cfg.socket_path = socket_path;
-    td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
-    if (make_work_dir() < 0)
-        goto out_tools;
 
     td_loop = uv_default_loop();
     td_stats_init();
@@ -451,7 +421,9 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
-    if (td_listeners_start() < 0) {
+    /* After the sockets: "another toolexecd is listening" says more than
+     * its work directory being in use. */
+    if (td_listeners_start() < 0 || td_calldir_setup(work_dir) < 0) {
         td_listeners_stop();
         td_reaper_stop();
         goto out_loop;
@@ -473,9 +445,8 @@ out_loop:
     uv_run(td_loop, UV_RUN_DEFAULT);
 out_loop_closed:
     uv_loop_close(td_loop);
-    if (td_cfg.work_dir_owned)
-        td_remove_tree(td_cfg.work_dir);
 out_tools:
+    td_calldir_shutdown();
     free(td_cfg.work_dir);
     free(td_init_path);
     td_cgroup_close();
