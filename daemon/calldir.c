@@ -162,13 +162,15 @@ static DIR *entry(struct rm *r, DIR *d, const struct dirent *de, bool *abort)
         *abort = true;
         return NULL;
     }
+    /* de lives in d's buffer: used before d may be closed */
+    r->lv[r->depth + 1] = (struct level){.ino = st.st_ino, .d_ino = de->d_ino};
     if (r->depth < OPEN_DEPTH) {
         r->open[r->depth] = d;
         snprintf(r->names[r->depth], sizeof(r->names[0]), "%s", name);
     } else {
         closedir(d);
     }
-    r->lv[++r->depth] = (struct level){.ino = st.st_ino, .d_ino = de->d_ino};
+    r->depth++;
     return child;
 }
 
