@@ -134,9 +134,9 @@ static DIR *entry(struct rm *r, DIR *d, const struct dirent *de, bool *abort)
     int c = open_dir(dfd, name, &st);
     if (c == -ELOOP || c == -ENOTDIR) {
         /* Swapped for a link: the link goes; the directory, wherever the
-         * racer put it in this tree, is found by another pass. */
-        if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-            *abort = !add_stuck(r, de->d_ino, errno);
+         * racer put it in this tree, is found by another pass (as is this
+         * name, should the unlink fail). */
+        unlinkat(dfd, name, 0);
         return NULL;
     }
     if (c < 0 || st.st_dev != r->dev) {
