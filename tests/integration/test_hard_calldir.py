@@ -84,11 +84,11 @@ class Checks:
                         "call directory names look sequential: %s" % names)
 
     def test_deep_and_wide_trees_are_removed(self):
-        # 10,000 levels: a path of 20,000 bytes, far beyond PATH_MAX; 50,000
+        # 10,000 levels: a path of 20,000 bytes, far beyond PATH_MAX; 20,000
         # entries in one directory; a directory whose owner took all its
         # permissions away.
         res = self.c.run([{"id": "t", "name": "tree",
-                           "arguments": {"deep": 10000, "wide": 50000, "locked": True}}],
+                           "arguments": {"deep": 10000, "wide": 20000, "locked": True}}],
                          timeout=120)
         cwd = self.assertOk(res, "t")["cwd"]
         deadline_wait(lambda: not os.path.lexists(cwd), timeout=max(WAIT, 60),
@@ -149,7 +149,7 @@ class RootDaemon(Checks, DaemonTestCase):
             report, ready = self.tmpfile("report%d" % rnd), self.tmpfile("ready%d" % rnd)
             res = self.c.run([
                 {"id": "x", "name": "tree", "arguments": {
-                    "bait": "victim", "fillers": 5000, "deep": 64, "report": report,
+                    "bait": "victim", "fillers": 2000, "deep": 64, "report": report,
                     "go": ready}},
                 {"id": "y", "name": "racer", "arguments": {
                     "target": report, "ready": ready, "link": vault, "seconds": 20}}],
