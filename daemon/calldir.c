@@ -393,6 +393,25 @@ void td_calldir_remove_async(char *path)
 /* ---- the work directory ------------------------------------------------ */
 
 /* Ours, and nobody else can add to it. */
+static int check_stat(const struct stat *sp, const char *path)
+{
+    if (sp->st_uid != geteuid()) {
+        td_log(TD_LOG_ERR,
+               "%s: owned by uid %u, not by uid %u that the daemon runs as; refusing it as a "
+               "work directory",
+               path, (unsigned)sp->st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (sp->st_mode & 022) {
+        td_log(TD_LOG_ERR,
+               "%s: writable by group or others (mode %04o); refusing it as a work directory "
+               "(make it 0711 or stricter)",
+               path, (unsigned)(sp->st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
 static int check_dir(int fd, const char *path)
 {
     struct stat st;
@@ -400,21 +419,7 @@ static int check_dir(int fd, const char *path)
         td_log(TD_LOG_ERR, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (st.st_uid != geteuid()) {
-        td_log(TD_LOG_ERR,
-               "%s: owned by uid %u, not by uid %u that the daemon runs as; refusing it as a "
-               "work directory",
-               path, (unsigned)st.st_uid, (unsigned)geteuid());
-        return -1;
-    }
-    if (st.st_mode & 022) {
-        td_log(TD_LOG_ERR,
-               "%s: writable by group or others (mode %04o); refusing it as a work directory "
-               "(make it 0711 or stricter)",
-               path, (unsigned)(st.st_mode & 07777));
-        return -1;
-    }
-    return 0;
+    return check_stat(&st, path);
 }
 
 /* 0711: workers running as another user reach their own directory (and
@@ -501,25 +506,29 @@ static int open_given(const char *path)
 }
 
 /* Where the default work directory's parent lives: a runtime directory
- * (tmpfs, private to the user, cleared at boot), not /tmp. */
+ * (tmpfs, private to the user, cleared at boot), not /tmp; only without one
+ * (no /run, no XDG_RUNTIME_DIR) a directory of the user's own in $TMPDIR. */
 static char *default_base(mode_t *mode)
 {
     const char *rt = getenv("RUNTIME_DIRECTORY"); /* systemd: RuntimeDirectory= */
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     const char *tmp = getenv("TMPDIR");
     char *base = NULL;
+    struct stat st;
     *mode = 0700;
     if (rt && *rt) {
         base = strndup(rt, strcspn(rt, ":"));
-    } else if (geteuid() == 0) {
+    } else if (geteuid() == 0 && stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
         base = strdup("/run/toolexecd");
         *mode = 0755; /* also the default socket's directory */
     } else if (xdg && *xdg) {
         if (asprintf(&base, "%s/toolexecd", xdg) < 0)
             base = NULL;
-    } else if (asprintf(&base, "%s/toolexecd-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid()) <
-               0) {
-        base = NULL;
+    } else {
+        /* 0711: a root daemon's workers pass through to their directory */
+        *mode = 0711;
+        if (asprintf(&base, "%s/toolexecd-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid()) < 0)
+            base = NULL;
     }
     return base;
 }
@@ -571,7 +580,11 @@ static int open_default(void)
     }
     base_fd = open(base, DIR_FLAGS);
     if (base_fd < 0) {
-        td_log(TD_LOG_ERR, "%s: %s", base, strerror(errno));
+        int e = errno;
+        struct stat st;
+        /* made by someone else first: say so rather than "permission denied" */
+        if (lstat(base, &st) < 0 || check_stat(&st, base) == 0)
+            td_log(TD_LOG_ERR, "%s: %s", base, strerror(e));
         goto out;
     }
     if (check_dir(base_fd, base) < 0)

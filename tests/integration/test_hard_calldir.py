@@ -330,7 +330,7 @@ class DefaultWorkDir(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def check(self, make, runtime):
+    def check(self, make, runtime, in_tmpdir=False):
         d1 = make()
         d2 = None
         try:
@@ -341,7 +341,8 @@ class DefaultWorkDir(unittest.TestCase):
             stale = os.path.dirname(left)
             self.assertEqual(os.path.dirname(stale), runtime)
             self.assertRegex(os.path.basename(stale), r"^work\.")
-            self.assertEqual(os.listdir(self.tmpdir), [], "call data in $TMPDIR")
+            if not in_tmpdir:
+                self.assertEqual(os.listdir(self.tmpdir), [], "call data in $TMPDIR")
             d1.kill()
             self.assertTrue(os.path.exists(os.path.join(left, "secret.txt")))
             d2 = make()
@@ -351,7 +352,8 @@ class DefaultWorkDir(unittest.TestCase):
             self.assertFalse(os.path.lexists(stale), "a killed daemon's %s is left" % stale)
             self.assertEqual(os.listdir(runtime), [os.path.basename(mine)])
             self.assertEqual(stat.S_IMODE(os.stat(mine).st_mode), 0o711)
-            self.assertEqual(os.listdir(self.tmpdir), [], "call data in $TMPDIR")
+            if not in_tmpdir:
+                self.assertEqual(os.listdir(self.tmpdir), [], "call data in $TMPDIR")
             d2.stop()
             d2 = None
             self.assertEqual(os.listdir(runtime), [], "the work directory is left at exit")
@@ -380,6 +382,31 @@ class DefaultWorkDir(unittest.TestCase):
             return start(d)
 
         self.check(make, os.path.join(xdg, "toolexecd"))
+
+    @unittest.skipUnless(ROOT and HAVE_SETPRIV, "needs root (to drop to nobody) and setpriv")
+    def test_unprivileged_daemon_without_a_runtime_dir(self):
+        # the last resort: a directory of its own in $TMPDIR, refused when
+        # someone else made it first
+        env = {"XDG_RUNTIME_DIR": "", "TMPDIR": self.tmpdir, "RUNTIME_DIRECTORY": ""}
+
+        def make():
+            d = NoWorkDirNobody(DEFAULT_TOOLS, start=False, env=env)
+            os.chmod(d.tmp, 0o777)
+            return start(d)
+
+        own = os.path.join(self.tmpdir, "toolexecd-%d" % NOBODY.pw_uid)
+        os.mkdir(own, 0o711)  # made by root: not the daemon's
+        d = NoWorkDirNobody(DEFAULT_TOOLS, start=False, env=env)
+        os.chmod(d.tmp, 0o777)
+        d.spawn()
+        self.assertNotEqual(d.proc.wait(timeout=WAIT), 0)
+        self.assertIn("%s: owned by uid 0, not by uid %d" % (own, NOBODY.pw_uid), d.stderr())
+        d.proc = None
+        d._stderr_f.close()
+        d.stop()
+        os.rmdir(own)
+        self.check(make, own, in_tmpdir=True)
+        self.assertEqual(stat.S_IMODE(os.stat(own).st_mode), 0o711)
 
 
 if __name__ == "__main__":
