@@ -515,7 +515,8 @@ static char *default_base(mode_t *mode)
     const char *tmp = getenv("TMPDIR");
     char *base = NULL;
     struct stat st;
-    *mode = 0700;
+    /* 0711: a root daemon's workers pass through to their directory */
+    *mode = 0711;
     if (rt && *rt) {
         base = strndup(rt, strcspn(rt, ":"));
     } else if (geteuid() == 0 && stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -525,8 +526,6 @@ static char *default_base(mode_t *mode)
         if (asprintf(&base, "%s/toolexecd", xdg) < 0)
             base = NULL;
     } else {
-        /* 0711: a root daemon's workers pass through to their directory */
-        *mode = 0711;
         if (asprintf(&base, "%s/toolexecd-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid()) < 0)
             base = NULL;
     }
