@@ -198,6 +198,7 @@ class WorkDirRules(unittest.TestCase):
             rc = d.proc.wait(timeout=WAIT)
         except subprocess.TimeoutExpired:
             d.kill()
+            d.stop(check=False)
             self.fail("the daemon started; stderr:\n" + d.stderr())
         self.assertNotEqual(rc, 0)
         self.assertIn(message, d.stderr())
@@ -398,11 +399,8 @@ class DefaultWorkDir(unittest.TestCase):
         os.mkdir(own, 0o711)  # made by root: not the daemon's
         d = NoWorkDirNobody(DEFAULT_TOOLS, start=False, env=env)
         os.chmod(d.tmp, 0o777)
-        d.spawn()
-        self.assertNotEqual(d.proc.wait(timeout=WAIT), 0)
-        self.assertIn("%s: owned by uid 0, not by uid %d" % (own, NOBODY.pw_uid), d.stderr())
-        d.proc = None
-        d._stderr_f.close()
+        WorkDirRules.refused(self, d, "%s: owned by uid 0, not by uid %d"
+                             % (own, NOBODY.pw_uid))
         d.stop()
         os.rmdir(own)
         self.check(make, own, in_tmpdir=True)
