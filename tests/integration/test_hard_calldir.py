@@ -370,6 +370,35 @@ class DefaultWorkDir(unittest.TestCase):
         env = {"RUNTIME_DIRECTORY": rt, "TMPDIR": self.tmpdir}
         self.check(lambda: start(NoWorkDir(DEFAULT_TOOLS, start=False, env=env)), rt)
 
+    @unittest.skipUnless(ROOT, "needs root")
+    def test_a_live_daemons_work_dir_is_left_alone(self):
+        # two daemons on one runtime directory: the second one to start must
+        # not take the first one's work directory for a dead daemon's
+        rt = os.path.join(self.base, "runtime")
+        os.mkdir(rt, 0o755)
+        env = {"RUNTIME_DIRECTORY": rt, "TMPDIR": self.tmpdir}
+        first = start(NoWorkDir(DEFAULT_TOOLS, start=False, env=env))
+        self.addCleanup(first.stop, check=False)
+        report, go = os.path.join(first.shared_dir("share"), "report"), first.path("share", "go")
+        c = first.client()
+        c.start_batch([{"id": "t", "name": "tree", "arguments": {
+            "secret": "s", "report": report, "go": go}}], batch="B")
+        cwd = read_report(report)
+        second = start(NoWorkDir(DEFAULT_TOOLS, start=False, env=env))
+        self.addCleanup(second.stop, check=False)
+        self.assertEqual(set(second.client().run([{"id": "e", "name": "env"}]).result("e")),
+                         {"ok"})
+        self.assertTrue(os.path.exists(os.path.join(cwd, "secret.txt")),
+                        "the second daemon removed the first one's call directory")
+        self.assertEqual(len(os.listdir(rt)), 2)
+        with open(go, "w"):
+            pass
+        res = harness.BatchResult([{"id": "t", "name": "tree"}], c.finish_batch("B"))
+        self.assertEqual(res.result("t"), {"ok": {"cwd": cwd}})
+        second.stop()
+        first.stop()
+        self.assertEqual(os.listdir(rt), [])
+
     @unittest.skipUnless(ROOT and HAVE_SETPRIV, "needs root (to drop to nobody) and setpriv")
     def test_unprivileged_daemon_under_xdg_runtime_dir(self):
         xdg = os.path.join(self.base, "xdg")
