@@ -100,9 +100,6 @@ int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t err
 int td_limits_set(struct td_limits *l, const char *key, uint64_t v);
 /* {"encoding": "base64", "data", "size_bytes"} for bytes that are not text. */
 json_t *td_base64_value(const char *p, size_t n);
-/* Remove a directory tree without blocking the loop (threadpool). */
-void td_remove_tree_async(char *path /* taken */);
-int td_remove_tree(const char *path);
 
 /* registry.c */
 enum td_protocol { TD_PROTO_FRAMED, TD_PROTO_PLAIN };

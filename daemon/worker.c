@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "calldir.h"
 #include "toolexecd.h"
 
 /* Bytes read from a worker pipe per read; one static buffer serves all reads
@@ -80,7 +81,6 @@ struct td_worker {
 
 static struct td_worker *workers;
 static unsigned nworkers;
-static unsigned long long call_seq;
 static char read_buf[READ_CHUNK];
 
 unsigned td_workers_alive(void)
@@ -106,7 +106,7 @@ static void on_handle_closed(uv_handle_t *h)
         td_logc(TD_LOG_INFO, w->batch_id, w->call_id,
                 "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
-        td_remove_tree_async(w->workdir);
+        td_calldir_remove_async(w->workdir);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -702,7 +702,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     struct td_worker *w = calloc(1, sizeof(*w));
     const char *what = "malloc";
     int err = ENOMEM;
-    if (!w || !body || asprintf(&workdir, "%s/%llu", td_cfg.work_dir, ++call_seq) < 0)
+    if (!w || !body)
         goto fail;
     env = build_env(s);
     if (!env)
@@ -718,15 +718,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         uid = taken;
         gid = s->tool->group ? s->tool->gid : (gid_t)taken;
     }
-    what = "mkdir";
-    if (mkdir(workdir, 0700) < 0) {
-        err = errno;
-        goto fail;
-    }
-    if (s->tool->switch_user && chown(workdir, uid, gid) < 0) {
-        err = errno;
-        what = "chown";
-        rmdir(workdir);
+    int mk = s->tool->switch_user ? td_calldir_make(uid, gid, &workdir, &what)
+                                  : td_calldir_make((uid_t)-1, (gid_t)-1, &workdir, &what);
+    if (mk < 0) {
+        err = -mk;
         goto fail;
     }
     merge_limits(&w->limits, &s->tool->limits);
