@@ -15,6 +15,7 @@
 
 #include "batch.h"
 #include "bus.h"
+#include "calldir.h"
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
@@ -29,7 +30,6 @@
 #include "stats.h"
 #include "tail.h"
 #include "toolexec.h"
-#include "tree.h"
 #include "worker.h"
 
 static uv_signal_t sigterm, sigint, sighup;
@@ -45,7 +45,8 @@ static void usage(FILE *f)
                "  -t, --tools DIR            tool definitions, one *.json per tool\n"
                "                             (default " TD_DEFAULT_TOOLS_DIR ")\n"
                "      --work-dir DIR         where per-call private directories are made\n"
-               "                             (default: a fresh directory under $TMPDIR)\n"
+               "                             (default: a fresh one under /run/toolexecd\n"
+               "                             or $XDG_RUNTIME_DIR/toolexecd)\n"
                "      --max-frame-bytes N    largest worker response (default 16777216)\n"
                "      --max-content-bytes N  largest encoded content (default 16777216)\n"
                "      --max-request-bytes N  longest request line (default 16777216)\n"
@@ -229,34 +230,6 @@ static int default_socket(char **out)
     }
     *out = strdup(path);
     return *out ? 0 : -ENOMEM;
-}
-
-static int make_work_dir(void)
-{
-    if (td_cfg.work_dir) {
-        if (mkdir(td_cfg.work_dir, 0711) < 0 && errno != EEXIST) {
-            td_log(TD_LOG_ERR, "--work-dir %s: %s", td_cfg.work_dir, strerror(errno));
-            return -1;
-        }
-        return 0;
-    }
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
-    if (asprintf(&td_cfg.work_dir, "%s/toolexecd.XXXXXX", tmp) < 0)
-        return -1;
-    if (!mkdtemp(td_cfg.work_dir)) {
-        td_log(TD_LOG_ERR, "cannot create a work directory under %s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    td_cfg.work_dir_owned = true;
-    /* 0711: workers running as another user must reach their own
-     * directory inside, without being able to list the others. */
-    if (chmod(td_cfg.work_dir, 0711) < 0) {
-        td_log(TD_LOG_ERR, "%s: %s", td_cfg.work_dir, strerror(errno));
-        return -1;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -549,10 +522,6 @@ int main(int argc, char **argv)
         goto out_tools;
     if (socket_path)
         td_cfg.socket_path = socket_path;
-    td_cfg.work_dir = work_dir ? strdup(work_dir) : NULL;
-    if (make_work_dir() < 0)
-        goto out_tools;
-    td_worker_setup(); /* once the paths a call must not reach are known */
     td_worker_on_gone(maybe_exit);
     td_server_on_conn_gone(maybe_exit);
 
@@ -569,11 +538,14 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
-    if (td_listeners_start() < 0) {
+    /* After the sockets: "another toolexecd is listening" says more than
+     * its work directory being in use. */
+    if (td_listeners_start() < 0 || td_calldir_setup(work_dir) < 0) {
         td_listeners_stop();
         td_reaper_stop();
         goto out_loop;
     }
+    td_worker_setup(); /* once the paths a call must not reach are known */
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
@@ -591,9 +563,8 @@ out_loop:
     uv_run(td_loop, UV_RUN_DEFAULT);
 out_loop_closed:
     uv_loop_close(td_loop);
-    if (td_cfg.work_dir_owned)
-        td_remove_tree(td_cfg.work_dir);
 out_tools:
+    td_calldir_shutdown();
     free(td_cfg.work_dir);
     free(td_init_path);
     td_cgroup_close();

@@ -17,7 +17,7 @@
 #include "bus.h"
 #include "log.h"
 #include "util.h"
-#include "tree.h"
+#include "calldir.h"
 #include "spill.h"
 #include "registry.h"
 #include "reaper.h"

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "calldir.h"
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
@@ -35,7 +36,6 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "toolexec.h"
-#include "tree.h"
 #include "util.h"
 #include "worker.h"
 
@@ -91,7 +91,6 @@ struct td_worker {
 
 static struct td_worker *workers;
 static unsigned nworkers;
-static unsigned long long call_seq;
 static char read_buf[READ_CHUNK];
 static void (*worker_gone_cb)(void);
 
@@ -118,7 +117,7 @@ static void on_handle_closed(uv_handle_t *h)
         td_logc(TD_LOG_INFO, w->batch_id, w->call_id,
                 "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
-        td_remove_tree_async(w->workdir);
+        td_calldir_remove_async(w->workdir);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -720,7 +719,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     struct td_worker *w = calloc(1, sizeof(*w));
     const char *what = "malloc";
     int err = ENOMEM;
-    if (!w || !body || asprintf(&workdir, "%s/%llu", td_cfg.work_dir, ++call_seq) < 0)
+    if (!w || !body)
         goto fail;
     env = build_env(s);
     if (!env)
@@ -736,15 +735,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         uid = taken;
         gid = s->tool->group ? s->tool->gid : (gid_t)taken;
     }
-    what = "mkdir";
-    if (mkdir(workdir, 0700) < 0) {
-        err = errno;
-        goto fail;
-    }
-    if (s->tool->switch_user && chown(workdir, uid, gid) < 0) {
-        err = errno;
-        what = "chown";
-        rmdir(workdir);
+    int mk = s->tool->switch_user ? td_calldir_make(uid, gid, &workdir, &what)
+                                  : td_calldir_make((uid_t)-1, (gid_t)-1, &workdir, &what);
+    if (mk < 0) {
+        err = -mk;
         goto fail;
     }
     merge_limits(&w->limits, &s->tool->limits);

@@ -134,6 +134,24 @@ def script_tool(name, script, **fields):
     return d
 
 
+def give_work_dir(d):
+    """Before start: let the daemon d make its socket in d.tmp and give it
+    d.work_dir, which must be its own (a daemon refuses a work directory of
+    another user or one others may write to). setpriv's --reuid/--regid in
+    d.command() say whom it will run as."""
+    import pwd
+    os.chmod(d.tmp, 0o777)
+    uid = gid = -1
+    for a in d.command():
+        if a.startswith("--reuid="):
+            v = a.split("=", 1)[1]
+            uid = int(v) if v.isdigit() else pwd.getpwnam(v).pw_uid
+        elif a.startswith("--regid="):
+            v = a.split("=", 1)[1]
+            gid = int(v) if v.isdigit() else __import__("grp").getgrnam(v).gr_gid
+    os.chown(d.work_dir, uid, gid)
+
+
 def daemon_own_lines(text):
     """The daemon's stderr without the worker stderr lines it relays
     ("... call ID tool NAME: stderr: TEXT"), which may legitimately mention

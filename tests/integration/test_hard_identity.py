@@ -73,8 +73,7 @@ class VictimMixin:
         d.args = ["--events-socket", d.path("ev.sock")] + cls.ARGS
         # an unprivileged daemon must be able to make its sockets and
         # call directories there
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        harness.give_work_dir(d)
         try:
             d.start()
         except BaseException:
@@ -298,8 +297,7 @@ class SpillToAnotherUid(unittest.TestCase):
         d = NobodyDaemon([worker_tool("spilling", "ok-string", max_content_bytes=100,
                                       spill=True)], start=False)
         d.args = ["--socket-mode", "0666"]
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        harness.give_work_dir(d)
         try:
             d.start()
             full = "".join(" line %d" % i for i in range(100))
@@ -351,7 +349,6 @@ class Terminal(unittest.TestCase):
     def test_worker_cannot_open_the_daemons_terminal(self):
         harness.require_env()
         d = TtyDaemon([worker_tool("hostile", "hostile")], start=False)
-        os.chmod(d.work_dir, 0o777)
         try:
             d.start()
             # the daemon does have the terminal

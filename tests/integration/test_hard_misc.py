@@ -114,10 +114,11 @@ class Spill(unittest.TestCase):
         is refused (and said so) rather than written there."""
         d = Daemon([plain_sh("nul", NUL_SCRIPT, max_content_bytes=100, spill=True)], start=False)
         results = os.path.join(d.work_dir, "results")
-        os.mkdir(results)
-        os.chmod(results, 0o777)
         with d:
             d.start()
+            # after the start, which clears what an earlier daemon left
+            os.mkdir(results)
+            os.chmod(results, 0o777)
             res = d.client().run([{"id": "n", "name": "nul"}])
             self.assertNotIn("spill_path", res.completed("n")["truncated"])
             self.assertIn("cannot spill to %s/" % results, d.stderr())
@@ -319,8 +320,7 @@ class UnprivilegedDefinitions(unittest.TestCase):
         other_uid = pwd.getpwnam("daemon").pw_uid
         other = d.add_tool(worker_tool("of_other", "echo"))
         os.chown(other, other_uid, -1)
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        harness.give_work_dir(d)
         with d:
             d.start()
             names = sorted(t["name"] for t in d.client().tools()["tools"])
@@ -332,8 +332,7 @@ class UnprivilegedDefinitions(unittest.TestCase):
         d = NobodyDaemon([worker_tool("e", "echo")], start=False)
         other_uid = pwd.getpwnam("daemon").pw_uid
         os.chown(d.tools_dir, other_uid, -1)
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        harness.give_work_dir(d)
         with d:
             self.assertEqual(exit_status(d), 1, d.stderr())
             self.assertIn("%s: owned by uid %d, not root or the daemon's uid %d"

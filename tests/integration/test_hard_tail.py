@@ -210,8 +210,7 @@ class UnprivilegedDaemonAccess(AccessBase, unittest.TestCase):
                                 worker_tool("vault", "echo", allow_uids=[0])],
                          args=["--socket-mode", "0666"], start=False)
         d.gid = cls.nobody.pw_gid
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        harness.give_work_dir(d)
         try:
             d.start()
         except BaseException:

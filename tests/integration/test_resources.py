@@ -115,8 +115,8 @@ class OutOfProcesses(unittest.TestCase):
         d = FewProcesses([worker_tool("sleep", "sleep", timeout_ms=60000),
                           worker_tool("echo", "echo")],
                          ["--containment", "pgroup"], start=False)
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        os.chmod(d.tmp, 0o777)
+        os.chown(d.work_dir, NPROC_UID, NPROC_UID)  # the daemon's own
         try:
             d.start()
             c = d.client()

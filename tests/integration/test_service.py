@@ -253,12 +253,15 @@ class DefaultWorkDir(unittest.TestCase):
                 i = cmd.index("--work-dir")
                 return cmd[:i] + cmd[i + 2:]
         d = NoWorkDir(tools=[worker_tool("env", "env")], start=False)
-        d.env = {"TMPDIR": d.tmp}
+        # as under systemd's RuntimeDirectory= (see test_hard_calldir)
+        rt = os.path.join(d.tmp, "runtime")
+        os.mkdir(rt, 0o755)
+        d.env = {"RUNTIME_DIRECTORY": rt}
         d.start()
         self.addCleanup(d.stop)
         res = d.client().run([{"id": "e", "name": "env"}])
         ok = res.result("e")["ok"]
-        self.assertTrue(ok["cwd"].startswith(os.path.join(d.tmp, "toolexecd.")), ok["cwd"])
+        self.assertTrue(ok["cwd"].startswith(os.path.join(rt, "work.")), ok["cwd"])
         self.assertTrue(ok["cwd_writable"])
 
 

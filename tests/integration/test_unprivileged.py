@@ -32,9 +32,10 @@ class Unprivileged(unittest.TestCase):
                                 worker_tool("net", "connect", network=False)],
                          start=False)
         d.gid = nobody.pw_gid
-        # nobody must be able to create its socket and per-call directories
-        for p in (d.tmp, d.work_dir):
-            os.chmod(p, 0o777)
+        # nobody must be able to create its socket; the work directory must
+        # be its own
+        os.chmod(d.tmp, 0o777)
+        os.chown(d.work_dir, cls.uid, nobody.pw_gid)
         try:
             d.start()
         except BaseException:
