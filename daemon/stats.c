@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "bus.h"
 #include "stats.h"
 #include "toolexec.h"
