@@ -6,9 +6,6 @@
 
 #include "bus.h"
 
-/* tail and stats today; room for metrics and the like. */
-#define TD_BUS_MAX 8
-
 static struct {
     td_bus_cb cb;
     void *data;

@@ -34,6 +34,9 @@ struct td_bus_msg {
     const void *src;
 };
 
+/* tail and stats today; room for metrics and the like. */
+#define TD_BUS_MAX 8
+
 typedef void (*td_bus_cb)(void *data, const struct td_bus_msg *m);
 /* 0, or -1 when TD_BUS_MAX subscribers are taken already. */
 int td_bus_subscribe(td_bus_cb cb, void *data);
