@@ -8,6 +8,7 @@
  *              encoding, run-request validation (no I/O)
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker.c   the worker SDK: write a tool in C
+ *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
  * negative errno value (or NULL) and, where a human needs to know why, fill a
@@ -237,7 +238,7 @@ int te_worker_write_response(int fd, const json_t *response);
 int te_worker_main(te_handler handler, void *userdata);
 
 /* ------------------------------------------------------------------------ */
-/* JSON Schema (draft-07) validation of tool arguments (schema.c).          */
+/* JSON Schema (draft-07) validation of tool arguments (schema_*.c).       */
 /*
  * Covers the validation vocabulary of draft-07: type, enum, const, numeric
  * bounds and multipleOf, string lengths (in code points) and pattern,
