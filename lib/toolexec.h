@@ -2,8 +2,9 @@
  * toolexec.h - libtoolexec, the public API shared by toolexecd, its clients
  * and the tools it runs.
  *
- * Four parts, each in its own source file:
+ * The parts, each in its own source file(s):
  *   frame.c    length-prefixed frame codec (no I/O, incremental, size-capped)
+ *   lines.c    JSON-lines decoder (no I/O, incremental, line length capped)
  *   message.c  protocol messages: worker responses, tool errors, content
  *              encoding, run-request validation (no I/O)
  *   client.c   a small blocking client for the daemon's Unix socket
@@ -64,6 +65,55 @@ char *te_frame_take(te_frame_decoder *d, size_t *len);
 size_t te_frame_pending(const te_frame_decoder *d);
 /* Write the 4-byte header for a body of len bytes. */
 void te_frame_header(uint32_t len, uint8_t out[TE_FRAME_HEADER_LEN]);
+
+/* ------------------------------------------------------------------------ */
+/* JSON-lines decoder (lines.c): one message per line, each capped in length. */
+
+/* A line buffer bigger than this is freed once its line is taken, so that
+ * one huge line does not keep its memory for the rest of a stream. */
+#define TE_LINES_KEEP_DEFAULT 65536
+
+typedef struct te_lines {
+    size_t max;      /* longest line accepted, newline excluded */
+    size_t keep;     /* see TE_LINES_KEEP_DEFAULT (set after init to change) */
+    size_t *account; /* when set, kept equal to a sum of cap over decoders:
+                      * a budget several decoders share */
+    bool ask;        /* grow only when the caller says (TE_LINES_GROW) */
+    char *buf;       /* the line so far */
+    size_t len, cap; /* its bytes, the buffer's size */
+    size_t want;     /* TE_LINES_GROW: the size the buffer must grow to */
+    bool skipping;   /* dropping the rest of a refused line */
+    bool done;       /* a whole line is waiting; see te_lines_line() */
+} te_lines;
+
+enum {
+    TE_LINES_NEED = 0, /* all input consumed, no line complete */
+    TE_LINES_LINE = 1, /* a line is complete (its newline consumed) */
+    TE_LINES_GROW = 2, /* ask mode: call te_lines_grow() or te_lines_drop(),
+                        * then feed the unconsumed rest again */
+};
+
+void te_lines_init(te_lines *d, size_t max);
+/* Free the buffer; the decoder can be used again from a line's start. */
+void te_lines_free(te_lines *d);
+/* Feed up to len bytes. Stops at the end of the first complete line;
+ * *consumed tells how much of buf was used. Returns TE_LINES_NEED,
+ * TE_LINES_LINE, TE_LINES_GROW, -EMSGSIZE as soon as the line being read
+ * passes max bytes (its buffer is freed and the rest of it, up to its
+ * newline, is skipped), or -ENOMEM (the line is dropped the same way). */
+int te_lines_feed(te_lines *d, const void *buf, size_t len, size_t *consumed);
+/* The complete line (len bytes, not NUL-terminated, no newline), borrowed
+ * until te_lines_next(); NULL when no line is complete. */
+char *te_lines_line(te_lines *d, size_t *len);
+/* Done with the line: make room for the next one. */
+void te_lines_next(te_lines *d);
+/* At the end of the input: the last line when it had no newline (not when
+ * empty or refused), as te_lines_line() gives it; NULL otherwise. */
+char *te_lines_finish(te_lines *d, size_t *len);
+/* Grow the buffer to want bytes: 0 or -ENOMEM (then drop the line). */
+int te_lines_grow(te_lines *d);
+/* Drop the line being read: its buffer is freed and its rest skipped. */
+void te_lines_drop(te_lines *d);
 
 /* ------------------------------------------------------------------------ */
 /* Protocol messages.                                                        */
