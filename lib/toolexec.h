@@ -7,6 +7,7 @@
  *   lines.c    JSON-lines decoder (no I/O, incremental, line length capped)
  *   message.c  protocol messages: worker responses, tool errors, content
  *              encoding, run-request validation (no I/O)
+ *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker.c   the worker SDK: write a tool in C
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
@@ -196,6 +197,28 @@ typedef enum te_result_format {
     TE_FORMAT_OPENAI_RESPONSES, /* {"type": "function_call_output", "call_id", "output"} */
     TE_FORMAT_ANTHROPIC,        /* {"type": "tool_result", "tool_use_id", "content", "is_error"} */
 } te_result_format;
+
+/* The LLM APIs' shapes (shapes.c). A result format's name ("openai",
+ * "openai_responses", "anthropic"), NULL outside the set; and back, -EINVAL
+ * for an unknown name. */
+const char *te_format_name(te_result_format f);
+int te_format_parse(const char *name);
+/* The API a tool call item comes from, by its "type" ("function",
+ * "function_call", "tool_use"); -EINVAL for none of them. */
+int te_call_shape(const json_t *call);
+/* Its id, name and arguments, where that API puts them (borrowed; NULL when
+ * absent); and the id's key, for messages. */
+void te_call_fields(const json_t *call, te_result_format shape, json_t **id, json_t **name,
+                    json_t **args);
+const char *te_call_id_key(te_result_format shape);
+/* One call's result as the API takes it back (batch_completed.messages). */
+json_t *te_result_message(te_result_format f, const char *call_id, json_t *content,
+                          bool is_error);
+/* A tool as the API (or "mcp") declares it in a request; NULL for an unknown
+ * format. te_tool_format_valid() tells the known ones. */
+json_t *te_tool_declaration(const char *format, const char *name, const char *description,
+                            json_t *schema);
+bool te_tool_format_valid(const char *format);
 
 /* Set on a normalised call whose arguments came as JSON text that did not
  * parse to an object: the handler-style error text for it. */
