@@ -271,7 +271,8 @@ int te_client_send(te_client *c, const json_t *req);
 /* Close the sending direction (the daemon still finishes owed work). */
 int te_client_shutdown(te_client *c);
 /* Receive one event. 0 and *event set; -ENODATA at end of stream;
- * -EBADMSG on a line that is not a JSON object. */
+ * -EBADMSG on a line that is not a JSON object; -EMSGSIZE on a line over
+ * 64 MiB (skipped: the next call goes on after it). */
 int te_client_recv(te_client *c, json_t **event);
 void te_client_close(te_client *c);
 /* The socket, for poll(): readable means te_client_recv() has data, though a

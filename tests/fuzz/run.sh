@@ -64,8 +64,8 @@ extra=(${FUZZ_CFLAGS:-})
 # Build all targets in parallel.
 pids=()
 for t in $targets; do
-    "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" "$root/lib/lines.c" \
-        "$root/lib/message.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+    "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0
