@@ -212,8 +212,7 @@ void te_call_fields(const json_t *call, te_result_format shape, json_t **id, jso
                     json_t **args);
 const char *te_call_id_key(te_result_format shape);
 /* One call's result as the API takes it back (batch_completed.messages). */
-json_t *te_result_message(te_result_format f, const char *call_id, json_t *content,
-                          bool is_error);
+json_t *te_result_message(te_result_format f, const char *call_id, json_t *content, bool is_error);
 /* A tool as the API (or "mcp") declares it in a request; NULL for an unknown
  * format. te_tool_format_valid() tells the known ones. */
 json_t *te_tool_declaration(const char *format, const char *name, const char *description,
