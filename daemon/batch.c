@@ -146,17 +146,7 @@ static void send_event(struct td_batch *b, const char *tool, const char *name, j
 /* One call's message in the shape the client's LLM API takes back. */
 static json_t *message(te_result_format format, const struct call *c)
 {
-    switch (format) {
-    case TE_FORMAT_OPENAI_RESPONSES:
-        return json_pack("{s:s,s:s,s:O}", "type", "function_call_output", "call_id", c->id,
-                         "output", c->content);
-    case TE_FORMAT_ANTHROPIC:
-        return json_pack("{s:s,s:s,s:O,s:b}", "type", "tool_result", "tool_use_id", c->id,
-                         "content", c->content, "is_error", c->is_error);
-    default:
-        return json_pack("{s:s,s:s,s:O}", "role", "tool", "tool_call_id", c->id, "content",
-                         c->content);
-    }
+    return te_result_message(format, c->id, c->content, c->is_error);
 }
 
 static void complete(struct td_batch *b)

@@ -557,36 +557,15 @@ struct td_tool *td_registry_find(const struct td_registry *r, const char *name)
     return NULL;
 }
 
-/* One tool as the named LLM API (or MCP) declares tools in a request. */
-static json_t *tool_as(const struct td_tool *t, const char *format)
-{
-    if (strcmp(format, "openai") == 0)
-        return json_pack("{s:s,s:{s:s,s:s,s:O}}", "type", "function", "function", "name", t->name,
-                         "description", t->description, "parameters", t->schema);
-    if (strcmp(format, "openai_responses") == 0)
-        return json_pack("{s:s,s:s,s:s,s:O}", "type", "function", "name", t->name, "description",
-                         t->description, "parameters", t->schema);
-    if (strcmp(format, "anthropic") == 0)
-        return json_pack("{s:s,s:s,s:O}", "name", t->name, "description", t->description,
-                         "input_schema", t->schema);
-    if (strcmp(format, "mcp") == 0)
-        return json_pack("{s:s,s:s,s:O}", "name", t->name, "description", t->description,
-                         "inputSchema", t->schema);
-    return NULL;
-}
-
 json_t *td_registry_list_as(const struct td_registry *r, const char *format)
 {
-    static const char *const formats[] = {"openai", "openai_responses", "anthropic", "mcp"};
-    size_t k = 0;
-    while (k < 4 && strcmp(format, formats[k]) != 0)
-        k++;
-    if (k == 4) /* refused even when there is no tool to format */
+    if (!te_tool_format_valid(format)) /* refused even when there is no tool to format */
         return NULL;
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n; i++) {
         /* manual-mode tools are the host's own: an API request lists them too */
-        json_t *t = tool_as(r->tools[i], format);
+        json_t *t = te_tool_declaration(format, r->tools[i]->name, r->tools[i]->description,
+                                        r->tools[i]->schema);
         if (!t) {
             json_decref(arr);
             return NULL;

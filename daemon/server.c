@@ -23,6 +23,7 @@
 #include "server.h"
 #include "stats.h"
 #include "tail.h"
+#include "toolexec.h"
 #include "util.h"
 #include "worker.h"
 
@@ -60,9 +61,7 @@ struct batch_entry {
 
 struct td_conn {
     uv_pipe_t h;
-    char *buf; /* unparsed request bytes */
-    size_t len, cap;
-    bool discarding; /* skipping the rest of an over-long line */
+    te_lines in; /* the request line being read */
     bool eof, dead, closing;
     unsigned pending_writes;
     size_t pending_bytes; /* queued, not yet written */
@@ -125,14 +124,6 @@ static void uid_use_put(struct uid_use *u)
     }
 }
 
-static void free_line(struct td_conn *c)
-{
-    buffered -= c->cap;
-    free(c->buf);
-    c->buf = NULL;
-    c->cap = c->len = 0;
-}
-
 unsigned td_server_conns(void)
 {
     return nconns;
@@ -158,7 +149,7 @@ static void on_conn_closed(uv_handle_t *h)
     }
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
     td_tail_free(c->tail);
-    free_line(c);
+    te_lines_free(&c->in);
     free(c);
     if (conn_gone_cb)
         conn_gone_cb();
@@ -598,26 +589,19 @@ static void too_long(struct td_conn *c)
     td_conn_error(c, NULL, "request_error", "request_too_long", msg, NULL);
 }
 
-/* The rest of c's line is skipped and its buffer freed. */
-static void drop_line(struct td_conn *c)
-{
-    c->discarding = true;
-    free_line(c);
-}
-
 /* Unfinished lines of all clients together hold at most
  * --max-request-buffer: a client whose line needs its buffer grown to need
  * bytes beyond that makes the client holding the most lose its line (itself
  * when it would hold the most). False when c lost its own. */
 static bool make_room(struct td_conn *c, size_t need)
 {
-    while (buffered - c->cap + need > td_cfg.max_request_buffer) {
+    while (buffered - c->in.cap + need > td_cfg.max_request_buffer) {
         struct td_conn *big = c;
         size_t most = need;
         for (struct td_conn *x = conns; x; x = x->next) {
-            if (x != c && x->cap > most) {
+            if (x != c && x->in.cap > most) {
                 big = x;
-                most = x->cap;
+                most = x->in.cap;
             }
         }
         char msg[256];
@@ -628,7 +612,7 @@ static bool make_room(struct td_conn *c, size_t need)
         td_log(TD_LOG_WARN, "client pid %d uid %d: %s", (int)big->cred.pid, (int)big->cred.uid,
                msg);
         td_conn_error(big, NULL, "request_error", "request_too_long", msg, NULL);
-        drop_line(big);
+        te_lines_drop(&big->in);
         if (big == c)
             return false;
     }
@@ -639,49 +623,27 @@ static bool make_room(struct td_conn *c, size_t need)
 static void take_input(struct td_conn *c, const char *p, size_t n)
 {
     while (n) {
-        const char *nl = memchr(p, '\n', n);
-        size_t seg = nl ? (size_t)(nl - p) : n;
-        if (c->discarding) {
-            /* drop the rest of an over-long line */
-        } else if (c->len + seg > td_cfg.max_request) {
-            too_long(c);
-            drop_line(c);
-        } else {
-            if (c->len + seg > c->cap) {
-                size_t ncap = c->cap ? c->cap : 4096;
-                while (ncap < c->len + seg)
-                    ncap *= 2;
-                if (ncap > td_cfg.max_request)
-                    ncap = td_cfg.max_request;
-                if (!make_room(c, ncap))
-                    goto next;
-                char *nb = realloc(c->buf, ncap);
-                if (!nb) {
-                    td_conn_error(c, NULL, "request_error", "request_too_long",
-                                  "out of memory buffering the request", NULL);
-                    drop_line(c);
-                    goto next;
-                }
-                buffered += ncap - c->cap;
-                c->buf = nb;
-                c->cap = ncap;
+        size_t used;
+        int rc = te_lines_feed(&c->in, p, n, &used);
+        p += used;
+        n -= used;
+        if (rc == TE_LINES_GROW) {
+            /* the line's buffer grows only within --max-request-buffer */
+            if (make_room(c, c->in.want) && te_lines_grow(&c->in) < 0) {
+                td_conn_error(c, NULL, "request_error", "request_too_long",
+                              "out of memory buffering the request", NULL);
+                te_lines_drop(&c->in);
             }
-            memcpy(c->buf + c->len, p, seg);
-            c->len += seg;
+        } else if (rc == -EMSGSIZE) {
+            too_long(c);
+        } else if (rc == TE_LINES_LINE) {
+            size_t len;
+            char *line = te_lines_line(&c->in, &len);
+            handle_line(c, line, len);
+            te_lines_next(&c->in);
+            if (c->closing || c->dead)
+                return;
         }
-    next:
-        if (!nl)
-            return;
-        if (!c->discarding)
-            handle_line(c, c->buf, c->len);
-        c->discarding = false;
-        c->len = 0;
-        if (c->cap > LINE_KEEP_MAX)
-            free_line(c);
-        p = nl + 1;
-        n -= seg + 1;
-        if (c->closing || c->dead)
-            return;
     }
 }
 
@@ -723,9 +685,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     uv_read_stop(s);
     if (n == UV_EOF) {
         /* half-close: a final unterminated line still counts */
-        if (c->len && !c->discarding)
-            handle_line(c, c->buf, c->len);
-        c->len = 0;
+        size_t len;
+        char *line = te_lines_finish(&c->in, &len);
+        if (line) {
+            handle_line(c, line, len);
+            te_lines_next(&c->in);
+        }
         c->eof = true;
         if (c->nbatches || c->tail)
             watch_hup(c);
@@ -753,6 +718,10 @@ void td_conn_accept(int fd, bool events)
     uv_pipe_init(td_loop, &c->h, 0);
     c->h.data = c;
     c->hup_fd = -1;
+    te_lines_init(&c->in, td_cfg.max_request);
+    c->in.keep = LINE_KEEP_MAX;
+    c->in.account = &buffered;
+    c->in.ask = true;
     int rc = uv_pipe_open(&c->h, fd);
     if (rc < 0) {
         td_log(TD_LOG_WARN, "accept: %s", uv_strerror(rc));

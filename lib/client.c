@@ -16,11 +16,14 @@
  * the JSON around it. */
 #define TE_CLIENT_LINE_MAX (64u * 1024u * 1024u)
 
+/* Bytes read from the socket at once. */
+#define TE_CLIENT_READ 65536
+
 struct te_client {
     int fd;
-    char *buf;
-    size_t start, len, cap; /* unread bytes are buf[start, len) */
-    size_t scanned;         /* bytes after start known to hold no newline */
+    te_lines in;         /* the event line being read */
+    char *rbuf;          /* TE_CLIENT_READ bytes read, ... */
+    size_t rstart, rlen; /* ... of which rbuf[rstart, rlen) are not fed yet */
 };
 
 int te_default_socket_path(char *buf, size_t len)
@@ -57,7 +60,14 @@ int te_client_connect(const char *path, te_client **out)
         close(fd);
         return -ENOMEM;
     }
+    c->rbuf = malloc(TE_CLIENT_READ);
+    if (!c->rbuf) {
+        close(fd);
+        free(c);
+        return -ENOMEM;
+    }
     c->fd = fd;
+    te_lines_init(&c->in, TE_CLIENT_LINE_MAX);
     *out = c;
     return 0;
 }
@@ -96,17 +106,15 @@ int te_client_recv(te_client *c, json_t **event)
 {
     *event = NULL;
     for (;;) {
-        char *from = c->buf + c->start + c->scanned;
-        size_t avail = c->len - c->start - c->scanned;
-        char *nl = avail ? memchr(from, '\n', avail) : NULL;
-        if (nl) {
-            char *line = c->buf + c->start;
-            size_t linelen = (size_t)(nl - line);
+        size_t used;
+        int rc = te_lines_feed(&c->in, c->rbuf + c->rstart, c->rlen - c->rstart, &used);
+        c->rstart += used;
+        if (rc == TE_LINES_LINE) {
+            size_t len;
+            const char *line = te_lines_line(&c->in, &len);
             json_error_t jerr;
-            json_t *ev = json_loadb(line, linelen, 0, &jerr);
-            /* consume the line without moving the rest */
-            c->start += linelen + 1;
-            c->scanned = 0;
+            json_t *ev = json_loadb(line, len, 0, &jerr);
+            te_lines_next(&c->in);
             if (!json_is_object(ev)) {
                 json_decref(ev);
                 return -EBADMSG;
@@ -114,30 +122,17 @@ int te_client_recv(te_client *c, json_t **event)
             *event = ev;
             return 0;
         }
-        c->scanned = c->len - c->start;
-        if (c->start > 0) { /* move the partial line to the front, once per read */
-            memmove(c->buf, c->buf + c->start, c->len - c->start);
-            c->len -= c->start;
-            c->start = 0;
-        }
-        if (c->len == c->cap) {
-            if (c->cap >= TE_CLIENT_LINE_MAX)
-                return -EMSGSIZE;
-            size_t ncap = c->cap ? c->cap * 2 : 65536;
-            char *nb = realloc(c->buf, ncap);
-            if (!nb)
-                return -ENOMEM;
-            c->buf = nb;
-            c->cap = ncap;
-        }
-        ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+        if (rc < 0)
+            return rc; /* -EMSGSIZE: the line is skipped; -ENOMEM */
+        ssize_t n = read(c->fd, c->rbuf, TE_CLIENT_READ);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return -errno;
         if (n == 0)
             return -ENODATA;
-        c->len += (size_t)n;
+        c->rstart = 0;
+        c->rlen = (size_t)n;
     }
 }
 
@@ -146,7 +141,8 @@ void te_client_close(te_client *c)
     if (!c)
         return;
     close(c->fd);
-    free(c->buf);
+    te_lines_free(&c->in);
+    free(c->rbuf);
     free(c);
 }
 
@@ -157,5 +153,5 @@ int te_client_fd(const te_client *c)
 
 bool te_client_pending(const te_client *c)
 {
-    return c->len > c->start && memchr(c->buf + c->start, '\n', c->len - c->start) != NULL;
+    return c->rlen > c->rstart && memchr(c->rbuf + c->rstart, '\n', c->rlen - c->rstart) != NULL;
 }

@@ -359,9 +359,6 @@ static json_t *or_null(json_t *v)
     return v ? v : json_null();
 }
 
-/* Indexed by te_result_format. */
-static const char *const format_names[] = {"openai", "openai_responses", "anthropic"};
-
 int te_decision_check(const json_t *d)
 {
     const char *s = json_string_value(d);
@@ -409,34 +406,17 @@ static void parse_arguments_text(json_t *call, const char *text)
  * are ignored. */
 static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
 {
-    const char *type = json_string_value(json_object_get(call, "type"));
     json_t *id, *name, *args;
-    te_result_format shape;                      /* the API the call came from */
-    if (type && strcmp(type, "function") == 0) { /* OpenAI Chat Completions */
-        json_t *fn = json_object_get(call, "function");
-        if (!json_is_object(fn))
-            return fail(err, errlen, "calls[%zu].function: expected an object", i);
-        id = json_object_get(call, "id");
-        name = json_object_get(fn, "name");
-        args = json_object_get(fn, "arguments");
-        shape = TE_FORMAT_OPENAI;
-    } else if (type && strcmp(type, "function_call") == 0) { /* OpenAI Responses */
-        id = json_object_get(call, "call_id");
-        name = json_object_get(call, "name");
-        args = json_object_get(call, "arguments");
-        shape = TE_FORMAT_OPENAI_RESPONSES;
-    } else if (type && strcmp(type, "tool_use") == 0) { /* Anthropic */
-        id = json_object_get(call, "id");
-        name = json_object_get(call, "name");
-        args = json_object_get(call, "input");
-        shape = TE_FORMAT_ANTHROPIC;
-    } else {
+    int shape = te_call_shape(call); /* the API the call came from */
+    if (shape < 0)
         return fail(err, errlen,
                     "calls[%zu].type: expected \"function\", \"function_call\" or \"tool_use\"", i);
-    }
+    if (shape == TE_FORMAT_OPENAI && !json_is_object(json_object_get(call, "function")))
+        return fail(err, errlen, "calls[%zu].function: expected an object", i);
+    te_call_fields(call, (te_result_format)shape, &id, &name, &args);
     if (!json_is_string(id))
         return fail(err, errlen, "calls[%zu].%s: expected a string", i,
-                    shape == TE_FORMAT_OPENAI_RESPONSES ? "call_id" : "id");
+                    te_call_id_key((te_result_format)shape));
     if (!json_is_string(name))
         return fail(err, errlen, "calls[%zu]%s.name: expected a string", i,
                     shape == TE_FORMAT_OPENAI ? ".function" : "");
@@ -450,7 +430,7 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
     json_object_clear(call);
     json_object_set_new(call, "id", id);
     json_object_set_new(call, "name", name);
-    json_object_set_new(call, "shape", json_string(format_names[shape]));
+    json_object_set_new(call, "shape", json_string(te_format_name((te_result_format)shape)));
     if (json_is_string(args))
         parse_arguments_text(call, json_string_value(args));
     else
@@ -511,12 +491,8 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     out->format = TE_FORMAT_OPENAI;
     v = json_object_get(req, "result_format");
     if (v && !json_is_null(v)) {
-        const char *f = json_string_value(v);
-        size_t k, n = sizeof(format_names) / sizeof(format_names[0]);
-        for (k = 0; f && k < n; k++)
-            if (strcmp(f, format_names[k]) == 0)
-                break;
-        if (!f || k == n)
+        int k = te_format_parse(json_string_value(v));
+        if (k < 0)
             return fail(err, errlen,
                         "result_format: expected \"openai\", \"openai_responses\" "
                         "or \"anthropic\"");

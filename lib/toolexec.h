@@ -2,12 +2,15 @@
  * toolexec.h - libtoolexec, the public API shared by toolexecd, its clients
  * and the tools it runs.
  *
- * Four parts, each in its own source file:
+ * The parts, each in its own source file(s):
  *   frame.c    length-prefixed frame codec (no I/O, incremental, size-capped)
+ *   lines.c    JSON-lines decoder (no I/O, incremental, line length capped)
  *   message.c  protocol messages: worker responses, tool errors, content
  *              encoding, run-request validation (no I/O)
+ *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker.c   the worker SDK: write a tool in C
+ *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
  * negative errno value (or NULL) and, where a human needs to know why, fill a
@@ -63,6 +66,55 @@ char *te_frame_take(te_frame_decoder *d, size_t *len);
 size_t te_frame_pending(const te_frame_decoder *d);
 /* Write the 4-byte header for a body of len bytes. */
 void te_frame_header(uint32_t len, uint8_t out[TE_FRAME_HEADER_LEN]);
+
+/* ------------------------------------------------------------------------ */
+/* JSON-lines decoder (lines.c): one message per line, each capped in length. */
+
+/* A line buffer bigger than this is freed once its line is taken, so that
+ * one huge line does not keep its memory for the rest of a stream. */
+#define TE_LINES_KEEP_DEFAULT 65536
+
+typedef struct te_lines {
+    size_t max;      /* longest line accepted, newline excluded */
+    size_t keep;     /* see TE_LINES_KEEP_DEFAULT (set after init to change) */
+    size_t *account; /* when set, kept equal to a sum of cap over decoders:
+                      * a budget several decoders share */
+    bool ask;        /* grow only when the caller says (TE_LINES_GROW) */
+    char *buf;       /* the line so far */
+    size_t len, cap; /* its bytes, the buffer's size */
+    size_t want;     /* TE_LINES_GROW: the size the buffer must grow to */
+    bool skipping;   /* dropping the rest of a refused line */
+    bool done;       /* a whole line is waiting; see te_lines_line() */
+} te_lines;
+
+enum {
+    TE_LINES_NEED = 0, /* all input consumed, no line complete */
+    TE_LINES_LINE = 1, /* a line is complete (its newline consumed) */
+    TE_LINES_GROW = 2, /* ask mode: call te_lines_grow() or te_lines_drop(),
+                        * then feed the unconsumed rest again */
+};
+
+void te_lines_init(te_lines *d, size_t max);
+/* Free the buffer; the decoder can be used again from a line's start. */
+void te_lines_free(te_lines *d);
+/* Feed up to len bytes. Stops at the end of the first complete line;
+ * *consumed tells how much of buf was used. Returns TE_LINES_NEED,
+ * TE_LINES_LINE, TE_LINES_GROW, -EMSGSIZE as soon as the line being read
+ * passes max bytes (its buffer is freed and the rest of it, up to its
+ * newline, is skipped), or -ENOMEM (the line is dropped the same way). */
+int te_lines_feed(te_lines *d, const void *buf, size_t len, size_t *consumed);
+/* The complete line (len bytes, not NUL-terminated, no newline), borrowed
+ * until te_lines_next(); NULL when no line is complete. */
+char *te_lines_line(te_lines *d, size_t *len);
+/* Done with the line: make room for the next one. */
+void te_lines_next(te_lines *d);
+/* At the end of the input: the last line when it had no newline (not when
+ * empty or refused), as te_lines_line() gives it; NULL otherwise. */
+char *te_lines_finish(te_lines *d, size_t *len);
+/* Grow the buffer to want bytes: 0 or -ENOMEM (then drop the line). */
+int te_lines_grow(te_lines *d);
+/* Drop the line being read: its buffer is freed and its rest skipped. */
+void te_lines_drop(te_lines *d);
 
 /* ------------------------------------------------------------------------ */
 /* Protocol messages.                                                        */
@@ -146,6 +198,27 @@ typedef enum te_result_format {
     TE_FORMAT_ANTHROPIC,        /* {"type": "tool_result", "tool_use_id", "content", "is_error"} */
 } te_result_format;
 
+/* The LLM APIs' shapes (shapes.c). A result format's name ("openai",
+ * "openai_responses", "anthropic"), NULL outside the set; and back, -EINVAL
+ * for an unknown name. */
+const char *te_format_name(te_result_format f);
+int te_format_parse(const char *name);
+/* The API a tool call item comes from, by its "type" ("function",
+ * "function_call", "tool_use"); -EINVAL for none of them. */
+int te_call_shape(const json_t *call);
+/* Its id, name and arguments, where that API puts them (borrowed; NULL when
+ * absent); and the id's key, for messages. */
+void te_call_fields(const json_t *call, te_result_format shape, json_t **id, json_t **name,
+                    json_t **args);
+const char *te_call_id_key(te_result_format shape);
+/* One call's result as the API takes it back (batch_completed.messages). */
+json_t *te_result_message(te_result_format f, const char *call_id, json_t *content, bool is_error);
+/* A tool as the API (or "mcp") declares it in a request; NULL for an unknown
+ * format. te_tool_format_valid() tells the known ones. */
+json_t *te_tool_declaration(const char *format, const char *name, const char *description,
+                            json_t *schema);
+bool te_tool_format_valid(const char *format);
+
 /* Set on a normalised call whose arguments came as JSON text that did not
  * parse to an object: the handler-style error text for it. */
 #define TE_ARGUMENTS_ERROR "arguments_error"
@@ -197,7 +270,8 @@ int te_client_send(te_client *c, const json_t *req);
 /* Close the sending direction (the daemon still finishes owed work). */
 int te_client_shutdown(te_client *c);
 /* Receive one event. 0 and *event set; -ENODATA at end of stream;
- * -EBADMSG on a line that is not a JSON object. */
+ * -EBADMSG on a line that is not a JSON object; -EMSGSIZE on a line over
+ * 64 MiB (skipped: the next call goes on after it). */
 int te_client_recv(te_client *c, json_t **event);
 void te_client_close(te_client *c);
 /* The socket, for poll(): readable means te_client_recv() has data, though a
@@ -237,7 +311,7 @@ int te_worker_write_response(int fd, const json_t *response);
 int te_worker_main(te_handler handler, void *userdata);
 
 /* ------------------------------------------------------------------------ */
-/* JSON Schema (draft-07) validation of tool arguments (schema.c).          */
+/* JSON Schema (draft-07) validation of tool arguments (schema_*.c).       */
 /*
  * Covers the validation vocabulary of draft-07: type, enum, const, numeric
  * bounds and multipleOf, string lengths (in code points) and pattern,

@@ -533,7 +533,7 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
         json_object_set_new(fields, "on_tool_error", json_string(arg));
         return 1;
     case OPT_FORMAT:
-        if (!one_of(arg, (const char *const[]){"openai", "openai_responses", "anthropic", NULL}))
+        if (te_format_parse(arg) < 0)
             return -te_cli_usage_error(cmd,
                                        "--result-format: expected openai, openai_responses "
                                        "or anthropic, not '%s'",

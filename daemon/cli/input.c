@@ -57,16 +57,8 @@ static json_t *call_from_gemini(const json_t *fc, size_t i)
 /* The result_format matching a call's API shape, or NULL for a native call. */
 static const char *format_of(const json_t *call)
 {
-    static const char *const shapes[][2] = {
-        {"function", "openai"},
-        {"function_call", "openai_responses"},
-        {"tool_use", "anthropic"},
-    };
-    const char *type = json_string_value(json_object_get(call, "type"));
-    for (size_t k = 0; type && k < sizeof(shapes) / sizeof(shapes[0]); k++)
-        if (strcmp(type, shapes[k][0]) == 0)
-            return shapes[k][1];
-    return NULL;
+    int shape = te_call_shape(call);
+    return shape < 0 ? NULL : te_format_name((te_result_format)shape);
 }
 
 void te_call_identity(const json_t *call, const char **id, const char **name)

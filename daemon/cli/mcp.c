@@ -79,12 +79,10 @@ struct mcp {
     struct mcp_call *calls;
     struct mcp_listing *listings, **listings_tail;
     unsigned long long seq; /* tools/call requests so far */
-    char *in;               /* standard input not yet made into messages */
-    size_t inlen, incap;
-    bool skipping; /* dropping the rest of an overlong line */
-    bool eof;      /* the host is gone: no more input */
-    bool hangup;   /* writing to standard output failed */
-    int lost;      /* an exit code once the daemon connection failed */
+    te_lines in;            /* the line of standard input being read */
+    bool eof;               /* the host is gone: no more input */
+    bool hangup;            /* writing to standard output failed */
+    int lost;               /* an exit code once the daemon connection failed */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -431,46 +429,41 @@ static void on_line(struct mcp *m, const char *line, size_t len)
 /* Read what standard input has and handle every whole line in it. */
 static void read_input(struct mcp *m)
 {
-    if (m->incap - m->inlen < 65536) {
-        size_t ncap = m->incap ? m->incap * 2 : 131072;
-        char *nb = realloc(m->in, ncap);
-        if (!nb) {
-            te_cli_err("mcp: out of memory reading standard input");
-            end_of_input(m);
-            return;
-        }
-        m->in = nb;
-        m->incap = ncap;
-    }
-    ssize_t n = read(STDIN_FILENO, m->in + m->inlen, m->incap - m->inlen);
+    char chunk[65536];
+    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     if (n <= 0) {
         /* a last line without its newline still counts */
-        if (m->inlen && !m->skipping)
-            on_line(m, m->in, m->inlen);
-        m->inlen = 0;
+        size_t len;
+        const char *line = te_lines_finish(&m->in, &len);
+        if (line)
+            on_line(m, line, len);
+        te_lines_free(&m->in);
         end_of_input(m);
         return;
     }
-    size_t scanned = m->inlen, start = 0;
-    m->inlen += (size_t)n;
-    char *nl;
-    while ((nl = memchr(m->in + scanned, '\n', m->inlen - scanned))) {
-        size_t end = (size_t)(nl - m->in);
-        if (!m->skipping)
-            on_line(m, m->in + start, end - start);
-        m->skipping = false;
-        start = scanned = end + 1;
+    const char *p = chunk;
+    size_t left = (size_t)n;
+    while (left) {
+        size_t used;
+        int rc = te_lines_feed(&m->in, p, left, &used);
+        p += used;
+        left -= used;
+        if (rc == TE_LINES_LINE) {
+            size_t len;
+            const char *line = te_lines_line(&m->in, &len);
+            on_line(m, line, len);
+            te_lines_next(&m->in);
+        } else if (rc == -EMSGSIZE) {
+            put_error(m, NULL, RPC_PARSE_ERROR, "Parse error: the message is longer than 16 MiB",
+                      NULL);
+        } else if (rc < 0) {
+            te_cli_err("mcp: out of memory reading standard input");
+            end_of_input(m);
+            return;
+        }
     }
-    memmove(m->in, m->in + start, m->inlen - start);
-    m->inlen -= start;
-    if (m->inlen > MCP_LINE_MAX && !m->skipping) {
-        put_error(m, NULL, RPC_PARSE_ERROR, "Parse error: the message is longer than 16 MiB", NULL);
-        m->skipping = true;
-    }
-    if (m->skipping)
-        m->inlen = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -631,6 +624,7 @@ int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
         {0},
     };
     struct mcp m = {.cli = cli};
+    te_lines_init(&m.in, MCP_LINE_MAX);
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
         if (te_cli_common_option(cli, opt, optarg))
@@ -662,7 +656,7 @@ int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
     struct mcp_listing *l;
     while ((l = listing_pop(&m)))
         listing_free(l);
-    free(m.in);
+    te_lines_free(&m.in);
     te_client_close(m.client);
     return rc;
 }

@@ -118,6 +118,32 @@ RESPONSE = {
 }
 
 
+def lines_seed(sel=5, cap=0, splits=(), ask=False, drop_some=False, keep0=False, stream=b""):
+    """fuzz_lines input: [sel][cap hi][cap lo][flags][splits...][stream].
+    sel 0-6: caps 0 1 4 16 255 4096 65536; 7: cap given. flags: split count,
+    16 ask mode (growth on request), 32 drop every other growth, 64 keep 0."""
+    assert len(splits) < 16
+    flags = len(splits) | (16 if ask else 0) | (32 if drop_some else 0) | (64 if keep0 else 0)
+    return bytes([sel, cap >> 8 & 255, cap & 255, flags]) + bytes(splits) + stream
+
+
+LINES = {
+    "two-requests": lines_seed(stream=b'{"op":"run","calls":[]}\n{"op":"stats"}\n'),
+    "byte-at-a-time": lines_seed(splits=(1,), stream=b'{"op":"tools"}\n\n{"a":1}\n'),
+    "blank-lines": lines_seed(sel=2, stream=b"\n\n \t\r\n\n"),
+    "last-without-newline": lines_seed(splits=(3, 5), stream=b'{"op":"run"}\n{"op":"cancel"}'),
+    "at-cap": lines_seed(sel=7, cap=8, stream=b"12345678\nok\n"),
+    "over-cap-then-ok": lines_seed(sel=7, cap=8, splits=(4, 1, 9), stream=b"123456789abcdef\nok\n"),
+    "over-cap-last": lines_seed(sel=3, stream=b"x" * 40),
+    "cap0": lines_seed(sel=0, stream=b"\n\nx\n\n"),
+    "ask-grow": lines_seed(sel=6, ask=True, splits=(200, 0, 255), stream=(b"y" * 9000) + b"\nz\n"),
+    "ask-drop": lines_seed(sel=6, ask=True, drop_some=True, splits=(100,),
+                           stream=(b"a" * 5000) + b"\n" + (b"b" * 10000) + b"\nc\n"),
+    "keep0": lines_seed(sel=5, keep0=True, ask=True, stream=b"first\nsecond\n" + b"t" * 300),
+    "crlf-utf8": lines_seed(sel=4, splits=(2,), stream='{"k":"\u00e9\u4e2d"}\r\n'.encode()),
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     shutil.rmtree(d, ignore_errors=True)
@@ -135,5 +161,6 @@ def json_line(obj):
 
 if __name__ == "__main__":
     write("fuzz_frame", FRAME)
+    write("fuzz_lines", LINES)
     write("fuzz_request", {**REQUEST, **REQUEST_RAW})
     write("fuzz_response", RESPONSE)

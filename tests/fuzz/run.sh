@@ -10,7 +10,7 @@
 #   OUTDIR        binaries, working corpora, logs, artifacts
 #                 (default: $BUILD_DIR, else /tmp/te-fuzz)
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_request fuzz_response)
+#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response)
 #   CLANG         compiler (default clang)
 #   FUZZ_CFLAGS   extra compiler flags (e.g. -DTE_FUZZ_NO_UTF8_CHECK)
 #
@@ -33,7 +33,7 @@ out=${1:-${BUILD_DIR:-/tmp/te-fuzz}}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_request fuzz_response}
+targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response}
 cc=${CLANG:-clang}
 
 skip_or_fail() { # message
@@ -65,7 +65,7 @@ extra=(${FUZZ_CFLAGS:-})
 pids=()
 for t in $targets; do
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
-        "$root/lib/message.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0
