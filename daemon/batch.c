@@ -8,6 +8,7 @@
  * never cancels siblings: every call runs to its end.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "toolexecd.h"
+#include "scheduler.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -50,51 +52,28 @@ struct td_batch {
     bool pumping;
     bool cancelled;
     uint64_t accepted_ns;
-    bool waiting;                   /* in the queue for a worker slot */
-    unsigned slots;                 /* worker slots its calls hold */
-    uint64_t served_seq;            /* when a call of it last left the queue */
+    struct td_sched_entry sched;    /* its place in the worker-slot queue */
     struct td_batch *anext, *aprev; /* all batches, for per-client counts */
     bool throttled;                 /* its client is not reading: workers' output paused */
-    struct td_batch *wnext;
     size_t settle_from;     /* cancelled: calls from here on still to settle */
     struct td_batch *cnext; /* in the list of batches being settled */
     bool settling;
 };
 
-/* Calls beyond --max-workers wait here: batches in round-robin order, one
- * call started per turn, so a big batch cannot starve the others. */
-static unsigned slots_used;
+/* Calls beyond --max-workers wait in the scheduler (scheduler.c). */
+static struct td_sched sched;
 static struct td_batch *all_batches;
-static uint64_t served_counter;
-static struct td_batch *wait_head, *wait_tail;
+
+#define batch_of(e) ((struct td_batch *)((char *)(e) - offsetof(struct td_batch, sched)))
 
 static void wait_enqueue(struct td_batch *b)
 {
-    if (b->waiting)
-        return;
-    b->waiting = true;
-    b->wnext = NULL;
-    if (wait_tail)
-        wait_tail->wnext = b;
-    else
-        wait_head = b;
-    wait_tail = b;
+    td_sched_enqueue(&sched, &b->sched);
 }
 
 static void wait_remove(struct td_batch *b)
 {
-    if (!b->waiting)
-        return;
-    struct td_batch **pp = &wait_head, *prev = NULL;
-    while (*pp && *pp != b) {
-        prev = *pp;
-        pp = &(*pp)->wnext;
-    }
-    if (*pp)
-        *pp = b->wnext;
-    if (wait_tail == b)
-        wait_tail = prev;
-    b->waiting = false;
+    td_sched_remove(&sched, &b->sched);
 }
 
 /* Send {"event": name, "batch": id, ...fields} to the batch's client and
@@ -490,9 +469,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     bool freed_slot = c->slot;
     c->slot = false;
     if (freed_slot) {
-        slots_used--;
-        b->slots--;
-        td_conn_sched(b->conn)->slots--;
+        td_sched_release(&sched, &b->sched);
     }
     b->running--;
 
@@ -605,13 +582,11 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
         struct call *c = &b->calls[b->next];
         if (c->tool->argv &&
             !json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR)) {
-            if (slots_used >= td_cfg.max_workers || (!from_queue && wait_head)) {
+            if (!td_sched_may_start(&sched, td_cfg.max_workers, from_queue)) {
                 wait_enqueue(b);
                 break;
             }
-            slots_used++;
-            b->slots++;
-            td_conn_sched(b->conn)->slots++;
+            td_sched_take(&sched, &b->sched);
             c->slot = true;
         }
         b->next++;
@@ -633,21 +608,7 @@ static void pump(struct td_batch *b)
     pump_n(b, SIZE_MAX, false);
 }
 
-/* Hand free worker slots to waiting batches, one call each in turn. The
- * client's slots and last service are kept on the connection: summing them
- * over all batches for every waiting batch made each handout
- * O(waiting x batches), and 4,096 one-call batches held the loop for
- * minutes. */
-static unsigned conn_slots(struct td_conn *conn)
-{
-    return td_conn_sched(conn)->slots;
-}
-
-/* When the client last had a call started from the queue. */
-static uint64_t conn_served(struct td_conn *conn)
-{
-    return td_conn_sched(conn)->served;
-}
+/* Hand free worker slots to waiting batches, one call each in turn. */
 
 /* While a client's batches are cancelled one by one, a slot freed by one
  * is not handed to the next of them, only to spawn a worker to kill. */
@@ -668,40 +629,22 @@ static void schedule(void)
     if (active || schedule_held)
         return;
     active = true;
-    while (slots_used < td_cfg.max_workers && wait_head) {
-        /* Fair across clients: the waiting batch whose client holds the
-         * fewest slots, then whose client was served least recently, then
-         * the one waiting longest. */
-        struct td_batch *b = wait_head;
-        unsigned best = conn_slots(b->conn);
-        uint64_t best_seq = conn_served(b->conn);
-        for (struct td_batch *x = b->wnext; x; x = x->wnext) {
-            unsigned n = conn_slots(x->conn);
-            uint64_t q = conn_served(x->conn);
-            if (n < best || (n == best && q < best_seq)) {
-                b = x;
-                best = n;
-                best_seq = q;
-            }
-        }
-        b->served_seq = ++served_counter;
-        td_conn_sched(b->conn)->served = b->served_seq;
-        wait_remove(b);
-        pump_n(b, 1, true);
-    }
+    struct td_sched_entry *e;
+    while ((e = td_sched_next(&sched, td_cfg.max_workers)))
+        pump_n(batch_of(e), 1, true);
     active = false;
 }
 
 unsigned td_batch_running(void)
 {
-    return slots_used;
+    return sched.used;
 }
 
 unsigned td_batch_queued(void)
 {
     unsigned n = 0;
-    for (struct td_batch *b = wait_head; b; b = b->wnext)
-        n += (unsigned)(b->ncalls - b->next);
+    for (struct td_sched_entry *e = sched.head; e; e = e->wnext)
+        n += (unsigned)(batch_of(e)->ncalls - batch_of(e)->next);
     return n;
 }
 
@@ -809,6 +752,7 @@ void td_batch_run(struct td_conn *conn, json_t *req)
         return;
     }
     b->conn = conn;
+    b->sched.client = td_conn_sched(conn);
     b->accepted_ns = uv_hrtime();
     b->anext = all_batches;
     if (all_batches)

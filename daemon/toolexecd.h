@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "toolexec.h"
+#include "scheduler.h"
 
 /* Last bytes of a worker's stderr kept for the error cause. */
 #define TD_STDERR_TAIL 4096
@@ -378,12 +379,7 @@ const struct ucred *td_conn_cred(const struct td_conn *c);
  * td_conn_release(); -1 with err saying which limit. */
 int td_conn_admit(struct td_conn *c, size_t ncalls, char *err, size_t errlen);
 void td_conn_release(struct td_conn *c, size_t ncalls);
-/* The scheduler's state for a client (batch.c): worker slots its calls
- * hold, and when a call of it last left the queue. */
-struct td_conn_sched {
-    unsigned slots;
-    uint64_t served;
-};
+/* The scheduler's state for a client: struct td_conn_sched (scheduler.h). */
 struct td_conn_sched *td_conn_sched(struct td_conn *c);
 void td_batches_throttle(struct td_conn *c, bool pause);
 
