@@ -18,6 +18,7 @@
 
 #include "toolexecd.h"
 #include "scheduler.h"
+#include "cut.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -136,44 +137,15 @@ static json_t *content_string(const char *s, size_t n)
     return td_json_text(s, n);
 }
 
-/* A call's result is known: encode it, route it, emit its events. */
-/* Content longer than the limit keeps its head and tail, cut on UTF-8
- * boundaries, with a marker between saying what was left out. */
+/* Content longer than the limit: cut (cut.c), and say so. */
 static char *truncate_content(char *text, size_t *len, size_t limit, json_t **info)
 {
-    char marker[200];
-    size_t orig = *len;
-    int mlen = snprintf(marker, sizeof(marker),
-                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
-                        "result ...]\n\n",
-                        orig, orig); /* sized with the largest count: fixed below */
-    if ((size_t)mlen + 16 > limit)
-        mlen = 0; /* a limit too small for a marker: keep bytes only */
-    size_t budget = limit - (size_t)mlen;
-    size_t head = budget / 2, tail = budget - head;
-    while (head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80)
-        head--; /* do not start the cut inside a character */
-    size_t tail_from = orig - tail;
-    while (tail_from < orig && ((unsigned char)text[tail_from] & 0xc0) == 0x80)
-        tail_from++;
-    size_t omitted = tail_from - head;
-    if (mlen)
-        mlen = snprintf(marker, sizeof(marker),
-                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
-                        "result ...]\n\n",
-                        omitted, orig);
-    char *out = malloc(head + (size_t)mlen + (orig - tail_from) + 1);
-    if (!out)
+    size_t orig = *len, kept;
+    if (!td_cut(&text, len, limit, &kept))
         return text;
-    memcpy(out, text, head);
-    memcpy(out + head, marker, (size_t)mlen);
-    memcpy(out + head + mlen, text + tail_from, orig - tail_from);
-    *len = head + (size_t)mlen + (orig - tail_from);
-    out[*len] = '\0';
-    free(text);
     *info = json_pack("{s:I,s:I}", "original_bytes", (json_int_t)orig, "kept_bytes",
-                      (json_int_t)(head + orig - tail_from));
-    return out;
+                      (json_int_t)kept);
+    return text;
 }
 
 static json_t *ms(uint64_t ns)
@@ -227,9 +199,8 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     int rc;
     char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
     json_t *truncated = NULL;
-    size_t limit = b->r.max_content_bytes ? b->r.max_content_bytes : TD_CONTENT_BYTES_DEFAULT;
-    if (c->tool->max_content_bytes && c->tool->max_content_bytes < limit)
-        limit = c->tool->max_content_bytes;
+    size_t limit =
+        td_cut_limit(b->r.max_content_bytes, c->tool->max_content_bytes, TD_CONTENT_BYTES_DEFAULT);
     char *full = NULL;
     size_t full_len = len;
     if (text && len > limit) {
