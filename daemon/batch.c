@@ -19,6 +19,7 @@
 #include "toolexecd.h"
 #include "scheduler.h"
 #include "cut.h"
+#include "policy.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -313,21 +314,27 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
 }
 
 /* A decision turned into the call's final result; NULL result: halt. */
-static void apply_decision(struct call *c, json_t *result, const json_t *decision)
+static void apply_route(struct call *c, json_t *result, enum td_route route, const json_t *with)
 {
-    switch (te_decision_check(decision)) {
-    case TE_DECIDE_CONTINUE:
-        finish_call(c, result, false);
-        break;
-    case TE_DECIDE_CONTINUE_WITH:
-        /* the replacement is the call's content, exactly like an ok value */
+    switch (route) {
+    case TD_ROUTE_REPLACE:
         json_decref(result);
-        finish_call(c, json_pack("{s:O}", "ok", json_object_get(decision, "continue_with")), false);
+        finish_call(c, json_pack("{s:O}", "ok", with), false);
         break;
-    default:
+    case TD_ROUTE_HALT:
         finish_call(c, result, true);
         break;
+    default:
+        finish_call(c, result, false);
+        break;
     }
+}
+
+static void apply_decision(struct call *c, json_t *result, const json_t *decision)
+{
+    const json_t *with = NULL;
+    enum td_route route = td_policy_decision(decision, &with);
+    apply_route(c, result, route, with);
 }
 
 static void ask_free(struct call *c);
@@ -444,26 +451,13 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     }
     b->running--;
 
-    int kind = te_result_kind_of(result);
-    bool error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
-    if (!error || b->r.policy == TE_POLICY_CONTINUE) {
-        finish_call(c, result, false);
-    } else if (b->r.policy == TE_POLICY_HALT) {
-        finish_call(c, result, true);
-    } else if (b->r.policy == TE_POLICY_ASK && !b->cancelled) {
+    const json_t *with = NULL;
+    enum td_route route = td_policy_route(b->r.policy, b->r.policy_map, b->cancelled, result, &with);
+    if (route == TD_ROUTE_ASK) {
         ask_client(c, result);
         pump(b);
     } else {
-        const char *key = kind == TE_RESULT_ERROR
-                              ? "handler_error"
-                              : json_string_value(json_object_get(
-                                    json_object_get(result, "tool_error"), "reason"));
-        json_t *d = b->r.policy_map ? json_object_get(b->r.policy_map, key) : NULL;
-        if (!d && b->r.policy_map)
-            d = json_object_get(b->r.policy_map, "default");
-        json_t *cont = json_string("continue");
-        apply_decision(c, result, d ? d : cont);
-        json_decref(cont);
+        apply_route(c, result, route, with);
     }
     if (freed_slot)
         schedule();
