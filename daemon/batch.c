@@ -160,37 +160,18 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
                       const char *spill_path);
 
 /* "spill": true: the full content also goes to a file for the client, written
- * in the threadpool; the call's events wait for it. */
-struct spill {
-    uv_work_t req;
+ * in the threadpool (spill.c); the call's events wait for it. */
+struct spill_wait {
     struct call *c;
     json_t *result, *truncated;
     bool halting;
-    char *text, *name, *path;
-    size_t len;
-    uid_t uid;
-    int err;
 };
 
-static void spill_write(uv_work_t *req)
+static void spilled(void *data, const char *path)
 {
-    struct spill *sp = req->data;
-    sp->err = -td_spill_write(sp->name, sp->text, sp->len, sp->uid);
-}
-
-static void spill_done(uv_work_t *req, int status)
-{
-    struct spill *sp = req->data;
-    if (sp->err)
-        td_logc(TD_LOG_WARN, sp->c->b->id, sp->c->id, "cannot spill to %s: %s", sp->path,
-                strerror(sp->err));
-    else
-        td_spill_track(sp->path);
-    emit_done(sp->c, sp->result, sp->halting, sp->truncated, sp->err ? NULL : sp->path);
-    free(sp->text);
-    free(sp->name);
-    free(sp->path);
-    free(sp);
+    struct spill_wait *sw = data;
+    emit_done(sw->c, sw->result, sw->halting, sw->truncated, path);
+    free(sw);
 }
 
 static void finish_call(struct call *c, json_t *result, bool halting)
@@ -212,30 +193,16 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     }
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
-    static unsigned long long spills;
-    struct spill *sp = full ? calloc(1, sizeof(*sp)) : NULL;
-    char *name = NULL, *path = NULL;
-    if (sp && !strchr(c->b->id, '/') && asprintf(&name, "%s-%llu.txt", c->b->id, ++spills) < 0)
-        name = NULL;
-    if (name && asprintf(&path, "%s/results/%s", td_cfg.work_dir, name) < 0)
-        path = NULL;
-    if (path) {
-        *sp = (struct spill){.c = c,
-                             .result = result,
-                             .truncated = truncated,
-                             .halting = halting,
-                             .text = full,
-                             .name = name,
-                             .path = path,
-                             .len = full_len,
-                             .uid = td_conn_cred(b->conn)->uid};
-        sp->req.data = sp;
-        if (uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
+    struct spill_wait *sw = full ? malloc(sizeof(*sw)) : NULL;
+    if (sw) {
+        *sw = (struct spill_wait){
+            .c = c, .result = result, .truncated = truncated, .halting = halting};
+        if (td_spill_start(b->id, c->id, full, full_len, td_conn_cred(b->conn)->uid, spilled, sw) ==
+            0)
             return;
+        full = NULL; /* taken */
     }
-    free(name);
-    free(path);
-    free(sp);
+    free(sw);
     free(full);
     emit_done(c, result, halting, truncated, NULL);
 }
