@@ -8,6 +8,7 @@
  * never cancels siblings: every call runs to its end.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -24,6 +25,9 @@
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
+#include "cut.h"
+#include "policy.h"
+#include "scheduler.h"
 
 enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -58,51 +62,28 @@ struct td_batch {
     bool pumping;
     bool cancelled;
     uint64_t accepted_ns;
-    bool waiting;                   /* in the queue for a worker slot */
-    unsigned slots;                 /* worker slots its calls hold */
-    uint64_t served_seq;            /* when a call of it last left the queue */
+    struct td_sched_entry sched;    /* its place in the worker-slot queue */
     struct td_batch *anext, *aprev; /* all batches, for per-client counts */
     bool throttled;                 /* its client is not reading: workers' output paused */
-    struct td_batch *wnext;
-    size_t settle_from;     /* cancelled: calls from here on still to settle */
-    struct td_batch *cnext; /* in the list of batches being settled */
+    size_t settle_from;             /* cancelled: calls from here on still to settle */
+    struct td_batch *cnext;         /* in the list of batches being settled */
     bool settling;
 };
 
-/* Calls beyond --max-workers wait here: batches in round-robin order, one
- * call started per turn, so a big batch cannot starve the others. */
-static unsigned slots_used;
+/* Calls beyond --max-workers wait in the scheduler (scheduler.c). */
+static struct td_sched sched;
 static struct td_batch *all_batches;
-static uint64_t served_counter;
-static struct td_batch *wait_head, *wait_tail;
+
+#define batch_of(e) ((struct td_batch *)((char *)(e)-offsetof(struct td_batch, sched)))
 
 static void wait_enqueue(struct td_batch *b)
 {
-    if (b->waiting)
-        return;
-    b->waiting = true;
-    b->wnext = NULL;
-    if (wait_tail)
-        wait_tail->wnext = b;
-    else
-        wait_head = b;
-    wait_tail = b;
+    td_sched_enqueue(&sched, &b->sched);
 }
 
 static void wait_remove(struct td_batch *b)
 {
-    if (!b->waiting)
-        return;
-    struct td_batch **pp = &wait_head, *prev = NULL;
-    while (*pp && *pp != b) {
-        prev = *pp;
-        pp = &(*pp)->wnext;
-    }
-    if (*pp)
-        *pp = b->wnext;
-    if (wait_tail == b)
-        wait_tail = prev;
-    b->waiting = false;
+    td_sched_remove(&sched, &b->sched);
 }
 
 /* Whether the batch calls any tool named in the set (an object keyed by
@@ -179,44 +160,15 @@ static json_t *content_string(const char *s, size_t n)
     return td_json_text(s, n);
 }
 
-/* A call's result is known: encode it, route it, emit its events. */
-/* Content longer than the limit keeps its head and tail, cut on UTF-8
- * boundaries, with a marker between saying what was left out. */
+/* Content longer than the limit: cut (cut.c), and say so. */
 static char *truncate_content(char *text, size_t *len, size_t limit, json_t **info)
 {
-    char marker[200];
-    size_t orig = *len;
-    int mlen = snprintf(marker, sizeof(marker),
-                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
-                        "result ...]\n\n",
-                        orig, orig); /* sized with the largest count: fixed below */
-    if ((size_t)mlen + 16 > limit)
-        mlen = 0; /* a limit too small for a marker: keep bytes only */
-    size_t budget = limit - (size_t)mlen;
-    size_t head = budget / 2, tail = budget - head;
-    while (head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80)
-        head--; /* do not start the cut inside a character */
-    size_t tail_from = orig - tail;
-    while (tail_from < orig && ((unsigned char)text[tail_from] & 0xc0) == 0x80)
-        tail_from++;
-    size_t omitted = tail_from - head;
-    if (mlen)
-        mlen = snprintf(marker, sizeof(marker),
-                        "\n\n[... toolexecd omitted %zu of %zu bytes here; ask for a narrower "
-                        "result ...]\n\n",
-                        omitted, orig);
-    char *out = malloc(head + (size_t)mlen + (orig - tail_from) + 1);
-    if (!out)
+    size_t orig = *len, kept;
+    if (!td_cut(&text, len, limit, &kept))
         return text;
-    memcpy(out, text, head);
-    memcpy(out + head, marker, (size_t)mlen);
-    memcpy(out + head + mlen, text + tail_from, orig - tail_from);
-    *len = head + (size_t)mlen + (orig - tail_from);
-    out[*len] = '\0';
-    free(text);
-    *info = json_pack("{s:I,s:I}", "original_bytes", (json_int_t)orig, "kept_bytes",
-                      (json_int_t)(head + orig - tail_from));
-    return out;
+    *info =
+        json_pack("{s:I,s:I}", "original_bytes", (json_int_t)orig, "kept_bytes", (json_int_t)kept);
+    return text;
 }
 
 static json_t *ms(uint64_t ns)
@@ -230,37 +182,18 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
                       const char *spill_path);
 
 /* "spill": true: the full content also goes to a file for the client, written
- * in the threadpool; the call's events wait for it. */
-struct spill {
-    uv_work_t req;
+ * in the threadpool (spill.c); the call's events wait for it. */
+struct spill_wait {
     struct call *c;
     json_t *result, *truncated;
     bool halting;
-    char *text, *name, *path;
-    size_t len;
-    uid_t uid;
-    int err;
 };
 
-static void spill_write(uv_work_t *req)
+static void spilled(void *data, const char *path)
 {
-    struct spill *sp = req->data;
-    sp->err = -td_spill_write(sp->name, sp->text, sp->len, sp->uid);
-}
-
-static void spill_done(uv_work_t *req, int status)
-{
-    struct spill *sp = req->data;
-    if (sp->err)
-        td_logc(TD_LOG_WARN, sp->c->b->id, sp->c->id, "cannot spill to %s: %s", sp->path,
-                strerror(sp->err));
-    else
-        td_spill_track(sp->path);
-    emit_done(sp->c, sp->result, sp->halting, sp->truncated, sp->err ? NULL : sp->path);
-    free(sp->text);
-    free(sp->name);
-    free(sp->path);
-    free(sp);
+    struct spill_wait *sw = data;
+    emit_done(sw->c, sw->result, sw->halting, sw->truncated, path);
+    free(sw);
 }
 
 static void finish_call(struct call *c, json_t *result, bool halting)
@@ -270,9 +203,8 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     int rc;
     char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
     json_t *truncated = NULL;
-    size_t limit = b->r.max_content_bytes ? b->r.max_content_bytes : TD_CONTENT_BYTES_DEFAULT;
-    if (c->tool->max_content_bytes && c->tool->max_content_bytes < limit)
-        limit = c->tool->max_content_bytes;
+    size_t limit =
+        td_cut_limit(b->r.max_content_bytes, c->tool->max_content_bytes, TD_CONTENT_BYTES_DEFAULT);
     char *full = NULL;
     size_t full_len = len;
     if (text && len > limit) {
@@ -283,30 +215,15 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     }
     c->content = content_string(text ? text : "", text ? len : 0);
     free(text);
-    static unsigned long long spills;
-    struct spill *sp = full ? calloc(1, sizeof(*sp)) : NULL;
-    char *name = NULL, *path = NULL;
-    if (sp && !strchr(c->b->id, '/') && asprintf(&name, "%s-%llu.txt", c->b->id, ++spills) < 0)
-        name = NULL;
-    if (name && asprintf(&path, "%s/results/%s", td_cfg.work_dir, name) < 0)
-        path = NULL;
-    if (path) {
-        *sp = (struct spill){.c = c,
-                             .result = result,
-                             .truncated = truncated,
-                             .halting = halting,
-                             .text = full,
-                             .name = name,
-                             .path = path,
-                             .len = full_len,
-                             .uid = b->owner.cred.uid};
-        sp->req.data = sp;
-        if (uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
+    struct spill_wait *sw = full ? malloc(sizeof(*sw)) : NULL;
+    if (sw) {
+        *sw = (struct spill_wait){
+            .c = c, .result = result, .truncated = truncated, .halting = halting};
+        if (td_spill_start(b->id, c->id, full, full_len, b->owner.cred.uid, spilled, sw) == 0)
             return;
+        full = NULL; /* taken */
     }
-    free(name);
-    free(path);
-    free(sp);
+    free(sw);
     free(full);
     emit_done(c, result, halting, truncated, NULL);
 }
@@ -390,21 +307,27 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
 }
 
 /* A decision turned into the call's final result; NULL result: halt. */
-static void apply_decision(struct call *c, json_t *result, const json_t *decision)
+static void apply_route(struct call *c, json_t *result, enum td_route route, const json_t *with)
 {
-    switch (te_decision_check(decision)) {
-    case TE_DECIDE_CONTINUE:
-        finish_call(c, result, false);
-        break;
-    case TE_DECIDE_CONTINUE_WITH:
-        /* the replacement is the call's content, exactly like an ok value */
+    switch (route) {
+    case TD_ROUTE_REPLACE:
         json_decref(result);
-        finish_call(c, json_pack("{s:O}", "ok", json_object_get(decision, "continue_with")), false);
+        finish_call(c, json_pack("{s:O}", "ok", with), false);
         break;
-    default:
+    case TD_ROUTE_HALT:
         finish_call(c, result, true);
         break;
+    default:
+        finish_call(c, result, false);
+        break;
     }
+}
+
+static void apply_decision(struct call *c, json_t *result, const json_t *decision)
+{
+    const json_t *with = NULL;
+    enum td_route route = td_policy_decision(decision, &with);
+    apply_route(c, result, route, with);
 }
 
 static void ask_free(struct call *c);
@@ -517,32 +440,18 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     bool freed_slot = c->slot;
     c->slot = false;
     if (freed_slot) {
-        slots_used--;
-        b->slots--;
-        b->owner.sched->slots--;
+        td_sched_release(&sched, &b->sched);
     }
     b->running--;
 
-    int kind = te_result_kind_of(result);
-    bool error = kind == TE_RESULT_ERROR || kind == TE_RESULT_TOOL_ERROR;
-    if (!error || b->r.policy == TE_POLICY_CONTINUE) {
-        finish_call(c, result, false);
-    } else if (b->r.policy == TE_POLICY_HALT) {
-        finish_call(c, result, true);
-    } else if (b->r.policy == TE_POLICY_ASK && !b->cancelled) {
+    const json_t *with = NULL;
+    enum td_route route =
+        td_policy_route(b->r.policy, b->r.policy_map, b->cancelled, result, &with);
+    if (route == TD_ROUTE_ASK) {
         ask_client(c, result);
         pump(b);
     } else {
-        const char *key = kind == TE_RESULT_ERROR
-                              ? "handler_error"
-                              : json_string_value(json_object_get(
-                                    json_object_get(result, "tool_error"), "reason"));
-        json_t *d = b->r.policy_map ? json_object_get(b->r.policy_map, key) : NULL;
-        if (!d && b->r.policy_map)
-            d = json_object_get(b->r.policy_map, "default");
-        json_t *cont = json_string("continue");
-        apply_decision(c, result, d ? d : cont);
-        json_decref(cont);
+        apply_route(c, result, route, with);
     }
     if (freed_slot)
         schedule();
@@ -632,13 +541,11 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
         struct call *c = &b->calls[b->next];
         if (c->tool->argv &&
             !json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR)) {
-            if (slots_used >= td_cfg.max_workers || (!from_queue && wait_head)) {
+            if (!td_sched_may_start(&sched, td_cfg.max_workers, from_queue)) {
                 wait_enqueue(b);
                 break;
             }
-            slots_used++;
-            b->slots++;
-            b->owner.sched->slots++;
+            td_sched_take(&sched, &b->sched);
             c->slot = true;
         }
         b->next++;
@@ -660,21 +567,7 @@ static void pump(struct td_batch *b)
     pump_n(b, SIZE_MAX, false);
 }
 
-/* Hand free worker slots to waiting batches, one call each in turn. The
- * client's slots and last service are kept on the connection: summing them
- * over all batches for every waiting batch made each handout
- * O(waiting x batches), and 4,096 one-call batches held the loop for
- * minutes. */
-static unsigned conn_slots(const struct td_batch *b)
-{
-    return b->owner.sched->slots;
-}
-
-/* When the client last had a call started from the queue. */
-static uint64_t conn_served(const struct td_batch *b)
-{
-    return b->owner.sched->served;
-}
+/* Hand free worker slots to waiting batches, one call each in turn. */
 
 /* While a client's batches are cancelled one by one, a slot freed by one
  * is not handed to the next of them, only to spawn a worker to kill. */
@@ -695,40 +588,22 @@ static void schedule(void)
     if (active || schedule_held)
         return;
     active = true;
-    while (slots_used < td_cfg.max_workers && wait_head) {
-        /* Fair across clients: the waiting batch whose client holds the
-         * fewest slots, then whose client was served least recently, then
-         * the one waiting longest. */
-        struct td_batch *b = wait_head;
-        unsigned best = conn_slots(b);
-        uint64_t best_seq = conn_served(b);
-        for (struct td_batch *x = b->wnext; x; x = x->wnext) {
-            unsigned n = conn_slots(x);
-            uint64_t q = conn_served(x);
-            if (n < best || (n == best && q < best_seq)) {
-                b = x;
-                best = n;
-                best_seq = q;
-            }
-        }
-        b->served_seq = ++served_counter;
-        b->owner.sched->served = b->served_seq;
-        wait_remove(b);
-        pump_n(b, 1, true);
-    }
+    struct td_sched_entry *e;
+    while ((e = td_sched_next(&sched, td_cfg.max_workers)))
+        pump_n(batch_of(e), 1, true);
     active = false;
 }
 
 unsigned td_batch_running(void)
 {
-    return slots_used;
+    return sched.used;
 }
 
 unsigned td_batch_queued(void)
 {
     unsigned n = 0;
-    for (struct td_batch *b = wait_head; b; b = b->wnext)
-        n += (unsigned)(b->ncalls - b->next);
+    for (struct td_sched_entry *e = sched.head; e; e = e->wnext)
+        n += (unsigned)(batch_of(e)->ncalls - batch_of(e)->next);
     return n;
 }
 
@@ -838,6 +713,7 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         return;
     }
     b->owner = *owner;
+    b->sched.client = owner->sched;
     b->accepted_ns = uv_hrtime();
     b->anext = all_batches;
     if (all_batches)

@@ -16,14 +16,10 @@
  * about 25k tokens, what a model can take without crowding out the rest. */
 #define TD_CONTENT_BYTES_DEFAULT 100000
 
+#include "scheduler.h" /* struct td_conn_sched */
+
 struct td_conn;
 struct td_batch;
-/* The scheduler's state for a client: worker slots its calls hold, and
- * when a call of it last left the queue (kept by the owner, per client). */
-struct td_conn_sched {
-    unsigned slots;
-    uint64_t served;
-};
 /* How a batch reports to its owner (server.c: the client's connection),
  * given by the caller of td_batch_run: the one ordered path back up, which
  * carries back-pressure. data is the owner's. */

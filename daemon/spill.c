@@ -78,6 +78,73 @@ int td_spill_write(const char *name, const char *text, size_t len, uid_t uid)
     return -err;
 }
 
+/* One spill in the threadpool. */
+struct spill {
+    uv_work_t req;
+    char *batch_id, *call_id;
+    char *text, *name, *path;
+    size_t len;
+    uid_t uid;
+    int err;
+    void (*done)(void *data, const char *path);
+    void *data;
+};
+
+static void spill_write(uv_work_t *req)
+{
+    struct spill *sp = req->data;
+    sp->err = -td_spill_write(sp->name, sp->text, sp->len, sp->uid);
+}
+
+static void spill_free(struct spill *sp)
+{
+    free(sp->batch_id);
+    free(sp->call_id);
+    free(sp->text);
+    free(sp->name);
+    free(sp->path);
+    free(sp);
+}
+
+static void spill_done(uv_work_t *req, int status)
+{
+    struct spill *sp = req->data;
+    if (sp->err)
+        td_logc(TD_LOG_WARN, sp->batch_id, sp->call_id, "cannot spill to %s: %s", sp->path,
+                strerror(sp->err));
+    else
+        td_spill_track(sp->path);
+    sp->done(sp->data, sp->err ? NULL : sp->path);
+    spill_free(sp);
+}
+
+int td_spill_start(const char *batch_id, const char *call_id, char *text, size_t len, uid_t uid,
+                   void (*done)(void *data, const char *path), void *data)
+{
+    static unsigned long long spills;
+    struct spill *sp = calloc(1, sizeof(*sp));
+    if (!sp) {
+        free(text);
+        return -1;
+    }
+    sp->text = text;
+    sp->len = len;
+    sp->uid = uid;
+    sp->done = done;
+    sp->data = data;
+    sp->req.data = sp;
+    /* the batch's id names the file: never one that leaves the directory */
+    if (!strchr(batch_id, '/') && asprintf(&sp->name, "%s-%llu.txt", batch_id, ++spills) < 0)
+        sp->name = NULL;
+    if (sp->name && asprintf(&sp->path, "%s/results/%s", td_cfg.work_dir, sp->name) < 0)
+        sp->path = NULL;
+    if (sp->path && (sp->batch_id = strdup(batch_id)) && (sp->call_id = strdup(call_id)) &&
+        uv_queue_work(td_loop, &sp->req, spill_write, spill_done) == 0)
+        return 0;
+    spill_free(sp);
+    return -1;
+}
+
 /* ---- ageing out ---------------------------------------------------------- */
 
 /* Files in the order they were written, so the oldest is always first. */

@@ -32,5 +32,6 @@
 #include "listener.h"
 #include "server.h"
 #include "toolexec.h"
+#include "scheduler.h"
 
 #endif

@@ -30,6 +30,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
+#include "exitcause.h"
 #include "identity.h"
 #include "log.h"
 #include "reaper.h"
@@ -419,16 +420,6 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
     }
 }
 
-static const char *signame(int sig, char *buf, size_t len)
-{
-    const char *abbrev = sigabbrev_np(sig);
-    if (abbrev)
-        snprintf(buf, len, "SIG%s", abbrev);
-    else
-        snprintf(buf, len, "SIG%d", sig);
-    return buf;
-}
-
 /* The worker exited before its result was known: decide what it means. */
 static void decide_on_exit(struct td_worker *w)
 {
@@ -450,38 +441,27 @@ static void decide_on_exit(struct td_worker *w)
     /* Under an init, the tool's own status is what counts. */
     if (rep.have_status)
         w->status = rep.status;
-    if (WIFSIGNALED(w->status)) {
-        char name[32];
-        bool core = WCOREDUMP(w->status);
-        signame(WTERMSIG(w->status), name, sizeof(name));
-        snprintf(detail, sizeof(detail), "terminated; signal %d (%s)%s", WTERMSIG(w->status), name,
-                 core ? ", core dumped" : "");
-        json_t *cause = json_pack("{s:s,s:b,s:o}", "signal", name, "core_dumped", core, "stderr",
-                                  stderr_tail(w));
-        /* SIGXCPU is what RLIMIT_CPU sends at the soft limit; SIGKILL at
-         * the hard one */
-        long cpu_ms = (long)(w->ru.ru_utime.tv_sec + w->ru.ru_stime.tv_sec) * 1000 +
-                      (w->ru.ru_utime.tv_usec + w->ru.ru_stime.tv_usec) / 1000;
-        if (w->limits.cpu_ms &&
-            (WTERMSIG(w->status) == SIGXCPU ||
-             (WTERMSIG(w->status) == SIGKILL && (uint64_t)cpu_ms >= w->limits.cpu_ms)))
+    struct td_exit e;
+    td_exit_decide(w->status, &w->ru, w->limits.cpu_ms, w->tool->protocol == TD_PROTO_FRAMED, &e);
+    if (e.signaled) {
+        json_t *cause = json_pack("{s:s,s:b,s:o}", "signal", e.signame, "core_dumped",
+                                  e.core_dumped, "stderr", stderr_tail(w));
+        if (e.cpu_limit)
             json_object_set_new(cause, "cpu_limit",
                                 json_pack("{s:I,s:I}", "limit_ms", (json_int_t)w->limits.cpu_ms,
-                                          "used_ms", (json_int_t)cpu_ms));
+                                          "used_ms", (json_int_t)e.cpu_ms));
         /* memory.max: the kernel's OOM killer ended the call */
         long long ooms = w->cg_memory ? td_cgroup_oom_kills(w->cg) : 0;
         if (ooms > 0) {
-            snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
-                     "; out of memory at its limit of %llu MiB",
-                     (unsigned long long)w->limits.memory_mb);
+            td_exit_oom(&e, w->limits.memory_mb);
             json_object_set_new(cause, "oom_kill",
                                 json_pack("{s:I,s:I}", "limit_mb", (json_int_t)w->limits.memory_mb,
                                           "kills", (json_int_t)ooms));
         }
-        fail(w, TE_HANDLER_EXIT, detail, cause, NULL);
+        fail(w, TE_HANDLER_EXIT, e.detail, cause, NULL);
         return;
     }
-    int code = WEXITSTATUS(w->status);
+    int code = e.code;
     if (w->tool->protocol == TD_PROTO_PLAIN && code == 0) {
         size_t n = w->plain_len;
         const char *out = w->plain ? w->plain : "";
@@ -510,9 +490,7 @@ static void decide_on_exit(struct td_worker *w)
         fail(w, TE_INVALID_RETURN, detail, json_pack("{s:o}", "truncated_frame", tf), NULL);
         return;
     }
-    snprintf(detail, sizeof(detail), "exited with status %d%s", code,
-             w->tool->protocol == TD_PROTO_FRAMED ? " without a response" : "");
-    fail(w, TE_HANDLER_EXIT, detail,
+    fail(w, TE_HANDLER_EXIT, e.detail,
          json_pack("{s:i,s:o}", "exit_status", code, "stderr", stderr_tail(w)), NULL);
 }
 

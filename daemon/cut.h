@@ -1,0 +1,23 @@
+/*
+ * cut.h - content cutting: a call's content longer than its limit keeps its
+ * head and tail, cut on UTF-8 boundaries, with a marker between saying what
+ * was left out. Pure (no libuv, no JSON): tested in daemon/unit/test_cut.c.
+ */
+#ifndef TD_CUT_H
+#define TD_CUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The content limit of a call: the batch's max_content_bytes (0: the
+ * default), lowered by the tool's (0: none). */
+size_t td_cut_limit(uint64_t batch_limit, uint64_t tool_limit, size_t dflt);
+
+/* Cut *text (*len bytes, NUL-terminated, longer than limit) to at most
+ * limit bytes: on success *text is a new buffer (the old one freed), *len
+ * its length and *kept the bytes of the original it keeps; false (out of
+ * memory) leaves all as they were. */
+bool td_cut(char **text, size_t *len, size_t limit, size_t *kept);
+
+#endif

@@ -1,0 +1,165 @@
+/* Unit tests of tool definition parsing (registry.c), on definitions
+ * written to a fresh directory: loading reads files, nothing else. */
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "toolexecd.h"
+#include "calldir.h"
+
+static char dir[PATH_MAX];
+
+static int dir_setup(void **state)
+{
+    snprintf(dir, sizeof(dir), "%s/td-registry-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        return -1;
+    return chmod(dir, 0755);
+}
+
+static int dir_teardown(void **state)
+{
+    return td_remove_tree_at(AT_FDCWD, dir);
+}
+
+static void put(const char *name, const char *text)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, 0644), 0);
+}
+
+/* Load the directory expecting err to contain want (NULL: success). */
+static struct td_registry *load(const char *want)
+{
+    struct td_registry *r = NULL;
+    char err[512] = "";
+    int rc = td_registry_load(dir, &r, err, sizeof(err));
+    if (!want) {
+        if (rc < 0)
+            fail_msg("load failed: %s", err);
+        return r;
+    }
+    assert_true(rc < 0);
+    assert_null(r);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+    return NULL;
+}
+
+static void test_full_definition(void **state)
+{
+    put("echo.json",
+        "{\"name\":\"echo\",\"description\":\"says it\",\"command\":[\"/bin/echo\","
+        "\"hi\"],\"protocol\":\"plain\",\"timeout_ms\":2500,\"limits\":{\"cpu_ms\":"
+        "100,\"memory_mb\":32},\"env\":{\"A\":\"1\"},\"allow_uids\":[0,1000],"
+        "\"max_content_bytes\":4096,\"spill\":true,\"coerce\":true,\"network\":false,"
+        "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}}");
+    put("manual.json", "{\"name\":\"manual\"}");
+    put("README", "not a definition: not *.json");
+    struct td_registry *r = load(NULL);
+    assert_int_equal(r->n, 2);
+    struct td_tool *t = td_registry_find(r, "echo");
+    assert_non_null(t);
+    assert_string_equal(t->description, "says it");
+    assert_string_equal(t->argv[0], "/bin/echo");
+    assert_string_equal(t->argv[1], "hi");
+    assert_null(t->argv[2]);
+    assert_int_equal(t->protocol, TD_PROTO_PLAIN);
+    assert_int_equal(t->timeout_ms, 2500);
+    assert_int_equal(t->limits.cpu_ms, 100);
+    assert_int_equal(t->limits.memory_mb, 32);
+    assert_int_equal(t->nenv, 1);
+    assert_string_equal(t->env[0], "A=1");
+    assert_int_equal(json_array_size(t->allow_uids), 2);
+    assert_int_equal(t->max_content_bytes, 4096);
+    assert_true(t->spill && t->coerce);
+    assert_int_equal(t->network, 0);
+    assert_non_null(t->validator);
+    struct td_tool *m = td_registry_find(r, "manual");
+    assert_non_null(m);
+    assert_null(m->argv); /* manual mode */
+    assert_int_equal(m->protocol, TD_PROTO_FRAMED);
+    assert_int_equal(m->network, -1);
+    assert_null(td_registry_find(r, "README"));
+    assert_null(td_registry_find(r, "nope"));
+    td_registry_free(r);
+}
+
+static void test_errors(void **state)
+{
+    static const struct {
+        const char *text, *err;
+    } cases[] = {
+        {"{\"name\":\"x\",\"comand\":[\"/bin/true\"]}", "x.json: comand: unknown key"},
+        {"{\"name\":\"x y\"}", "x.json: name: required, [A-Za-z0-9_.-]{1,64}"},
+        {"{\"name\":\"x\",\"protocol\":\"raw\"}",
+         "x.json: protocol: expected \"framed\" or \"plain\""},
+        {"{\"name\":\"x\",\"command\":[]}",
+         "x.json: command: expected a non-empty array of strings"},
+        {"{\"name\":\"x\",\"timeout_ms\":0}", "x.json: timeout_ms: expected a positive integer"},
+        {"{\"name\":\"x\",\"limits\":{\"stack\":1}}", "x.json: limits.stack: unknown limit"},
+        {"{\"name\":\"x\",\"env\":{\"TOOLEXEC_X\":\"1\"}}",
+         "x.json: env.TOOLEXEC_X: TOOLEXEC_* variables are set by the daemon"},
+        {"{\"name\":\"x\",\"allow_uids\":[-1]}",
+         "x.json: allow_uids[0]: expected a non-negative integer"},
+        {"{\"name\":\"x\",\"schema\":{\"type\":7}}", "x.json: schema"},
+        {"{\"name\":\"x\",", "x.json: line 1 column"},
+        {"[1]", "x.json: expected a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        put("x.json", cases[i].text);
+        load(cases[i].err);
+    }
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/x.json", dir);
+    assert_int_equal(unlink(path), 0);
+}
+
+static void test_duplicate_name(void **state)
+{
+    put("a.json", "{\"name\":\"same\"}");
+    put("b.json", "{\"name\":\"same\"}");
+    load("name: \"same\" is already defined in");
+    put("b.json", "{\"name\":\"other\"}");
+    td_registry_free(load(NULL));
+}
+
+/* A definition others may write is refused alone; the rest still load. */
+static void test_unsafe_file(void **state)
+{
+    put("c.json", "{\"name\":\"c\"}");
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/c.json", dir);
+    assert_int_equal(chmod(path, 0666), 0);
+    struct td_registry *r = load(NULL);
+    assert_null(td_registry_find(r, "c"));
+    assert_non_null(td_registry_find(r, "same"));
+    td_registry_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_definition),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_duplicate_name),
+        cmocka_unit_test(test_unsafe_file),
+    };
+    return cmocka_run_group_tests(tests, dir_setup, dir_teardown);
+}

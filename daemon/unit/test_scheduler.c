@@ -1,0 +1,213 @@
+/* Unit tests of the worker-slot scheduler (scheduler.c): the order in which
+ * waiting batches of several clients get the daemon's slots. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "scheduler.h"
+
+/* A batch as the runner keeps it: its entry, its client, calls to start. */
+struct batch {
+    struct td_sched_entry e;
+    char client;
+    int left;
+};
+
+static struct batch *batch_of(struct td_sched_entry *e)
+{
+    return (struct batch *)((char *)e - offsetof(struct batch, e));
+}
+
+static void batch_init(struct batch *b, struct td_conn_sched *client, char name, int calls)
+{
+    memset(b, 0, sizeof(*b));
+    b->e.client = client;
+    b->client = name;
+    b->left = calls;
+}
+
+static int queue_len(const struct td_sched *s)
+{
+    int n = 0;
+    for (struct td_sched_entry *e = s->head; e; e = e->wnext)
+        n++;
+    return n;
+}
+
+static void test_may_start(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched a = {0};
+    struct batch b;
+    batch_init(&b, &a, 'A', 1);
+    assert_true(td_sched_may_start(&s, 1, false));
+    td_sched_take(&s, &b.e);
+    assert_int_equal(s.used, 1);
+    assert_int_equal(b.e.slots, 1);
+    assert_int_equal(a.slots, 1);
+    assert_false(td_sched_may_start(&s, 1, false)); /* full */
+    assert_false(td_sched_may_start(&s, 1, true));
+    assert_true(td_sched_may_start(&s, 2, false));
+    /* a batch waits: a newcomer may not overtake it, the one whose turn it is may */
+    td_sched_enqueue(&s, &b.e);
+    assert_false(td_sched_may_start(&s, 2, false));
+    assert_true(td_sched_may_start(&s, 2, true));
+    td_sched_release(&s, &b.e);
+    assert_int_equal(s.used, 0);
+    assert_int_equal(b.e.slots, 0);
+    assert_int_equal(a.slots, 0);
+}
+
+static void test_queue_ops(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched a = {0};
+    struct batch b[3];
+    for (int i = 0; i < 3; i++) {
+        batch_init(&b[i], &a, 'A', 1);
+        td_sched_enqueue(&s, &b[i].e);
+    }
+    td_sched_enqueue(&s, &b[1].e); /* already waiting: stays where it is */
+    assert_int_equal(queue_len(&s), 3);
+    td_sched_remove(&s, &b[1].e); /* the middle */
+    assert_int_equal(queue_len(&s), 2);
+    assert_ptr_equal(s.head, &b[0].e);
+    assert_ptr_equal(s.head->wnext, &b[2].e);
+    td_sched_remove(&s, &b[1].e); /* not waiting: nothing */
+    td_sched_remove(&s, &b[2].e); /* the tail */
+    assert_ptr_equal(s.tail, &b[0].e);
+    td_sched_enqueue(&s, &b[2].e);
+    assert_ptr_equal(s.head->wnext, &b[2].e);
+    assert_ptr_equal(s.tail, &b[2].e);
+    td_sched_remove(&s, &b[0].e);
+    td_sched_remove(&s, &b[2].e);
+    assert_null(s.head);
+    assert_null(s.tail);
+    assert_null(td_sched_next(&s, 8)); /* nobody waits */
+}
+
+/* The client holding the fewest slots goes first, wherever it waits. */
+static void test_fewest_slots_first(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched A = {0}, B = {0}, C = {0};
+    struct batch a, b, c;
+    batch_init(&a, &A, 'A', 10);
+    batch_init(&b, &B, 'B', 10);
+    batch_init(&c, &C, 'C', 10);
+    for (int i = 0; i < 3; i++)
+        td_sched_take(&s, &a.e);
+    td_sched_take(&s, &c.e);
+    td_sched_enqueue(&s, &a.e);
+    td_sched_enqueue(&s, &c.e);
+    td_sched_enqueue(&s, &b.e);
+    assert_null(td_sched_next(&s, 4)); /* no slot free */
+    td_sched_release(&s, &a.e);
+    struct td_sched_entry *e = td_sched_next(&s, 4);
+    assert_ptr_equal(e, &b.e); /* B holds none */
+    assert_false(b.e.waiting);
+    assert_int_equal(queue_len(&s), 2);
+    td_sched_take(&s, e);
+    /* one more slot: A holds two, C one */
+    assert_ptr_equal(td_sched_next(&s, 5), &c.e);
+}
+
+/* Equal slots: the client served least recently, even behind another. */
+static void test_least_recently_served(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched A = {0}, B = {0};
+    struct batch a1, a2, b1;
+    batch_init(&a1, &A, 'A', 1);
+    batch_init(&a2, &A, 'A', 1);
+    batch_init(&b1, &B, 'B', 1);
+    td_sched_enqueue(&s, &a1.e);
+    td_sched_enqueue(&s, &a2.e);
+    td_sched_enqueue(&s, &b1.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &a1.e); /* all equal: the longest waiting */
+    assert_int_equal(A.served, 1);
+    assert_int_equal(a1.e.served_seq, 1);
+    /* its call ran and ended: the slot is free again, A no more in use than B */
+    assert_ptr_equal(td_sched_next(&s, 1), &b1.e);
+    assert_int_equal(B.served, 2);
+    assert_ptr_equal(td_sched_next(&s, 1), &a2.e);
+    assert_int_equal(A.served, 3);
+    assert_null(td_sched_next(&s, 1));
+}
+
+/* The same client's batches: in the order they came. */
+static void test_longest_waiting(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched A = {0};
+    struct batch a[4];
+    for (int i = 0; i < 4; i++) {
+        batch_init(&a[i], &A, 'A', 1);
+        td_sched_enqueue(&s, &a[i].e);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_ptr_equal(td_sched_next(&s, 1), &a[i].e);
+}
+
+/* A whole run: clients A (three batches of 4 calls, come first), B (one of
+ * 4) and C (one of 2), two slots. Each handout starts one call; a batch with
+ * calls left goes to the back of the queue (as pump_n does); the oldest
+ * running call ends before the next handout. At every handout no waiting
+ * client holds fewer slots, or as many and was served longer ago. */
+static void test_fair_run(void **state)
+{
+    struct td_sched s = {0};
+    struct td_conn_sched A = {0}, B = {0}, C = {0};
+    struct batch bs[5];
+    batch_init(&bs[0], &A, 'A', 4);
+    batch_init(&bs[1], &A, 'A', 4);
+    batch_init(&bs[2], &A, 'A', 4);
+    batch_init(&bs[3], &B, 'B', 4);
+    batch_init(&bs[4], &C, 'C', 2);
+    for (int i = 0; i < 5; i++)
+        td_sched_enqueue(&s, &bs[i].e);
+    struct batch *running[32];
+    int nrun = 0, first = 0;
+    char order[32] = "";
+    size_t n = 0;
+    for (;;) {
+        uint64_t before[3] = {A.served, B.served, C.served};
+        struct td_sched_entry *pick = td_sched_next(&s, 2);
+        if (!pick) {
+            if (first == nrun)
+                break;
+            td_sched_release(&s, &running[first++]->e); /* the oldest ends */
+            continue;
+        }
+        struct batch *b = batch_of(pick);
+        for (struct td_sched_entry *x = s.head; x; x = x->wnext) {
+            assert_true(pick->client->slots <= x->client->slots);
+            if (pick->client->slots == x->client->slots)
+                assert_true(before[b->client - 'A'] <= x->client->served);
+        }
+        td_sched_take(&s, pick);
+        running[nrun++] = b;
+        order[n++] = b->client;
+        if (--b->left > 0)
+            td_sched_enqueue(&s, pick);
+    }
+    assert_int_equal(s.used, 0);
+    assert_int_equal(n, 18);
+    /* B and C are not starved behind A's three batches: while they wait, A
+     * gets a turn only as often as each of them */
+    assert_string_equal(order, "ABCABCABABAAAAAAAA");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_may_start),          cmocka_unit_test(test_queue_ops),
+        cmocka_unit_test(test_fewest_slots_first), cmocka_unit_test(test_least_recently_served),
+        cmocka_unit_test(test_longest_waiting),    cmocka_unit_test(test_fair_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,75 @@
+/* Unit tests of --limits parsing (util.c: td_limits_parse). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "toolexecd.h"
+
+static void test_limits_valid(void **state)
+{
+    struct td_limits l = {.processes = 1024};
+    char err[256] = "";
+    assert_int_equal(td_limits_parse("cpu_ms=1500,memory_mb=64", &l, err, sizeof(err)), 0);
+    assert_int_equal(l.cpu_ms, 1500);
+    assert_int_equal(l.memory_mb, 64);
+    assert_int_equal(l.processes, 1024); /* not named: kept */
+    assert_int_equal(td_limits_parse("processes=8,open_files=32,file_size_mb=1,output_mb=2", &l,
+                                     err, sizeof(err)),
+                     0);
+    assert_int_equal(l.processes, 8);
+    assert_int_equal(l.open_files, 32);
+    assert_int_equal(l.file_size_mb, 1);
+    assert_int_equal(l.output_mb, 2);
+    /* the last of a key wins; empty items are skipped */
+    assert_int_equal(td_limits_parse("cpu_ms=1,,cpu_ms=2,", &l, err, sizeof(err)), 0);
+    assert_int_equal(l.cpu_ms, 2);
+    assert_int_equal(td_limits_parse("", &l, err, sizeof(err)), 0);
+    assert_int_equal(td_limits_parse("output_mb=18446744073709551615", &l, err, sizeof(err)), 0);
+    assert_true(l.output_mb == UINT64_MAX);
+}
+
+static void test_limits_invalid(void **state)
+{
+    static const struct {
+        const char *spec, *err;
+    } cases[] = {
+        {"cpu_ms", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"cpu_ms=", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"cpu_ms=0", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"cpu_ms=-5", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"cpu_ms=12x", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"cpu_ms=18446744073709551616", "\"cpu_ms\": expected KEY=N with N a positive integer"},
+        {"memory_mb=1,stack=5", "\"stack\": unknown limit (cpu_ms, memory_mb, processes, "
+                                "open_files, file_size_mb, output_mb)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct td_limits l = {0};
+        char err[256] = "";
+        assert_int_equal(td_limits_parse(cases[i].spec, &l, err, sizeof(err)), -EINVAL);
+        assert_string_equal(err, cases[i].err);
+    }
+}
+
+static void test_limits_set(void **state)
+{
+    struct td_limits l = {0};
+    assert_int_equal(td_limits_set(&l, "open_files", 7), 0);
+    assert_int_equal(l.open_files, 7);
+    assert_int_equal(td_limits_set(&l, "open_file", 7), -EINVAL);
+    assert_int_equal(td_limits_set(&l, "", 7), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limits_valid),
+        cmocka_unit_test(test_limits_invalid),
+        cmocka_unit_test(test_limits_set),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
