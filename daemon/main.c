@@ -25,6 +25,7 @@
 #include "notify.h"
 #include "reaper.h"
 #include "registry.h"
+#include "sysfilter.h"
 #include "server.h"
 #include "spill.h"
 #include "stats.h"
@@ -506,7 +507,8 @@ int main(int argc, char **argv)
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
 
-    if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0)
+    if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0 ||
+        td_sysfilter_setup() < 0)
         return 1;
     if (geteuid() == 0 && td_identity_setup() < 0)
         return 1;

@@ -23,6 +23,7 @@ enum {
     TD_STEP_RLIMIT,
     TD_STEP_USER,
     TD_STEP_NNP,
+    TD_STEP_SECCOMP,
     TD_STEP_EXEC,
     TD_STEP_SPAWN,
     TD_STEP_COUNT
@@ -31,7 +32,7 @@ enum {
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
-            "chdir", "setrlimit", "setuid", "no_new_privs", "exec", "spawn"                        \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn"             \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

@@ -4,6 +4,7 @@
 #ifndef TD_SANDBOX_H
 #define TD_SANDBOX_H
 
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,8 +29,9 @@ struct td_spawn {
     gid_t gid;
     const struct td_rlimit *rlimits;
     size_t nrlimits;
-    int cgroup_dir;   /* the call's cgroup, born into; -1: none */
-    int cgroup_procs; /* its cgroup.procs, where it cannot be born there */
+    int cgroup_dir;                  /* the call's cgroup, born into; -1: none */
+    int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
+    const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
 };
 struct td_child {
     pid_t pid;

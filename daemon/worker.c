@@ -36,6 +36,7 @@
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
+#include "sysfilter.h"
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
@@ -759,6 +760,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .nrlimits = nrl,
         .cgroup_dir = td_cgroup_dir_fd(w->cg),
         .cgroup_procs = td_cgroup_procs_fd(w->cg),
+        .filter = td_sysfilter_get(network),
     };
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;

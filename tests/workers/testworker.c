@@ -780,6 +780,12 @@ static json_t *hostile_mode(const json_t *args)
             close(fd);
         }
     }
+    if (json_is_true(json_object_get(args, "socketpair"))) {
+        int sv[2], rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+        json_object_set_new(out, "socketpair", rc == 0 ? json_string("ok") : errno_json(errno));
+        if (rc == 0)
+            close(sv[0]), close(sv[1]);
+    }
     json_t *procs = json_array();
     DIR *d = opendir("/proc");
     struct dirent *de;
