@@ -73,8 +73,10 @@
  * 11b. The call's system-call filter, when it has one (sysfilter.c: with
  *     "network": false, socket(AF_UNIX) is refused). After no_new_privs,
  *     which is what lets an unprivileged process install one; last before
- *     exec, so none of our own steps runs under it. A few microseconds: the
- *     program is built once at start, here it is only attached.
+ *     exec, so none of our own steps runs under it. The program is built once
+ *     at start; attaching it is lost in the noise (farm-bench, 12 pairs of
+ *     3,000 fork+exec of /bin/true with and without it: median ratio 1.02
+ *     CPU, 1.04 wall, spread 0.88-1.10).
  * 12. execve. On failure of any step, the step and errno are written to the
  *     report pipe and the child exits 127.
  */
