@@ -54,11 +54,6 @@ int td_userns_flag;
 int td_call_ns;
 char *td_init_path;
 
-const char *td_containment_name(enum td_containment c)
-{
-    return c == TD_CONTAIN_PIDNS ? "pidns" : c == TD_CONTAIN_CGROUP ? "cgroup" : "pgroup";
-}
-
 static int probe_child(void *arg)
 {
     /* In a mount namespace: what each call's child does with it first
