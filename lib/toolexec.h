@@ -9,7 +9,7 @@
  *              encoding, run-request validation (no I/O)
  *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
- *   worker.c   the worker SDK: write a tool in C
+ *   worker_sdk.c the worker SDK: write a tool in C
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a

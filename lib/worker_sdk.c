@@ -1,5 +1,5 @@
 /*
- * worker.c - the C worker SDK. A worker reads exactly one request frame from
+ * worker_sdk.c - the C worker SDK. A worker reads exactly one request frame from
  * stdin, runs its handler and writes exactly one response frame to stdout.
  * Blocking I/O is right here: a worker is a short-lived single-call process.
  */
