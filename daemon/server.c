@@ -322,16 +322,15 @@ void td_conn_send(struct td_conn *c, json_t *event)
         json_decref(event);
         return;
     }
-    char *s = json_dumps(event, JSON_COMPACT);
+    size_t n;
+    char *s = te_lines_dump(event, &n);
     json_decref(event);
     if (!s) {
         td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
         c->dead = true;
         return;
     }
-    size_t n = strlen(s);
-    s[n] = '\n'; /* the NUL's byte becomes the line end */
-    if (td_conn_write(c, s, n + 1, NULL, NULL) < 0)
+    if (td_conn_write(c, s, n, NULL, NULL) < 0)
         return;
     if (!c->congested && c->pending_bytes > CONN_BUFFER_MAX) {
         c->congested = true;

@@ -29,6 +29,7 @@
 #include "bus.h"
 #include "log.h"
 #include "tail.h"
+#include "toolexec.h"
 
 /* Bytes held for a subscriber (queued plus in flight). */
 #define TAIL_QUEUE_MAX (256u * 1024u)
@@ -339,12 +340,8 @@ static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
     }
     json_object_set_new(s, "tail_omitted",
                         json_pack("{s:I,s:o}", "bytes", (json_int_t)line_bytes, "members", left));
-    char *line = json_dumps(s, JSON_COMPACT);
+    char *line = te_lines_dump(s, len);
     json_decref(s);
-    if (!line)
-        return NULL;
-    *len = strlen(line);
-    line[(*len)++] = '\n'; /* over the NUL */
     return line;
 }
 
@@ -362,11 +359,8 @@ static void on_bus(void *data, const struct td_bus_msg *m)
         if (!wants(t, m))
             continue;
         if (!line) {
-            line = json_dumps(ev, JSON_COMPACT);
-            if (!line)
+            if (!(line = te_lines_dump(ev, &len)))
                 return;
-            len = strlen(line);
-            line[len++] = '\n'; /* over the NUL */
             if (len > TAIL_LINE_MAX) {
                 char *s = summary(ev, len, &len);
                 free(line);

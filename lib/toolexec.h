@@ -115,6 +115,9 @@ char *te_lines_finish(te_lines *d, size_t *len);
 int te_lines_grow(te_lines *d);
 /* Drop the line being read: its buffer is freed and its rest skipped. */
 void te_lines_drop(te_lines *d);
+/* The other way: v as one line of compact JSON and its newline, *len bytes
+ * (not NUL-terminated) to free(); NULL when out of memory. */
+char *te_lines_dump(const json_t *v, size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Protocol messages.                                                        */
