@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +67,12 @@ struct td_batch {
     struct td_batch *anext, *aprev; /* all batches, for per-client counts */
     bool throttled;                 /* its client is not reading: workers' output paused */
     size_t settle_from;             /* cancelled: calls from here on still to settle */
-    struct td_batch *cnext;         /* in the list of batches being settled */
+    TAILQ_ENTRY(td_batch) settle_link; /* in the list of batches being settled */
     bool settling;
 };
 
 /* Calls beyond --max-workers wait in the scheduler (scheduler.c). */
-static struct td_sched sched;
+static struct td_sched sched = TD_SCHED_INITIALIZER(sched);
 static struct td_batch *all_batches;
 
 #define batch_of(e) ((struct td_batch *)((char *)(e)-offsetof(struct td_batch, sched)))
@@ -602,7 +603,8 @@ unsigned td_batch_running(void)
 unsigned td_batch_queued(void)
 {
     unsigned n = 0;
-    for (struct td_sched_entry *e = sched.head; e; e = e->wnext)
+    struct td_sched_entry *e;
+    TAILQ_FOREACH(e, &sched.waiting, wlink)
         n += (unsigned)(batch_of(e)->ncalls - batch_of(e)->next);
     return n;
 }
@@ -761,21 +763,14 @@ static json_t *cancelled_error(struct call *c)
  * not hold the loop: each costs ~4 us (a content encoding), 1.5 M of them
  * took 6.5 s in one callback. */
 #define SETTLE_SLICE 256
-static struct td_batch *settle_head, *settle_tail;
+static TAILQ_HEAD(, td_batch) settling = TAILQ_HEAD_INITIALIZER(settling);
 static uv_idle_t *settle_idle;
 
 static void settle_remove(struct td_batch *b)
 {
     if (!b->settling)
         return;
-    struct td_batch **pp = &settle_head, *prev = NULL;
-    while (*pp != b) {
-        prev = *pp;
-        pp = &(*pp)->cnext;
-    }
-    *pp = b->cnext;
-    if (settle_tail == b)
-        settle_tail = prev;
+    TAILQ_REMOVE(&settling, b, settle_link);
     b->settling = false;
 }
 
@@ -801,8 +796,8 @@ static void on_settle_closed(uv_handle_t *h)
 static void on_settle(uv_idle_t *h)
 {
     size_t budget = SETTLE_SLICE;
-    while (settle_head && budget) {
-        struct td_batch *b = settle_head;
+    while (!TAILQ_EMPTY(&settling) && budget) {
+        struct td_batch *b = TAILQ_FIRST(&settling);
         for (; budget && b->settle_from < b->ncalls; budget--)
             settle_call(b, &b->calls[b->settle_from++]);
         if (b->settle_from == b->ncalls) {
@@ -810,7 +805,7 @@ static void on_settle(uv_idle_t *h)
             pump(b); /* may complete and free it */
         }
     }
-    if (!settle_head) {
+    if (TAILQ_EMPTY(&settling)) {
         uv_close((uv_handle_t *)h, on_settle_closed);
         settle_idle = NULL;
     }
@@ -831,12 +826,7 @@ static void settle_later(struct td_batch *b)
         uv_idle_start(settle_idle, on_settle);
     }
     b->settling = true;
-    b->cnext = NULL;
-    if (settle_tail)
-        settle_tail->cnext = b;
-    else
-        settle_head = b;
-    settle_tail = b;
+    TAILQ_INSERT_TAIL(&settling, b, settle_link);
 }
 
 void td_batch_cancel(struct td_batch *b)

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
@@ -57,7 +58,7 @@ struct td_cgroup {
     long long oom_base; /* memory.events oom_kill when the call began */
     bool killed;        /* cgroup.kill was written: see td_cgroup_dir_fd() */
     uv_fs_event_t watch;
-    struct td_cgroup *next; /* in the pool of empty ones */
+    SLIST_ENTRY(td_cgroup) link; /* in the pool of empty ones */
 };
 
 static int base_fd = -1;
@@ -343,7 +344,7 @@ int td_cgroup_setup(const char *want)
  */
 #define CG_POOL_MAX 64
 
-static struct td_cgroup *pool;
+static SLIST_HEAD(, td_cgroup) pool;
 static unsigned npool;
 
 static int write_limit(int dirfd, const char *file, uint64_t v)
@@ -393,14 +394,13 @@ static struct td_cgroup *cg_make(int *err)
 
 struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
 {
-    struct td_cgroup *c = pool;
+    struct td_cgroup *c = SLIST_FIRST(&pool);
     if (c) {
-        pool = c->next;
+        SLIST_REMOVE_HEAD(&pool, link);
         npool--;
     } else if (!(c = cg_make(err))) {
         return NULL;
     }
-    c->next = NULL;
     c->oom_base = 0;
     int rc = 0;
     if (have_memory) {
@@ -474,8 +474,7 @@ static void cg_done(struct td_cgroup *c)
         cg_destroy(c);
         return;
     }
-    c->next = pool;
-    pool = c;
+    SLIST_INSERT_HEAD(&pool, c, link);
     npool++;
 }
 
@@ -529,9 +528,9 @@ void td_cgroup_release(struct td_cgroup *c)
 
 void td_cgroup_close(void)
 {
-    while (pool) {
-        struct td_cgroup *c = pool;
-        pool = c->next;
+    struct td_cgroup *c;
+    while ((c = SLIST_FIRST(&pool))) {
+        SLIST_REMOVE_HEAD(&pool, link);
         cg_destroy(c);
     }
     npool = 0;

@@ -31,19 +31,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "containment.h"
 #include "log.h"
+#include "sandbox.h"
 
 #ifndef TD_LIBEXECDIR
 #define TD_LIBEXECDIR "/usr/libexec/toolexecd"
@@ -53,39 +50,6 @@ enum td_containment td_containment = TD_CONTAIN_PGROUP;
 int td_userns_flag;
 int td_call_ns;
 char *td_init_path;
-
-const char *td_containment_name(enum td_containment c)
-{
-    return c == TD_CONTAIN_PIDNS ? "pidns" : c == TD_CONTAIN_CGROUP ? "cgroup" : "pgroup";
-}
-
-static int probe_child(void *arg)
-{
-    /* In a mount namespace: what each call's child does with it first
-     * (sandbox.c, step 7b); a /proc of our own is refused where the host's
-     * is partly covered (some containers). Its errno is the exit code. */
-    int code = 0;
-    if (arg && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
-        code = errno & 0xff ? errno & 0xff : ECHILD;
-    /* not _exit(): see child_exit() in sandbox.c */
-    syscall(SYS_exit_group, code);
-    return 0; /* not reached */
-}
-
-/* Can we start a child with these namespace flags? 0 or -errno. */
-static int probe(int flags)
-{
-    static char stack[16 * 1024] __attribute__((aligned(16)));
-    pid_t pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | flags,
-                      (flags & CLONE_NEWNS) ? stack : NULL);
-    if (pid < 0)
-        return -errno;
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
-}
 
 /* toolexecd-init beside our own executable (a build tree), else installed. */
 static char *find_init(void)
@@ -116,7 +80,7 @@ int td_containment_setup(const char *want)
     td_userns_flag = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     free(td_init_path);
     td_init_path = find_init();
-    int rc = td_init_path ? probe(CLONE_NEWPID | CLONE_NEWNS | td_userns_flag) : -ENOENT;
+    int rc = td_init_path ? td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | td_userns_flag) : -ENOENT;
     bool pidns = rc == 0, cgroup = td_cgroup_active();
     if (strcmp(want, "pidns") == 0 && !pidns) {
         td_log(TD_LOG_ERR, "--containment pidns: %s",
@@ -176,13 +140,13 @@ int td_containment_check(const char *cgroup_dir)
 {
     int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     char *init = find_init();
-    int pid_rc = probe(CLONE_NEWPID | CLONE_NEWNS | userns);
+    int pid_rc = td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | userns);
     printf("running as uid %d%s\n", (int)geteuid(), userns ? " (unprivileged)" : "");
-    printf("user namespaces:     %s\n", yesno(probe(CLONE_NEWUSER)));
+    printf("user namespaces:     %s\n", yesno(td_sandbox_probe(CLONE_NEWUSER)));
     printf("pid namespaces:      %s%s\n", yesno(pid_rc),
            userns ? " (with a mount namespace and a /proc of its own, inside a user namespace)"
                   : " (with a mount namespace and a /proc of its own)");
-    printf("network namespaces:  %s\n", yesno(probe(CLONE_NEWNET | userns)));
+    printf("network namespaces:  %s\n", yesno(td_sandbox_probe(CLONE_NEWNET | userns)));
     struct td_cgroup_info cg;
     td_cgroup_probe(cgroup_dir, &cg);
     if (!cg.mount[0]) {

@@ -22,7 +22,6 @@ extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
 extern int td_call_ns;
 extern char *td_init_path; /* toolexecd-init */
 int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
-const char *td_containment_name(enum td_containment c);
 /* toolexecd --check [--cgroup DIR] */
 int td_containment_check(const char *cgroup_dir);
 

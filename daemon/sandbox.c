@@ -3,6 +3,9 @@
  *
  * td_sandbox_spawn() creates the worker's pipes, starts the child and, in
  * the child, runs a fixed sequence of set-up steps before exec.
+ * td_sandbox_probe() is the other child the daemon ever starts: once, at
+ * start (containment.c, --check), to learn whether the kernel gives us the
+ * namespaces; it is here so that what it tries stays what step 7b does.
  *
  * The child is started with clone(CLONE_VM | CLONE_VFORK), the way
  * posix_spawn() does it, not with fork(): the daemon is suspended until the
@@ -95,6 +98,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -386,6 +390,32 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
     *c = (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
     return 0;
+}
+
+static int probe_child(void *arg)
+{
+    /* In a mount namespace: what each call's child does with it first and
+     * last (step 7b); a /proc of our own is refused where the host's is
+     * partly covered (some containers). Its errno is the exit code. */
+    int code = 0;
+    if (arg && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+        code = errno & 0xff ? errno & 0xff : ECHILD;
+    child_exit(code);
+    return 0; /* not reached */
+}
+
+int td_sandbox_probe(int ns_flags)
+{
+    pid_t pid = clone(probe_child, child_stack + sizeof(child_stack),
+                      CLONE_VM | CLONE_VFORK | SIGCHLD | ns_flags,
+                      (ns_flags & CLONE_NEWNS) ? child_stack : NULL);
+    if (pid < 0)
+        return -errno;
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
 }
 
 void td_sandbox_report(int fd, struct td_report *r)

@@ -49,5 +49,10 @@ struct td_report {
     int status;
 };
 void td_sandbox_report(int fd, struct td_report *r);
+/* Can a child be started with these namespace flags (CLONE_NEWPID,
+ * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
+ * mounts private and mount a /proc of its own? 0 or -errno. Blocks until
+ * the child is gone: for start-up only, before the reaper runs. */
+int td_sandbox_probe(int ns_flags);
 
 #endif

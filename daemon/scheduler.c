@@ -12,33 +12,20 @@ void td_sched_enqueue(struct td_sched *s, struct td_sched_entry *e)
     if (e->waiting)
         return;
     e->waiting = true;
-    e->wnext = NULL;
-    if (s->tail)
-        s->tail->wnext = e;
-    else
-        s->head = e;
-    s->tail = e;
+    TAILQ_INSERT_TAIL(&s->waiting, e, wlink);
 }
 
 void td_sched_remove(struct td_sched *s, struct td_sched_entry *e)
 {
     if (!e->waiting)
         return;
-    struct td_sched_entry **pp = &s->head, *prev = NULL;
-    while (*pp && *pp != e) {
-        prev = *pp;
-        pp = &(*pp)->wnext;
-    }
-    if (*pp)
-        *pp = e->wnext;
-    if (s->tail == e)
-        s->tail = prev;
+    TAILQ_REMOVE(&s->waiting, e, wlink);
     e->waiting = false;
 }
 
 bool td_sched_may_start(const struct td_sched *s, unsigned max, bool from_queue)
 {
-    return !(s->used >= max || (!from_queue && s->head));
+    return !(s->used >= max || (!from_queue && !TAILQ_EMPTY(&s->waiting)));
 }
 
 void td_sched_take(struct td_sched *s, struct td_sched_entry *e)
@@ -61,15 +48,15 @@ void td_sched_release(struct td_sched *s, struct td_sched_entry *e)
  * minutes. */
 struct td_sched_entry *td_sched_next(struct td_sched *s, unsigned max)
 {
-    if (s->used >= max || !s->head)
+    if (s->used >= max || TAILQ_EMPTY(&s->waiting))
         return NULL;
     /* Fair across clients: the waiting batch whose client holds the fewest
      * slots, then whose client was served least recently, then the one
      * waiting longest. */
-    struct td_sched_entry *b = s->head;
+    struct td_sched_entry *b = TAILQ_FIRST(&s->waiting);
     unsigned best = b->client->slots;
     uint64_t best_seq = b->client->served;
-    for (struct td_sched_entry *x = b->wnext; x; x = x->wnext) {
+    for (struct td_sched_entry *x = TAILQ_NEXT(b, wlink); x; x = TAILQ_NEXT(x, wlink)) {
         unsigned n = x->client->slots;
         uint64_t q = x->client->served;
         if (n < best || (n == best && q < best_seq)) {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 /* The scheduler's state for a client (kept on its connection): worker slots
  * its calls hold, and when a call of it last left the queue. */
@@ -19,7 +20,7 @@ struct td_conn_sched {
 /* One batch, as the scheduler sees it; embedded in the batch. */
 struct td_sched_entry {
     struct td_conn_sched *client;
-    struct td_sched_entry *wnext;
+    TAILQ_ENTRY(td_sched_entry) wlink;
     unsigned slots;      /* worker slots its calls hold */
     uint64_t served_seq; /* when a call of it last left the queue */
     bool waiting;        /* in the queue for a worker slot */
@@ -28,8 +29,12 @@ struct td_sched_entry {
 struct td_sched {
     unsigned used; /* slots held, all batches */
     uint64_t counter;
-    struct td_sched_entry *head, *tail; /* waiting, in arrival order */
+    TAILQ_HEAD(td_sched_queue, td_sched_entry) waiting; /* in arrival order */
 };
+#define TD_SCHED_INITIALIZER(s)                                                                    \
+    {                                                                                              \
+        .waiting = TAILQ_HEAD_INITIALIZER((s).waiting)                                             \
+    }
 
 /* Put e at the back of the queue (no-op when already waiting); take it out
  * (no-op when not waiting). */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -49,14 +50,14 @@ struct uid_use {
     uid_t uid;
     unsigned conns;
     size_t calls; /* calls of its unfinished batches */
-    struct uid_use *next;
+    LIST_ENTRY(uid_use) link;
 };
 
 struct batch_entry {
     struct td_batch *b;
     char *id;
     bool cancelled;
-    struct batch_entry *next;
+    LIST_ENTRY(batch_entry) link;
 };
 
 struct td_conn {
@@ -66,7 +67,7 @@ struct td_conn {
     unsigned pending_writes;
     size_t pending_bytes; /* queued, not yet written */
     bool congested;       /* workers' output paused for this client */
-    struct batch_entry *batches;
+    LIST_HEAD(, batch_entry) batches;
     unsigned nbatches, batch_seq;
     struct ucred cred;
     uv_poll_t hup;        /* after EOF: tells a full close from a half-close */
@@ -80,7 +81,7 @@ struct td_conn {
     size_t turn_bytes;    /* read since it last rested */
     struct td_conn_sched sched;
     bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
-    struct td_conn *prev, *next;
+    LIST_ENTRY(td_conn) link;
 };
 
 struct write_req {
@@ -91,22 +92,22 @@ struct write_req {
     void *arg;
 };
 
-static struct td_conn *conns;
+static LIST_HEAD(, td_conn) conns;
 static unsigned nconns;
 static char read_buf[READ_CHUNK];
-static struct uid_use *uids;
+static LIST_HEAD(, uid_use) uids;
 static void (*conn_gone_cb)(void);
 static size_t buffered; /* bytes allocated for unfinished lines, all clients */
 
 static struct uid_use *uid_use_get(uid_t uid)
 {
-    struct uid_use *u = uids;
-    while (u && u->uid != uid)
-        u = u->next;
-    if (!u && (u = calloc(1, sizeof(*u)))) {
+    struct uid_use *u;
+    LIST_FOREACH(u, &uids, link)
+        if (u->uid == uid)
+            return u;
+    if ((u = calloc(1, sizeof(*u)))) {
         u->uid = uid;
-        u->next = uids;
-        uids = u;
+        LIST_INSERT_HEAD(&uids, u, link);
     }
     return u;
 }
@@ -115,13 +116,8 @@ static void uid_use_put(struct uid_use *u)
 {
     if (!u || u->conns || u->calls)
         return;
-    for (struct uid_use **pp = &uids; *pp; pp = &(*pp)->next) {
-        if (*pp == u) {
-            *pp = u->next;
-            free(u);
-            return;
-        }
-    }
+    LIST_REMOVE(u, link);
+    free(u);
 }
 
 unsigned td_server_conns(void)
@@ -136,12 +132,7 @@ static void on_conn_closed(uv_handle_t *h)
         return;
     if (c->hup_fd >= 0)
         close(c->hup_fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    LIST_REMOVE(c, link);
     nconns--;
     if (c->uid) {
         c->uid->conns--;
@@ -184,13 +175,13 @@ static void maybe_close(struct td_conn *c)
 static void cancel_batches(struct td_conn *c)
 {
     td_batch_hold(true);
-    for (struct batch_entry *e = c->batches; e;) {
+    for (struct batch_entry *e = LIST_FIRST(&c->batches); e;) {
         if (!e->cancelled) {
             e->cancelled = true;
             td_batch_cancel(e->b);
-            e = c->batches;
+            e = LIST_FIRST(&c->batches);
         } else {
-            e = e->next;
+            e = LIST_NEXT(e, link);
         }
     }
     td_batch_hold(false);
@@ -322,16 +313,15 @@ void td_conn_send(struct td_conn *c, json_t *event)
         json_decref(event);
         return;
     }
-    char *s = json_dumps(event, JSON_COMPACT);
+    size_t n;
+    char *s = te_lines_dump(event, &n);
     json_decref(event);
     if (!s) {
         td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
         c->dead = true;
         return;
     }
-    size_t n = strlen(s);
-    s[n] = '\n'; /* the NUL's byte becomes the line end */
-    if (td_conn_write(c, s, n + 1, NULL, NULL) < 0)
+    if (td_conn_write(c, s, n, NULL, NULL) < 0)
         return;
     if (!c->congested && c->pending_bytes > CONN_BUFFER_MAX) {
         c->congested = true;
@@ -356,7 +346,8 @@ void td_conn_error(struct td_conn *c, const char *batch, const char *type, const
 
 void td_batches_throttle(struct td_conn *c, bool pause)
 {
-    for (struct batch_entry *e = c->batches; e; e = e->next)
+    struct batch_entry *e;
+    LIST_FOREACH(e, &c->batches, link)
         td_batch_throttle(e->b, pause);
 }
 
@@ -365,10 +356,11 @@ void td_batches_throttle(struct td_conn *c, bool pause)
 static bool batch_add(void *data, struct td_batch *b, const char *id)
 {
     struct td_conn *c = data;
-    for (struct batch_entry *e = c->batches; e; e = e->next)
+    struct batch_entry *e;
+    LIST_FOREACH(e, &c->batches, link)
         if (strcmp(e->id, id) == 0)
             return false;
-    struct batch_entry *e = malloc(sizeof(*e));
+    e = malloc(sizeof(*e));
     if (!e || !(e->id = strdup(id))) {
         free(e);
         return false;
@@ -377,8 +369,7 @@ static bool batch_add(void *data, struct td_batch *b, const char *id)
     e->cancelled = false;
     if (c->congested)
         td_batch_throttle(b, true);
-    e->next = c->batches;
-    c->batches = e;
+    LIST_INSERT_HEAD(&c->batches, e, link);
     c->nbatches++;
     return true;
 }
@@ -386,10 +377,10 @@ static bool batch_add(void *data, struct td_batch *b, const char *id)
 static void batch_done(void *data, struct td_batch *b)
 {
     struct td_conn *c = data;
-    for (struct batch_entry **pp = &c->batches; *pp; pp = &(*pp)->next) {
-        if ((*pp)->b == b) {
-            struct batch_entry *e = *pp;
-            *pp = e->next;
+    struct batch_entry *e;
+    LIST_FOREACH(e, &c->batches, link) {
+        if (e->b == b) {
+            LIST_REMOVE(e, link);
             free(e->id);
             free(e);
             c->nbatches--;
@@ -520,9 +511,9 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             req);
     } else if (strcmp(op, "cancel") == 0) {
         const char *id = json_string_value(json_object_get(req, "batch"));
-        struct batch_entry *e = c->batches;
+        struct batch_entry *e = LIST_FIRST(&c->batches);
         while (e && id && strcmp(e->id, id) != 0)
-            e = e->next;
+            e = LIST_NEXT(e, link);
         if (!id) {
             td_conn_error(c, NULL, "request_error", "invalid_request",
                           "batch: expected the id of a running batch", NULL);
@@ -538,9 +529,9 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     } else if (strcmp(op, "decide") == 0) {
         const char *id = json_string_value(json_object_get(req, "batch"));
         const char *call = json_string_value(json_object_get(req, "id"));
-        struct batch_entry *e = c->batches;
+        struct batch_entry *e = LIST_FIRST(&c->batches);
         while (e && id && strcmp(e->id, id) != 0)
-            e = e->next;
+            e = LIST_NEXT(e, link);
         if (!id || !call || !json_object_get(req, "decision")) {
             td_conn_error(c, NULL, "request_error", "invalid_request",
                           "decide: expected \"batch\", \"id\" and \"decision\"", NULL);
@@ -598,7 +589,8 @@ static bool make_room(struct td_conn *c, size_t need)
     while (buffered - c->in.cap + need > td_cfg.max_request_buffer) {
         struct td_conn *big = c;
         size_t most = need;
-        for (struct td_conn *x = conns; x; x = x->next) {
+        struct td_conn *x;
+        LIST_FOREACH(x, &conns, link) {
             if (x != c && x->in.cap > most) {
                 big = x;
                 most = x->in.cap;
@@ -740,10 +732,7 @@ void td_conn_accept(int fd, bool events)
     socklen_t len = sizeof(c->cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
-    c->next = conns;
-    if (conns)
-        conns->prev = c;
-    conns = c;
+    LIST_INSERT_HEAD(&conns, c, link);
     nconns++;
     if ((c->uid = uid_use_get(c->cred.uid)))
         c->uid->conns++;
@@ -783,7 +772,8 @@ void td_conn_accept(int fd, bool events)
 static unsigned total_batches(void)
 {
     unsigned n = 0;
-    for (struct td_conn *c = conns; c; c = c->next)
+    struct td_conn *c;
+    LIST_FOREACH(c, &conns, link)
         n += c->nbatches;
     return n;
 }
@@ -795,7 +785,8 @@ bool td_server_finished(void)
 
 void td_server_cancel_all(void)
 {
-    for (struct td_conn *c = conns; c; c = c->next)
+    struct td_conn *c;
+    LIST_FOREACH(c, &conns, link)
         cancel_batches(c);
 }
 
@@ -806,8 +797,8 @@ unsigned td_server_batches(void)
 
 void td_server_drop_unread(void)
 {
-    for (struct td_conn *c = conns, *next; c; c = next) {
-        next = c->next;
+    for (struct td_conn *c = LIST_FIRST(&conns), *next; c; c = next) {
+        next = LIST_NEXT(c, link);
         if (c->closing || c->nbatches || !c->pending_writes)
             continue;
         td_log(TD_LOG_WARN,
@@ -824,8 +815,8 @@ void td_server_on_conn_gone(void (*cb)(void))
 
 void td_server_stop(void)
 {
-    for (struct td_conn *c = conns, *next; c; c = next) {
-        next = c->next;
+    for (struct td_conn *c = LIST_FIRST(&conns), *next; c; c = next) {
+        next = LIST_NEXT(c, link);
         maybe_close(c);
     }
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,45 +153,48 @@ struct spilled {
     char *path;
     uint64_t written_ms;
     int err; /* of the unlink */
-    struct spilled *next;
+    STAILQ_ENTRY(spilled) link;
 };
+STAILQ_HEAD(spill_list, spilled);
 
 struct sweep {
     uv_work_t req;
-    struct spilled *files;
+    struct spill_list files;
 };
 
-static struct spilled *head, **tail = &head;
+static struct spill_list files = STAILQ_HEAD_INITIALIZER(files);
 static uv_timer_t timer;
 static bool timer_ready, stopped;
 
-static void free_list(struct spilled *s)
+static void free_list(struct spill_list *l)
 {
-    while (s) {
-        struct spilled *next = s->next;
+    struct spilled *s;
+    while ((s = STAILQ_FIRST(l))) {
+        STAILQ_REMOVE_HEAD(l, link);
         free(s->path);
         free(s);
-        s = next;
     }
 }
 
 static void sweep_work(uv_work_t *req)
 {
     struct sweep *sw = req->data;
-    for (struct spilled *s = sw->files; s; s = s->next)
+    struct spilled *s;
+    STAILQ_FOREACH(s, &sw->files, link)
         s->err = unlink(s->path) < 0 && errno != ENOENT ? errno : 0;
 }
 
 static void sweep_done(uv_work_t *req, int status)
 {
     struct sweep *sw = req->data;
-    for (struct spilled *s = sw->files; s; s = s->next)
+    struct spilled *s;
+    STAILQ_FOREACH(s, &sw->files, link)
         if (s->err)
             td_log(TD_LOG_WARN, "cannot remove spill file %s: %s", s->path, strerror(s->err));
         else
             td_log(TD_LOG_DEBUG, "removed spill file %s (older than %u s)", s->path,
                    td_cfg.spill_max_age_s);
-    free_list(sw->files);
+    free_list(&sw->files);
     free(sw);
 }
 
@@ -201,32 +205,32 @@ static void arm(void);
 static void on_timer(uv_timer_t *t)
 {
     uint64_t now = uv_now(td_loop), age = td_cfg.spill_max_age_s * 1000ULL;
-    struct spilled *due = head, **last = &head;
-    while (*last && (*last)->written_ms + age <= now)
-        last = &(*last)->next;
-    head = *last;
-    *last = NULL;
-    if (!head)
-        tail = &head;
-    struct sweep *sw = due != head ? calloc(1, sizeof(*sw)) : NULL;
+    struct spill_list due = STAILQ_HEAD_INITIALIZER(due);
+    struct spilled *s;
+    while ((s = STAILQ_FIRST(&files)) && s->written_ms + age <= now) {
+        STAILQ_REMOVE_HEAD(&files, link);
+        STAILQ_INSERT_TAIL(&due, s, link);
+    }
+    struct sweep *sw = !STAILQ_EMPTY(&due) ? calloc(1, sizeof(*sw)) : NULL;
     if (sw) {
-        sw->files = due;
+        STAILQ_INIT(&sw->files);
+        STAILQ_CONCAT(&sw->files, &due);
         sw->req.data = sw;
         if (uv_queue_work(td_loop, &sw->req, sweep_work, sweep_done) != 0) {
+            STAILQ_CONCAT(&due, &sw->files);
             free(sw);
-            sw = NULL;
         }
     }
-    if (!sw && due != head)
-        free_list(due); /* left for the exit */
+    free_list(&due); /* what could not be handed over: left for the exit */
     arm();
 }
 
 static void arm(void)
 {
-    if (!head || stopped)
+    if (STAILQ_EMPTY(&files) || stopped)
         return;
-    uint64_t now = uv_now(td_loop), due = head->written_ms + td_cfg.spill_max_age_s * 1000ULL;
+    uint64_t now = uv_now(td_loop),
+             due = STAILQ_FIRST(&files)->written_ms + td_cfg.spill_max_age_s * 1000ULL;
     uv_timer_start(&timer, on_timer, due > now ? due - now : 0, 0);
 }
 
@@ -246,9 +250,8 @@ void td_spill_track(const char *path)
         timer_ready = true;
     }
     s->written_ms = uv_now(td_loop);
-    bool first = !head;
-    *tail = s;
-    tail = &s->next;
+    bool first = STAILQ_EMPTY(&files);
+    STAILQ_INSERT_TAIL(&files, s, link);
     if (first)
         arm();
 }
@@ -259,7 +262,5 @@ void td_spill_stop(void)
     if (timer_ready)
         uv_close((uv_handle_t *)&timer, NULL);
     timer_ready = false;
-    free_list(head);
-    head = NULL;
-    tail = &head;
+    free_list(&files);
 }

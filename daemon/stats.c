@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include <uv.h>
 
@@ -23,10 +24,10 @@ struct tool_stats {
     uint64_t lat_us[LATENCY_SAMPLES];
     size_t nlat, lat_next;
     uint64_t spawn_us_sum, spawns;
-    struct tool_stats *next;
+    SLIST_ENTRY(tool_stats) link;
 };
 
-static struct tool_stats *all;
+static SLIST_HEAD(, tool_stats) all;
 static uint64_t started_ns, batches_served, calls_total;
 
 static void on_bus(void *data, const struct td_bus_msg *m);
@@ -39,16 +40,16 @@ void td_stats_init(void)
 
 static struct tool_stats *find(const char *tool)
 {
-    for (struct tool_stats *t = all; t; t = t->next)
+    struct tool_stats *t;
+    SLIST_FOREACH(t, &all, link)
         if (strcmp(t->name, tool) == 0)
             return t;
-    struct tool_stats *t = calloc(1, sizeof(*t));
+    t = calloc(1, sizeof(*t));
     if (!t || !(t->name = strdup(tool))) {
         free(t);
         return NULL;
     }
-    t->next = all;
-    all = t;
+    SLIST_INSERT_HEAD(&all, t, link);
     return t;
 }
 
@@ -144,7 +145,8 @@ static json_t *percentiles(const struct tool_stats *t)
 json_t *td_stats_event(const struct td_stats_gauges *g)
 {
     json_t *tools = json_object();
-    for (struct tool_stats *t = all; t; t = t->next) {
+    struct tool_stats *t;
+    SLIST_FOREACH(t, &all, link) {
         json_t *errs = json_object();
         for (int r = 0; r < TE_REASON_COUNT; r++)
             json_object_set_new(errs, te_reason_name(r),
@@ -170,10 +172,10 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
 
 void td_stats_free(void)
 {
-    for (struct tool_stats *t = all, *n; t; t = n) {
-        n = t->next;
+    struct tool_stats *t;
+    while ((t = SLIST_FIRST(&all))) {
+        SLIST_REMOVE_HEAD(&all, link);
         free(t->name);
         free(t);
     }
-    all = NULL;
 }

@@ -24,11 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <unistd.h>
 
 #include "bus.h"
 #include "log.h"
 #include "tail.h"
+#include "toolexec.h"
 
 /* Bytes held for a subscriber (queued plus in flight). */
 #define TAIL_QUEUE_MAX (256u * 1024u)
@@ -48,7 +50,7 @@
 #define PEER_GROUPS_MAX 65536
 
 struct item {
-    struct item *next;
+    STAILQ_ENTRY(item) link;
     char *data;
     size_t len;
 };
@@ -59,16 +61,16 @@ struct td_tail {
     uid_t uid;
     bool all;                /* sees every client's batches */
     json_t *tools, *batches; /* filters: sets (objects keyed by name), or NULL */
-    struct item *head, *last;
+    STAILQ_HEAD(, item) queue;
     size_t bytes;  /* queued plus in flight */
     size_t flight; /* the line being written */
     unsigned long long dropped;
     bool writing;
     bool gone; /* freed by its owner while a write was in flight */
-    struct td_tail *prev, *next;
+    LIST_ENTRY(td_tail) link;
 };
 
-static struct td_tail *subs;
+static LIST_HEAD(, td_tail) subs;
 static bool have_group;
 static gid_t tail_gid;
 
@@ -188,10 +190,8 @@ struct td_tail *td_tail_new(td_tail_write_fn write, struct td_conn *c, const str
     t->conn = c;
     t->uid = cred->uid;
     t->all = cred->uid == 0 || cred->uid == geteuid() || in_tail_group(fd, cred->gid);
-    t->next = subs;
-    if (subs)
-        subs->prev = t;
-    subs = t;
+    STAILQ_INIT(&t->queue);
+    LIST_INSERT_HEAD(&subs, t, link);
     td_log(TD_LOG_DEBUG, "client pid %d uid %d: tailing %s", (int)cred->pid, (int)cred->uid,
            t->all ? "every batch" : "its own uid's batches");
     return t;
@@ -199,13 +199,13 @@ struct td_tail *td_tail_new(td_tail_write_fn write, struct td_conn *c, const str
 
 static void drop_queue(struct td_tail *t)
 {
-    for (struct item *i = t->head, *n; i; i = n) {
-        n = i->next;
+    for (struct item *i = STAILQ_FIRST(&t->queue), *n; i; i = n) {
+        n = STAILQ_NEXT(i, link);
         t->bytes -= i->len;
         free(i->data);
         free(i);
     }
-    t->head = t->last = NULL;
+    STAILQ_INIT(&t->queue);
 }
 
 void td_tail_set_filters(struct td_tail *t, json_t *tools, json_t *batches)
@@ -224,13 +224,7 @@ void td_tail_free(struct td_tail *t)
 {
     if (!t)
         return;
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        subs = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    t->prev = t->next = NULL;
+    LIST_REMOVE(t, link);
     drop_queue(t);
     json_decref(t->tools);
     json_decref(t->batches);
@@ -275,12 +269,10 @@ static void kick(struct td_tail *t)
             t->writing = false;
         return;
     }
-    struct item *i = t->head;
+    struct item *i = STAILQ_FIRST(&t->queue);
     if (!i)
         return;
-    t->head = i->next;
-    if (!t->head)
-        t->last = NULL;
+    STAILQ_REMOVE_HEAD(&t->queue, link);
     /* still counted in t->bytes until written */
     t->flight = i->len;
     t->writing = true;
@@ -339,12 +331,8 @@ static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
     }
     json_object_set_new(s, "tail_omitted",
                         json_pack("{s:I,s:o}", "bytes", (json_int_t)line_bytes, "members", left));
-    char *line = json_dumps(s, JSON_COMPACT);
+    char *line = te_lines_dump(s, len);
     json_decref(s);
-    if (!line)
-        return NULL;
-    *len = strlen(line);
-    line[(*len)++] = '\n'; /* over the NUL */
     return line;
 }
 
@@ -358,15 +346,13 @@ static void on_bus(void *data, const struct td_bus_msg *m)
     const json_t *ev = m->json;
     char *line = NULL;
     size_t len = 0;
-    for (struct td_tail *t = subs; t; t = t->next) {
+    struct td_tail *t;
+    LIST_FOREACH(t, &subs, link) {
         if (!wants(t, m))
             continue;
         if (!line) {
-            line = json_dumps(ev, JSON_COMPACT);
-            if (!line)
+            if (!(line = te_lines_dump(ev, &len)))
                 return;
-            len = strlen(line);
-            line[len++] = '\n'; /* over the NUL */
             if (len > TAIL_LINE_MAX) {
                 char *s = summary(ev, len, &len);
                 free(line);
@@ -375,11 +361,9 @@ static void on_bus(void *data, const struct td_bus_msg *m)
             }
         }
         /* Make room: the oldest queued lines go first. */
-        while (t->head && t->bytes + len > TAIL_QUEUE_MAX) {
-            struct item *old = t->head;
-            t->head = old->next;
-            if (!t->head)
-                t->last = NULL;
+        while (!STAILQ_EMPTY(&t->queue) && t->bytes + len > TAIL_QUEUE_MAX) {
+            struct item *old = STAILQ_FIRST(&t->queue);
+            STAILQ_REMOVE_HEAD(&t->queue, link);
             t->bytes -= old->len;
             t->dropped++;
             free(old->data);
@@ -394,11 +378,7 @@ static void on_bus(void *data, const struct td_bus_msg *m)
         }
         memcpy(copy, line, len);
         *i = (struct item){.data = copy, .len = len};
-        if (t->last)
-            t->last->next = i;
-        else
-            t->head = i;
-        t->last = i;
+        STAILQ_INSERT_TAIL(&t->queue, i, link);
         t->bytes += len;
         kick(t);
     }
@@ -408,7 +388,8 @@ static void on_bus(void *data, const struct td_bus_msg *m)
 unsigned td_tail_count(void)
 {
     unsigned n = 0;
-    for (struct td_tail *t = subs; t; t = t->next)
+    struct td_tail *t;
+    LIST_FOREACH(t, &subs, link)
         n++;
     return n;
 }

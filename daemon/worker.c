@@ -866,11 +866,3 @@ void td_worker_abandon(struct td_worker *w)
     td_worker_cancel(w);
 }
 
-void td_worker_kill_all(void)
-{
-    for (struct td_worker *w = workers, *next; w; w = next) {
-        next = w->next;
-        if (!w->finished)
-            td_worker_cancel(w);
-    }
-}

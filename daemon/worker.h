@@ -38,7 +38,6 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
                                   json_t **result);
 /* Forget the callback (its owner is going away); the worker is killed. */
 void td_worker_abandon(struct td_worker *w);
-void td_worker_kill_all(void);
 /* Kill it now; its result is a handler_exit with cause.cancelled. */
 void td_worker_cancel(struct td_worker *w);
 void td_worker_setup(void);

@@ -74,13 +74,11 @@ int te_client_connect(const char *path, te_client **out)
 
 int te_client_send(te_client *c, const json_t *req)
 {
-    char *s = json_dumps(req, JSON_COMPACT);
+    size_t left;
+    char *s = te_lines_dump(req, &left);
     if (!s)
         return -ENOMEM;
-    size_t n = strlen(s);
-    s[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
     const char *p = s;
-    size_t left = n + 1;
     int rc = 0;
     while (left) {
         ssize_t w = send(c->fd, p, left, MSG_NOSIGNAL);

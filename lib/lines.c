@@ -144,3 +144,14 @@ char *te_lines_finish(te_lines *d, size_t *len)
     d->done = true;
     return te_lines_line(d, len);
 }
+
+/* The encoder, for the daemon, the client and the CLI alike. */
+char *te_lines_dump(const json_t *v, size_t *len)
+{
+    char *s = json_dumps(v, JSON_COMPACT);
+    if (!s)
+        return NULL;
+    *len = strlen(s);
+    s[(*len)++] = '\n'; /* over the NUL: json_dumps allocated one byte more */
+    return s;
+}

@@ -9,7 +9,7 @@
  *              encoding, run-request validation (no I/O)
  *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
- *   worker.c   the worker SDK: write a tool in C
+ *   worker_sdk.c the worker SDK: write a tool in C
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
@@ -115,6 +115,9 @@ char *te_lines_finish(te_lines *d, size_t *len);
 int te_lines_grow(te_lines *d);
 /* Drop the line being read: its buffer is freed and its rest skipped. */
 void te_lines_drop(te_lines *d);
+/* The other way: v as one line of compact JSON and its newline, *len bytes
+ * (not NUL-terminated) to free(); NULL when out of memory. */
+char *te_lines_dump(const json_t *v, size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Protocol messages.                                                        */

@@ -2,7 +2,7 @@
  * common.c - what every toolexec command shares: messages and usage
  * errors, the common options, and finding, reaching and talking to the
  * daemon's socket. Below the commands; the help texts come from above
- * (toolexec.c) through te_cli_set_help.
+ * (toolexec.c) through cli_set_help.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,7 +17,7 @@
 
 static char socket_buf[PATH_MAX];
 
-void te_cli_err(const char *fmt, ...)
+void cli_err(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -29,20 +29,20 @@ void te_cli_err(const char *fmt, ...)
 
 static const char *(*help_of)(const char *cmd);
 
-void te_cli_set_help(const char *(*fn)(const char *cmd))
+void cli_set_help(const char *(*fn)(const char *cmd))
 {
     help_of = fn;
 }
 
-int te_cli_help(const char *cmd)
+int cli_help(const char *cmd)
 {
     const char *h = help_of ? help_of(cmd) : NULL;
     if (h)
         fputs(h, stdout);
-    return TE_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
-int te_cli_usage_error(const char *cmd, const char *fmt, ...)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -50,19 +50,19 @@ int te_cli_usage_error(const char *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry 'toolexec%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
     va_end(ap);
-    return TE_EXIT_ERROR;
+    return CLI_EXIT_ERROR;
 }
 
-int te_cli_bad_option(const char *cmd, int opt, char **argv)
+int cli_bad_option(const char *cmd, int opt, char **argv)
 {
     if (opt == ':')
-        return te_cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+        return cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
     if (optopt) /* an unknown short option, perhaps inside a cluster */
-        return te_cli_usage_error(cmd, "unknown option -%c", optopt);
-    return te_cli_usage_error(cmd, "unknown option %s", argv[optind - 1]);
+        return cli_usage_error(cmd, "unknown option -%c", optopt);
+    return cli_usage_error(cmd, "unknown option %s", argv[optind - 1]);
 }
 
-bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg)
+bool cli_common_option(struct cli *cli, int opt, const char *arg)
 {
     if (opt == 's')
         cli->socket_path = arg;
@@ -73,7 +73,7 @@ bool te_cli_common_option(struct te_cli *cli, int opt, const char *arg)
     return true;
 }
 
-void te_cli_print_json(const json_t *ev)
+void cli_print_json(const json_t *ev)
 {
     char *s = json_dumps(ev, JSON_COMPACT);
     if (s) {
@@ -85,7 +85,7 @@ void te_cli_print_json(const json_t *ev)
 
 /* The socket: --socket, then $TOOLEXECD_SOCKET, then the daemon's own
  * default, so that a toolexec and a toolexecd started alike meet. */
-static const char *resolve_socket(struct te_cli *cli)
+static const char *resolve_socket(struct cli *cli)
 {
     if (cli->socket_path)
         return cli->socket_path;
@@ -94,13 +94,13 @@ static const char *resolve_socket(struct te_cli *cli)
         return cli->socket_path = env;
     int rc = te_default_socket_path(socket_buf, sizeof(socket_buf));
     if (rc == -ENOENT) {
-        te_cli_err("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket "
-                   "PATH or set TOOLEXECD_SOCKET (the system service listens on " TE_SYSTEM_SOCKET
-                   ")");
+        cli_err("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket "
+                "PATH or set TOOLEXECD_SOCKET (the system service listens on " CLI_SYSTEM_SOCKET
+                ")");
         return NULL;
     }
     if (rc < 0) {
-        te_cli_err("cannot work out the default socket: %s; pass --socket PATH", strerror(-rc));
+        cli_err("cannot work out the default socket: %s; pass --socket PATH", strerror(-rc));
         return NULL;
     }
     return cli->socket_path = socket_buf;
@@ -108,33 +108,33 @@ static const char *resolve_socket(struct te_cli *cli)
 
 static const char *dash(void)
 {
-    return te_term_utf8() ? "\u2014" : "--";
+    return cli_term_utf8() ? "\u2014" : "--";
 }
 
 static void explain_connect_error(const char *path, int err)
 {
     if (err == EACCES || err == EPERM) {
-        te_cli_err("cannot connect to %s: %s %s is your user in the socket's group? "
-                   "(ls -l %s; toolexecd --socket-group) Set --socket or TOOLEXECD_SOCKET.",
-                   path, strerror(err), dash(), path);
+        cli_err("cannot connect to %s: %s %s is your user in the socket's group? "
+                "(ls -l %s; toolexecd --socket-group) Set --socket or TOOLEXECD_SOCKET.",
+                path, strerror(err), dash(), path);
         return;
     }
     if (err == ENAMETOOLONG) {
-        te_cli_err("cannot connect to %s: the path is longer than a Unix socket allows "
-                   "(107 bytes)",
-                   path);
+        cli_err("cannot connect to %s: the path is longer than a Unix socket allows "
+                "(107 bytes)",
+                path);
         return;
     }
-    te_cli_err("cannot connect to %s: %s %s is toolexecd running? (systemctl status "
-               "toolexecd.socket) Set --socket or TOOLEXECD_SOCKET.",
-               path, strerror(err), dash());
+    cli_err("cannot connect to %s: %s %s is toolexecd running? (systemctl status "
+            "toolexecd.socket) Set --socket or TOOLEXECD_SOCKET.",
+            path, strerror(err), dash());
     /* A user whose default is under XDG_RUNTIME_DIR while the system
      * service listens elsewhere: point at it. */
-    if (strcmp(path, TE_SYSTEM_SOCKET) != 0 && access(TE_SYSTEM_SOCKET, F_OK) == 0)
-        te_cli_err("the system service's socket exists: try --socket " TE_SYSTEM_SOCKET);
+    if (strcmp(path, CLI_SYSTEM_SOCKET) != 0 && access(CLI_SYSTEM_SOCKET, F_OK) == 0)
+        cli_err("the system service's socket exists: try --socket " CLI_SYSTEM_SOCKET);
 }
 
-te_client *te_cli_connect(struct te_cli *cli)
+te_client *cli_connect(struct cli *cli)
 {
     const char *path = resolve_socket(cli);
     if (!path)
@@ -148,30 +148,29 @@ te_client *te_cli_connect(struct te_cli *cli)
     return c;
 }
 
-int te_cli_recv_failed(const struct te_cli *cli, int rc, const char *what)
+int cli_recv_failed(const struct cli *cli, int rc, const char *what)
 {
     if (rc == -EBADMSG) {
-        te_cli_err("%s sent a line that is not a JSON object %s is it a toolexecd socket?",
-                   cli->socket_path, dash());
-        return TE_EXIT_ERROR;
+        cli_err("%s sent a line that is not a JSON object %s is it a toolexecd socket?",
+                cli->socket_path, dash());
+        return CLI_EXIT_ERROR;
     }
     if (rc == -ENODATA)
-        te_cli_err("toolexecd at %s closed the connection before %s (check its log: "
-                   "journalctl -u toolexecd)",
-                   cli->socket_path, what);
+        cli_err("toolexecd at %s closed the connection before %s (check its log: "
+                "journalctl -u toolexecd)",
+                cli->socket_path, what);
     else
-        te_cli_err("lost the connection to %s before %s: %s", cli->socket_path, what,
-                   strerror(-rc));
-    return TE_EXIT_CONNECT;
+        cli_err("lost the connection to %s before %s: %s", cli->socket_path, what, strerror(-rc));
+    return CLI_EXIT_CONNECT;
 }
 
-int te_cli_send(const struct te_cli *cli, te_client *c, const json_t *req)
+int cli_send(const struct cli *cli, te_client *c, const json_t *req)
 {
     int rc = te_client_send(c, req);
     if (rc < 0) {
-        te_cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
-                   cli->socket_path, strerror(-rc));
-        return TE_EXIT_CONNECT;
+        cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
+                cli->socket_path, strerror(-rc));
+        return CLI_EXIT_CONNECT;
     }
-    return TE_EXIT_OK;
+    return CLI_EXIT_OK;
 }

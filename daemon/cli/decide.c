@@ -13,7 +13,7 @@
 #include "cli.h"
 
 /* How often a wrong answer is asked again before giving up. */
-#define TE_DECIDE_TRIES 3
+#define CLI_DECIDE_TRIES 3
 
 /* The failure in a few words: its message, or the handler's error value. */
 static char *describe_error(const json_t *err)
@@ -21,9 +21,9 @@ static char *describe_error(const json_t *err)
     json_t *te = json_object_get(err, "tool_error");
     const char *msg = json_string_value(json_object_get(te, "message"));
     if (msg)
-        return te_text_clean(msg);
+        return cli_text_clean(msg);
     char *dump = json_dumps(json_object_get(err, "error"), JSON_COMPACT | JSON_ENCODE_ANY);
-    char *clean = te_text_clean(dump ? dump : "error");
+    char *clean = cli_text_clean(dump ? dump : "error");
     free(dump);
     return clean;
 }
@@ -45,7 +45,7 @@ static json_t *parse_answer(char *line)
 static json_t *ask_user(FILE *tty, const char *id, const char *name, const char *what)
 {
     fprintf(tty, "toolexec: call %s (%s) failed: %s\n", id, name, what);
-    for (int i = 0; i < TE_DECIDE_TRIES; i++) {
+    for (int i = 0; i < CLI_DECIDE_TRIES; i++) {
         fputs("  [c]ontinue, [h]alt (the default), or a JSON value to continue with: ", tty);
         fflush(tty);
         char line[4096];
@@ -59,22 +59,22 @@ static json_t *ask_user(FILE *tty, const char *id, const char *name, const char 
     return NULL;
 }
 
-void te_decide(const struct te_cli *cli, te_client *c, const char *batch, const json_t *ev,
-               const char *tool, bool ask)
+void cli_decide(const struct cli *cli, te_client *c, const char *batch, const json_t *ev,
+                const char *tool, bool ask)
 {
     const char *id = json_string_value(json_object_get(ev, "id"));
     FILE *tty = ask && id ? fopen("/dev/tty", "r+e") : NULL;
     if (!tty) {
         if (ask)
-            te_cli_err("call %s needs a decision about its error and there is no terminal to ask; "
-                       "its timeout will decide",
-                       id ? id : "?");
+            cli_err("call %s needs a decision about its error and there is no terminal to ask; "
+                    "its timeout will decide",
+                    id ? id : "?");
         return;
     }
-    te_clear_progress();
+    cli_clear_progress();
     char *what = describe_error(json_object_get(ev, "error"));
-    char *cid = te_text_clean(id);
-    char *name = te_text_clean(tool ? tool : "?");
+    char *cid = cli_text_clean(id);
+    char *name = cli_text_clean(tool ? tool : "?");
     json_t *decision = what && cid && name ? ask_user(tty, cid, name, what) : NULL;
     fclose(tty);
     free(what);
@@ -85,6 +85,6 @@ void te_decide(const struct te_cli *cli, te_client *c, const char *batch, const 
     json_t *req = json_pack("{s:s,s:s,s:s,s:o}", "op", "decide", "batch", batch, "id", id,
                             "decision", decision);
     if (req)
-        te_cli_send(cli, c, req);
+        cli_send(cli, c, req);
     json_decref(req);
 }

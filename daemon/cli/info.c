@@ -15,19 +15,19 @@
 
 /* Parse the options of a command that has only the common ones. Returns -1
  * to go on, else the exit code. */
-static int parse_common(struct te_cli *cli, const char *cmd, int argc, char **argv)
+static int parse_common(struct cli *cli, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {TE_CLI_COMMON_OPTIONS, {0}};
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
-        if (te_cli_common_option(cli, opt, optarg))
+        if (cli_common_option(cli, opt, optarg))
             continue;
         if (opt == 'h')
-            return te_cli_help(cmd);
-        return te_cli_bad_option(cmd, opt, argv);
+            return cli_help(cmd);
+        return cli_bad_option(cmd, opt, argv);
     }
     if (optind < argc)
-        return te_cli_usage_error(cmd, "unexpected '%s'", argv[optind]);
+        return cli_usage_error(cmd, "unexpected '%s'", argv[optind]);
     return -1;
 }
 
@@ -37,42 +37,41 @@ static bool is_event(const json_t *ev, const char *kind)
     return k && strcmp(k, kind) == 0;
 }
 
-/* Tell why the daemon refused op; returns TE_EXIT_ERROR. */
-static int refused(const struct te_cli *cli, const char *op, const json_t *ev)
+/* Tell why the daemon refused op; returns CLI_EXIT_ERROR. */
+static int refused(const struct cli *cli, const char *op, const json_t *ev)
 {
     const char *reason = json_string_value(json_object_get(ev, "reason"));
     const char *message = json_string_value(json_object_get(ev, "message"));
-    char *msg = te_text_clean(message ? message : "");
+    char *msg = cli_text_clean(message ? message : "");
     if (reason && strcmp(reason, "unknown_op") == 0)
-        te_cli_err("toolexecd at %s does not know the %s request: it is older than this "
-                   "toolexec (it said: %s)",
-                   cli->socket_path, op, msg ? msg : "");
+        cli_err("toolexecd at %s does not know the %s request: it is older than this "
+                "toolexec (it said: %s)",
+                cli->socket_path, op, msg ? msg : "");
     else
-        te_cli_err("toolexecd refused the %s request: %s: %s", op, reason ? reason : "?",
-                   msg ? msg : "");
+        cli_err("toolexecd refused the %s request: %s: %s", op, reason ? reason : "?",
+                msg ? msg : "");
     free(msg);
-    return TE_EXIT_ERROR;
+    return CLI_EXIT_ERROR;
 }
 
 /* Connect, send req and wait for the event answering it (want) or an
  * error. Returns the exit code; on success *out holds the answer and *cp
  * the connection (NULL cp: closed here). */
-static int ask(struct te_cli *cli, const json_t *req, const char *want, json_t **out,
-               te_client **cp)
+static int ask(struct cli *cli, const json_t *req, const char *want, json_t **out, te_client **cp)
 {
     *out = NULL;
-    te_client *c = te_cli_connect(cli);
+    te_client *c = cli_connect(cli);
     if (!c)
-        return TE_EXIT_CONNECT;
+        return CLI_EXIT_CONNECT;
     const char *op = json_string_value(json_object_get(req, "op"));
-    int rc = te_cli_send(cli, c, req);
-    while (rc == TE_EXIT_OK && !*out) {
+    int rc = cli_send(cli, c, req);
+    while (rc == CLI_EXIT_OK && !*out) {
         json_t *ev;
         int r = te_client_recv(c, &ev);
         if (r < 0) {
             char what[64];
             snprintf(what, sizeof(what), "answering the %s request", op);
-            rc = te_cli_recv_failed(cli, r, what);
+            rc = cli_recv_failed(cli, r, what);
         } else if (is_event(ev, want)) {
             *out = ev;
             continue;
@@ -81,7 +80,7 @@ static int ask(struct te_cli *cli, const json_t *req, const char *want, json_t *
         }
         json_decref(ev);
     }
-    if (rc == TE_EXIT_OK && cp)
+    if (rc == CLI_EXIT_OK && cp)
         *cp = c;
     else
         te_client_close(c);
@@ -94,7 +93,7 @@ static int ask(struct te_cli *cli, const json_t *req, const char *want, json_t *
 static void print_tools(const json_t *tools)
 {
     static const char *const headers[] = {"NAME", "MANUAL", "DESCRIPTION"};
-    te_table *t = te_table_new(3, headers);
+    cli_table *t = cli_table_new(3, headers);
     if (!t)
         return;
     size_t i;
@@ -104,23 +103,23 @@ static void print_tools(const json_t *tools)
         const char *cells[] = {json_string_value(json_object_get(tool, "name")),
                                json_is_true(json_object_get(tool, "manual")) ? "yes" : "no",
                                json_string_value(json_object_get(tool, "description"))};
-        te_table_add(t, cells, NULL);
+        cli_table_add(t, cells, NULL);
     }
-    te_table_print(t, stdout, te_term_width(STDOUT_FILENO), te_term_color(STDOUT_FILENO));
-    te_table_free(t);
+    cli_table_print(t, stdout, cli_term_width(STDOUT_FILENO), cli_term_color(STDOUT_FILENO));
+    cli_table_free(t);
 }
 
-int te_cmd_tools(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_tools(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        TE_CLI_COMMON_OPTIONS,
+        CLI_COMMON_OPTIONS,
         {"format", required_argument, NULL, 'f'},
         {0},
     };
     json_t *req = json_pack("{s:s}", "op", "tools"), *ev;
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jhf:", opts, NULL)) != -1) {
-        if (te_cli_common_option(cli, opt, optarg))
+        if (cli_common_option(cli, opt, optarg))
             continue;
         /* The daemon checks the name: it knows which APIs it can shape for. */
         if (opt == 'f' && json_object_set_new(req, "format", json_string(optarg)) == 0) {
@@ -129,26 +128,26 @@ int te_cmd_tools(struct te_cli *cli, int argc, char **argv)
         }
         json_decref(req);
         if (opt == 'h')
-            return te_cli_help("tools");
+            return cli_help("tools");
         if (opt == 'f')
-            return te_cli_usage_error("tools", "--format: not valid UTF-8");
-        return te_cli_bad_option("tools", opt, argv);
+            return cli_usage_error("tools", "--format: not valid UTF-8");
+        return cli_bad_option("tools", opt, argv);
     }
     if (optind < argc) {
         json_decref(req);
-        return te_cli_usage_error("tools", "unexpected '%s'", argv[optind]);
+        return cli_usage_error("tools", "unexpected '%s'", argv[optind]);
     }
     int rc = ask(cli, req, "tools", &ev, NULL);
     json_decref(req);
-    if (rc != TE_EXIT_OK)
+    if (rc != CLI_EXIT_OK)
         return rc;
     json_t *tools = json_object_get(ev, "tools");
     if (cli->json)
-        te_cli_print_json(tools);
+        cli_print_json(tools);
     else
         print_tools(tools);
     json_decref(ev);
-    return TE_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -163,7 +162,7 @@ static json_int_t int_at(const json_t *obj, const char *key)
 static void format_latency(char *buf, size_t len, const json_t *ms)
 {
     if (json_is_number(ms))
-        te_format_ms(buf, len, json_number_value(ms));
+        cli_format_ms(buf, len, json_number_value(ms));
     else
         snprintf(buf, len, "-");
 }
@@ -175,7 +174,7 @@ static void format_spawn(char *buf, size_t len, const json_t *us)
     else if (json_number_value(us) < 1000)
         snprintf(buf, len, "%.0fus", json_number_value(us));
     else
-        te_format_ms(buf, len, json_number_value(us) / 1000);
+        cli_format_ms(buf, len, json_number_value(us) / 1000);
 }
 
 static json_int_t tool_error_total(const json_t *tool)
@@ -193,7 +192,7 @@ static json_int_t tool_error_total(const json_t *tool)
 static void print_stats_head(const json_t *st)
 {
     char up[32];
-    te_format_ms(up, sizeof(up), json_number_value(json_object_get(st, "uptime_ms")));
+    cli_format_ms(up, sizeof(up), json_number_value(json_object_get(st, "uptime_ms")));
     json_t *w = json_object_get(st, "workers"), *b = json_object_get(st, "batches");
     const char *version = json_string_value(json_object_get(st, "version"));
     printf("toolexecd %s, up %s\n", version ? version : "?", up);
@@ -205,7 +204,7 @@ static void print_stats_head(const json_t *st)
     printf("calls    %lld\n", (long long)int_at(st, "calls"));
 }
 
-static int add_tool_row(te_table *t, const char *name, const json_t *tool)
+static int add_tool_row(cli_table *t, const char *name, const json_t *tool)
 {
     char n[7][24], lat[3][24], spawn[24];
     static const char *const keys[] = {"calls", "ok", "handler_errors", "asks", "halts"};
@@ -218,7 +217,7 @@ static int add_tool_row(te_table *t, const char *name, const json_t *tool)
     format_latency(lat[2], sizeof(lat[2]), json_object_get(l, "p99"));
     format_spawn(spawn, sizeof(spawn), json_object_get(tool, "spawn_us_mean"));
     const char *cells[] = {name, n[0], n[1], n[2], n[5], n[3], n[4], lat[0], lat[1], lat[2], spawn};
-    return te_table_add(t, cells, NULL);
+    return cli_table_add(t, cells, NULL);
 }
 
 static int compare_names(const void *a, const void *b)
@@ -274,15 +273,15 @@ static void print_stats(const json_t *st)
         free(names);
         return;
     }
-    te_table *t = te_table_new(11, headers);
+    cli_table *t = cli_table_new(11, headers);
     for (size_t c = 1; t && c < 11; c++)
-        te_table_right(t, c);
+        cli_table_right(t, c);
     for (size_t i = 0; t && i < n; i++)
         add_tool_row(t, names[i], json_object_get(tools, names[i]));
     putchar('\n');
     if (t)
-        te_table_print(t, stdout, te_term_width(STDOUT_FILENO), te_term_color(STDOUT_FILENO));
-    te_table_free(t);
+        cli_table_print(t, stdout, cli_term_width(STDOUT_FILENO), cli_term_color(STDOUT_FILENO));
+    cli_table_free(t);
     bool any = false;
     for (size_t i = 0; i < n; i++)
         any |= tool_error_total(json_object_get(tools, names[i])) > 0;
@@ -293,7 +292,7 @@ static void print_stats(const json_t *st)
     free(names);
 }
 
-int te_cmd_stats(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_stats(struct cli *cli, int argc, char **argv)
 {
     int rc = parse_common(cli, "stats", argc, argv);
     if (rc >= 0)
@@ -301,14 +300,14 @@ int te_cmd_stats(struct te_cli *cli, int argc, char **argv)
     json_t *req = json_pack("{s:s}", "op", "stats"), *ev;
     rc = ask(cli, req, "stats", &ev, NULL);
     json_decref(req);
-    if (rc != TE_EXIT_OK)
+    if (rc != CLI_EXIT_OK)
         return rc;
     if (cli->json)
-        te_cli_print_json(ev);
+        cli_print_json(ev);
     else
         print_stats(ev);
     json_decref(ev);
-    return TE_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -394,7 +393,7 @@ static void describe(FILE *m, const json_t *ev, const char *kind)
                 str_at(ev, "name"),
                 (long long)int_at(json_object_get(ev, "tail_omitted"), "bytes"));
     } else if (strcmp(kind, "tool_execution_completed") == 0) {
-        te_outcome_text(json_object_get(ev, "result"), outcome, sizeof(outcome));
+        cli_outcome_text(json_object_get(ev, "result"), outcome, sizeof(outcome));
         fprintf(m, "%s %s %s", str_at(ev, "id"), str_at(ev, "name"), outcome);
     } else if (strcmp(kind, "tool_result_encoded") == 0) {
         fprintf(m, "%s content %s", str_at(ev, "id"), str_at(ev, "content"));
@@ -437,8 +436,8 @@ static void print_tail_line(const json_t *ev, size_t width)
         describe(m, ev, kind ? kind : "?");
     }
     fclose(m);
-    char *clean = te_text_clean(text);
-    char *fit = clean && width ? te_text_fit(clean, width - 1) : NULL;
+    char *clean = cli_text_clean(text);
+    char *fit = clean && width ? cli_text_fit(clean, width - 1) : NULL;
     if (clean)
         puts(fit ? fit : clean);
     fflush(stdout);
@@ -451,10 +450,10 @@ enum { OPT_TOOLS = 't', OPT_BATCHES = 'b' };
 
 /* Build the tail request from the options; NULL after reporting a usage
  * error (*rc set) or when --help was answered. */
-static json_t *tail_request(struct te_cli *cli, int argc, char **argv, int *rc)
+static json_t *tail_request(struct cli *cli, int argc, char **argv, int *rc)
 {
     static const struct option opts[] = {
-        TE_CLI_COMMON_OPTIONS,
+        CLI_COMMON_OPTIONS,
         {"tools", required_argument, NULL, OPT_TOOLS},
         {"batches", required_argument, NULL, OPT_BATCHES},
         {0},
@@ -463,14 +462,14 @@ static json_t *tail_request(struct te_cli *cli, int argc, char **argv, int *rc)
     int opt;
     while (req && (opt = getopt_long(argc, argv, ":s:jht:b:", opts, NULL)) != -1) {
         json_t *list;
-        if (te_cli_common_option(cli, opt, optarg))
+        if (cli_common_option(cli, opt, optarg))
             continue;
         if (opt == 'h')
-            *rc = te_cli_help("tail");
+            *rc = cli_help("tail");
         else if (opt != OPT_TOOLS && opt != OPT_BATCHES)
-            *rc = te_cli_bad_option("tail", opt, argv);
+            *rc = cli_bad_option("tail", opt, argv);
         else if (!(list = split_list(optarg)))
-            *rc = te_cli_usage_error("tail", "%s is not valid UTF-8", optarg);
+            *rc = cli_usage_error("tail", "%s is not valid UTF-8", optarg);
         else
             json_object_set_new(req, opt == OPT_TOOLS ? "tools" : "batches", list);
         if (*rc >= 0) {
@@ -479,53 +478,53 @@ static json_t *tail_request(struct te_cli *cli, int argc, char **argv, int *rc)
         }
     }
     if (req && optind < argc) {
-        *rc = te_cli_usage_error("tail", "unexpected '%s'", argv[optind]);
+        *rc = cli_usage_error("tail", "unexpected '%s'", argv[optind]);
         json_decref(req);
         return NULL;
     }
     return req;
 }
 
-static void say_tailing(const struct te_cli *cli, const json_t *req)
+static void say_tailing(const struct cli *cli, const json_t *req)
 {
     if (!isatty(STDERR_FILENO))
         return;
     char *tools = compact(json_object_get(req, "tools"));
     char *batches = compact(json_object_get(req, "batches"));
-    te_cli_err("following %s%s%s%s%s; Ctrl-C to stop", cli->socket_path, *tools ? ", tools " : "",
-               tools, *batches ? ", batches " : "", batches);
+    cli_err("following %s%s%s%s%s; Ctrl-C to stop", cli->socket_path, *tools ? ", tools " : "",
+            tools, *batches ? ", batches " : "", batches);
     free(tools);
     free(batches);
 }
 
-int te_cmd_tail(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_tail(struct cli *cli, int argc, char **argv)
 {
     int rc = -1;
     json_t *req = tail_request(cli, argc, argv, &rc), *ev;
     if (!req)
-        return rc >= 0 ? rc : TE_EXIT_ERROR;
+        return rc >= 0 ? rc : CLI_EXIT_ERROR;
     te_client *c;
     rc = ask(cli, req, "tailing", &ev, &c);
-    if (rc != TE_EXIT_OK) {
+    if (rc != CLI_EXIT_OK) {
         json_decref(req);
         return rc;
     }
     say_tailing(cli, req);
     json_decref(req);
-    size_t width = te_term_width(STDOUT_FILENO);
+    size_t width = cli_term_width(STDOUT_FILENO);
     for (;;) {
         if (cli->json)
-            te_cli_print_json(ev);
+            cli_print_json(ev);
         else if (!is_event(ev, "tailing"))
             print_tail_line(ev, width);
         json_decref(ev);
         int r = te_client_recv(c, &ev);
         if (r == -ENODATA) {
-            te_cli_err("toolexecd at %s closed the connection", cli->socket_path);
+            cli_err("toolexecd at %s closed the connection", cli->socket_path);
             break;
         }
         if (r < 0) {
-            rc = te_cli_recv_failed(cli, r, "the end of the stream");
+            rc = cli_recv_failed(cli, r, "the end of the stream");
             break;
         }
     }

@@ -61,7 +61,7 @@ static const char *format_of(const json_t *call)
     return shape < 0 ? NULL : te_format_name((te_result_format)shape);
 }
 
-void te_call_identity(const json_t *call, const char **id, const char **name)
+void cli_call_identity(const json_t *call, const char **id, const char **name)
 {
     const char *type = json_string_value(json_object_get(call, "type"));
     json_t *fn = json_object_get(call, "function");
@@ -110,7 +110,7 @@ static json_t *request_with_calls(json_t *arr)
     return req;
 }
 
-json_t *te_input_to_request(json_t *in, char *err, size_t errlen)
+json_t *cli_input_to_request(json_t *in, char *err, size_t errlen)
 {
     if (json_is_array(in))
         return request_with_calls(in);
@@ -143,7 +143,7 @@ json_t *te_input_to_request(json_t *in, char *err, size_t errlen)
     return NULL;
 }
 
-json_t *te_input_load(const char *path, char *err, size_t errlen)
+json_t *cli_input_load(const char *path, char *err, size_t errlen)
 {
     bool std = !path || strcmp(path, "-") == 0;
     const char *name = std ? "standard input" : path;
@@ -169,7 +169,7 @@ json_t *te_input_load(const char *path, char *err, size_t errlen)
         return NULL;
     }
     char why[512];
-    json_t *req = te_input_to_request(in, why, sizeof(why));
+    json_t *req = cli_input_to_request(in, why, sizeof(why));
     json_decref(in);
     if (!req)
         snprintf(err, errlen, "%s: %s", name, why);

@@ -30,8 +30,8 @@
 
 #include "cli.h"
 
-#ifndef TE_CLI_VERSION
-#define TE_CLI_VERSION "unknown"
+#ifndef CLI_VERSION
+#define CLI_VERSION "unknown"
 #endif
 
 /* The newest revision of MCP this server speaks; offered to a client that
@@ -73,7 +73,7 @@ struct mcp_listing {
 };
 
 struct mcp {
-    struct te_cli *cli;
+    struct cli *cli;
     te_client *client;
     json_int_t tool_timeout; /* 0: the daemon's default */
     struct mcp_call *calls;
@@ -94,7 +94,7 @@ static void put_message(struct mcp *m, json_t *msg)
     char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
     if (!s) {
-        te_cli_err("mcp: out of memory; a response is lost");
+        cli_err("mcp: out of memory; a response is lost");
         return;
     }
     if (!m->hangup && (fputs(s, stdout) == EOF || putchar('\n') == EOF || fflush(stdout) == EOF)) {
@@ -191,18 +191,18 @@ static void listing_free(struct mcp_listing *l)
 }
 
 /* Send a request to the daemon. A failure makes the session end with
- * TE_EXIT_CONNECT (m->lost); the caller carries on. */
+ * CLI_EXIT_CONNECT (m->lost); the caller carries on. */
 static void send_daemon(struct mcp *m, json_t *req)
 {
     if (m->lost)
         return;
     if (!req) {
-        te_cli_err("mcp: out of memory");
-        m->lost = TE_EXIT_ERROR;
+        cli_err("mcp: out of memory");
+        m->lost = CLI_EXIT_ERROR;
         return;
     }
-    int rc = te_cli_send(m->cli, m->client, req);
-    if (rc != TE_EXIT_OK)
+    int rc = cli_send(m->cli, m->client, req);
+    if (rc != CLI_EXIT_OK)
         m->lost = rc;
 }
 
@@ -268,7 +268,7 @@ static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
     put_result(m, id,
                json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
                          "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
-                         "toolexec", "version", TE_CLI_VERSION));
+                         "toolexec", "version", CLI_VERSION));
 }
 
 static void on_tools_list(struct mcp *m, json_t *id)
@@ -459,7 +459,7 @@ static void read_input(struct mcp *m)
             put_error(m, NULL, RPC_PARSE_ERROR, "Parse error: the message is longer than 16 MiB",
                       NULL);
         } else if (rc < 0) {
-            te_cli_err("mcp: out of memory reading standard input");
+            cli_err("mcp: out of memory reading standard input");
             end_of_input(m);
             return;
         }
@@ -515,7 +515,7 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
     const char *message = json_string_value(json_object_get(ev, "message"));
     struct mcp_listing *l = listing_pop(m);
     if (!l) {
-        te_cli_err("mcp: toolexecd: %s", message ? message : "an error");
+        cli_err("mcp: toolexecd: %s", message ? message : "an error");
         return;
     }
     if (!l->cancelled)
@@ -554,7 +554,7 @@ static int read_event(struct mcp *m)
     json_t *ev;
     int rc = te_client_recv(m->client, &ev);
     if (rc < 0)
-        return te_cli_recv_failed(m->cli, rc, "the session ended");
+        return cli_recv_failed(m->cli, rc, "the session ended");
     on_event(m, ev);
     json_decref(ev);
     return 0;
@@ -590,7 +590,7 @@ static int serve(struct mcp *m)
             return m->lost;
         }
         if (m->eof && !m->calls && !m->listings)
-            return TE_EXIT_OK;
+            return CLI_EXIT_OK;
         if (te_client_pending(m->client)) {
             m->lost = read_event(m);
             continue;
@@ -602,8 +602,8 @@ static int serve(struct mcp *m)
         if (poll(pfd, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            te_cli_err("poll: %s", strerror(errno));
-            return TE_EXIT_ERROR;
+            cli_err("poll: %s", strerror(errno));
+            return CLI_EXIT_ERROR;
         }
         if (pfd[0].revents)
             m->lost = read_event(m);
@@ -616,10 +616,10 @@ static int serve(struct mcp *m)
 
 enum { OPT_TIMEOUT = 256 };
 
-int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        TE_CLI_COMMON_OPTIONS,
+        CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {0},
     };
@@ -627,26 +627,26 @@ int te_cmd_mcp(struct te_cli *cli, int argc, char **argv)
     te_lines_init(&m.in, MCP_LINE_MAX);
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
-        if (te_cli_common_option(cli, opt, optarg))
+        if (cli_common_option(cli, opt, optarg))
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
-            return te_cli_help("mcp");
+            return cli_help("mcp");
         if (opt != OPT_TIMEOUT)
-            return te_cli_bad_option("mcp", opt, argv);
-        if (!te_cli_parse_positive(optarg, &m.tool_timeout))
-            return te_cli_usage_error("mcp",
-                                      "--tool-timeout: expected a positive integer, not "
-                                      "'%s'",
-                                      optarg);
+            return cli_bad_option("mcp", opt, argv);
+        if (!cli_parse_positive(optarg, &m.tool_timeout))
+            return cli_usage_error("mcp",
+                                   "--tool-timeout: expected a positive integer, not "
+                                   "'%s'",
+                                   optarg);
     }
     if (optind < argc)
-        return te_cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
-    m.client = te_cli_connect(cli);
+        return cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
+    m.client = cli_connect(cli);
     if (!m.client)
-        return TE_EXIT_CONNECT;
+        return CLI_EXIT_CONNECT;
     if (isatty(STDIN_FILENO))
-        te_cli_err("mcp: serving MCP on standard input and output, for an MCP host to start; "
-                   "Ctrl-D ends it");
+        cli_err("mcp: serving MCP on standard input and output, for an MCP host to start; "
+                "Ctrl-D ends it");
     /* A host that closes standard output must not kill us mid-write. */
     signal(SIGPIPE, SIG_IGN);
     m.listings_tail = &m.listings;

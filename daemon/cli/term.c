@@ -21,19 +21,19 @@
 
 static bool utf8_locale;
 
-void te_term_init(void)
+void cli_term_init(void)
 {
     /* LC_CTYPE only: wcwidth() needs it; numbers stay in the C format. */
     setlocale(LC_CTYPE, "");
     utf8_locale = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 }
 
-bool te_term_utf8(void)
+bool cli_term_utf8(void)
 {
     return utf8_locale;
 }
 
-size_t te_term_width(int fd)
+size_t cli_term_width(int fd)
 {
     if (!isatty(fd))
         return 0;
@@ -46,7 +46,7 @@ size_t te_term_width(int fd)
     return n > 0 && n < 10000 ? (size_t)n : 80;
 }
 
-bool te_term_color(int fd)
+bool cli_term_color(int fd)
 {
     const char *no = getenv("NO_COLOR"); /* https://no-color.org */
     const char *term = getenv("TERM");
@@ -97,7 +97,7 @@ static int cp_width(uint32_t cp)
     return wcwidth((wchar_t)cp);
 }
 
-char *te_text_clean(const char *s)
+char *cli_text_clean(const char *s)
 {
     size_t len = strlen(s);
     char *out = malloc(len + 1); /* cleaning never lengthens the text */
@@ -130,7 +130,7 @@ char *te_text_clean(const char *s)
     return out;
 }
 
-size_t te_text_width(const char *s)
+size_t cli_text_width(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t w = 0;
@@ -162,9 +162,9 @@ static size_t prefix_fitting(const char *s, size_t width)
     return (size_t)(p - (const unsigned char *)s);
 }
 
-char *te_text_fit(const char *s, size_t width)
+char *cli_text_fit(const char *s, size_t width)
 {
-    if (te_text_width(s) <= width)
+    if (cli_text_width(s) <= width)
         return strdup(s);
     const char *ell = utf8_locale ? "\u2026" : "...";
     size_t ellw = utf8_locale ? 1 : 3;
@@ -179,7 +179,7 @@ char *te_text_fit(const char *s, size_t width)
     return out;
 }
 
-void te_format_ms(char *buf, size_t len, double ms)
+void cli_format_ms(char *buf, size_t len, double ms)
 {
     if (ms < 0)
         ms = 0;
@@ -202,7 +202,7 @@ void te_format_ms(char *buf, size_t len, double ms)
 /* ------------------------------------------------------------------------ */
 /* Tables */
 
-struct te_table {
+struct cli_table {
     size_t ncols, nrows, cap_rows;
     char **headers;      /* ncols */
     size_t *max;         /* per column, 0: no limit */
@@ -211,9 +211,9 @@ struct te_table {
     const char **colors; /* nrows * ncols, SGR parameters or NULL */
 };
 
-te_table *te_table_new(size_t ncols, const char *const *headers)
+cli_table *cli_table_new(size_t ncols, const char *const *headers)
 {
-    te_table *t = calloc(1, sizeof(*t));
+    cli_table *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     t->ncols = ncols;
@@ -221,30 +221,30 @@ te_table *te_table_new(size_t ncols, const char *const *headers)
     t->max = calloc(ncols, sizeof(*t->max));
     t->right = calloc(ncols, sizeof(*t->right));
     if (!t->headers || !t->max || !t->right) {
-        te_table_free(t);
+        cli_table_free(t);
         return NULL;
     }
     for (size_t i = 0; i < ncols; i++) {
         t->headers[i] = strdup(headers[i]);
         if (!t->headers[i]) {
-            te_table_free(t);
+            cli_table_free(t);
             return NULL;
         }
     }
     return t;
 }
 
-void te_table_right(te_table *t, size_t col)
+void cli_table_right(cli_table *t, size_t col)
 {
     t->right[col] = true;
 }
 
-void te_table_cap(te_table *t, size_t col, size_t max)
+void cli_table_cap(cli_table *t, size_t col, size_t max)
 {
     t->max[col] = max;
 }
 
-int te_table_add(te_table *t, const char *const *cells, const char *const *color)
+int cli_table_add(cli_table *t, const char *const *cells, const char *const *color)
 {
     if (t->nrows == t->cap_rows) {
         size_t ncap = t->cap_rows ? t->cap_rows * 2 : 16;
@@ -260,7 +260,7 @@ int te_table_add(te_table *t, const char *const *cells, const char *const *color
     }
     size_t base = t->nrows * t->ncols;
     for (size_t i = 0; i < t->ncols; i++) {
-        t->cells[base + i] = te_text_clean(cells[i] ? cells[i] : "");
+        t->cells[base + i] = cli_text_clean(cells[i] ? cells[i] : "");
         t->colors[base + i] = color ? color[i] : NULL;
         if (!t->cells[base + i]) {
             while (i--)
@@ -272,11 +272,11 @@ int te_table_add(te_table *t, const char *const *cells, const char *const *color
     return 0;
 }
 
-static size_t column_width(const te_table *t, size_t col)
+static size_t column_width(const cli_table *t, size_t col)
 {
-    size_t w = te_text_width(t->headers[col]);
+    size_t w = cli_text_width(t->headers[col]);
     for (size_t r = 0; r < t->nrows; r++) {
-        size_t cw = te_text_width(t->cells[r * t->ncols + col]);
+        size_t cw = cli_text_width(t->cells[r * t->ncols + col]);
         if (cw > w)
             w = cw;
     }
@@ -286,9 +286,9 @@ static size_t column_width(const te_table *t, size_t col)
 static void print_cell(FILE *f, const char *text, size_t width, bool right, bool last,
                        const char *sgr)
 {
-    char *fit = te_text_fit(text, width);
+    char *fit = cli_text_fit(text, width);
     const char *s = fit ? fit : "";
-    size_t pad = width - te_text_width(s);
+    size_t pad = width - cli_text_width(s);
     if (right)
         fprintf(f, "%*s", (int)pad, "");
     if (sgr)
@@ -300,7 +300,7 @@ static void print_cell(FILE *f, const char *text, size_t width, bool right, bool
     free(fit);
 }
 
-static void print_row(const te_table *t, FILE *f, char *const *cells, const char *const *colors,
+static void print_row(const cli_table *t, FILE *f, char *const *cells, const char *const *colors,
                       const size_t *widths)
 {
     for (size_t c = 0; c < t->ncols; c++) {
@@ -312,7 +312,7 @@ static void print_row(const te_table *t, FILE *f, char *const *cells, const char
     fputc('\n', f);
 }
 
-void te_table_print(const te_table *t, FILE *f, size_t width, bool color)
+void cli_table_print(const cli_table *t, FILE *f, size_t width, bool color)
 {
     size_t *widths = calloc(t->ncols, sizeof(*widths));
     if (!widths)
@@ -337,7 +337,7 @@ void te_table_print(const te_table *t, FILE *f, size_t width, bool color)
     free(widths);
 }
 
-void te_table_free(te_table *t)
+void cli_table_free(cli_table *t)
 {
     if (!t)
         return;
@@ -353,14 +353,14 @@ void te_table_free(te_table *t)
     free(t);
 }
 
-/* A progress line (batch.c's) is on stderr's last line: what any other
+/* A progress line (run.c's) is on stderr's last line: what any other
  * output to the terminal must clear first. */
-volatile sig_atomic_t te_progress_on_screen;
+volatile sig_atomic_t cli_progress_on_screen;
 
-void te_clear_progress(void)
+void cli_clear_progress(void)
 {
-    if (te_progress_on_screen) {
+    if (cli_progress_on_screen) {
         fputs("\r\033[K", stderr);
-        te_progress_on_screen = 0;
+        cli_progress_on_screen = 0;
     }
 }

@@ -18,19 +18,19 @@
 
 #include "cli.h"
 
-#ifndef TE_CLI_VERSION
-#define TE_CLI_VERSION "unknown"
+#ifndef CLI_VERSION
+#define CLI_VERSION "unknown"
 #endif
 
 /* Where the packaged service listens (contrib/systemd/toolexecd.socket). */
-struct te_command {
+struct cli_command {
     const char *name;
-    int (*run)(struct te_cli *cli, int argc, char **argv);
+    int (*run)(struct cli *cli, int argc, char **argv);
     const char *help;
 };
 
-static const struct te_command commands[] = {
-    {"run", te_cmd_run,
+static const struct cli_command commands[] = {
+    {"run", cli_cmd_run,
      "usage: toolexec run [OPTIONS] [FILE|-]\n"
      "\n"
      "Send the batch in FILE (default: standard input) and show what it did: on\n"
@@ -53,7 +53,7 @@ static const struct te_command commands[] = {
      "\n"
      "Ctrl-C cancels the batch and waits for it to complete; a second Ctrl-C\n"
      "quits at once.\n"},
-    {"call", te_cmd_call,
+    {"call", cli_cmd_call,
      "usage: toolexec call [OPTIONS] NAME [ARGS-JSON|-]\n"
      "\n"
      "Run the tool NAME once with the arguments ARGS-JSON (a JSON object; default\n"
@@ -64,7 +64,7 @@ static const struct te_command commands[] = {
      "      --tool-timeout MS      timeout of the call, in milliseconds\n"
      "  -s, --socket PATH          the daemon's socket\n"
      "  -h, --help                 this text\n"},
-    {"tools", te_cmd_tools,
+    {"tools", cli_cmd_tools,
      "usage: toolexec tools [OPTIONS]\n"
      "\n"
      "List the tools the daemon has loaded.\n"
@@ -74,7 +74,7 @@ static const struct te_command commands[] = {
      "                             openai_responses, anthropic or mcp\n"
      "  -s, --socket PATH          the daemon's socket\n"
      "  -h, --help                 this text\n"},
-    {"stats", te_cmd_stats,
+    {"stats", cli_cmd_stats,
      "usage: toolexec stats [OPTIONS]\n"
      "\n"
      "Show the daemon's uptime, workers, clients and per-tool counters and\n"
@@ -83,7 +83,7 @@ static const struct te_command commands[] = {
      "  -j, --json                 print the stats event as JSON\n"
      "  -s, --socket PATH          the daemon's socket\n"
      "  -h, --help                 this text\n"},
-    {"tail", te_cmd_tail,
+    {"tail", cli_cmd_tail,
      "usage: toolexec tail [OPTIONS]\n"
      "\n"
      "Follow the events of every batch on the daemon, one line each, until\n"
@@ -94,7 +94,7 @@ static const struct te_command commands[] = {
      "  -j, --json                   the raw JSON lines\n"
      "  -s, --socket PATH            the daemon's socket\n"
      "  -h, --help                   this text\n"},
-    {"mcp", te_cmd_mcp,
+    {"mcp", cli_cmd_mcp,
      "usage: toolexec mcp [OPTIONS]\n"
      "\n"
      "Serve the daemon's tools to an MCP host: a Model Context Protocol server\n"
@@ -129,7 +129,7 @@ static void usage(FILE *f)
                "Options:\n"
                "  -s, --socket PATH      the daemon's socket (default $TOOLEXECD_SOCKET, else\n"
                "                         $XDG_RUNTIME_DIR/toolexecd.sock; for root\n"
-               "                         " TE_SYSTEM_SOCKET ")\n"
+               "                         " CLI_SYSTEM_SOCKET ")\n"
                "  -j, --json             JSON output\n"
                "  -h, --help             this text\n"
                "  -V, --version          the version\n"
@@ -139,7 +139,7 @@ static void usage(FILE *f)
                "not be reached. See toolexec(1).\n");
 }
 
-static const struct te_command *find_command(const char *name)
+static const struct cli_command *find_command(const char *name)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(commands[i].name, name) == 0)
@@ -147,11 +147,11 @@ static const struct te_command *find_command(const char *name)
     return NULL;
 }
 
-/* What te_cli_help prints for a command (common.c asks, through
- * te_cli_set_help). */
+/* What cli_help prints for a command (common.c asks, through
+ * cli_set_help). */
 static const char *help_of(const char *cmd)
 {
-    const struct te_command *c = find_command(cmd);
+    const struct cli_command *c = find_command(cmd);
     return c ? c->help : NULL;
 }
 
@@ -159,11 +159,11 @@ static int cmd_help(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stdout);
-        return TE_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     if (!find_command(argv[1]))
-        return te_cli_usage_error(NULL, "no command '%s'", argv[1]);
-    return te_cli_help(argv[1]);
+        return cli_usage_error(NULL, "no command '%s'", argv[1]);
+    return cli_help(argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -175,37 +175,37 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {0},
     };
-    struct te_cli cli = {0};
+    struct cli cli = {0};
     int opt;
 
-    te_term_init();
-    te_cli_set_help(help_of);
+    cli_term_init();
+    cli_set_help(help_of);
     opterr = 0; /* our own messages, which say what to try */
     /* "+": stop at the command; its own options are parsed by it. */
     while ((opt = getopt_long(argc, argv, "+:s:jhV", opts, NULL)) != -1) {
-        if (te_cli_common_option(&cli, opt, optarg))
+        if (cli_common_option(&cli, opt, optarg))
             continue;
         switch (opt) {
         case 'h':
             usage(stdout);
-            return TE_EXIT_OK;
+            return CLI_EXIT_OK;
         case 'V':
-            printf("toolexec %s (jansson %s)\n", TE_CLI_VERSION, jansson_version_str());
-            return TE_EXIT_OK;
+            printf("toolexec %s (jansson %s)\n", CLI_VERSION, jansson_version_str());
+            return CLI_EXIT_OK;
         default:
-            return te_cli_bad_option(NULL, opt, argv);
+            return cli_bad_option(NULL, opt, argv);
         }
     }
     if (optind >= argc) {
         usage(stderr);
-        return TE_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     }
     const char *name = argv[optind];
     if (strcmp(name, "help") == 0)
         return cmd_help(argc - optind, argv + optind);
-    const struct te_command *cmd = find_command(name);
+    const struct cli_command *cmd = find_command(name);
     if (!cmd)
-        return te_cli_usage_error(NULL, "unknown command '%s'", name);
+        return cli_usage_error(NULL, "unknown command '%s'", name);
     argc -= optind;
     argv += optind;
     optind = 0; /* glibc: start afresh on the command's own arguments */

@@ -19,6 +19,24 @@
 
 static char dir[PATH_MAX];
 
+/* Remove the tree at path (absolute): td_remove_tree_at() takes a directory
+ * descriptor, the parent's, and the name in it. */
+static int remove_path(const char *path)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = td_remove_tree_at(fd, slash + 1);
+    close(fd);
+    return rc;
+}
+
 static int dir_setup(void **state)
 {
     snprintf(dir, sizeof(dir), "%s/td-registry-XXXXXX",
@@ -30,7 +48,7 @@ static int dir_setup(void **state)
 
 static int dir_teardown(void **state)
 {
-    return td_remove_tree_at(AT_FDCWD, dir);
+    return remove_path(dir);
 }
 
 static void put(const char *name, const char *text)

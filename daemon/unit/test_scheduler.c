@@ -33,14 +33,14 @@ static void batch_init(struct batch *b, struct td_conn_sched *client, char name,
 static int queue_len(const struct td_sched *s)
 {
     int n = 0;
-    for (struct td_sched_entry *e = s->head; e; e = e->wnext)
+    for (struct td_sched_entry *e = TAILQ_FIRST(&s->waiting); e; e = TAILQ_NEXT(e, wlink))
         n++;
     return n;
 }
 
 static void test_may_start(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched a = {0};
     struct batch b;
     batch_init(&b, &a, 'A', 1);
@@ -64,7 +64,7 @@ static void test_may_start(void **state)
 
 static void test_queue_ops(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched a = {0};
     struct batch b[3];
     for (int i = 0; i < 3; i++) {
@@ -75,25 +75,25 @@ static void test_queue_ops(void **state)
     assert_int_equal(queue_len(&s), 3);
     td_sched_remove(&s, &b[1].e); /* the middle */
     assert_int_equal(queue_len(&s), 2);
-    assert_ptr_equal(s.head, &b[0].e);
-    assert_ptr_equal(s.head->wnext, &b[2].e);
+    assert_ptr_equal(TAILQ_FIRST(&s.waiting), &b[0].e);
+    assert_ptr_equal(TAILQ_NEXT(TAILQ_FIRST(&s.waiting), wlink), &b[2].e);
     td_sched_remove(&s, &b[1].e); /* not waiting: nothing */
     td_sched_remove(&s, &b[2].e); /* the tail */
-    assert_ptr_equal(s.tail, &b[0].e);
+    assert_ptr_equal(TAILQ_LAST(&s.waiting, td_sched_queue), &b[0].e);
     td_sched_enqueue(&s, &b[2].e);
-    assert_ptr_equal(s.head->wnext, &b[2].e);
-    assert_ptr_equal(s.tail, &b[2].e);
+    assert_ptr_equal(TAILQ_NEXT(TAILQ_FIRST(&s.waiting), wlink), &b[2].e);
+    assert_ptr_equal(TAILQ_LAST(&s.waiting, td_sched_queue), &b[2].e);
     td_sched_remove(&s, &b[0].e);
     td_sched_remove(&s, &b[2].e);
-    assert_null(s.head);
-    assert_null(s.tail);
+    assert_true(TAILQ_EMPTY(&s.waiting));
+    assert_null(TAILQ_LAST(&s.waiting, td_sched_queue));
     assert_null(td_sched_next(&s, 8)); /* nobody waits */
 }
 
 /* The client holding the fewest slots goes first, wherever it waits. */
 static void test_fewest_slots_first(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched A = {0}, B = {0}, C = {0};
     struct batch a, b, c;
     batch_init(&a, &A, 'A', 10);
@@ -119,7 +119,7 @@ static void test_fewest_slots_first(void **state)
 /* Equal slots: the client served least recently, even behind another. */
 static void test_least_recently_served(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched A = {0}, B = {0};
     struct batch a1, a2, b1;
     batch_init(&a1, &A, 'A', 1);
@@ -142,7 +142,7 @@ static void test_least_recently_served(void **state)
 /* The same client's batches: in the order they came. */
 static void test_longest_waiting(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched A = {0};
     struct batch a[4];
     for (int i = 0; i < 4; i++) {
@@ -160,7 +160,7 @@ static void test_longest_waiting(void **state)
  * client holds fewer slots, or as many and was served longer ago. */
 static void test_fair_run(void **state)
 {
-    struct td_sched s = {0};
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
     struct td_conn_sched A = {0}, B = {0}, C = {0};
     struct batch bs[5];
     batch_init(&bs[0], &A, 'A', 4);
@@ -184,7 +184,7 @@ static void test_fair_run(void **state)
             continue;
         }
         struct batch *b = batch_of(pick);
-        for (struct td_sched_entry *x = s.head; x; x = x->wnext) {
+        for (struct td_sched_entry *x = TAILQ_FIRST(&s.waiting); x; x = TAILQ_NEXT(x, wlink)) {
             assert_true(pick->client->slots <= x->client->slots);
             if (pick->client->slots == x->client->slots)
                 assert_true(before[b->client - 'A'] <= x->client->served);

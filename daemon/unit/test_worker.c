@@ -87,6 +87,24 @@ static int setup(void **state)
     return td_reaper_start() < 0 ? -1 : 0;
 }
 
+/* Remove the tree at path (absolute): td_remove_tree_at() takes a directory
+ * descriptor, the parent's, and the name in it. */
+static int remove_path(const char *path)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = td_remove_tree_at(fd, slash + 1);
+    close(fd);
+    return rc;
+}
+
 static int teardown(void **state)
 {
     td_reaper_stop();
@@ -94,8 +112,8 @@ static int teardown(void **state)
     int rc = uv_loop_close(&loop); /* every handle closed: nothing left behind */
     td_registry_free(reg);
     td_calldir_shutdown();
-    td_remove_tree_at(AT_FDCWD, tools_dir);
-    td_remove_tree_at(AT_FDCWD, work_dir);
+    if (remove_path(tools_dir) < 0 || remove_path(work_dir) < 0)
+        return -1;
     return rc;
 }
 

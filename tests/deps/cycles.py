@@ -3,8 +3,8 @@
 daemon/cli/, and a failure on any cycle in it.
 
 An edge X -> Y when X includes Y ("..." includes resolved in X's directory,
-then lib/, then daemon/), or when the .c file X uses a td_/te_ function or global
-that is defined (non-static) in the .c file Y. Parsing is rough on purpose (comments
+then lib/, then daemon/), or when the .c file X uses a td_/te_/cli_ function or
+global that is defined (non-static) in the .c file Y. Parsing is rough on purpose (comments
 and strings stripped, definitions found at brace depth 0); it needs no
 compiler and is exact enough for a codebase that keeps to its prefixes.
 
@@ -18,7 +18,7 @@ import re
 import sys
 
 DIRS = ["lib", "daemon", "daemon/cli"]
-SYM = re.compile(r"\b(t[de]_[A-Za-z0-9_]+)\b")
+SYM = re.compile(r"\b((?:td|te|cli)_[A-Za-z0-9_]+)\b")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -83,7 +83,7 @@ def top_level(code):
 
 
 def definitions(code):
-    """Non-static td_/te_ functions and globals defined in code."""
+    """Non-static td_/te_/cli_ functions and globals defined in code."""
     names = set()
     stmts, _ = top_level(code)
     pending_struct = None
@@ -95,11 +95,11 @@ def definitions(code):
         if has_body:
             # A function definition: NAME( ... ) { ; else struct/enum/
             # initialiser bodies (a global "T name = {...};" ends later).
-            m = re.search(r"\b(t[de]_\w+)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$", s)
+            m = re.search(r"\b((?:td|te|cli)_\w+)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$", s)
             if m and words[0] not in ("static", "typedef"):
                 names.add(m.group(1))
             elif words[0] not in ("static", "typedef", "extern") and "=" in s:
-                m = re.search(r"\b(t[de]_\w+)\s*(?:\[[^\]]*\])?\s*=\s*$", s)
+                m = re.search(r"\b((?:td|te|cli)_\w+)\s*(?:\[[^\]]*\])?\s*=\s*$", s)
                 if m:
                     names.add(m.group(1))
             continue
@@ -107,21 +107,21 @@ def definitions(code):
             continue
         if s.startswith(("struct", "enum", "union")) and "=" not in s and len(words) == 2:
             continue
-        m = re.search(r"\b(t[de]_\w+)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", s, re.S)
+        m = re.search(r"\b((?:td|te|cli)_\w+)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", s, re.S)
         if m:
             names.add(m.group(1))
     return names
 
 
 def statics(code):
-    """td_/te_ names a file defines or declares static: its uses of them
+    """td_/te_/cli_ names a file defines or declares static: its uses of them
     are its own, whatever another file defines under the same name."""
     names = set()
     stmts, _ = top_level(code)
     for s, _ in stmts:
         s = s.strip()
         if s.split()[:1] == ["static"]:
-            m = re.search(r"\b(t[de]_\w+)\s*[(\[=]", s) or re.search(r"\b(t[de]_\w+)\s*$", s)
+            m = re.search(r"\b((?:td|te|cli)_\w+)\s*[(\[=]", s) or re.search(r"\b((?:td|te|cli)_\w+)\s*$", s)
             if m:
                 names.add(m.group(1))
     return names

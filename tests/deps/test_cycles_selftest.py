@@ -55,6 +55,15 @@ class Cycles(unittest.TestCase):
         self.assertIn("cycle of 2 files: daemon/main.c daemon/y.c", out)
         self.assertIn("daemon/y.c -> daemon/main.c: td_down", out)
 
+    def test_cli_call_cycle(self):
+        # the CLI's private functions (cli_) count as uses too
+        files = dict(BASE)
+        files["daemon/cli/m.c"] = "int cli_m(void)\n{\n    return cli_n();\n}\n"
+        files["daemon/cli/n.c"] = "int cli_n(void)\n{\n    return cli_m();\n}\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: daemon/cli/m.c daemon/cli/n.c", out)
+
     def test_include_cycle(self):
         files = dict(BASE)
         files["daemon/p.h"] = '#include "q.h"\n'

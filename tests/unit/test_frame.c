@@ -2,6 +2,8 @@
  * frames, the size cap (refused on the header, before any body byte). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "toolexec.h"
@@ -122,8 +124,43 @@ static void header_roundtrip(void)
     CHECK(hdr[0] == 1 && hdr[1] == 2 && hdr[2] == 3 && hdr[3] == 4);
 }
 
+/* te_worker_read_request (the SDK) decodes with the same decoder: it reads
+ * the frame and nothing after it, and refuses what the decoder refuses. */
+static int read_from(const void *bytes, size_t n, json_t **req, char *rest, size_t *nrest)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    CHECK(write(p[1], bytes, n) == (ssize_t)n);
+    close(p[1]);
+    int rc = te_worker_read_request(p[0], req);
+    ssize_t r = read(p[0], rest, 64);
+    *nrest = r > 0 ? (size_t)r : 0;
+    close(p[0]);
+    return rc;
+}
+
+static void worker_read(void)
+{
+    json_t *req;
+    char rest[64];
+    size_t nrest;
+    const char ok[] = "\0\0\0\x0c{\"name\":\"x\"}after";
+    CHECK(read_from(ok, sizeof(ok) - 1, &req, rest, &nrest) == 0);
+    CHECK(req && strcmp(json_string_value(json_object_get(req, "name")), "x") == 0);
+    CHECK(nrest == 5 && memcmp(rest, "after", 5) == 0);
+    json_decref(req);
+    uint8_t big[4];
+    te_frame_header(TE_FRAME_MAX_DEFAULT + 1, big);
+    CHECK(read_from(big, 4, &req, rest, &nrest) == -EMSGSIZE && !req);
+    CHECK(read_from("\0\0\0\x0b{\"na", 7, &req, rest, &nrest) == -ENODATA && !req);
+    CHECK(read_from("\0\0", 2, &req, rest, &nrest) == -ENODATA && !req);
+    CHECK(read_from("\0\0\0\x02[]", 6, &req, rest, &nrest) == -EBADMSG && !req);
+    CHECK(read_from("\0\0\0\0", 4, &req, rest, &nrest) == -EBADMSG && !req);
+}
+
 int main(void)
 {
+    worker_read();
     whole_and_split();
     back_to_back();
     empty_frame();

@@ -176,8 +176,31 @@ static void ask_and_account(void)
     CHECK(budget == 0);
 }
 
+/* te_lines_dump: compact JSON, one newline, no NUL counted; the decoder
+ * reads back the same value. */
+static void dump_round_trip(void)
+{
+    json_t *v = json_pack("{s:s,s:[i,i]}", "event", "a\nb", "n", 1, 2);
+    size_t len, used;
+    char *s = te_lines_dump(v, &len);
+    const char want[] = "{\"event\":\"a\\nb\",\"n\":[1,2]}\n";
+    CHECK(s && len == sizeof(want) - 1 && memcmp(s, want, len) == 0);
+    te_lines d;
+    te_lines_init(&d, 1024);
+    CHECK(te_lines_feed(&d, s, len, &used) == TE_LINES_LINE && used == len);
+    size_t n;
+    char *line = te_lines_line(&d, &n);
+    json_t *back = json_loadb(line, n, 0, NULL);
+    CHECK(back && json_equal(back, v));
+    json_decref(back);
+    te_lines_free(&d);
+    free(s);
+    json_decref(v);
+}
+
 int main(void)
 {
+    dump_round_trip();
     every_split();
     cap();
     done_state();

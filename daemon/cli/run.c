@@ -1,5 +1,5 @@
 /*
- * batch.c - `toolexec run` and `toolexec call`: send one batch on a
+ * run.c - `toolexec run` and `toolexec call`: send one batch on a
  * connection of its own, follow its events, and report what happened.
  *
  * The connection carries only this batch, so every event is ours and the
@@ -25,7 +25,7 @@
 
 /* The daemon names the first batch of a connection this when the request
  * gives no id (PROTOCOL.md 1.2). */
-#define TE_FIRST_ASSIGNED_BATCH "b-1"
+#define CLI_FIRST_ASSIGNED_BATCH "b-1"
 
 enum call_phase { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -55,7 +55,7 @@ struct call_view {
 };
 
 struct batch_view {
-    struct te_cli *cli;
+    struct cli *cli;
     te_client *client;
     const char *batch;
     struct call_view *calls;
@@ -85,7 +85,7 @@ static void on_sigint(int sig)
         interrupted = 1;
         return;
     }
-    if (te_progress_on_screen) {
+    if (cli_progress_on_screen) {
         static const char clear[] = "\r\033[K";
         (void)!write(STDERR_FILENO, clear, sizeof(clear) - 1);
     }
@@ -104,14 +104,14 @@ static void catch_sigint(void)
 /* ------------------------------------------------------------------------ */
 /* State */
 
-static int view_init(struct batch_view *v, struct te_cli *cli, json_t *req)
+static int view_init(struct batch_view *v, struct cli *cli, json_t *req)
 {
     memset(v, 0, sizeof(*v));
     v->cli = cli;
     v->json = cli->json;
     v->progress = !cli->json && isatty(STDERR_FILENO);
     const char *batch = json_string_value(json_object_get(req, "batch"));
-    v->batch = batch ? batch : TE_FIRST_ASSIGNED_BATCH;
+    v->batch = batch ? batch : CLI_FIRST_ASSIGNED_BATCH;
     v->index = json_object();
     json_t *calls = json_object_get(req, "calls");
     v->calls = calloc(json_array_size(calls) + 1, sizeof(*v->calls));
@@ -123,7 +123,7 @@ static int view_init(struct batch_view *v, struct te_cli *cli, json_t *req)
     json_array_foreach(calls, i, call)
     {
         const char *id, *name;
-        te_call_identity(call, &id, &name);
+        cli_call_identity(call, &id, &name);
         if (!id || !name || json_object_get(v->index, id))
             continue;
         json_object_set_new(v->index, id, json_integer((json_int_t)v->ncalls));
@@ -180,7 +180,7 @@ static void outcome_format(enum outcome o, const char *detail, char *buf, size_t
         snprintf(buf, len, "%s", outcome_names[o]);
 }
 
-void te_outcome_text(const json_t *result, char *buf, size_t len)
+void cli_outcome_text(const json_t *result, char *buf, size_t len)
 {
     const char *detail;
     enum outcome o = outcome_of(result, &detail);
@@ -251,17 +251,17 @@ static void on_control_reply(const struct batch_view *v, const json_t *ev)
     /* unknown_batch: our cancel crossed the batch's completion on the wire */
     if (v->json || strcmp(reason, "no_pending_decision") != 0)
         return;
-    te_clear_progress();
+    cli_clear_progress();
     const char *message = json_string_value(json_object_get(ev, "message"));
-    char *msg = te_text_clean(message ? message : "");
-    te_cli_err("the decision came too late: %s", msg ? msg : "");
+    char *msg = cli_text_clean(message ? message : "");
+    cli_err("the decision came too late: %s", msg ? msg : "");
     free(msg);
 }
 
 static void on_event(struct batch_view *v, json_t *ev)
 {
     if (v->json)
-        te_cli_print_json(ev);
+        cli_print_json(ev);
     if (is_control_reply(ev)) {
         on_control_reply(v, ev);
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
@@ -269,7 +269,7 @@ static void on_event(struct batch_view *v, json_t *ev)
         v->t_end = now_ms();
     } else if (is_event(ev, "tool_error_decision_requested")) {
         struct call_view *cv = find_call(v, ev, "id");
-        te_decide(v->cli, v->client, v->batch, ev, cv ? cv->name : NULL, !v->json);
+        cli_decide(v->cli, v->client, v->batch, ev, cv ? cv->name : NULL, !v->json);
     } else {
         on_call_event(v, ev);
     }
@@ -285,20 +285,20 @@ static void draw_progress(struct batch_view *v)
         now - v->last_draw < PROGRESS_MIN_REDRAW_MS)
         return;
     v->last_draw = now;
-    const char *sep = te_term_utf8() ? " \u00b7 " : ", ";
+    const char *sep = cli_term_utf8() ? " \u00b7 " : ", ";
     char elapsed[32], line[512];
-    te_format_ms(elapsed, sizeof(elapsed), now - v->t0);
+    cli_format_ms(elapsed, sizeof(elapsed), now - v->t0);
     snprintf(line, sizeof(line), "%s: %zu/%zu done%s%zu running%s%zu queued%s%s%s", v->batch,
              v->done, v->ncalls, sep, v->running, sep, v->ncalls - v->done - v->running, sep,
              elapsed, v->cancel_sent ? " (cancelling)" : "");
-    char *clean = te_text_clean(line);
-    size_t width = te_term_width(STDERR_FILENO);
+    char *clean = cli_text_clean(line);
+    size_t width = cli_term_width(STDERR_FILENO);
     /* One column short of the edge: a full line would wrap on some terminals
      * and \r would then redraw only its second half. */
-    char *fit = clean ? te_text_fit(clean, width > 1 ? width - 1 : 1) : NULL;
+    char *fit = clean ? cli_text_fit(clean, width > 1 ? width - 1 : 1) : NULL;
     if (fit) {
         fprintf(stderr, "\r\033[K%s", fit);
-        te_progress_on_screen = 1;
+        cli_progress_on_screen = 1;
     }
     free(fit);
     free(clean);
@@ -309,10 +309,10 @@ static void draw_progress(struct batch_view *v)
 
 static int send_cancel(struct batch_view *v)
 {
-    te_clear_progress();
-    te_cli_err("cancelling batch %s; Ctrl-C again to quit at once", v->batch);
+    cli_clear_progress();
+    cli_err("cancelling batch %s; Ctrl-C again to quit at once", v->batch);
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", v->batch);
-    int rc = req ? te_cli_send(v->cli, v->client, req) : TE_EXIT_ERROR;
+    int rc = req ? cli_send(v->cli, v->client, req) : CLI_EXIT_ERROR;
     json_decref(req);
     v->cancel_sent = true;
     return rc;
@@ -327,9 +327,9 @@ static int wait_readable(struct batch_view *v)
     struct pollfd pfd = {.fd = te_client_fd(v->client), .events = POLLIN};
     int n = poll(&pfd, 1, PROGRESS_TICK_MS);
     if (n < 0 && errno != EINTR) {
-        te_clear_progress();
-        te_cli_err("poll: %s", strerror(errno));
-        return -TE_EXIT_ERROR;
+        cli_clear_progress();
+        cli_err("poll: %s", strerror(errno));
+        return -CLI_EXIT_ERROR;
     }
     if (n <= 0) {
         draw_progress(v);
@@ -339,13 +339,13 @@ static int wait_readable(struct batch_view *v)
 }
 
 /* Read events until the batch's terminal event. Returns an exit code for
- * trouble on the connection, else TE_EXIT_OK. */
+ * trouble on the connection, else CLI_EXIT_OK. */
 static int follow(struct batch_view *v)
 {
     while (!v->terminal) {
         if (interrupted && !v->cancel_sent) {
             int rc = send_cancel(v);
-            if (rc != TE_EXIT_OK)
+            if (rc != CLI_EXIT_OK)
                 return rc;
         }
         int r = wait_readable(v);
@@ -356,27 +356,27 @@ static int follow(struct batch_view *v)
         json_t *ev;
         int rc = te_client_recv(v->client, &ev);
         if (rc < 0) {
-            te_clear_progress();
-            return te_cli_recv_failed(v->cli, rc, "the batch completed");
+            cli_clear_progress();
+            return cli_recv_failed(v->cli, rc, "the batch completed");
         }
         on_event(v, ev);
         json_decref(ev);
         draw_progress(v);
     }
-    te_clear_progress();
-    return TE_EXIT_OK;
+    cli_clear_progress();
+    return CLI_EXIT_OK;
 }
 
 /* Send req on a new connection and follow it to its end. */
 static int run_batch(struct batch_view *v, json_t *req)
 {
-    v->client = te_cli_connect(v->cli);
+    v->client = cli_connect(v->cli);
     if (!v->client)
-        return TE_EXIT_CONNECT;
+        return CLI_EXIT_CONNECT;
     catch_sigint();
     v->t0 = now_ms();
-    int rc = te_cli_send(v->cli, v->client, req);
-    if (rc == TE_EXIT_OK)
+    int rc = cli_send(v->cli, v->client, req);
+    if (rc == CLI_EXIT_OK)
         rc = follow(v);
     te_client_close(v->client);
     v->client = NULL;
@@ -388,14 +388,14 @@ static int run_batch(struct batch_view *v, json_t *req)
 static int batch_status(const struct batch_view *v)
 {
     if (is_event(v->terminal, "error"))
-        return TE_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     json_t *halt = json_object_get(v->terminal, "halt");
     if (halt && !json_is_null(halt))
-        return TE_EXIT_FAILED;
+        return CLI_EXIT_FAILED;
     for (size_t i = 0; i < v->ncalls; i++)
         if (v->calls[i].outcome != OUTCOME_OK)
-            return TE_EXIT_FAILED;
-    return TE_EXIT_OK;
+            return CLI_EXIT_FAILED;
+    return CLI_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -405,42 +405,42 @@ static void report_error(const struct batch_view *v)
 {
     const json_t *ev = v->terminal;
     const char *message = json_string_value(json_object_get(ev, "message"));
-    char *msg = te_text_clean(message ? message : "");
+    char *msg = cli_text_clean(message ? message : "");
     const char *type = json_string_value(json_object_get(ev, "type"));
     const char *reason = json_string_value(json_object_get(ev, "reason"));
-    te_cli_err("batch %s refused: %s %s: %s", v->batch, type ? type : "error",
-               reason ? reason : "?", msg ? msg : "");
+    cli_err("batch %s refused: %s %s: %s", v->batch, type ? type : "error", reason ? reason : "?",
+            msg ? msg : "");
     if (reason && strcmp(reason, "unknown_tool") == 0)
-        te_cli_err("'toolexec tools' lists the tools toolexecd has loaded");
+        cli_err("'toolexec tools' lists the tools toolexecd has loaded");
     free(msg);
 }
 
-static int add_call_row(te_table *t, const struct call_view *cv)
+static int add_call_row(cli_table *t, const struct call_view *cv)
 {
     char outcome[128], took[32] = "-";
     outcome_format(cv->outcome, cv->detail, outcome, sizeof(outcome));
     if (cv->phase == CALL_DONE)
-        te_format_ms(took, sizeof(took), cv->completed - cv->started);
+        cli_format_ms(took, sizeof(took), cv->completed - cv->started);
     const char *cells[] = {cv->id, cv->name, outcome, took, cv->preview ? cv->preview : ""};
     const char *colors[] = {NULL, NULL, outcome_colors[cv->outcome], NULL, NULL};
-    return te_table_add(t, cells, colors);
+    return cli_table_add(t, cells, colors);
 }
 
 static void print_table(const struct batch_view *v)
 {
     static const char *const headers[] = {"ID", "TOOL", "OUTCOME", "TIME", "CONTENT"};
-    te_table *t = te_table_new(5, headers);
+    cli_table *t = cli_table_new(5, headers);
     if (!t)
         return;
     /* Long ids and names are cut so the content keeps some room. */
-    te_table_cap(t, 0, 24);
-    te_table_cap(t, 1, 24);
-    te_table_cap(t, 2, 32);
-    te_table_right(t, 3);
+    cli_table_cap(t, 0, 24);
+    cli_table_cap(t, 1, 24);
+    cli_table_cap(t, 2, 32);
+    cli_table_right(t, 3);
     for (size_t i = 0; i < v->ncalls; i++)
         add_call_row(t, &v->calls[i]);
-    te_table_print(t, stdout, te_term_width(STDOUT_FILENO), te_term_color(STDOUT_FILENO));
-    te_table_free(t);
+    cli_table_print(t, stdout, cli_term_width(STDOUT_FILENO), cli_term_color(STDOUT_FILENO));
+    cli_table_free(t);
 }
 
 /* "3 calls in 1.52s: 2 ok, 1 tool_error" */
@@ -450,7 +450,7 @@ static void print_counts(const struct batch_view *v)
     for (size_t i = 0; i < v->ncalls; i++)
         counts[v->calls[i].outcome]++;
     char took[32];
-    te_format_ms(took, sizeof(took), v->t_end - v->t0);
+    cli_format_ms(took, sizeof(took), v->t_end - v->t0);
     printf("%zu call%s in %s", v->ncalls, v->ncalls == 1 ? "" : "s", took);
     const char *sep = ": ";
     for (int o = OUTCOME_OK; o < OUTCOME_COUNT; o++) {
@@ -475,7 +475,7 @@ static void print_halt(const struct batch_view *v)
     char line[512];
     snprintf(line, sizeof(line), "batch %s halted: %s%s%s", v->batch, reason ? reason : "?",
              at ? " at " : "", at ? at : "");
-    char *clean = te_text_clean(line);
+    char *clean = cli_text_clean(line);
     if (clean)
         puts(clean);
     free(clean);
@@ -503,7 +503,7 @@ static bool one_of(const char *s, const char *const *set)
     return false;
 }
 
-bool te_cli_parse_positive(const char *s, json_int_t *out)
+bool cli_parse_positive(const char *s, json_int_t *out)
 {
     char *end;
     errno = 0;
@@ -526,26 +526,26 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
         return 1;
     case OPT_POLICY:
         if (!one_of(arg, (const char *const[]){"continue", "halt", "ask", NULL}))
-            return -te_cli_usage_error(cmd,
-                                       "--on-tool-error: expected continue, halt or ask, "
-                                       "not '%s'",
-                                       arg);
+            return -cli_usage_error(cmd,
+                                    "--on-tool-error: expected continue, halt or ask, "
+                                    "not '%s'",
+                                    arg);
         json_object_set_new(fields, "on_tool_error", json_string(arg));
         return 1;
     case OPT_FORMAT:
         if (te_format_parse(arg) < 0)
-            return -te_cli_usage_error(cmd,
-                                       "--result-format: expected openai, openai_responses "
-                                       "or anthropic, not '%s'",
-                                       arg);
+            return -cli_usage_error(cmd,
+                                    "--result-format: expected openai, openai_responses "
+                                    "or anthropic, not '%s'",
+                                    arg);
         json_object_set_new(fields, "result_format", json_string(arg));
         return 1;
     case OPT_TIMEOUT:
     case OPT_CONCURRENCY:
-        if (!te_cli_parse_positive(arg, &n))
-            return -te_cli_usage_error(cmd, "%s: expected a positive integer, not '%s'",
-                                       opt == OPT_TIMEOUT ? "--tool-timeout" : "--max-concurrency",
-                                       arg);
+        if (!cli_parse_positive(arg, &n))
+            return -cli_usage_error(cmd, "%s: expected a positive integer, not '%s'",
+                                    opt == OPT_TIMEOUT ? "--tool-timeout" : "--max-concurrency",
+                                    arg);
         json_object_set_new(fields, opt == OPT_TIMEOUT ? "tool_timeout" : "max_concurrency",
                             json_integer(n));
         return 1;
@@ -555,20 +555,20 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
 
 /* Parse the options of run or call; fields collects request fields. Returns
  * -1 to go on, else the exit code. */
-static int parse_batch_options(struct te_cli *cli, const char *cmd, int argc, char **argv,
+static int parse_batch_options(struct cli *cli, const char *cmd, int argc, char **argv,
                                const char *shortopts, const struct option *longopts, json_t *fields)
 {
     int opt;
     while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        if (te_cli_common_option(cli, opt, optarg))
+        if (cli_common_option(cli, opt, optarg))
             continue;
         if (opt == 'h')
-            return te_cli_help(cmd);
+            return cli_help(cmd);
         int r = request_option(cmd, opt, optarg, fields);
         if (r < 0)
             return -r;
         if (r == 0)
-            return te_cli_bad_option(cmd, opt, argv);
+            return cli_bad_option(cmd, opt, argv);
     }
     return -1;
 }
@@ -576,30 +576,29 @@ static int parse_batch_options(struct te_cli *cli, const char *cmd, int argc, ch
 /* Run req and, unless the output is JSON, report it with report (the
  * request's own refusal is reported the same way for run and call).
  * Returns the exit code. */
-static int run_and_report(struct te_cli *cli, json_t *req,
-                          void (*report)(const struct batch_view *v))
+static int run_and_report(struct cli *cli, json_t *req, void (*report)(const struct batch_view *v))
 {
     struct batch_view v;
     int rc = view_init(&v, cli, req);
     if (rc < 0) {
         view_free(&v);
-        te_cli_err("out of memory");
-        return TE_EXIT_ERROR;
+        cli_err("out of memory");
+        return CLI_EXIT_ERROR;
     }
     rc = run_batch(&v, req);
-    if (rc == TE_EXIT_OK) {
+    if (rc == CLI_EXIT_OK) {
         rc = batch_status(&v);
         if (!v.json)
-            (rc == TE_EXIT_ERROR ? report_error : report)(&v);
+            (rc == CLI_EXIT_ERROR ? report_error : report)(&v);
     }
     view_free(&v);
     return rc;
 }
 
-int te_cmd_run(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_run(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        TE_CLI_COMMON_OPTIONS,
+        CLI_COMMON_OPTIONS,
         {"batch", required_argument, NULL, 'b'},
         {"on-tool-error", required_argument, NULL, OPT_POLICY},
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -615,20 +614,20 @@ int te_cmd_run(struct te_cli *cli, int argc, char **argv)
     }
     if (argc - optind > 1) {
         json_decref(fields);
-        return te_cli_usage_error("run", "one batch at a time: unexpected '%s'", argv[optind + 1]);
+        return cli_usage_error("run", "one batch at a time: unexpected '%s'", argv[optind + 1]);
     }
     const char *path = optind < argc ? argv[optind] : NULL;
     /* Raw JSON for pipes and files: what a script or jq wants. */
     if (!isatty(STDOUT_FILENO))
         cli->json = true;
     if ((!path || strcmp(path, "-") == 0) && isatty(STDIN_FILENO))
-        te_cli_err("reading the batch from standard input; end it with Ctrl-D");
+        cli_err("reading the batch from standard input; end it with Ctrl-D");
     char err[1024];
-    json_t *req = te_input_load(path, err, sizeof(err));
+    json_t *req = cli_input_load(path, err, sizeof(err));
     if (!req) {
         json_decref(fields);
-        te_cli_err("%s", err);
-        return TE_EXIT_ERROR;
+        cli_err("%s", err);
+        return CLI_EXIT_ERROR;
     }
     json_object_update(req, fields);
     json_decref(fields);
@@ -662,19 +661,19 @@ static json_t *load_arguments(const char *text, char *err, size_t errlen)
 /* What a person should know besides the content, on stderr. */
 static void note_outcome(const struct call_view *cv)
 {
-    char *q = cv->preview ? te_text_clean(cv->preview) : NULL;
+    char *q = cv->preview ? cli_text_clean(cv->preview) : NULL;
     switch (cv->outcome) {
     case OUTCOME_ERROR:
-        te_cli_err("%s returned an error", cv->name);
+        cli_err("%s returned an error", cv->name);
         break;
     case OUTCOME_TOOL_ERROR:
-        te_cli_err("%s failed: %s", cv->name, cv->detail ? cv->detail : "tool_error");
+        cli_err("%s failed: %s", cv->name, cv->detail ? cv->detail : "tool_error");
         break;
     case OUTCOME_ASK_USER:
-        te_cli_err("%s asks the user: %s", cv->name, q ? q : "");
+        cli_err("%s asks the user: %s", cv->name, q ? q : "");
         break;
     case OUTCOME_HALT:
-        te_cli_err("%s halted the batch: %s", cv->name, cv->detail ? cv->detail : "?");
+        cli_err("%s halted the batch: %s", cv->name, cv->detail ? cv->detail : "?");
         break;
     default:
         break;
@@ -704,24 +703,24 @@ static void report_call(const struct batch_view *v)
         note_outcome(&v->calls[0]);
 }
 
-int te_cmd_call(struct te_cli *cli, int argc, char **argv)
+int cli_cmd_call(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        TE_CLI_COMMON_OPTIONS,
+        CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {0},
     };
     json_t *fields = json_object();
     int rc = parse_batch_options(cli, "call", argc, argv, ":s:jh", opts, fields);
     if (rc < 0 && optind >= argc)
-        rc = te_cli_usage_error("call", "which tool? (toolexec tools lists them)");
+        rc = cli_usage_error("call", "which tool? (toolexec tools lists them)");
     if (rc < 0 && argc - optind > 2)
-        rc = te_cli_usage_error("call", "unexpected '%s' after the arguments (quote the JSON)",
-                                argv[optind + 2]);
+        rc = cli_usage_error("call", "unexpected '%s' after the arguments (quote the JSON)",
+                             argv[optind + 2]);
     char err[512];
     json_t *args = NULL;
     if (rc < 0 && optind + 1 < argc && !(args = load_arguments(argv[optind + 1], err, sizeof(err))))
-        rc = te_cli_usage_error("call", "%s", err);
+        rc = cli_usage_error("call", "%s", err);
     if (rc >= 0) {
         json_decref(fields);
         return rc;
@@ -730,7 +729,7 @@ int te_cmd_call(struct te_cli *cli, int argc, char **argv)
                             argv[optind], "arguments", args ? args : json_object());
     if (!req) {
         json_decref(fields);
-        return te_cli_usage_error("call", "the tool name is not valid UTF-8");
+        return cli_usage_error("call", "the tool name is not valid UTF-8");
     }
     json_object_update(req, fields);
     json_decref(fields);

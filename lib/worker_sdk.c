@@ -1,5 +1,5 @@
 /*
- * worker.c - the C worker SDK. A worker reads exactly one request frame from
+ * worker_sdk.c - the C worker SDK. A worker reads exactly one request frame from
  * stdin, runs its handler and writes exactly one response frame to stdout.
  * Blocking I/O is right here: a worker is a short-lived single-call process.
  */
@@ -70,28 +70,36 @@ static int write_full(int fd, const void *buf, size_t len)
 
 int te_worker_read_request(int fd, json_t **request)
 {
-    uint8_t hdr[TE_FRAME_HEADER_LEN];
     *request = NULL;
-    int rc = read_full(fd, hdr, sizeof(hdr));
-    if (rc)
-        return rc;
-    uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-    if (len > TE_FRAME_MAX_DEFAULT)
-        return -EMSGSIZE;
-    char *body = malloc((size_t)len + 1);
-    if (!body)
-        return -ENOMEM;
-    rc = read_full(fd, body, len);
-    if (rc == 0) {
+    te_frame_decoder d;
+    te_frame_decoder_init(&d, TE_FRAME_MAX_DEFAULT);
+    char buf[16 * 1024];
+    int rc = TE_FRAME_NEED;
+    while (rc == TE_FRAME_NEED) {
+        /* never past the frame's end: what follows on stdin is not ours */
+        size_t want =
+            d.hdr_have < TE_FRAME_HEADER_LEN ? TE_FRAME_HEADER_LEN - d.hdr_have : d.len - d.have;
+        if (want > sizeof(buf))
+            want = sizeof(buf);
+        size_t used;
+        rc = read_full(fd, buf, want);
+        if (rc == 0)
+            rc = te_frame_feed(&d, buf, want, &used);
+    }
+    if (rc == TE_FRAME_DONE) {
+        size_t len;
+        char *body = te_frame_take(&d, &len);
         json_error_t jerr;
         *request = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
+        rc = 0;
         if (!json_is_object(*request)) {
             json_decref(*request);
             *request = NULL;
             rc = -EBADMSG;
         }
+        free(body);
     }
-    free(body);
+    te_frame_decoder_free(&d);
     return rc;
 }
 
