@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
 #include "toolexec.h"
 
 struct td_config td_cfg = {
@@ -16,7 +15,6 @@ struct td_config td_cfg = {
     .max_frame = TE_FRAME_MAX_DEFAULT,
     .max_content = TE_FRAME_MAX_DEFAULT,
     .max_request = TE_FRAME_MAX_DEFAULT,
-    .log_level = TD_LOG_INFO,
     .network = 1,
     /* Far above any sane agent fleet; a bound so a connection flood cannot
      * exhaust descriptors. */

@@ -24,12 +24,11 @@ struct td_limits {
 struct td_config {
     const char *socket_path;
     const char *tools_dir;
-    char *work_dir;      /* root of the per-call private directories */
-    bool work_dir_owned; /* created by us: removed at exit */
-    uint32_t max_frame;  /* response frame / plain stdout cap */
-    size_t max_content;  /* encoded content cap (encoding_failed) */
-    size_t max_request;  /* request line cap */
-    int log_level;
+    char *work_dir;                 /* root of the per-call private directories */
+    bool work_dir_owned;            /* created by us: removed at exit */
+    uint32_t max_frame;             /* response frame / plain stdout cap */
+    size_t max_content;             /* encoded content cap (encoding_failed) */
+    size_t max_request;             /* request line cap */
     struct td_limits limits;        /* daemon-wide defaults */
     const char *user, *group;       /* default worker user/group (root daemon) */
     int network;                    /* default for "network": 1 yes, 0 no */

@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "config.h"
 #include "log.h"
 #include "toolexec.h"
 #include "util.h"
@@ -30,6 +29,14 @@ static const char *const level_names[] = {"error", "warn", "info", "debug"};
 static const int level_prio[] = {3, 4, 6, 7};
 static bool to_journal;
 static bool as_json;
+
+/* Kept here, not in config.c, so that logging needs nothing above it. */
+static int max_level = TD_LOG_INFO;
+
+void td_log_set_level(int level)
+{
+    max_level = level;
+}
 
 int td_log_level_parse(const char *s)
 {
@@ -163,7 +170,7 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
 
 void td_log(int level, const char *fmt, ...)
 {
-    if (level > td_cfg.log_level)
+    if (level > max_level)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -173,7 +180,7 @@ void td_log(int level, const char *fmt, ...)
 
 void td_logc(int level, const char *batch, const char *call, const char *fmt, ...)
 {
-    if (level > td_cfg.log_level)
+    if (level > max_level)
         return;
     va_list ap;
     va_start(ap, fmt);

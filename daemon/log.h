@@ -17,5 +17,7 @@ void td_logc(int level, const char *batch, const char *call, const char *fmt, ..
 /* --log-format text|json; also detects the journal. -1 on a bad format. */
 int td_log_setup(const char *format);
 int td_log_level_parse(const char *s);
+/* Lines above this level are not written (--log-level; TD_LOG_INFO). */
+void td_log_set_level(int level);
 
 #endif

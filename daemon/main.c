@@ -333,12 +333,15 @@ int main(int argc, char **argv)
             else
                 td_cfg.max_request = v;
             break;
-        case OPT_LOG:
-            if ((td_cfg.log_level = td_log_level_parse(optarg)) < 0) {
+        case OPT_LOG: {
+            int level = td_log_level_parse(optarg);
+            if (level < 0) {
                 fprintf(stderr, "toolexecd: --log-level: expected error, warn, info or debug\n");
                 return 2;
             }
+            td_log_set_level(level);
             break;
+        }
         case OPT_CONTAIN:
             if (strcmp(optarg, "auto") && strcmp(optarg, "pidns") && strcmp(optarg, "cgroup") &&
                 strcmp(optarg, "pgroup")) {
