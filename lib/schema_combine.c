@@ -1,6 +1,6 @@
 /*
- * schema_combine.c - JSON Schema validator: allOf/anyOf/oneOf/not, if/then/else, and the
- * meta-schema check. See schema_int.h for the whole.
+ * schema_combine.c - JSON Schema validator: allOf/anyOf/oneOf/not, if/then/else. See schema_int.h
+ * for the whole.
  */
 #include "schema_int.h"
 
@@ -8,7 +8,7 @@ bool validate_combinators(vctx *ctx, const node *n, const json_t *inst)
 {
     bool ok = true;
     for (size_t i = 0; i < n->nall_of; i++)
-        if (!validate(ctx, n->all_of[i], inst))
+        if (!ctx->recurse(ctx, n->all_of[i], inst))
             FAILED();
     if (n->nany_of) {
         bool any = false;
@@ -42,24 +42,8 @@ bool validate_combinators(vctx *ctx, const node *n, const json_t *inst)
     if (n->if_schema && (n->then_schema || n->else_schema)) {
         /* "if" only chooses; its own failures are not errors. */
         const node *branch = matches(ctx, n->if_schema, inst) ? n->then_schema : n->else_schema;
-        if (branch && !validate(ctx, branch, inst))
+        if (branch && !ctx->recurse(ctx, branch, inst))
             FAILED();
     }
     return ok;
-}
-
-/* Meta-schema: the value must itself be a valid draft-07 schema. */
-bool validate_meta(vctx *ctx, const json_t *inst)
-{
-    char why[256];
-    compiler cc = {.err = why, .errlen = sizeof(why), .base = ""};
-    cc.depth = ctx->inst_depth;
-    node *unused;
-    int rc = compile(&cc, inst, &unused);
-    compiler_free(&cc);
-    if (rc == -ENOMEM)
-        ctx->oom = true;
-    if (rc)
-        violation(ctx, "is not a valid JSON Schema: %s", why);
-    return rc == 0;
 }

@@ -1,6 +1,6 @@
 /*
  * schema_compile.c - JSON Schema validator: compiling a schema into its node graph (keywords
- * checked against the meta-schema). See schema_int.h for the whole.
+ * checked against the meta-schema), and the meta-schema check. See schema_int.h for the whole.
  */
 #include "schema_int.h"
 
@@ -55,53 +55,6 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
     *arr = p;
     *cap = c;
     return true;
-}
-
-int cc_fail(compiler *cc, const char *fmt, ...)
-{
-    if (cc->err && cc->errlen) {
-        int n = snprintf(cc->err, cc->errlen, "%s: ", cc->ptr.len ? cc->ptr.p : "/");
-        if (n >= 0 && (size_t)n < cc->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(cc->err + n, cc->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-        te_utf8_repair(cc->err); /* errlen may have cut a character */
-    }
-    return -EINVAL;
-}
-
-/* A message quoting a string of the schema: "<prefix>"<str>"<suffix>", the
- * string escaped and clipped on a character boundary. */
-char *quoted_message(const char *prefix, const char *str, const char *suffix)
-{
-    sbuf b = {0};
-    sb_puts(&b, prefix);
-    sb_put_quoted(&b, str, strlen(str));
-    sb_puts(&b, suffix);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-int cc_oom(compiler *cc)
-{
-    if (cc->err && cc->errlen)
-        snprintf(cc->err, cc->errlen, "out of memory");
-    return -ENOMEM;
-}
-
-/* Report at "<pointer>/<keyword>". */
-int kw_fail(compiler *cc, const char *kw, const char *what)
-{
-    size_t mark = cc->ptr.len;
-    sb_put_segment(&cc->ptr, kw);
-    int rc = cc->ptr.oom ? cc_oom(cc) : cc_fail(cc, "%s", what);
-    sb_truncate(&cc->ptr, mark);
-    return rc;
 }
 
 static size_t map_slot(const compiler *cc, const json_t *key)
@@ -176,14 +129,6 @@ static int add_id(compiler *cc, const char *uri_text, const json_t *json, const 
     }
     cc->ids[cc->nids++] = (id_entry){copy, json, base};
     return 0;
-}
-
-const id_entry *find_id(const compiler *cc, const char *uri_text)
-{
-    for (size_t i = 0; i < cc->nids; i++)
-        if (strcmp(cc->ids[i].uri, uri_text) == 0)
-            return &cc->ids[i];
-    return NULL;
 }
 
 /* Compile j at "<pointer>/<seg>" (and "/<seg2>" when seg2 is set). */
@@ -698,7 +643,7 @@ int te_schema_compile(const json_t *schema, te_schema **out, char *err, size_t e
     if (!out)
         return -EINVAL;
     *out = NULL;
-    compiler cc = {.err = err, .errlen = errlen, .base = ""};
+    compiler cc = {.err = err, .errlen = errlen, .base = "", .subcompile = compile};
     if (!schema)
         return cc_fail(&cc, "expected a schema (an object or a boolean)");
     te_schema *s = calloc(1, sizeof(*s));
@@ -726,4 +671,20 @@ int te_schema_compile(const json_t *schema, te_schema **out, char *err, size_t e
     }
     *out = s;
     return 0;
+}
+
+/* Meta-schema: the value must itself be a valid draft-07 schema. */
+bool validate_meta(vctx *ctx, const json_t *inst)
+{
+    char why[256];
+    compiler cc = {.err = why, .errlen = sizeof(why), .base = "", .subcompile = compile};
+    cc.depth = ctx->inst_depth;
+    node *unused;
+    int rc = compile(&cc, inst, &unused);
+    compiler_free(&cc);
+    if (rc == -ENOMEM)
+        ctx->oom = true;
+    if (rc)
+        violation(ctx, "is not a valid JSON Schema: %s", why);
+    return rc == 0;
 }

@@ -19,20 +19,25 @@
  * applications, total work) so that neither a hostile instance nor a looping
  * $ref can exhaust the stack or the CPU.
  *
- * The files:
- *   schema_text.c      growable message strings (sbuf) and the JSON pointer / quoting helpers
- *   schema_number.c    numbers: types of a value, exact comparison, decimal multipleOf, and the
- * numeric keywords schema_equal.c     JSON equality (enum, const, uniqueItems) and a hash
- * consistent with it schema_uri.c       URI references (RFC 3986) for $id and $ref schema_compile.c
- * compiling a schema into its node graph (keywords checked against the meta-schema) schema_ref.c
- * $ref resolution: fragments, JSON pointers, $id lookup schema_string.c    strings: lengths in code
- * points and "pattern" (PCRE2, with its match/depth limits and the callout step budget)
+ * The files, each calling only files listed above it (the recursion goes
+ * back up through the function pointers vctx.recurse and compiler.subcompile):
+ *
+ *   schema_text.c      message strings (sbuf), JSON pointer and quoting helpers
+ *   schema_report.c    violations, and the descent into subschemas
+ *   schema_ccerr.c     compile errors, and the $id table lookup
+ *   schema_number.c    numbers: types, comparison, decimal multipleOf, keywords
+ *   schema_equal.c     JSON equality (enum, const, uniqueItems) and its hash
+ *   schema_uri.c       URI references (RFC 3986) for $id and $ref
+ *   schema_string.c    string lengths in code points, "pattern" (PCRE2, limits)
+ *   schema_ref.c       $ref resolution: fragments, JSON pointers, $id lookup
+ *   schema_compile.c   compiling a schema into its node graph (keywords checked
+ *                      against the meta-schema), and the meta-schema check
  *   schema_array.c     the array keywords
  *   schema_object.c    the object keywords
- *   schema_combine.c   allOf/anyOf/oneOf/not, if/then/else, and the meta-schema check
- *   schema_validate.c  validating: violations, descent, the dispatch over keywords,
- * te_schema_validate() schema_coerce.c    opt-in coercion of strings to the scalar types a schema
- * asks for
+ *   schema_combine.c   allOf/anyOf/oneOf/not, if/then/else
+ *   schema_validate.c  the dispatch over keywords, te_schema_validate()
+ *   schema_coerce.c    opt-in coercion of strings to the scalar types a schema
+ *                      asks for
  */
 #ifndef TE_SCHEMA_INT_H
 #define TE_SCHEMA_INT_H
@@ -208,7 +213,11 @@ typedef struct map_entry {
     node *value;
 } map_entry;
 
-typedef struct compiler {
+typedef struct compiler compiler;
+struct compiler {
+    /* compile() itself, set where the compiler is made (schema_compile.c): schema_ref.c compiles
+     * the targets of $refs through it without naming schema_compile.c */
+    int (*subcompile)(compiler *cc, const json_t *j, node **out);
     te_schema *s; /* NULL: check only */
     sbuf ptr;     /* JSON pointer of the value being compiled */
     const char *base;
@@ -224,9 +233,13 @@ typedef struct compiler {
     char **owned; /* base URIs made for $id, freed after compiling */
     size_t nowned, capowned;
     pcre2_compile_context *re_ctx;
-} compiler;
+};
 
-typedef struct vctx {
+typedef struct vctx vctx;
+struct vctx {
+    /* validate() itself, set by te_schema_validate() (schema_validate.c): the keyword files
+     * recurse through it without naming schema_validate.c */
+    bool (*recurse)(vctx *ctx, const node *n, const json_t *inst);
     sbuf path;      /* JSON pointer of the value being validated */
     int inst_depth; /* its nesting */
     int frames;     /* schema applications stacked */
@@ -240,7 +253,7 @@ typedef struct vctx {
     pcre2_match_data *md;       /* made on first use, reused for every match */
     pcre2_match_context *mc;    /* its limits and step-counting callout */
     char *regex_why, *regex_at; /* a match stopped at a limit: why, and where */
-} vctx;
+};
 
 /* The result of a failed check: in quiet mode stop at once. */
 #define FAILED()                                                                                   \
@@ -282,14 +295,17 @@ int json_hash(const json_t *v, int depth, uint64_t *out);
 /* schema_uri.c */
 char *uri_resolve(const char *base, const char *ref);
 
-/* schema_compile.c */
+/* schema_ccerr.c */
 int cc_fail(compiler *cc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *quoted_message(const char *prefix, const char *str, const char *suffix);
 int cc_oom(compiler *cc);
 int kw_fail(compiler *cc, const char *kw, const char *what);
 const id_entry *find_id(const compiler *cc, const char *uri_text);
+
+/* schema_compile.c */
 int compile(compiler *cc, const json_t *j, node **out);
 void compiler_free(compiler *cc);
+bool validate_meta(vctx *ctx, const json_t *inst);
 
 /* schema_ref.c */
 int resolve_refs(compiler *cc);
@@ -308,9 +324,8 @@ bool validate_object(vctx *ctx, const node *n, const json_t *inst);
 
 /* schema_combine.c */
 bool validate_combinators(vctx *ctx, const node *n, const json_t *inst);
-bool validate_meta(vctx *ctx, const json_t *inst);
 
-/* schema_validate.c */
+/* schema_report.c */
 void violation(vctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool loud(const vctx *ctx);
 void violation_with(vctx *ctx, const char *prefix, const json_t *value, const char *str, size_t len,
@@ -318,6 +333,8 @@ void violation_with(vctx *ctx, const char *prefix, const json_t *value, const ch
 bool descend(vctx *ctx, const node *n, const json_t *child, const char *key, size_t index);
 bool matches(vctx *ctx, const node *n, const json_t *inst);
 const char *plural(long long n, const char *one, const char *many);
+
+/* schema_validate.c */
 bool validate(vctx *ctx, const node *n, const json_t *inst);
 
 #pragma GCC visibility pop

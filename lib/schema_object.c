@@ -102,7 +102,7 @@ bool validate_object(vctx *ctx, const node *n, const json_t *inst)
             }
             FAILED();
         }
-        if (d->schema && !validate(ctx, d->schema, inst))
+        if (d->schema && !ctx->recurse(ctx, d->schema, inst))
             FAILED();
     }
     return ok;

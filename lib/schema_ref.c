@@ -132,7 +132,7 @@ int resolve_refs(compiler *cc)
             sb_puts(&cc->ptr, *frag == '/' ? decoded : "");
             cc->base = base;
             cc->depth = 0;
-            rc = cc->ptr.oom ? cc_oom(cc) : compile(cc, target, &tn);
+            rc = cc->ptr.oom ? cc_oom(cc) : cc->subcompile(cc, target, &tn);
         }
         free(decoded);
         sb_truncate(&cc->ptr, 0);
