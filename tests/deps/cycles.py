@@ -3,10 +3,13 @@
 daemon/cli/, and a failure on any cycle in it.
 
 An edge X -> Y when X includes Y ("..." includes resolved in X's directory,
-then lib/, then daemon/), or when the .c file X uses a td_/te_/cli_ function or
-global that is defined (non-static) in the .c file Y. Parsing is rough on purpose (comments
-and strings stripped, definitions found at brace depth 0); it needs no
-compiler and is exact enough for a codebase that keeps to its prefixes.
+then lib/, then daemon/), or when the .c file X uses a function or global (any name, prefixed or
+not: the library's private helpers carry none) that is defined non-static
+in the .c file Y and that X does not itself declare static. Parsing is
+rough on purpose (comments and strings stripped, definitions found at brace
+depth 0); it needs no compiler. A struct member or local variable that bears
+a global's name counts as a use of it: name members apart from the
+functions they point at.
 
 Prints every file with its edges, then the cycles (strongly connected
 components of more than one file) and exits 1 if there is any.
@@ -18,7 +21,8 @@ import re
 import sys
 
 DIRS = ["lib", "daemon", "daemon/cli"]
-SYM = re.compile(r"\b((?:td|te|cli)_[A-Za-z0-9_]+)\b")
+NAME = r"[A-Za-z_]\w*"
+SYM = re.compile(r"\b(" + NAME + r")\b")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -83,45 +87,52 @@ def top_level(code):
 
 
 def definitions(code):
-    """Non-static td_/te_/cli_ functions and globals defined in code."""
+    """Non-static functions and globals defined in code."""
     names = set()
     stmts, _ = top_level(code)
-    pending_struct = None
+    # After a struct/union/enum body: the first word of its statement (the
+    # declarators after "}" are typedef names when that was "typedef").
+    tail_of = None
     for s, has_body in stmts:
         s = s.strip()
         words = s.split()
+        after, tail_of = tail_of, None
         if not words:
             continue
         if has_body:
             # A function definition: NAME( ... ) { ; else struct/enum/
             # initialiser bodies (a global "T name = {...};" ends later).
-            m = re.search(r"\b((?:td|te|cli)_\w+)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$", s)
+            m = re.search(r"\b(" + NAME + r")\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$", s)
             if m and words[0] not in ("static", "typedef"):
                 names.add(m.group(1))
             elif words[0] not in ("static", "typedef", "extern") and "=" in s:
-                m = re.search(r"\b((?:td|te|cli)_\w+)\s*(?:\[[^\]]*\])?\s*=\s*$", s)
+                m = re.search(r"\b(" + NAME + r")\s*(?:\[[^\]]*\])?\s*=\s*$", s)
                 if m:
                     names.add(m.group(1))
+            elif not m:
+                tail_of = words[0]
+            continue
+        if after in ("static", "typedef", "extern"):
             continue
         if words[0] in ("static", "typedef", "extern") or "(" in s.split("=")[0]:
             continue
         if s.startswith(("struct", "enum", "union")) and "=" not in s and len(words) == 2:
             continue
-        m = re.search(r"\b((?:td|te|cli)_\w+)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", s, re.S)
+        m = re.search(r"\b(" + NAME + r")\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", s, re.S)
         if m:
             names.add(m.group(1))
     return names
 
 
 def statics(code):
-    """td_/te_/cli_ names a file defines or declares static: its uses of them
+    """Names a file defines or declares static: its uses of them
     are its own, whatever another file defines under the same name."""
     names = set()
     stmts, _ = top_level(code)
     for s, _ in stmts:
         s = s.strip()
         if s.split()[:1] == ["static"]:
-            m = re.search(r"\b((?:td|te|cli)_\w+)\s*[(\[=]", s) or re.search(r"\b((?:td|te|cli)_\w+)\s*$", s)
+            m = re.search(r"\b(" + NAME + r")\s*[(\[=]", s) or re.search(r"\b(" + NAME + r")\s*$", s)
             if m:
                 names.add(m.group(1))
     return names
@@ -163,6 +174,8 @@ def main():
         if f.endswith(".h"):
             continue
         for name in set(SYM.findall(code[f])) - statics(code[f]):
+            if f in defs.get(name, []):
+                continue  # its own (main, defined by each program)
             for g in defs.get(name, []):
                 if g != f:
                     edges[f].add(g)

@@ -64,6 +64,37 @@ class Cycles(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("cycle of 2 files: daemon/cli/m.c daemon/cli/n.c", out)
 
+    def test_unprefixed_cycle(self):
+        # private helpers without a prefix (a library split into files
+        # whose helpers call each other: violation() <-> validate())
+        files = dict(BASE)
+        files["lib/v.c"] = (
+            "int depth;\nint violation(int n)\n{\n    return n ? check(n - 1) : depth;\n}\n"
+        )
+        files["lib/w.c"] = "int check(int n)\n{\n    return violation(n);\n}\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: lib/v.c lib/w.c", out)
+        self.assertIn("lib/v.c -> lib/w.c: check", out)
+        self.assertIn("lib/w.c -> lib/v.c: violation", out)
+
+    def test_unprefixed_not_uses(self):
+        # a same-name static in the user, the user's own main, and a
+        # typedef'd struct's name: none is a use of the other file
+        files = dict(BASE)
+        files["lib/v.c"] = (
+            "typedef struct {\n    int n;\n} box;\nint helper(void)\n{\n    return 0;\n}\n"
+            "int main(void)\n{\n    return helper();\n}\n"
+        )
+        files["lib/w.c"] = (
+            "typedef struct {\n    int n;\n} box;\nstatic int helper(void)\n{\n    return 1;\n}\n"
+            "int main(void)\n{\n    box b = {helper()};\n    return b.n + te_a();\n}\n"
+        )
+        rc, out = check(files)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("lib/w.c -> lib/a.c\n", out)
+        self.assertIn("lib/v.c (leaf)", out)
+
     def test_include_cycle(self):
         files = dict(BASE)
         files["daemon/p.h"] = '#include "q.h"\n'
