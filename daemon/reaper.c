@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/queue.h>
 #include <sys/wait.h>
 
 #include "config.h"
@@ -45,26 +46,27 @@ struct watch {
     void *data;
     int status;
     struct rusage ru;
-    struct watch *next;
+    union { /* on the watch list until reaped, then on the queue */
+        SLIST_ENTRY(watch) watched;
+        STAILQ_ENTRY(watch) queued;
+    };
 };
 
 static uv_signal_t sigchld;
 static uv_idle_t handout;
-static struct watch *watches;                      /* children not reaped yet */
-static struct watch *queue, **queue_tail = &queue; /* reaped, to hand on */
+static SLIST_HEAD(, watch) watches = SLIST_HEAD_INITIALIZER(watches); /* not reaped yet */
+static STAILQ_HEAD(, watch) queue = STAILQ_HEAD_INITIALIZER(queue);   /* reaped, to hand on */
 
 static void on_handout(uv_idle_t *h)
 {
-    for (int i = 0; i < EXITS_PER_TURN && queue; i++) {
-        struct watch *w = queue;
-        queue = w->next;
-        if (!queue)
-            queue_tail = &queue;
+    for (int i = 0; i < EXITS_PER_TURN && !STAILQ_EMPTY(&queue); i++) {
+        struct watch *w = STAILQ_FIRST(&queue);
+        STAILQ_REMOVE_HEAD(&queue, queued);
         /* the callback may start workers, whose exits queue behind */
         w->cb(w->data, w->status, &w->ru);
         free(w);
     }
-    if (!queue)
+    if (STAILQ_EMPTY(&queue))
         uv_idle_stop(h);
 }
 
@@ -80,26 +82,24 @@ static void on_sigchld(uv_signal_t *h, int signum)
             continue;
         if (pid <= 0)
             break;
-        struct watch **pp = &watches;
-        while (*pp && (*pp)->pid != pid)
-            pp = &(*pp)->next;
-        struct watch *w = *pp;
+        struct watch *w;
+        SLIST_FOREACH(w, &watches, watched)
+            if (w->pid == pid)
+                break;
         if (!w) {
             /* an orphan we adopted, or a child whose owner is gone */
             td_log(TD_LOG_DEBUG, "reaped untracked process %d", (int)pid);
             continue;
         }
         /* off the watch list now: the pid may be a new worker's next */
-        *pp = w->next;
+        SLIST_REMOVE(&watches, w, watch, watched);
         w->status = status;
         w->ru = ru;
-        w->next = NULL;
         if (w->reaped)
             w->reaped(w->data);
-        *queue_tail = w;
-        queue_tail = &w->next;
+        STAILQ_INSERT_TAIL(&queue, w, queued);
     }
-    if (queue && !uv_is_active((uv_handle_t *)&handout))
+    if (!STAILQ_EMPTY(&queue) && !uv_is_active((uv_handle_t *)&handout))
         uv_idle_start(&handout, on_handout);
 }
 
@@ -116,12 +116,11 @@ int td_reaper_start(void)
 void td_reaper_stop(void)
 {
     /* called once no worker is left: whatever is queued has no owner */
-    while (queue) {
-        struct watch *w = queue;
-        queue = w->next;
+    while (!STAILQ_EMPTY(&queue)) {
+        struct watch *w = STAILQ_FIRST(&queue);
+        STAILQ_REMOVE_HEAD(&queue, queued);
         free(w);
     }
-    queue_tail = &queue;
     uv_close((uv_handle_t *)&handout, NULL);
     uv_close((uv_handle_t *)&sigchld, NULL);
 }
@@ -140,6 +139,6 @@ void td_reaper_watch(pid_t pid, td_reaped_cb reaped, td_exit_cb cb, void *data)
         cb(data, status, &ru);
         return;
     }
-    *w = (struct watch){.pid = pid, .reaped = reaped, .cb = cb, .data = data, .next = watches};
-    watches = w;
+    *w = (struct watch){.pid = pid, .reaped = reaped, .cb = cb, .data = data};
+    SLIST_INSERT_HEAD(&watches, w, watched);
 }

@@ -88,10 +88,10 @@ struct td_worker {
     bool paused;          /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
-    struct td_worker *prev, *next;
 };
 
-static struct td_worker *workers;
+/* Workers alive; nothing walks them (the reaper finds a worker by its pid,
+ * its batch holds it), so a count is all that is kept. */
 static unsigned nworkers;
 static char read_buf[READ_CHUNK];
 static void (*worker_gone_cb)(void);
@@ -120,12 +120,6 @@ static void on_handle_closed(uv_handle_t *h)
                 "discarded %zu bytes written after the result", w->discarded);
     if (w->workdir)
         td_calldir_remove_async(w->workdir);
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        workers = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
     nworkers--;
     te_frame_decoder_free(&w->dec);
     td_tool_unref(w->tool);
@@ -798,10 +792,6 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     uv_timer_init(td_loop, &w->timer);
     w->timer.data = w;
     w->handles++;
-    w->next = workers;
-    if (workers)
-        workers->prev = w;
-    workers = w;
     nworkers++;
     td_reaper_watch(w->pid, on_worker_reaped, on_worker_exit, w);
 
@@ -865,4 +855,3 @@ void td_worker_abandon(struct td_worker *w)
     w->cb = NULL;
     td_worker_cancel(w);
 }
-
