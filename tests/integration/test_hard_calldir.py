@@ -238,6 +238,10 @@ class WorkDirRules(unittest.TestCase):
         with Daemon([worker_tool("env", "env")], start=False) as d:
             os.chmod(d.work_dir, 0o755)
             d.start()
+            # The socket listens before the work dir is set up (a second
+            # daemon should hear "already listening" first); an answered
+            # request means start-up is over and the loop runs.
+            d.client().tools()
             self.assertEqual(stat.S_IMODE(os.stat(d.work_dir).st_mode), 0o711)
 
     def test_a_second_daemon_on_the_same_work_dir_is_refused(self):
