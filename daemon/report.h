@@ -38,6 +38,13 @@ enum {
 /* The fd the report pipe is on in the child and in the init. */
 #define TD_REPORT_FD 3
 
+/* Descriptors a child made before exec and hands to the daemon (a seccomp
+ * notification listener, a listening socket inside the call's network
+ * namespace), over a datagram socket on this fd, close-on-exec: see
+ * td_sandbox_hand_over(). */
+#define TD_HANDOVER_FD 4
+enum { TD_HAND_SECCOMP, TD_HAND_PROXY, TD_HAND_COUNT };
+
 struct td_report_rec {
     int type;
     int a; /* FAILED: the step; STATUS: the wait status */

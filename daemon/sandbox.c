@@ -19,6 +19,13 @@
  * Why each step, in order:
  *  1. The report pipe moved to fd 3 (close-on-exec), so any later step can
  *     say why it failed.
+ *  1a. The hand-over socket onto fd 4, close-on-exec, when the spawn asks
+ *     for one (td_spawn.hand_over): a later step that makes a descriptor
+ *     the daemon needs (a seccomp notification listener, a listening socket
+ *     inside the call's network namespace) sends it up with
+ *     td_sandbox_hand_over(). The daemon collects them as soon as clone()
+ *     returns: by then the child has exec'd or died, so all are queued and
+ *     none can race the tool.
  *  1b. Into the call's cgroup, when it has one (cgroup.c), so that every
  *     process the call will ever have starts inside it and is reached by its
  *     limits and by cgroup.kill. Normally the child is born there: clone3()
@@ -43,7 +50,7 @@
  *     can run in the child before the dispositions are reset. Only the
  *     signals the daemon changed need it (snapshot_signals()).
  *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
- *  6. Everything above fd 3 closed: no daemon descriptor (client sockets,
+ *  6. Everything above fd 3 (fd 4 with a hand-over socket) closed: no daemon descriptor (client sockets,
  *     other workers' pipes) leaks into a worker.
  *  7. In a new user namespace (unprivileged daemon): map our own uid and
  *     gid, so the worker keeps its identity and may use its directory.
@@ -96,6 +103,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -160,8 +168,8 @@ static void snapshot_signals(void)
 
 /* Where the child keeps the call directory while the tmpfs covers it: the
  * first descriptor free after step 6, so its /proc path is a constant. */
-#define CALLDIR_FD 4
-#define CALLDIR_PROC "/proc/self/fd/4"
+#define CALLDIR_FD 5 /* above TD_HANDOVER_FD */
+#define CALLDIR_PROC "/proc/self/fd/5"
 
 /* Step 7b (see the top); -1 with errno set. */
 static int private_mounts(const struct td_spawn *s)
@@ -206,6 +214,7 @@ struct child_args {
     const struct td_spawn *s;
     pid_t parent;
     int in, out, err, ex;
+    int ho; /* the child's end of the hand-over socket; -1: none */
     int join; /* cgroup.procs to write, when not born in the cgroup */
 };
 
@@ -220,6 +229,8 @@ static int child(void *arg)
     int cloexec = s->init ? 0 : O_CLOEXEC;
     if (a->ex != TD_REPORT_FD ? dup3(a->ex, TD_REPORT_FD, cloexec) < 0
                               : fcntl(TD_REPORT_FD, F_SETFD, cloexec ? FD_CLOEXEC : 0) < 0)
+        child_exit(127);
+    if (a->ho >= 0 && dup3(a->ho, TD_HANDOVER_FD, O_CLOEXEC) < 0)
         child_exit(127);
     if (a->join >= 0 && write(a->join, "0", 1) != 1)
         child_fail(TD_STEP_CGROUP);
@@ -238,7 +249,7 @@ static int child(void *arg)
         child_fail(TD_STEP_SIGNALS);
     if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
         child_fail(TD_STEP_DUP);
-    if (close_range(TD_REPORT_FD + 1, ~0U, 0) < 0)
+    if (close_range(a->ho >= 0 ? TD_HANDOVER_FD + 1 : TD_REPORT_FD + 1, ~0U, 0) < 0)
         child_fail(TD_STEP_CLOSE);
     if ((s->ns_flags & CLONE_NEWUSER) && (write_file("/proc/self/setgroups", "deny") < 0 ||
                                           write_file("/proc/self/uid_map", s->uid_map) < 0 ||
@@ -345,6 +356,57 @@ static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int
                  args);
 }
 
+int td_sandbox_hand_over(int kind, int fd)
+{
+    int k = kind;
+    struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    return sendmsg(TD_HANDOVER_FD, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(k) ? 0 : -1;
+}
+
+/* The descriptors handed up, by kind; a kind handed twice keeps the first,
+ * anything malformed is closed. */
+static void collect_handed(int sock, int handed[TD_HAND_COUNT])
+{
+    for (;;) {
+        int kind;
+        struct iovec iov = {.iov_base = &kind, .iov_len = sizeof(kind)};
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } u;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                           .msg_controllen = sizeof(u.buf)};
+        ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return;
+        int fd = -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        if (fd < 0)
+            continue;
+        if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT && handed[kind] < 0 &&
+            !(m.msg_flags & MSG_CTRUNC))
+            handed[kind] = fd;
+        else
+            close(fd);
+    }
+}
+
 int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
@@ -355,33 +417,47 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
         pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
         return -e;
     }
-    /* The child needs fds 0-3 free for its own use; pipes are always above
-     * 2 because main() makes sure 0, 1 and 2 are open. Fd 3 may be one of
-     * ours: the child moves the error pipe there first, so a pipe end that
-     * is fd 3 must be the error pipe or be duplicated away. */
-    if (in[0] == 3 || out[1] == 3 || err[1] == 3) {
-        int *p = in[0] == 3 ? &in[0] : out[1] == 3 ? &out[1] : &err[1];
-        int moved = fcntl(*p, F_DUPFD_CLOEXEC, 4);
+    /* The hand-over socket: only for a child that will use it (a datagram
+     * socket pair costs ~3 us). */
+    int ho[2] = {-1, -1};
+    if (s->hand_over && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ho) < 0) {
+        int e = errno;
+        pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
+        return -e;
+    }
+    /* The child needs fds 0-4 free for its own use (report.h); pipes are
+     * always above 2 because main() makes sure 0, 1 and 2 are open. Any of
+     * the child's ends on 3 or 4 is moved above, so that the child's dup2
+     * onto 3 and 4 overwrites none of them. */
+    int *ends[] = {&in[0], &out[1], &err[1], &ex[1], &ho[1]};
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+        if (*ends[i] < 0 || *ends[i] > TD_HANDOVER_FD)
+            continue;
+        int moved = fcntl(*ends[i], F_DUPFD_CLOEXEC, TD_HANDOVER_FD + 1);
         if (moved < 0) {
             int e = errno;
-            pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
+            pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex), pipe_close(ho);
             return -e;
         }
-        close(*p);
-        *p = moved;
+        close(*ends[i]);
+        *ends[i] = moved;
     }
     if (n_changed < 0)
         snapshot_signals();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1], -1};
+    struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1], ho[1], -1};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(in[0]), close(out[1]), close(err[1]), close(ex[1]);
+    if (ho[1] >= 0)
+        close(ho[1]);
     if (pid < 0) {
         close(in[1]), close(out[0]), close(err[0]), close(ex[0]);
+        if (ho[0] >= 0)
+            close(ho[0]);
         *what = "clone";
         return -fork_errno;
     }
@@ -389,6 +465,14 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
      * child has exec'd or died, so its setsid() came first. */
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
     *c = (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
+    for (int k = 0; k < TD_HAND_COUNT; k++)
+        c->handed[k] = -1;
+    if (ho[0] >= 0) {
+        /* Everything the child handed up is queued already: it ran to exec
+         * (or died) before clone() returned. */
+        collect_handed(ho[0], c->handed);
+        close(ho[0]);
+    }
     return 0;
 }
 

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <sys/resource.h>
 
+#include "report.h"
+
 struct td_rlimit {
     int resource;
     struct rlimit lim;
@@ -32,11 +34,15 @@ struct td_spawn {
     int cgroup_dir;                  /* the call's cgroup, born into; -1: none */
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
+    bool hand_over; /* the child hands descriptors up (report.h, TD_HAND_*) */
 };
 struct td_child {
     pid_t pid;
     int in, out, err; /* parent ends: worker's stdin, stdout, stderr */
     int report;       /* read end of the report pipe (report.h) */
+    /* What the child handed up before exec, by TD_HAND_* kind; -1: nothing.
+     * Close-on-exec, owned by the caller from here. */
+    int handed[TD_HAND_COUNT];
 };
 /* 0 or -errno (the step that failed in *what). */
 int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what);
@@ -49,6 +55,11 @@ struct td_report {
     int status;
 };
 void td_sandbox_report(int fd, struct td_report *r);
+/* In the child only (system calls, no memory of the daemon's written):
+ * hand fd up to the daemon as kind TD_HAND_*, where td_spawn.hand_over
+ * asked for it. The daemon finds it in td_child.handed once
+ * td_sandbox_spawn() returns; the child's copy stays its own. 0 or -1. */
+int td_sandbox_hand_over(int kind, int fd);
 /* Can a child be started with these namespace flags (CLONE_NEWPID,
  * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until
