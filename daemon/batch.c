@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "bus.h"
 #include "config.h"
+#include "denials.h"
 #include "log.h"
 #include "registry.h"
 #include "spill.h"
@@ -48,6 +49,7 @@ struct call {
     uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
     struct rusage ru;    /* the worker's, from wait4() */
     bool have_ru;
+    json_t *denied; /* {"denied": [...]} for the completed event; NULL: none */
     json_t *awaiting;      /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
@@ -251,6 +253,8 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
             json_integer((json_int_t)c->ru.ru_stime.tv_sec * 1000 + c->ru.ru_stime.tv_usec / 1000));
         json_object_set_new(done, "max_rss_kb", json_integer(c->ru.ru_maxrss));
     }
+    if (done && c->denied)
+        json_object_update(done, c->denied);
     if (done && truncated && spill_path)
         json_object_set_new(truncated, "spill_path", json_string(spill_path));
     if (done && truncated)
@@ -413,8 +417,9 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
 
 /* A call's result is known: encode it (failing that, encoding_failed), and
  * decide what an error means under the batch's on_tool_error. */
-static void call_done(void *data, json_t *result, const struct rusage *ru)
+static void call_done(void *data, json_t *result, const struct td_call_facts *f)
 {
+    const struct rusage *ru = f ? f->ru : NULL;
     struct call *c = data;
     struct td_batch *b = c->b;
     size_t len;
@@ -425,6 +430,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
         c->ru = *ru;
         c->have_ru = true;
     }
+    c->denied = td_denials_fields(f ? f->denied : NULL);
     char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
     if (!text) {
         char detail[128];
@@ -892,6 +898,7 @@ void td_batch_free(struct td_batch *b)
         ask_free(c);
         json_decref(c->content);
         json_decref(c->halt);
+        json_decref(c->denied);
     }
     json_decref(b->req);
     free(b->calls);

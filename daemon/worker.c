@@ -30,6 +30,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
+#include "denials.h"
 #include "exitcause.h"
 #include "identity.h"
 #include "log.h"
@@ -88,6 +89,7 @@ struct td_worker {
     bool paused;          /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
+    struct td_denials denied; /* what its confinement refused (denials.h) */
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -125,6 +127,7 @@ static void on_handle_closed(uv_handle_t *h)
     td_tool_unref(w->tool);
     free(w->plain);
     free(w->reqbody);
+    td_denials_clear(&w->denied);
     free(w->batch_id);
     free(w->call_id);
     free(w);
@@ -187,7 +190,7 @@ static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru
     w->cb = NULL;
     w->pending = NULL;
     if (cb)
-        cb(w->cb_data, result, ru);
+        cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied});
     else
         json_decref(result);
     maybe_free(w);

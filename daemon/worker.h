@@ -23,8 +23,15 @@ struct td_tool;
 #define TD_QUOTE_MAX 1024
 
 struct td_worker;
-/* ru: the worker's resource use (wait4), NULL when it is not known. */
-typedef void (*td_result_cb)(void *data, json_t *result /* stolen */, const struct rusage *ru);
+struct td_denials;
+/* What is known of a call besides its result. */
+struct td_call_facts {
+    const struct rusage *ru;         /* the worker's (wait4), NULL when not known */
+    const struct td_denials *denied; /* what its confinement refused; NULL: nothing */
+};
+/* facts: NULL when nothing is known (the call never had a worker). */
+typedef void (*td_result_cb)(void *data, json_t *result /* stolen */,
+                             const struct td_call_facts *facts);
 struct td_worker_spec {
     struct td_tool *tool;
     const char *batch_id, *call_id;

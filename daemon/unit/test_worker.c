@@ -31,13 +31,13 @@ struct call {
     bool had_ru;
 };
 
-static void on_result(void *data, json_t *result, const struct rusage *ru)
+static void on_result(void *data, json_t *result, const struct td_call_facts *f)
 {
     struct call *c = data;
     c->calls++;
     json_decref(c->result);
     c->result = result;
-    c->had_ru = ru != NULL;
+    c->had_ru = f && f->ru != NULL;
 }
 
 static void put_tool(const char *name, const char *json)

@@ -1,0 +1,36 @@
+/*
+ * denials.h - what a call's confinement refused it, kept as data for its
+ * tool_execution_completed event ("denied"). The layers that refuse (the
+ * seccomp notification listener, the egress proxy, the filesystem view)
+ * add entries to the call's list; the worker hands the list up with the
+ * result. A denial never decides the outcome: the tool saw the error its
+ * system call got.
+ */
+#ifndef TD_DENIALS_H
+#define TD_DENIALS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* Entries kept per call; the rest are only counted ("denied_more"). */
+#define TD_DENIALS_MAX 32
+
+struct td_denials {
+    json_t *list; /* array of distinct entries, NULL until the first */
+    size_t more;  /* distinct entries past TD_DENIALS_MAX */
+};
+
+/* Add entry (stolen), e.g. {"kind":"syscall","name":"ptrace"}. An entry
+ * equal to one already kept is not added again: a tool that retries a
+ * refused call a thousand times shows it once. */
+void td_denials_add(struct td_denials *d, json_t *entry);
+void td_denials_syscall(struct td_denials *d, const char *name);
+void td_denials_network(struct td_denials *d, const char *host, unsigned port);
+void td_denials_filesystem(struct td_denials *d, const char *path, const char *op);
+/* The fields a completed event gains, {"denied":[...]} and, past the cap,
+ * "denied_more": n; NULL when nothing was denied. */
+json_t *td_denials_fields(const struct td_denials *d);
+void td_denials_clear(struct td_denials *d);
+
+#endif
