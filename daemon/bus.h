@@ -19,6 +19,7 @@ enum td_bus_kind {
     TD_BUS_CALL_DONE,  /* a call's final result (json), after us microseconds */
     TD_BUS_BATCH_DONE, /* a batch completed */
     TD_BUS_SPAWN,      /* a worker of tool was spawned in us microseconds */
+    TD_BUS_DENIED,     /* a call's denials (json: the "denied" list; us: "denied_more") */
 };
 
 struct td_bus_msg {

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "log.h"
 #include "registry.h"
+#include "sysfilter.h"
 #include "toolexec.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
@@ -65,6 +66,7 @@ void td_tool_unref(struct td_tool *t)
     json_decref(t->allow_gids);
     free_strv(t->argv);
     free_strv(t->env);
+    td_sysfilter_conf_free(t->sysfilter);
     free(t);
 }
 
@@ -106,7 +108,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "name",    "description", "schema",     "command",    "protocol",
         "context", "timeout_ms",  "env",        "limits",     "user",
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
-        "coerce",  "spill"};
+        "coerce",  "spill",
+        "syscalls", "deny_syscalls"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -273,6 +276,10 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         BAD("%s: network: expected true or false", file);
     if (v)
         t->network = json_is_true(v);
+
+    if ((rc = td_sysfilter_parse(file, def, &t->sysfilter, err, errlen)) < 0)
+        goto out;
+    rc = -EINVAL;
 
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {

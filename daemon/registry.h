@@ -39,6 +39,8 @@ struct td_tool {
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
+    /* f3: "syscalls", "deny_syscalls" (sysfilter.c); NULL: the default */
+    struct td_sysfilter_conf *sysfilter;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -80,8 +80,11 @@
  *     (in that order: after setuid we could no longer change the others).
  *     Changing credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
- * 11b. The call's system-call filter, when it has one (sysfilter.c: with
- *     "network": false, socket(AF_UNIX) is refused). After no_new_privs,
+ * 11b. The call's system-call filter, when it has one (sysfilter.c: the
+ *     default set, the tool's "deny_syscalls"; with "network": false,
+ *     socket(AF_UNIX) is refused). Where denials are reported, the filter
+ *     is loaded with a notification listener (SECCOMP_FILTER_FLAG_NEW_LISTENER)
+ *     which is handed up (step 1a) for sysnotify.c to answer. After no_new_privs,
  *     which is what lets an unprivileged process install one; last before
  *     exec, so none of our own steps runs under it. The program is built once
  *     at start; attaching it is lost in the noise (farm-bench, 12 pairs of
@@ -218,6 +221,24 @@ struct child_args {
     int join; /* cgroup.procs to write, when not born in the cgroup */
 };
 
+/* Step 11b (see the top); -1 with errno set. With a listener, nothing
+ * between loading the filter and exec may be a denied call: the daemon
+ * that would answer it is suspended in clone() until we exec. */
+static int attach_filter(const struct td_spawn *s)
+{
+    if (!s->filter_notify)
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, s->filter);
+    long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                      s->filter);
+    if (fd < 0)
+        return -1;
+    /* Not handed up, the listener would close at exec: the tool's denied
+     * calls would then fail with ENOSYS, unreported. Refuse instead. */
+    int rc = td_sandbox_hand_over(TD_HAND_SECCOMP, (int)fd);
+    close((int)fd); /* the daemon's copy is the one that counts */
+    return rc;
+}
+
 /* Runs in the child, on its own stack but in the parent's memory (see the
  * clone() below): it may only make system calls and touch its own locals. */
 static int child(void *arg)
@@ -277,7 +298,7 @@ static int child(void *arg)
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
-    if (s->filter && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, s->filter) < 0)
+    if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
     execve(s->argv[0], s->argv, s->envp);
     child_fail(TD_STEP_EXEC);

@@ -35,6 +35,9 @@ struct td_spawn {
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
     bool hand_over; /* the child hands descriptors up (report.h, TD_HAND_*) */
+    /* f3: load filter with a notification listener and hand it up
+     * (TD_HAND_SECCOMP); needs hand_over */
+    bool filter_notify;
 };
 struct td_child {
     pid_t pid;

@@ -1,21 +1,46 @@
 /*
  * sysfilter.c - system-call filters for workers.
  *
+ * The default filter (every call, unless its tool says "syscalls": "off")
+ * denies what a tool has no business doing and what has been the way out
+ * of sandboxes: tracing or reading other processes (ptrace,
+ * process_vm_*), loading kernel code (modules, kexec, bpf), the big attack
+ * surfaces unprivileged code rarely needs (perf_event_open, userfaultfd,
+ * io_uring_*, the key rings), mounting and building namespaces of its own
+ * (mount and the new mount API, umount2, pivot_root, unshare, setns, and
+ * clone with any CLONE_NEW* flag), acct, swap, reboot, setting the clocks,
+ * and sockets of any family but AF_UNIX, AF_INET and AF_INET6. A tool's
+ * "deny_syscalls" adds names. A denied call fails with EPERM.
+ *
+ * clone3() passes its flags behind a pointer, which a filter cannot read:
+ * it fails with ENOSYS (not reported, not a denial), and the C library
+ * falls back to clone(), whose flags the filter sees (glibc does so for
+ * fork and pthread_create since 2.34).
+ *
+ * Denials are reported: a denied call stops at SECCOMP_RET_USER_NOTIF, the
+ * child loads the filter with a listener and hands it up (sandbox.c step
+ * 11b), and the daemon answers -EPERM and notes the call's name
+ * (sysnotify.c). Where the kernel or libseccomp have no user notification,
+ * the same set fails with SECCOMP_RET_ERRNO(EPERM) unreported.
+ *
  * "network": false puts a call in a network namespace of its own, which cuts
  * every interface and the abstract Unix socket namespace, but not Unix
  * sockets in the file system: they are reached by path, as files. Without a
  * file-system view of its own (a minimal root per call), the one way to keep
  * such a call from the host's sockets (a database's, Docker's, the
  * session bus) is to refuse the socket itself: socket(AF_UNIX) fails with
- * EACCES. socketpair() stays allowed (a pipe with two ends; it reaches
- * nothing).
+ * EACCES, in every filter, "off" included. socketpair() stays allowed (a
+ * pipe with two ends; it reaches nothing).
  *
- * The filter is built here once with libseccomp and exported as classic
- * BPF, because the worker's set-up runs in a vfork child that shares our
- * memory and may not allocate (sandbox.c): it only calls prctl() with the
- * program built here. libseccomp adds the architecture check: a system
- * call of another ABI (i386's socketcall through int 0x80) kills the
- * process rather than slipping past a rule written for this one.
+ * The filters are built with libseccomp and exported as classic BPF,
+ * because the worker's set-up runs in a vfork child that shares our memory
+ * and may not allocate (sandbox.c): it only loads the program built here.
+ * The common ones (default and off, with and without network) are built
+ * once at start; a tool with "deny_syscalls" gets its own at load (and
+ * reload), never per call. Only this ABI's calls are let through:
+ * libseccomp checks the architecture, and a system call of another ABI
+ * (i386's int 0x80, x32) kills the process rather than slipping past rules
+ * written for this one; a tool is a program of this machine.
  */
 #include <errno.h>
 #include <seccomp.h>
@@ -26,10 +51,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+
 #include "log.h"
 #include "sysfilter.h"
 
-static struct sock_fprog no_unix;
+/* Denied by default (EPERM, reported). Names this libseccomp or this
+ * architecture does not know are skipped. */
+static const char *const default_deny[] = {
+    "ptrace", "process_vm_readv", "process_vm_writev", "kexec_load", "kexec_file_load",
+    "init_module", "finit_module", "delete_module", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
+    "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+    "open_tree", "mount_setattr", "unshare", "setns", "acct", "swapon", "swapoff", "reboot",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    /* the same spirit, from container runtimes' default profiles */
+    "open_by_handle_at", "iopl", "ioperm", "syslog", "quotactl", "lookup_dcookie", "vhangup",
+    "uselib", "nfsservctl", "create_module", "get_kernel_syms", "query_module", "_sysctl"};
+
+/* CLONE_NEWTIME (0x80) is only for clone3() and unshare(): in clone()'s
+ * flags that bit is part of the exit signal. */
+static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,   CLONE_NEWUSER,
+                                         CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP};
+
+struct td_sysfilter_conf {
+    bool off;
+    struct td_sysfilter *own[2]; /* by network; NULL: a common one */
+};
+
+/* [off][network] */
+static struct td_sysfilter common[2][2];
+static bool notify_ok;
+static const char *notify_missing; /* why denials go unreported */
 
 /* ctx as BPF in prog (malloc'd); 0 or -errno. libseccomp 2.5 exports only
  * to a descriptor: a memfd, read back once. */
@@ -60,7 +116,49 @@ static int export(scmp_filter_ctx ctx, struct sock_fprog *prog)
     return 0;
 }
 
-int td_sysfilter_setup(void)
+/* The action for a denied call. */
+static uint32_t deny_action(void)
+{
+    return notify_ok ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+}
+
+static bool in_default(int nr)
+{
+    for (size_t i = 0; i < sizeof(default_deny) / sizeof(default_deny[0]); i++)
+        if (seccomp_syscall_resolve_name(default_deny[i]) == nr)
+            return true;
+    return nr == SCMP_SYS(clone) || nr == SCMP_SYS(clone3) || nr == SCMP_SYS(socket);
+}
+
+/* The default set's rules; 0 or -errno. */
+static int add_default(scmp_filter_ctx ctx, bool network)
+{
+    uint32_t deny = deny_action();
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof(default_deny) / sizeof(default_deny[0]); i++) {
+        int nr = seccomp_syscall_resolve_name(default_deny[i]);
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, deny, nr, 0);
+    }
+    for (size_t i = 0; rc == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
+        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(clone), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    /* socket(): AF_UNIX (1), AF_INET (2) and AF_INET6 (10) only; the
+     * comparison is on all 64 bits, so high garbage is denied too. */
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_INET6));
+    for (int af = 0; rc == 0 && af < AF_INET6; af++)
+        if (af != AF_UNIX && ((af != AF_INET) || !network))
+            rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, af));
+    if (rc == 0 && !network)
+        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+    return rc;
+}
+
+/* One filter into out; 0 or -errno. */
+static int build(bool off, bool network, const int *extra, size_t nextra, struct td_sysfilter *out)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     int rc = ctx ? 0 : -ENOMEM;
@@ -68,17 +166,138 @@ int td_sysfilter_setup(void)
     if (rc == 0)
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
     if (rc == 0)
+        rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (rc == 0 && !network)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+    if (rc == 0 && !off)
+        rc = add_default(ctx, network);
+    for (size_t i = 0; rc == 0 && i < nextra; i++)
+        if (off || !in_default(extra[i]))
+            rc = seccomp_rule_add(ctx, deny_action(), extra[i], 0);
     if (rc == 0)
-        rc = export(ctx, &no_unix);
+        rc = export(ctx, &out->prog);
     seccomp_release(ctx);
-    if (rc < 0)
-        td_log(TD_LOG_ERR, "seccomp: cannot build the worker filter: %s", strerror(-rc));
-    return rc < 0 ? -1 : 0;
+    out->notify = rc == 0 && notify_ok && (!off || nextra);
+    return rc;
 }
 
-const struct sock_fprog *td_sysfilter_get(bool network)
+/* Can this kernel hand a listener up, and libseccomp write the action? */
+static void probe_notify(void)
 {
-    return network ? NULL : &no_unix;
+    uint32_t action = SECCOMP_RET_USER_NOTIF;
+    if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
+        notify_missing = "this kernel has no SECCOMP_RET_USER_NOTIF";
+    else if (seccomp_api_get() < 5)
+        notify_missing = "libseccomp cannot write SCMP_ACT_NOTIFY here";
+    else
+        notify_ok = true;
+}
+
+int td_sysfilter_setup(void)
+{
+    probe_notify();
+    int rc = 0;
+    for (int off = 0; rc == 0 && off < 2; off++)
+        for (int net = 0; rc == 0 && net < 2; net++)
+            if (!(off && net)) /* off with network: no filter */
+                rc = build(off, net, NULL, 0, &common[off][net]);
+    if (rc < 0) {
+        td_log(TD_LOG_ERR, "seccomp: cannot build the worker filter: %s", strerror(-rc));
+        return -1;
+    }
+    if (!notify_ok)
+        td_log(TD_LOG_WARN, "seccomp: %s: denied system calls fail with EPERM unreported",
+               notify_missing);
+    return 0;
+}
+
+int td_sysfilter_probe(char *detail, size_t len)
+{
+    if (!notify_ok && !notify_missing)
+        probe_notify();
+    uint32_t errno_action = SECCOMP_RET_ERRNO;
+    if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &errno_action) < 0) {
+        snprintf(detail, len, "no seccomp filters: %s", strerror(errno));
+        return 0;
+    }
+    snprintf(detail, len, "%s",
+             notify_ok ? "seccomp filter, denials reported (user notification)"
+                       : "seccomp filter, denials not reported (no user notification)");
+    return 1;
+}
+
+int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_conf **out,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    const json_t *mode = json_object_get(def, "syscalls");
+    const json_t *deny = json_object_get(def, "deny_syscalls");
+    const char *m = json_string_value(mode);
+    if (mode && (!m || (strcmp(m, "default") != 0 && strcmp(m, "off") != 0))) {
+        snprintf(err, errlen, "%s: syscalls: expected \"default\" or \"off\"", file);
+        return -EINVAL;
+    }
+    if (deny && !json_is_array(deny)) {
+        snprintf(err, errlen, "%s: deny_syscalls: expected an array of system call names", file);
+        return -EINVAL;
+    }
+    bool off = m && strcmp(m, "off") == 0;
+    size_t n = deny ? json_array_size(deny) : 0;
+    if (!off && !n)
+        return 0;
+    int *nrs = calloc(n + 1, sizeof(int));
+    struct td_sysfilter_conf *c = calloc(1, sizeof(*c));
+    int rc = nrs && c ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *name = json_string_value(json_array_get(deny, i));
+        nrs[i] = name ? seccomp_syscall_resolve_name(name) : __NR_SCMP_ERROR;
+        if (nrs[i] < 0) { /* pseudo-numbers: not a call of this ABI */
+            snprintf(err, errlen, "%s: deny_syscalls[%zu]: %s%s%s", file, i,
+                     name ? "unknown system call \"" : "expected a system call name",
+                     name ? name : "", name ? "\"" : "");
+            rc = -EINVAL;
+        }
+    }
+    if (c)
+        c->off = off;
+    /* a tool's own only where it differs from the common ones */
+    for (int net = 0; rc == 0 && n && net < 2; net++) {
+        if (!(c->own[net] = calloc(1, sizeof(struct td_sysfilter))))
+            rc = -ENOMEM;
+        else if ((rc = build(off, net, nrs, n, c->own[net])) < 0)
+            snprintf(err, errlen, "%s: deny_syscalls: cannot build the filter: %s", file,
+                     strerror(-rc));
+    }
+    free(nrs);
+    if (rc < 0) {
+        td_sysfilter_conf_free(c);
+        if (rc == -ENOMEM)
+            snprintf(err, errlen, "%s: out of memory", file);
+        return rc == -ENOMEM ? rc : -EINVAL;
+    }
+    *out = c;
+    return 0;
+}
+
+void td_sysfilter_conf_free(struct td_sysfilter_conf *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < 2; i++) {
+        if (c->own[i])
+            free(c->own[i]->prog.filter);
+        free(c->own[i]);
+    }
+    free(c);
+}
+
+const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, bool network)
+{
+    if (c && c->own[network])
+        return c->own[network];
+    bool off = c && c->off;
+    if (off && network)
+        return NULL;
+    return common[off][network].prog.filter ? &common[off][network] : NULL;
 }

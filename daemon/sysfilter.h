@@ -1,18 +1,44 @@
 /*
  * sysfilter.h - the system-call filters a call's worker is started under,
- * built once at start (libseccomp), handed to sandbox.c as ready BPF.
+ * built with libseccomp (the common ones once at start, a tool's own once
+ * at load), handed to sandbox.c as ready BPF.
  */
 #ifndef TD_SYSFILTER_H
 #define TD_SYSFILTER_H
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-/* Builds the filters; logs and returns -1 when libseccomp cannot. */
+#include <jansson.h>
+
+/* A built filter. */
+struct td_sysfilter {
+    struct sock_fprog prog;
+    /* Denied calls stop at SECCOMP_RET_USER_NOTIF: the child loads it with
+     * a listener and hands that up (sysnotify.c answers EPERM and reports
+     * the call). False: denied calls fail with EPERM straight away, and no
+     * one hears of it (a kernel without user notification). */
+    bool notify;
+};
+
+/* A tool's "syscalls" and "deny_syscalls" (toolexecd.tools(5)); NULL in a
+ * tool that sets neither: the daemon's default filter. */
+struct td_sysfilter_conf;
+
+/* Builds the common filters; logs and returns -1 when libseccomp cannot. */
 int td_sysfilter_setup(void);
-/* The filter for a call, NULL for none: "network": false also refuses
- * Unix sockets (socket(AF_UNIX) fails with EACCES), which a network
- * namespace leaves reachable by path. */
-const struct sock_fprog *td_sysfilter_get(bool network);
+/* For toolexecd --check: 1 when workers get a filter (detail says whether
+ * its denials are reported), 0 when this kernel or libseccomp offer none. */
+int td_sysfilter_probe(char *detail, size_t len);
+/* A tool definition's keys; 0, or -EINVAL with err naming file and key (an
+ * unknown system call), -ENOMEM. *out stays NULL for the default. */
+int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_conf **out,
+                       char *err, size_t errlen);
+void td_sysfilter_conf_free(struct td_sysfilter_conf *c);
+/* The filter for a call of a tool with conf c, NULL for none. Without
+ * network, socket(AF_INET*) is denied too and socket(AF_UNIX) fails with
+ * EACCES (a network namespace leaves Unix sockets reachable by path). */
+const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, bool network);
 
 #endif

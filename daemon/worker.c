@@ -38,6 +38,7 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "sysfilter.h"
+#include "sysnotify.h"
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
@@ -90,6 +91,7 @@ struct td_worker {
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_denials denied; /* what its confinement refused (denials.h) */
+    struct td_sysnotify *sysn; /* f3: answers its denied system calls; NULL: none */
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -127,6 +129,7 @@ static void on_handle_closed(uv_handle_t *h)
     td_tool_unref(w->tool);
     free(w->plain);
     free(w->reqbody);
+    td_sysnotify_stop(w->sysn);
     td_denials_clear(&w->denied);
     free(w->batch_id);
     free(w->call_id);
@@ -189,6 +192,13 @@ static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru
     td_result_cb cb = w->cb;
     w->cb = NULL;
     w->pending = NULL;
+    /* the call's processes are gone (or dying: a cancel): its list of
+     * denials is complete */
+    td_sysnotify_stop(w->sysn);
+    w->sysn = NULL;
+    if (w->denied.list)
+        td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED, .json = w->denied.list,
+                                            .tool = w->tool->name, .us = w->denied.more});
     if (cb)
         cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied});
     else
@@ -757,8 +767,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .nrlimits = nrl,
         .cgroup_dir = td_cgroup_dir_fd(w->cg),
         .cgroup_procs = td_cgroup_procs_fd(w->cg),
-        .filter = td_sysfilter_get(network),
     };
+    const struct td_sysfilter *sf = td_sysfilter_get(s->tool->sysfilter, network);
+    sp.filter = sf ? &sf->prog : NULL;
+    sp.filter_notify = sp.hand_over = sf && sf->notify;
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
     struct td_child child;
@@ -786,6 +798,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
     w->exfd = child.report;
+    if (child.handed[TD_HAND_SECCOMP] >= 0)
+        w->sysn = td_sysnotify_start(child.handed[TD_HAND_SECCOMP], &w->denied);
     w->cb = cb;
     w->cb_data = data;
     te_frame_decoder_init(&w->dec, w->max_output);

@@ -606,8 +606,11 @@ class NetworkMixin:
         res = self.c.run([{"id": "n", "name": tool, "arguments": {"port": port}}])
         v = self.assertOk(res, "n")
         self.assertIs(v["connected"], False, v)
-        # a fresh network namespace whose loopback is down
-        self.assertEqual(v["errno"], "ENETUNREACH", v)
+        # the system-call filter refuses socket(AF_INET) itself (issue 11);
+        # the namespace under it is checked with "syscalls": "off" below
+        self.assertEqual(v["errno"], "EPERM", v)
+        self.assertIn({"kind": "syscall", "name": "socket"},
+                      res.completed("n").get("denied", []), res.completed("n"))
         s.setblocking(False)
         with self.assertRaises(BlockingIOError, msg="the listener saw a connection"):
             s.accept()[0].close()
@@ -630,10 +633,19 @@ class NetworkDefault(NetworkMixin, IsoCase):
 
 class Network(NetworkMixin, IsoCase):
     TOOLS = [worker_tool("net_off", "connect", network=False),
-             worker_tool("net_on", "connect", network=True)]
+             worker_tool("net_on", "connect", network=True),
+             worker_tool("net_off_unfiltered", "connect", network=False, syscalls="off")]
 
     def test_network_false_cannot_reach_a_loopback_listener(self):
         self.assertNoNetwork("net_off")
+
+    def test_network_false_namespace_without_the_filter(self):
+        s, port = self.listener()
+        res = self.c.run([{"id": "n", "name": "net_off_unfiltered", "arguments": {"port": port}}])
+        v = self.assertOk(res, "n")
+        # a fresh network namespace whose loopback is down
+        self.assertEqual((v["connected"], v["errno"]), (False, "ENETUNREACH"), v)
+        self.assertNotIn("denied", res.completed("n"))
 
     def test_network_true(self):
         self.assertNetwork("net_on")
