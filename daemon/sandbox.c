@@ -228,8 +228,8 @@ static int attach_filter(const struct td_spawn *s)
 {
     if (!s->filter_notify)
         return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, s->filter);
-    long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                      s->filter);
+    long fd =
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, s->filter);
     if (fd < 0)
         return -1;
     /* Not handed up, the listener would close at exec: the tool's denied

@@ -24,10 +24,18 @@ struct tool_stats {
     uint64_t lat_us[LATENCY_SAMPLES];
     size_t nlat, lat_next;
     uint64_t spawn_us_sum, spawns;
+    uint64_t denied[3]; /* f3: entries of its calls' "denied", by kind */
     SLIST_ENTRY(tool_stats) link;
 };
 
 static SLIST_HEAD(, tool_stats) all;
+
+/* Denials (f3): entries of calls' "denied" lists, one a call per distinct
+ * entry, by kind, plus the entries past a call's cap, and per system call
+ * name (a call's repeats are one). */
+static const char *const denial_kinds[3] = {"syscall", "network", "filesystem"};
+static uint64_t denied_total[3], denied_more;
+static json_t *denied_syscalls; /* name -> count */
 static uint64_t started_ns, batches_served, calls_total;
 
 static void on_bus(void *data, const struct td_bus_msg *m);
@@ -99,6 +107,40 @@ static void count_spawn(const char *tool, uint64_t spawn_us)
     }
 }
 
+static void count_denied(const char *tool, const json_t *list, uint64_t more)
+{
+    struct tool_stats *t = find(tool);
+    size_t i;
+    json_t *e;
+    denied_more += more;
+    json_array_foreach(list, i, e)
+    {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        for (int k = 0; kind && k < 3; k++) {
+            if (strcmp(kind, denial_kinds[k]) != 0)
+                continue;
+            denied_total[k]++;
+            if (t)
+                t->denied[k]++;
+        }
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!kind || strcmp(kind, "syscall") != 0 || !name)
+            continue;
+        if (!denied_syscalls && !(denied_syscalls = json_object()))
+            continue;
+        json_t *n = json_object_get(denied_syscalls, name);
+        json_object_set_new(denied_syscalls, name, json_integer(n ? json_integer_value(n) + 1 : 1));
+    }
+}
+
+static json_t *denied_json(const uint64_t by_kind[3])
+{
+    json_t *o = json_object();
+    for (int k = 0; k < 3; k++)
+        json_object_set_new(o, denial_kinds[k], json_integer((json_int_t)by_kind[k]));
+    return o;
+}
+
 /* Counters are pushed: the batch and the worker publish on the bus. */
 static void on_bus(void *data, const struct td_bus_msg *m)
 {
@@ -112,6 +154,9 @@ static void on_bus(void *data, const struct td_bus_msg *m)
         break;
     case TD_BUS_BATCH_DONE:
         batches_served++;
+        break;
+    case TD_BUS_DENIED:
+        count_denied(m->tool, m->json, m->us);
         break;
     default:
         break;
@@ -159,19 +204,28 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
                       "latency_ms", percentiles(t), "spawn_us_mean",
                       t->spawns ? json_real((double)t->spawn_us_sum / (double)t->spawns)
                                 : json_null()));
+        json_object_set_new(json_object_get(tools, t->name), "denied", denied_json(t->denied));
     }
     /* running: calls in a worker; processes: workers not yet reaped */
-    return json_pack("{s:s,s:I,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event",
-                     "stats", "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000),
-                     "version", TD_VERSION, "workers", "running", (int)g->running, "processes",
-                     (int)g->processes, "queued", (int)g->queued, "max", (int)g->max_workers,
-                     "clients", (int)g->clients, "subscribers", (int)g->subscribers, "batches",
-                     "running", (int)g->batches, "served", (json_int_t)batches_served, "calls",
-                     (json_int_t)calls_total, "tools", tools);
+    json_t *ev = json_pack(
+        "{s:s,s:I,s:s,s:{s:i,s:i,s:i,s:i},s:i,s:i,s:{s:i,s:I},s:I,s:o}", "event", "stats",
+        "uptime_ms", (json_int_t)((uv_hrtime() - started_ns) / 1000000), "version", TD_VERSION,
+        "workers", "running", (int)g->running, "processes", (int)g->processes, "queued",
+        (int)g->queued, "max", (int)g->max_workers, "clients", (int)g->clients, "subscribers",
+        (int)g->subscribers, "batches", "running", (int)g->batches, "served",
+        (json_int_t)batches_served, "calls", (json_int_t)calls_total, "tools", tools);
+    json_t *denied = denied_json(denied_total);
+    json_object_set_new(denied, "more", json_integer((json_int_t)denied_more));
+    json_object_set_new(denied, "syscall_names",
+                        denied_syscalls ? json_copy(denied_syscalls) : json_object());
+    json_object_set_new(ev, "denied", denied);
+    return ev;
 }
 
 void td_stats_free(void)
 {
+    json_decref(denied_syscalls);
+    denied_syscalls = NULL;
     struct tool_stats *t;
     while ((t = SLIST_FIRST(&all))) {
         SLIST_REMOVE_HEAD(&all, link);

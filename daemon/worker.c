@@ -197,8 +197,10 @@ static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru
     td_sysnotify_stop(w->sysn);
     w->sysn = NULL;
     if (w->denied.list)
-        td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED, .json = w->denied.list,
-                                            .tool = w->tool->name, .us = w->denied.more});
+        td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED,
+                                            .json = w->denied.list,
+                                            .tool = w->tool->name,
+                                            .us = w->denied.more});
     if (cb)
         cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied});
     else

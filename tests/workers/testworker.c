@@ -105,6 +105,9 @@
  *                        working directory to arguments.ready, waits (up to 30 s) for
  *                        arguments.release; ok {"answer": arguments.answer,
  *                        "secret_file": what ./secret.txt then holds}
+ *   sysprobe             tries denied system calls (test_confine_sys.py):
+ *                        arguments.try names, loop.count, fork; ok {name:
+ *                        "ok" or errno name, ...}
  *   hostile              tries what arguments name against other calls, the
  *                        daemon and the terminal; each attempt is "ok:DATA"
  *                        or its errno name: environ, mem, kill, oom (PID
@@ -137,6 +140,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/io_uring.h>
+#include <linux/sched.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 
 #include <toolexec.h>
 
@@ -984,6 +992,124 @@ static json_t *probe_dir(const json_t *args)
                            read_other, "write_other", write_other));
 }
 
+/* ---- sysprobe (test_confine_sys.py) ---- */
+
+/* One attempt at a call the default system-call filter denies; "ok" or the
+ * errno's name. Each is the real call, made with syscall() so that no
+ * library wrapper stands in between. */
+static json_t *sys_attempt(const char *what)
+{
+    long rc = -1;
+    errno = 0;
+    if (strcmp(what, "ptrace") == 0) {
+        /* a sibling: a process of our own call, which ptrace_scope would
+         * allow us to trace */
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (;;)
+                pause();
+        }
+        if (pid < 0)
+            return errno_json(errno);
+        rc = syscall(SYS_ptrace, PTRACE_ATTACH, pid, 0, 0);
+        int e = errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        errno = e;
+    } else if (strcmp(what, "io_uring_setup") == 0) {
+        struct io_uring_params p;
+        memset(&p, 0, sizeof(p));
+        rc = syscall(SYS_io_uring_setup, 1, &p);
+    } else if (strcmp(what, "unshare_user") == 0) {
+        rc = syscall(SYS_unshare, CLONE_NEWUSER);
+    } else if (strcmp(what, "clone_newuser") == 0 || strcmp(what, "clone_plain") == 0) {
+        long flags = SIGCHLD | (what[6] == 'n' ? CLONE_NEWUSER : 0);
+        rc = syscall(SYS_clone, flags, 0, 0, 0, 0);
+        if (rc == 0)
+            syscall(SYS_exit_group, 0);
+        if (rc > 0)
+            waitpid((pid_t)rc, NULL, 0);
+    } else if (strcmp(what, "clone3") == 0) {
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_NEWUSER;
+        ca.exit_signal = SIGCHLD;
+        rc = syscall(SYS_clone3, &ca, sizeof(ca));
+        if (rc == 0)
+            syscall(SYS_exit_group, 0);
+        if (rc > 0)
+            waitpid((pid_t)rc, NULL, 0);
+    } else if (strcmp(what, "mount") == 0) {
+        rc = syscall(SYS_mount, "none", ".", "tmpfs", 0, NULL);
+    } else if (strcmp(what, "bpf") == 0) {
+        char attr[128];
+        memset(attr, 0, sizeof(attr));
+        rc = syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr));
+    } else if (strcmp(what, "netlink") == 0) {
+        rc = socket(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */);
+    } else if (strcmp(what, "packet") == 0) {
+        rc = socket(AF_PACKET, SOCK_RAW, 0);
+    } else if (strcmp(what, "inet") == 0) {
+        rc = socket(AF_INET, SOCK_STREAM, 0);
+    } else if (strcmp(what, "keyctl") == 0) {
+        rc = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0);
+    } else if (strcmp(what, "sched_yield") == 0) {
+        rc = syscall(SYS_sched_yield);
+    } else {
+        return json_string("unknown");
+    }
+    int e = errno;
+    if (rc >= 0 && strcmp(what, "ptrace") != 0 && strncmp(what, "clone", 5) != 0 &&
+        strcmp(what, "sched_yield") != 0 && strcmp(what, "unshare_user") != 0 &&
+        strcmp(what, "keyctl") != 0)
+        close((int)rc);
+    return rc < 0 ? errno_json(e) : json_string("ok");
+}
+
+/* arguments.try: names for sys_attempt; arguments.loop: {"count": N} makes
+ * N denied calls (io_uring_setup) in a row; arguments.threads and python:
+ * a thread and a child made the way the C library makes them (clone3 or
+ * its fallback). ok {"NAME": "ok" | errno, ..., "looped": {"EPERM": n}} */
+static json_t *sysprobe_mode(const json_t *args)
+{
+    json_t *out = json_object();
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(args, "try"), i, v)
+    {
+        json_object_set_new(out, json_string_value(v), sys_attempt(json_string_value(v)));
+    }
+    long long n = arg_int(json_object_get(args, "loop"), "count", 0);
+    if (n > 0) {
+        json_t *tally = json_object();
+        for (long long k = 0; k < n; k++) {
+            struct io_uring_params p;
+            memset(&p, 0, sizeof(p));
+            long rc = syscall(SYS_io_uring_setup, 1, &p);
+            const char *name = rc < 0 ? strerrorname_np(errno) : "ok";
+            if (rc >= 0)
+                close((int)rc);
+            json_t *c = json_object_get(tally, name ? name : "?");
+            json_object_set_new(tally, name ? name : "?",
+                                json_integer(c ? json_integer_value(c) + 1 : 1));
+        }
+        json_object_set_new(out, "looped", tally);
+    }
+    if (json_is_true(json_object_get(args, "fork"))) {
+        /* fork() is clone3() first in glibc >= 2.34, then clone() */
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(7);
+        int st = 0;
+        json_object_set_new(out, "fork",
+                            pid < 0 ? errno_json(errno)
+                            : waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 7
+                                ? json_string("ok")
+                                : json_string("lost"));
+    }
+    return te_ok(out);
+}
+
 static json_t *run_mode(const char *mode, const te_call *call)
 {
     json_t *args = call->arguments;
@@ -1187,6 +1313,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return swap_race(args);
     if (strcmp(mode, "probe-dir") == 0)
         return probe_dir(args);
+    if (strcmp(mode, "sysprobe") == 0)
+        return sysprobe_mode(args);
     return te_raised("UnknownMode", mode, NULL);
 }
 

@@ -1,0 +1,234 @@
+"""Issue 11, sections 3 and 4 (system calls): every worker runs under a
+seccomp filter; what it denies fails with EPERM, and the call's
+tool_execution_completed names it in "denied" (the tail stream carries the
+same event; the stats op counts them). "syscalls": "off" lifts the default
+set, "deny_syscalls" adds names, an unknown name is refused at load.
+
+Hostile tools really try: the testworker's sysprobe mode makes each call
+with syscall() (ptrace of a sibling it forked, io_uring_setup,
+unshare(CLONE_NEWUSER), clone(CLONE_NEWUSER), mount, bpf, an AF_NETLINK
+and an AF_PACKET socket, keyctl), and a Python tool makes them through
+ctypes. Against a root daemon and an unprivileged one. Where a call would
+fail anyway for an unprivileged process (mount, AF_PACKET), "denied" is
+what tells the filter's refusal from the kernel's."""
+
+import os
+import pwd
+import shutil
+import sys
+import time
+import unittest
+
+import harness
+from harness import Daemon, DaemonFailed, worker_tool
+
+PROBES = ["ptrace", "io_uring_setup", "unshare_user", "clone_newuser", "mount", "bpf",
+          "netlink", "packet", "keyctl"]
+# the name each probe's system call has in "denied"
+NAMES = {"ptrace": "ptrace", "io_uring_setup": "io_uring_setup", "unshare_user": "unshare",
+         "clone_newuser": "clone", "mount": "mount", "bpf": "bpf", "netlink": "socket",
+         "packet": "socket", "keyctl": "keyctl"}
+
+PY_HOSTILE = r"""
+import ctypes, json, subprocess, sys, threading
+sys.stdin.readline()
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(nr, *args):
+    rc = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return "ok" if rc >= 0 else __import__("errno").errorcode[ctypes.get_errno()]
+out = {"ptrace": attempt(101, 0, 0, 0, 0),          # PTRACE_TRACEME
+       "unshare": attempt(272, 0x10000000),         # CLONE_NEWUSER
+       "keyctl": attempt(250, 0, -3, 0)}            # KEYCTL_GET_KEYRING_ID
+t = threading.Thread(target=lambda: out.__setitem__("thread", "ok")); t.start(); t.join()
+out["subprocess"] = subprocess.run(["/bin/echo", "child"], capture_output=True).stdout.decode().strip()
+print(json.dumps(out))
+"""
+
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+TOOLS = [
+    worker_tool("probe", "sysprobe", timeout_ms=120000),
+    worker_tool("probe_off", "sysprobe", syscalls="off"),
+    worker_tool("probe_deny", "sysprobe", deny_syscalls=["sched_yield"]),
+    worker_tool("probe_off_deny", "sysprobe", syscalls="off", deny_syscalls=["sched_yield"]),
+    worker_tool("probe_offline", "sysprobe", network=False),
+    worker_tool("echo", "echo"),
+    {"name": "py_hostile", "description": "python ctypes", "schema": {"type": "object"},
+     "command": [PYTHON, "-c", PY_HOSTILE], "protocol": "plain"},
+]
+
+
+class NobodyDaemon(Daemon):
+
+    def command(self):
+        nobody = pwd.getpwnam("nobody")
+        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
+                "--clear-groups"] + super().command()
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+class Checks:
+    DAEMON = Daemon
+
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        d = cls.DAEMON(TOOLS, start=False)
+        harness.give_work_dir(d)
+        try:
+            d.start()
+        except BaseException:
+            d.stop(check=False)
+            raise
+        cls.d = d
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def run_probe(self, tool, **args):
+        res = self.d.client().run([{"id": "c", "name": tool, "arguments": args}],
+                                  timeout=120)
+        done = res.completed("c")
+        self.assertEqual(set(done["result"]), {"ok"}, done)
+        return done["result"]["ok"], done
+
+    def denied_names(self, done):
+        return {e["name"] for e in done.get("denied", []) if e["kind"] == "syscall"}
+
+    def test_default_filter_denies_with_eperm_and_reports(self):
+        got, done = self.run_probe("probe", **{"try": PROBES})
+        for p in PROBES:
+            self.assertEqual(got[p], "EPERM", (p, got))
+        # each named once, however often it was tried (socket twice)
+        self.assertEqual(self.denied_names(done), set(NAMES.values()), done)
+        self.assertEqual(len(done["denied"]), len(set(NAMES.values())), done)
+        self.assertNotIn("denied_more", done)
+
+    def test_clone3_is_enosys_and_the_library_falls_back(self):
+        got, done = self.run_probe("probe", **{"try": ["clone3", "clone_plain"], "fork": True})
+        self.assertEqual((got["clone3"], got["clone_plain"], got["fork"]),
+                         ("ENOSYS", "ok", "ok"), got)
+        self.assertNotIn("denied", done)  # ENOSYS is not a denial
+
+    def test_off_lifts_the_default(self):
+        got, done = self.run_probe("probe_off", **{"try": ["ptrace", "netlink", "keyctl"]})
+        self.assertEqual(got, {"ptrace": "ok", "netlink": "ok", "keyctl": "ok"})
+        self.assertNotIn("denied", done)
+
+    def test_deny_syscalls_adds_to_the_default(self):
+        got, done = self.run_probe("probe_deny", **{"try": ["sched_yield", "ptrace"]})
+        self.assertEqual(got, {"sched_yield": "EPERM", "ptrace": "EPERM"})
+        self.assertEqual(self.denied_names(done), {"sched_yield", "ptrace"}, done)
+        # the default tool may still call it
+        got, done = self.run_probe("probe", **{"try": ["sched_yield"]})
+        self.assertEqual(got, {"sched_yield": "ok"})
+
+    def test_deny_syscalls_with_off(self):
+        got, done = self.run_probe("probe_off_deny", **{"try": ["sched_yield", "ptrace"]})
+        self.assertEqual(got, {"sched_yield": "EPERM", "ptrace": "ok"})
+        self.assertEqual(self.denied_names(done), {"sched_yield"}, done)
+
+    def test_no_inet_socket_without_network(self):
+        got, done = self.run_probe("probe_offline", **{"try": ["inet"]})
+        self.assertEqual(got, {"inet": "EPERM"})
+        self.assertEqual(self.denied_names(done), {"socket"}, done)
+        got, done = self.run_probe("probe", **{"try": ["inet"]})
+        self.assertEqual(got, {"inet": "ok"})
+
+    def test_python_tool_through_ctypes(self):
+        res = self.d.client().run([{"id": "c", "name": "py_hostile", "arguments": {}}])
+        done = res.completed("c")
+        self.assertEqual(done["result"], {"ok": {
+            "ptrace": "EPERM", "unshare": "EPERM", "keyctl": "EPERM", "thread": "ok",
+            "subprocess": "child"}}, done)
+        self.assertEqual(self.denied_names(done), {"ptrace", "unshare", "keyctl"}, done)
+
+    def test_tail_and_stats_carry_denials(self):
+        sub = self.d.client()
+        sub.send({"op": "tail"})
+        sub.recv_for(lambda e: e["event"] == "tailing")
+        c = self.d.client()
+        res = c.run([{"id": "t", "name": "probe", "arguments": {"try": ["bpf"]}}],
+                    batch="tailed")
+        self.assertEqual(res.completed("t")["denied"], [{"kind": "syscall", "name": "bpf"}])
+        ev = sub.recv_for(lambda e: e.get("batch") == "tailed" and
+                          e["event"] == "tool_execution_completed")
+        self.assertEqual(ev["denied"], [{"kind": "syscall", "name": "bpf"}], ev)
+        c.send({"op": "stats"})
+        st = c.recv_for(lambda e: e.get("event") == "stats")
+        self.assertGreaterEqual(st["denied"]["syscall"], 1, st["denied"])
+        self.assertGreaterEqual(st["denied"]["syscall_names"]["bpf"], 1, st["denied"])
+        self.assertGreaterEqual(st["tools"]["probe"]["denied"]["syscall"], 1, st["tools"])
+
+    def test_a_denied_loop_does_not_stall_other_clients(self):
+        n = 100000
+        other = self.d.client()
+        base = []
+        for i in range(20):  # the same calls without the loop, for the report
+            t = time.monotonic()
+            self.assertTrue(other.run([{"id": "b", "name": "echo", "arguments": {}}]).ok)
+            base.append(time.monotonic() - t)
+        base.sort()
+        hostile = self.d.client()
+        hostile.start_batch([{"id": "h", "name": "probe", "arguments": {"loop": {"count": n}}}],
+                            batch="loop")
+        hostile.recv_for(lambda e: e.get("event") == "tool_execution_started")
+        t0 = time.monotonic()
+        c0 = cpu_ticks(self.d.proc.pid)
+        lat = []
+        for i in range(20):
+            t = time.monotonic()
+            res = other.run([{"id": "e%d" % i, "name": "echo", "arguments": {"i": i}}])
+            lat.append(time.monotonic() - t)
+            self.assertEqual(res.result("e%d" % i), {"ok": {"i": i}})
+        evs = hostile.recv_batch("loop", timeout=120)
+        elapsed = time.monotonic() - t0
+        done = [e for e in evs if e["event"] == "tool_execution_completed"][0]
+        self.assertEqual(done["result"], {"ok": {"looped": {"EPERM": n}}}, done)
+        self.assertEqual(done["denied"], [{"kind": "syscall", "name": "io_uring_setup"}])
+        lat.sort()
+        cpu = (cpu_ticks(self.d.proc.pid) - c0) / os.sysconf("SC_CLK_TCK")
+        sys.stderr.write("\n[measure] %s: %d denied calls in %.2f s wall (%.1f us each); daemon "
+                         "CPU %.2f s; another client's 20 calls meanwhile: median %.1f ms, max "
+                         "%.1f ms (before: median %.1f ms, max %.1f ms)\n"
+                         % (type(self).__name__, n, elapsed, elapsed / n * 1e6, cpu,
+                            lat[10] * 1000, lat[-1] * 1000, base[10] * 1000, base[-1] * 1000))
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
+class RootDaemon(Checks, unittest.TestCase):
+    pass
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedDaemon(Checks, unittest.TestCase):
+    DAEMON = NobodyDaemon
+
+
+class Load(unittest.TestCase):
+
+    def test_unknown_name_is_refused_at_load(self):
+        harness.require_env()
+        bad = worker_tool("typo", "echo", deny_syscalls=["ptrace", "no_such_call"])
+        with self.assertRaises(DaemonFailed) as cm:
+            Daemon(tools=[bad])
+        self.assertIn('typo.json: deny_syscalls[1]: unknown system call "no_such_call"',
+                      str(cm.exception))
+
+    def test_bad_mode_is_refused_at_load(self):
+        harness.require_env()
+        bad = worker_tool("typo", "echo", syscalls="strict")
+        with self.assertRaises(DaemonFailed) as cm:
+            Daemon(tools=[bad])
+        self.assertIn('typo.json: syscalls: expected "default" or "off"', str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
