@@ -54,7 +54,9 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "log.h"
 #include "sysfilter.h"
@@ -182,15 +184,42 @@ static int build(bool off, bool network, const int *extra, size_t nextra, struct
     return rc;
 }
 
+/* Can a child of ours load a filter with a listener? The kernel allows
+ * one listener per chain of filters (EBUSY), so a daemon that itself runs
+ * under one (a container manager's that intercepts calls) cannot: found
+ * out once here, in a child, rather than by every call failing. */
+static int listener_allowed(void)
+{
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {.len = 1, .filter = &allow};
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            _exit(errno & 0xff);
+        long fd =
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        _exit(fd < 0 ? errno & 0xff : 0);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return -errno;
+    return WIFEXITED(st) ? -WEXITSTATUS(st) : -ECHILD;
+}
+
 /* Can this kernel hand a listener up, and libseccomp write the action? */
 static void probe_notify(void)
 {
+    static char why[128];
     uint32_t action = SECCOMP_RET_USER_NOTIF;
+    int rc;
     if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
         notify_missing = "this kernel has no SECCOMP_RET_USER_NOTIF";
     else if (seccomp_api_get() < 5)
         notify_missing = "libseccomp cannot write SCMP_ACT_NOTIFY here";
-    else
+    else if ((rc = listener_allowed()) < 0) {
+        snprintf(why, sizeof(why), "no notification listener for our workers (%s)", strerror(-rc));
+        notify_missing = why;
+    } else
         notify_ok = true;
 }
 

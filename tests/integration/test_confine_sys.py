@@ -141,6 +141,20 @@ class Checks:
         got, done = self.run_probe("probe", **{"try": ["inet"]})
         self.assertEqual(got, {"inet": "ok"})
 
+    @unittest.skipUnless(os.uname().machine == "x86_64", "x86-64's other ABIs")
+    def test_another_abi_is_killed(self):
+        # i386's int 0x80 and x32 numbers would slip past rules written for
+        # x86-64's numbers: the filter kills the process (SIGSYS) instead
+        for abi in ("i386", "x32"):
+            res = self.d.client().run([{"id": "c", "name": "probe", "arguments": {"try": [abi]}}])
+            err = res.result("c").get("tool_error")
+            self.assertIsNotNone(err, (abi, res.completed("c")))
+            self.assertEqual((err["reason"], err["cause"]["signal"]),
+                             ("handler_exit", "SIGSYS"), (abi, err))
+        # the same without the filter: both are a plain getpid
+        got, _ = self.run_probe("probe_off", **{"try": ["x32"]})
+        self.assertIn(got["x32"], ("ok", "ENOSYS"), got)
+
     def test_python_tool_through_ctypes(self):
         res = self.d.client().run([{"id": "c", "name": "py_hostile", "arguments": {}}])
         done = res.completed("c")
