@@ -9,8 +9,11 @@
  * the rest wait for the next turn, after every other ready handle had its
  * turn), so a looping tool never starves another call or client. Measured
  * (tests/integration/test_confine_sys.py, loaded 2-CPU VM): a tool making
- * 100,000 denied calls took ~N s of the daemon's loop, ~M us a call
- * (recv, name, send); other clients' calls meanwhile finished as usual.
+ * 100,000 denied calls in a row took 2.1 s (root daemon; 3.4 s
+ * unprivileged), of which the daemon spent 0.44 s CPU (0.63 s): ~4-6 us a
+ * call for poll, receive, answer; another client's calls meanwhile took as
+ * long as before (median 9.6 ms against 9.5 ms). So no budget or throttle
+ * beyond the turn: the tool pays the round trip, the daemon a few us.
  *
  * Names are noted once per call: the list keeps distinct entries anyway
  * (denials.c), and a bitmap of the numbers seen keeps a loop from paying
