@@ -169,6 +169,13 @@ static int build(bool off, bool network, const int *extra, size_t nextra, struct
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
     if (rc == 0)
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    /* A binary tree of system call numbers rather than a list: attaching
+     * a filter, the kernel runs it once per number to cache the ones it
+     * always allows, under a lock, in every call's child. perf, 2,000
+     * attaches of the default filter on a loaded 2-CPU VM: ~135 us each
+     * spent there with the list, ~40 us with the tree (the JIT: ~19 us). */
+    if (rc == 0)
+        rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (rc == 0 && !network)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
