@@ -87,9 +87,14 @@
  *     which is handed up (step 1a) for sysnotify.c to answer. After no_new_privs,
  *     which is what lets an unprivileged process install one; last before
  *     exec, so none of our own steps runs under it. The program is built once
- *     at start; attaching it is lost in the noise (farm-bench, 12 pairs of
- *     3,000 fork+exec of /bin/true with and without it: median ratio 1.02
- *     CPU, 1.04 wall, spread 0.88-1.10).
+ *     (at start, or a tool's own at load). The small network:false filter
+ *     alone was lost in the noise (12 pairs of 3,000 fork+exec of
+ *     /bin/true with and without it: median ratio 1.02 CPU, 1.04 wall).
+ *     The default filter with its listener costs more, mostly the kernel's
+ *     per-number cache emulation at attach and the JIT (perf: ~40 + ~19 us
+ *     on a loaded 2-CPU VM): whole runs of 600 calls through the daemon,
+ *     default against "syscalls": "off", 10 pairs: median ratio 1.03 CPU
+ *     (0.90-1.20), 1.01 wall (0.62-1.25).
  * 12. execve. On failure of any step, the step and errno are written to the
  *     report pipe and the child exits 127.
  */
