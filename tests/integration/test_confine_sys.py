@@ -15,6 +15,7 @@ what tells the filter's refusal from the kernel's."""
 import os
 import pwd
 import shutil
+import signal
 import sys
 import time
 import unittest
@@ -246,6 +247,33 @@ class UnprivilegedDaemon(Checks, unittest.TestCase):
 
 
 class Load(unittest.TestCase):
+
+    def test_reload_builds_the_new_filter_and_refuses_a_bad_name(self):
+        harness.require_env()
+        d = Daemon(tools=[worker_tool("probe", "sysprobe")])
+        self.addCleanup(d.stop)
+
+        def reload_and_wait(text):
+            before = d.stderr().count(text)
+            d.proc.send_signal(signal.SIGHUP)
+            harness.deadline_wait(lambda: d.stderr().count(text) > before,
+                                  what="%r logged" % text)
+
+        def attempt():
+            res = d.client().run([{"id": "c", "name": "probe",
+                                   "arguments": {"try": ["sched_yield"]}}])
+            return res.result("c")["ok"]["sched_yield"]
+
+        self.assertEqual(attempt(), "ok")
+        d.add_tool(worker_tool("probe", "sysprobe", deny_syscalls=["sched_yield"]))
+        reload_and_wait("reloaded 1 tools")
+        self.assertEqual(attempt(), "EPERM")
+        # a bad name rejects the whole set: the filter in force stays
+        d.add_tool(worker_tool("probe", "sysprobe", deny_syscalls=["sched_yeld"]))
+        reload_and_wait("reload rejected")
+        self.assertIn('probe.json: deny_syscalls[0]: unknown system call "sched_yeld"',
+                      d.stderr())
+        self.assertEqual(attempt(), "EPERM")
 
     def test_unknown_name_is_refused_at_load(self):
         harness.require_env()
