@@ -772,7 +772,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     };
     const struct td_sysfilter *sf = td_sysfilter_get(s->tool->sysfilter, network);
     sp.filter = sf ? &sf->prog : NULL;
-    sp.filter_notify = sp.hand_over = sf && sf->notify;
+    sp.filter_notify = sf && sf->notify;
+    sp.hand_over = sp.hand_over || sp.filter_notify;
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
     struct td_child child;
