@@ -419,10 +419,15 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
         if (!(bv[i] = keyword(cc, j, bounds[i], TY_NUMBER, "a number", &rc)) && rc)
             return rc;
     if (bv[4]) {
-        bool positive =
-            json_is_integer(bv[4]) ? json_integer_value(bv[4]) > 0 : json_real_value(bv[4]) > 0;
+        bool positive = te_json_is_rawnum(bv[4]) ? te_json_rawnum_text(bv[4])[0] != '-' &&
+                                                       decimal_of(bv[4]).digits > 0
+                        : json_is_integer(bv[4]) ? json_integer_value(bv[4]) > 0
+                                                 : json_real_value(bv[4]) > 0;
         if (!positive)
-            return kw_fail(cc, "multipleOf", "expected a number greater than 0");
+            return kw_fail(cc, "multipleOf",
+                           te_json_is_rawnum(bv[4])
+                               ? "expected a number greater than 0 of at most 19 digits"
+                               : "expected a number greater than 0");
     }
     if (n) {
         n->minimum = bv[0];

@@ -58,7 +58,7 @@ bool validate(vctx *ctx, const node *n, const json_t *inst)
     }
     if (ok || !ctx->quiet) {
         bool r = true;
-        if (json_is_number(inst))
+        if (json_is_number(inst) || te_json_is_rawnum(inst))
             r = validate_number(ctx, n, inst);
         else if (json_is_string(inst))
             r = validate_string(ctx, n, inst);
