@@ -13,7 +13,8 @@ int json_eq(const json_t *a, const json_t *b, int depth)
 {
     if (depth > TE_SCHEMA_MAX_DEPTH)
         return -1;
-    bool an = json_is_number(a) || te_json_is_rawnum(a), bn = json_is_number(b) || te_json_is_rawnum(b);
+    bool an = json_is_number(a) || te_json_is_rawnum(a),
+         bn = json_is_number(b) || te_json_is_rawnum(b);
     if (an || bn)
         return an && bn && num_cmp(a, b) == 0;
     if (json_typeof(a) != json_typeof(b))
