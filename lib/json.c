@@ -91,13 +91,13 @@ static void put(out *o, const char *s, size_t n)
 static void put_string(out *o, const char *s, size_t n)
 {
     put(o, "\"", 1);
-    size_t run = 0;
+    size_t clean = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        put(o, s + run, i - run);
-        run = i + 1;
+        put(o, s + clean, i - clean);
+        clean = i + 1;
         char esc[8];
         switch (c) {
         case '"':
@@ -126,7 +126,7 @@ static void put_string(out *o, const char *s, size_t n)
             put(o, esc, 6);
         }
     }
-    put(o, s + run, n - run);
+    put(o, s + clean, n - clean);
     put(o, "\"", 1);
 }
 
@@ -344,7 +344,7 @@ static char *placeholders(const char *text, size_t len, char *tag, size_t tagsiz
     *raws = NULL;
     *nraws = 0;
     bool in_string = false, found = false;
-    size_t run = 0;
+    size_t clean = 0;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
         if (in_string) {
@@ -375,17 +375,17 @@ static char *placeholders(const char *text, size_t len, char *tag, size_t tagsiz
             if (!raw)
                 goto fail;
             (*raws)[(*nraws)++] = raw;
-            put(&o, text + run, i - run);
+            put(&o, text + clean, i - clean);
             char ph[96];
             put(&o, ph, (size_t)snprintf(ph, sizeof(ph), "\"%s%zu\"", tag, *nraws - 1));
-            run = i + n;
+            clean = i + n;
             found = true;
         }
         i += n - 1;
     }
     if (!found)
         goto fail;
-    put(&o, text + run, len - run);
+    put(&o, text + clean, len - clean);
     if (o.fail)
         goto fail;
     *outlen = o.len;

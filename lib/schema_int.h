@@ -29,7 +29,8 @@
  *   schema_ccerr.c     compile errors, and the $id table lookup
  *   schema_number.c    numbers: types, comparison, decimal multipleOf, keywords
  *   schema_equal.c     JSON equality (enum, const, uniqueItems) and its hash
- *   schema_uri.c       URI references (RFC 3986) for $id and $ref
+ *   schema_uri.c       URI references (RFC 3986) for $id and $ref, and the
+ *                      drafts a "$schema" URI names
  *   schema_string.c    string lengths in code points, "pattern" (PCRE2, limits)
  *   schema_ref.c       $ref resolution: fragments, JSON pointers, $id lookup
  *   schema_compile.c   compiling a schema into its node graph (keywords checked
@@ -315,6 +316,7 @@ int json_hash(const json_t *v, int depth, uint64_t *out);
 
 /* schema_uri.c */
 char *uri_resolve(const char *base, const char *ref);
+int draft_of_uri(const char *text);
 
 /* schema_ccerr.c */
 int cc_fail(compiler *cc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -327,7 +329,6 @@ const id_entry *find_id(const compiler *cc, const char *uri_text);
 int compile(compiler *cc, const json_t *j, node **out);
 void compiler_free(compiler *cc);
 bool validate_meta(vctx *ctx, const json_t *inst, int draft);
-int draft_of_uri(const char *uri);
 
 /* schema_ref.c */
 int resolve_refs(compiler *cc);
