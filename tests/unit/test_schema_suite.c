@@ -61,16 +61,24 @@ static int messages_consistent(int rc, const char *errors)
 
 static void run_file(const char *path, const char *label, tally *t)
 {
+    /* te_json_loadb(): integers beyond 64 bits (optional/bignum.json) are
+     * read as written, as the daemon reads them. */
     json_error_t jerr;
-    json_t *groups = json_load_file(path, JSON_ALLOW_NUL, &jerr);
-    if (!groups) {
-        /* jansson refuses integers beyond 64 bits (optional/bignum.json);
-         * read those as doubles rather than skip the file. */
-        char first[sizeof(jerr.text)];
-        snprintf(first, sizeof(first), "%s", jerr.text);
-        groups = json_load_file(path, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &jerr);
-        if (groups)
-            printf("note: %s: all numbers read as reals (%s)\n", label, first);
+    json_t *groups = NULL;
+    FILE *f = fopen(path, "rb");
+    snprintf(jerr.text, sizeof(jerr.text), "%s", strerror(errno));
+    if (f) {
+        char *buf = NULL;
+        size_t len = 0, cap = 0, got;
+        do {
+            if (len == cap && !(buf = realloc(buf, cap = cap ? cap * 2 : 65536)))
+                abort();
+            got = fread(buf + len, 1, cap - len, f);
+            len += got;
+        } while (got > 0);
+        fclose(f);
+        groups = te_json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
+        free(buf);
     }
     if (!json_is_array(groups)) {
         printf("FAIL %s: cannot load: %s\n", label, jerr.text);
