@@ -143,7 +143,7 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
             json_object_set_new(o, "batch", td_json_text(batch, strlen(batch)));
         if (o && call)
             json_object_set_new(o, "call", td_json_text(call, strlen(call)));
-        char *dump = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *dump = o ? te_json_dumps(o, 0, NULL) : NULL;
         json_decref(o);
         char *line = dump ? escape_json(dump) : NULL;
         free(dump);

@@ -506,7 +506,7 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
             continue;
         }
         json_error_t jerr;
-        json_t *def = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *def = te_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         free(text);
         if (!def) {
             /* jansson quotes the text near the error ("... near 'root:$y$...'"):

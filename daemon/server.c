@@ -481,7 +481,7 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     if (i == len)
         return; /* blank lines are harmless; socat users type them */
     json_error_t jerr;
-    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    json_t *req = te_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     char msg[256];
     if (!req) {
         snprintf(msg, sizeof(msg), "request is not valid JSON (column %d): %s", jerr.column,

@@ -299,15 +299,6 @@ static bool wants(const struct td_tail *t, const struct td_bus_msg *m)
                 : m->calls_any && m->calls_any(m->src, t->tools);
 }
 
-/* Counts bytes, and stops the dump once past the limit. */
-static int measure(const char *buffer, size_t size, void *data)
-{
-    (void)buffer;
-    size_t *n = data;
-    *n += size;
-    return *n > SUMMARY_MEMBER_MAX ? -1 : 0;
-}
-
 /* ev without its members longer than SUMMARY_MEMBER_MAX, saying which were
  * left out: {"tail_omitted": {"bytes": LINE_BYTES, "members": [...]}}. */
 static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
@@ -319,9 +310,11 @@ static char *summary(const json_t *ev, size_t line_bytes, size_t *len)
     json_object_foreach((json_t *)ev, key, v)
     {
         size_t n = strlen(key);
-        bool keep = n <= SUMMARY_MEMBER_MAX &&
-                    json_dump_callback(v, measure, &n, JSON_COMPACT | JSON_ENCODE_ANY) == 0 &&
-                    n <= SUMMARY_MEMBER_MAX && total + n <= SUMMARY_MAX;
+        size_t dumped = 0;
+        char *text = n <= SUMMARY_MEMBER_MAX ? te_json_dumps(v, JSON_ENCODE_ANY, &dumped) : NULL;
+        free(text); /* measured as it will be written: numbers as te_json_dumps() keeps them */
+        n += dumped;
+        bool keep = text && n <= SUMMARY_MEMBER_MAX && total + n <= SUMMARY_MAX;
         if (keep) {
             json_object_set(s, key, v);
             total += n;

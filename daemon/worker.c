@@ -475,7 +475,7 @@ static void decide_on_exit(struct td_worker *w)
     if (w->tool->protocol == TD_PROTO_PLAIN && code == 0) {
         size_t n = w->plain_len;
         const char *out = w->plain ? w->plain : "";
-        json_t *v = json_loadb(out, n, JSON_DECODE_ANY, NULL);
+        json_t *v = te_json_loadb(out, n, JSON_DECODE_ANY, NULL);
         if (!v) {
             if (n && out[n - 1] == '\n')
                 n--;
@@ -703,7 +703,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
      * line of compact JSON */
     bool plain = s->tool->protocol == TD_PROTO_PLAIN;
     char *body =
-        json_dumps(plain ? json_object_get(s->request, "arguments") : s->request, JSON_COMPACT);
+        te_json_dumps(plain ? json_object_get(s->request, "arguments") : s->request, 0, NULL);
     struct td_worker *w = calloc(1, sizeof(*w));
     const char *what = "malloc";
     int err = ENOMEM;
@@ -819,7 +819,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     size_t len = strlen(body);
     te_frame_header((uint32_t)len, w->hdr);
     if (plain)
-        body[len++] = '\n'; /* over the NUL: json_dumps allocated len + 1 */
+        body[len++] = '\n'; /* over the NUL: te_json_dumps() allocated len + 1 */
     w->reqbody = body;
     uv_buf_t bufs[2] = {uv_buf_init((char *)w->hdr, sizeof(w->hdr)), uv_buf_init(body, len)};
     w->wreq.data = w;

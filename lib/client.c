@@ -111,7 +111,7 @@ int te_client_recv(te_client *c, json_t **event)
             size_t len;
             const char *line = te_lines_line(&c->in, &len);
             json_error_t jerr;
-            json_t *ev = json_loadb(line, len, 0, &jerr);
+            json_t *ev = te_json_loadb(line, len, 0, &jerr);
             te_lines_next(&c->in);
             if (!json_is_object(ev)) {
                 json_decref(ev);

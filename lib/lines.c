@@ -148,10 +148,9 @@ char *te_lines_finish(te_lines *d, size_t *len)
 /* The encoder, for the daemon, the client and the CLI alike. */
 char *te_lines_dump(const json_t *v, size_t *len)
 {
-    char *s = json_dumps(v, JSON_COMPACT);
+    char *s = te_json_dumps(v, 0, len);
     if (!s)
         return NULL;
-    *len = strlen(s);
-    s[(*len)++] = '\n'; /* over the NUL: json_dumps allocated one byte more */
+    s[(*len)++] = '\n'; /* over the NUL: te_json_dumps() allocated one byte more */
     return s;
 }

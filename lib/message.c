@@ -223,7 +223,7 @@ int te_response_parse(const char *buf, size_t len, json_t **out, char *err, size
 {
     json_error_t jerr;
     *out = NULL;
-    json_t *resp = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    json_t *resp = te_json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!resp)
         return fail(err, errlen, "invalid JSON at byte %d: %s", jerr.position, jerr.text);
     int rc = te_response_check(resp, out, err, errlen);
@@ -256,7 +256,7 @@ json_t *te_tool_error_new(te_reason reason, const char *tool_name, const char *c
 
 static char *dump_limited(const json_t *v, size_t limit, size_t *len, int *rc)
 {
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = te_json_dumps(v, JSON_ENCODE_ANY, NULL);
     if (!s) {
         *rc = -ENOMEM;
         return NULL;
@@ -278,7 +278,7 @@ char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
         *rc = -EINVAL;
         return NULL;
     }
-    if (json_is_string(v)) {
+    if (json_is_string(v) && !te_json_is_rawnum(v)) {
         size_t n = json_string_length(v);
         if (n > limit) {
             *rc = -E2BIG;
@@ -305,7 +305,7 @@ static char *encode_error_text(const json_t *reason, size_t limit, size_t *len, 
     if (json_is_string(reason)) {
         text = json_incref((json_t *)reason);
     } else {
-        char *s = json_dumps(reason, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = te_json_dumps(reason, JSON_ENCODE_ANY, NULL);
         text = s ? json_string(s) : NULL;
         free(s);
     }
@@ -378,7 +378,7 @@ static void parse_arguments_text(json_t *call, const char *text)
 {
     json_error_t jerr;
     /* any JSON value parses, so a non-object is named as such */
-    json_t *v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    json_t *v = te_json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     char why[320];
     if (json_is_object(v)) {
         json_object_set_new(call, "arguments", v);

@@ -98,12 +98,34 @@ bool validate_array(vctx *ctx, const node *n, const json_t *inst)
             }
         }
     }
-    if (n->contains) {
+    if (n->contains && n->min_contains == NO_LIMIT && n->max_contains == NO_LIMIT) {
         bool found = false;
         for (size_t i = 0; i < size && !found; i++)
             found = matches(ctx, n->contains, json_array_get(inst, i));
         if (!found) {
             violation(ctx, "must contain an item that matches the schema in contains");
+            FAILED();
+        }
+    } else if (n->contains) {
+        /* 2019-09 on: how many items match, between minContains (1 when
+         * absent; 0 lets any array pass) and maxContains. */
+        long long least = n->min_contains == NO_LIMIT ? 1 : n->min_contains;
+        long long count = 0;
+        for (size_t i = 0; i < size; i++) {
+            if (n->max_contains == NO_LIMIT && count >= least)
+                break;
+            count += matches(ctx, n->contains, json_array_get(inst, i));
+        }
+        if (count < least) {
+            violation(ctx, "must contain at least %lld %s that %s the schema in contains, got %lld",
+                      least, plural(least, "item", "items"), least == 1 ? "matches" : "match",
+                      count);
+            FAILED();
+        }
+        if (n->max_contains != NO_LIMIT && count > n->max_contains) {
+            violation(ctx, "must contain at most %lld %s that %s the schema in contains, got %lld",
+                      n->max_contains, plural(n->max_contains, "item", "items"),
+                      n->max_contains == 1 ? "matches" : "match", count);
             FAILED();
         }
     }

@@ -312,6 +312,81 @@ static int compile_id(compiler *cc, const json_t *j, const char *id)
     return add_id(cc, full, j, full);
 }
 
+/* "$schema": one of the drafts above, and below the root the root's own
+ * (a document mixing drafts would be validated by one of them). */
+static int check_schema_keyword(compiler *cc, const json_t *v)
+{
+    if (!v)
+        return 0;
+    int d = draft_of_uri(json_string_value(v));
+    if (!d) {
+        char *msg = quoted_message("unsupported $schema ", json_string_value(v),
+                                   ": supported are draft-07 (http://json-schema.org/draft-07/"
+                                   "schema#, the default), 2019-09 "
+                                   "(https://json-schema.org/draft/2019-09/schema) and 2020-12 "
+                                   "(https://json-schema.org/draft/2020-12/schema)");
+        int rc = msg ? kw_fail(cc, "$schema", msg) : cc_oom(cc);
+        free(msg);
+        return rc;
+    }
+    if (d != cc->draft)
+        return kw_fail(cc, "$schema", "names another draft than the schema's root");
+    return 0;
+}
+
+/* Keywords of the later drafts that are not implemented: refused rather
+ * than ignored, so that a schema never means less than it says. */
+static int check_unsupported(compiler *cc, const json_t *j)
+{
+    static const struct {
+        const char *kw;
+        int from;
+    } unsupported[] = {
+        {"$recursiveRef", DRAFT_2019},
+        {"$dynamicRef", DRAFT_2020},
+        {"$vocabulary", DRAFT_2019},
+    };
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+        if (cc->draft >= unsupported[i].from && json_object_get(j, unsupported[i].kw))
+            return kw_fail(cc, unsupported[i].kw,
+                           "not supported by this validator (refused rather than ignored)");
+    return 0;
+}
+
+/* $anchor (and $dynamicAnchor, which without $dynamicRef is the same): a
+ * plain-name fragment for this schema under the base in force. */
+static int compile_anchor(compiler *cc, const json_t *j, const char *kw)
+{
+    int rc = 0;
+    const json_t *v = keyword(cc, j, kw, TY_STRING, "a string", &rc);
+    if (!v)
+        return rc;
+    const char *a = json_string_value(v);
+    bool ok = (*a >= 'A' && *a <= 'Z') || (*a >= 'a' && *a <= 'z') || *a == '_';
+    for (const char *p = a; ok && *++p;)
+        ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+             *p == '-' || *p == '_' || *p == '.';
+    if (!ok)
+        return kw_fail(cc, kw, "expected a name: a letter or '_', then letters, digits, '-_.'");
+    if (!cc->s)
+        return 0;
+    sbuf u = {0};
+    sb_puts(&u, cc->base);
+    char *hash = u.p ? strchr(u.p, '#') : NULL;
+    if (hash)
+        sb_truncate(&u, (size_t)(hash - u.p));
+    sb_putc(&u, '#');
+    sb_puts(&u, a);
+    if (u.oom) {
+        free(u.p);
+        return cc_oom(cc);
+    }
+    char *base = own(cc, strdup(cc->base));
+    rc = base ? add_id(cc, u.p, j, base) : cc_oom(cc);
+    free(u.p);
+    return rc;
+}
+
 static int compile_object_keywords(compiler *cc, const json_t *j, node *n);
 
 int compile(compiler *cc, const json_t *j, node **out)
@@ -356,6 +431,55 @@ int compile(compiler *cc, const json_t *j, node **out)
     return rc;
 }
 
+/* 2019-09 and later: dependentRequired (names) and dependentSchemas, kept
+ * as draft-07's "dependencies" are. */
+static int compile_dependent(compiler *cc, const json_t *j, node *n)
+{
+    if (cc->draft < DRAFT_2019)
+        return 0;
+    int rc = 0;
+    const json_t *req = keyword(cc, j, "dependentRequired", TY_OBJECT, "an object", &rc);
+    if (rc)
+        return rc;
+    const json_t *sch = keyword(cc, j, "dependentSchemas", TY_OBJECT, "an object", &rc);
+    if (rc)
+        return rc;
+    if (!req && !sch)
+        return 0;
+    if (n) {
+        n->deps = calloc(json_object_size(req) + json_object_size(sch) + 1, sizeof(*n->deps));
+        if (!n->deps)
+            return cc_oom(cc);
+    }
+    const char *key;
+    json_t *e;
+    if (req)
+        json_object_foreach((json_t *)req, key, e)
+        {
+            if (!json_is_array(e)) {
+                size_t mark = cc->ptr.len;
+                sb_put_segment(&cc->ptr, "dependentRequired");
+                rc = kw_fail(cc, key, "expected an array of strings");
+                sb_truncate(&cc->ptr, mark);
+                return rc;
+            }
+            if ((rc = check_string_array(cc, e, "dependentRequired", key)))
+                return rc;
+            if (n)
+                n->deps[n->ndeps++] = (dependency){key, e, NULL};
+        }
+    if (sch)
+        json_object_foreach((json_t *)sch, key, e)
+        {
+            node *child;
+            if ((rc = compile_at(cc, e, "dependentSchemas", key, &child)))
+                return rc;
+            if (n)
+                n->deps[n->ndeps++] = (dependency){key, NULL, child};
+        }
+    return 0;
+}
+
 static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
 {
     int rc = 0;
@@ -374,15 +498,32 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
         (!keyword(cc, j, "examples", TY_ARRAY, "an array", &rc) && rc))
         return rc;
 
+    if ((rc = check_schema_keyword(cc, json_object_get(j, "$schema"))) ||
+        (rc = check_unsupported(cc, j)))
+        return rc;
+    bool later = cc->draft >= DRAFT_2019;
     const json_t *ref = keyword(cc, j, "$ref", TY_STRING, "a string", &rc);
     if (rc)
         return rc;
     const json_t *id = keyword(cc, j, "$id", TY_STRING, "a string", &rc);
     if (rc)
         return rc;
-    /* Draft-07: next to a $ref every keyword, $id included, is ignored. */
-    if (s && id && !ref && (rc = compile_id(cc, j, json_string_value(id))))
+    if (later && id) {
+        const char *hash = strchr(json_string_value(id), '#');
+        if (hash && hash[1])
+            return kw_fail(cc, "$id", "expected no fragment (a name is $anchor's)");
+    }
+    /* Draft-07: next to a $ref every keyword, $id included, is ignored;
+     * from 2019-09 on, $ref is a keyword like the others. */
+    if (s && id && (!ref || later) && (rc = compile_id(cc, j, json_string_value(id))))
         return rc;
+    if (later && ((rc = compile_anchor(cc, j, "$anchor")) ||
+                  (cc->draft >= DRAFT_2020 && (rc = compile_anchor(cc, j, "$dynamicAnchor")))))
+        return rc;
+    if (later && !keyword(cc, j, "$recursiveAnchor", TY_BOOLEAN, "a boolean", &rc) && rc)
+        return rc;
+    if (n && ref)
+        n->ref_too = later;
     if (s && ref) {
         if (!grow((void **)&cc->refs, &cc->caprefs, cc->nrefs, sizeof(*cc->refs)))
             return cc_oom(cc);
@@ -419,10 +560,15 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
         if (!(bv[i] = keyword(cc, j, bounds[i], TY_NUMBER, "a number", &rc)) && rc)
             return rc;
     if (bv[4]) {
-        bool positive =
-            json_is_integer(bv[4]) ? json_integer_value(bv[4]) > 0 : json_real_value(bv[4]) > 0;
+        bool positive = te_json_is_rawnum(bv[4])
+                            ? te_json_rawnum_text(bv[4])[0] != '-' && decimal_of(bv[4]).digits > 0
+                        : json_is_integer(bv[4]) ? json_integer_value(bv[4]) > 0
+                                                 : json_real_value(bv[4]) > 0;
         if (!positive)
-            return kw_fail(cc, "multipleOf", "expected a number greater than 0");
+            return kw_fail(cc, "multipleOf",
+                           te_json_is_rawnum(bv[4])
+                               ? "expected a number greater than 0 of at most 19 digits"
+                               : "expected a number greater than 0");
     }
     if (n) {
         n->minimum = bv[0];
@@ -449,6 +595,11 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
         n->min_props = lim[4];
         n->max_props = lim[5];
     }
+    if (n)
+        n->min_contains = n->max_contains = NO_LIMIT;
+    if (later && ((rc = count_keyword(cc, j, "minContains", n ? &n->min_contains : &lim[0])) ||
+                  (rc = count_keyword(cc, j, "maxContains", n ? &n->max_contains : &lim[0]))))
+        return rc;
     /* Strings. */
     if ((v = keyword(cc, j, "pattern", TY_STRING, "a string", &rc)) && n) {
         n->pattern_source = json_string_value(v);
@@ -458,8 +609,25 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
     if (rc)
         return rc;
 
-    /* Arrays. */
-    if ((v = json_object_get(j, "items"))) {
+    /* Arrays. 2020-12: prefixItems is the array form, and items applies
+     * after it, as additionalItems does after an array of items. */
+    bool d2020 = cc->draft >= DRAFT_2020;
+    if (d2020 && (v = keyword(cc, j, "prefixItems", TY_ARRAY, "a non-empty array of schemas", &rc)))
+        rc = compile_schema_array(cc, v, "prefixItems", n ? &n->item_list : NULL,
+                                  n ? &n->nitem_list : NULL);
+    if (rc)
+        return rc;
+    if (d2020 && (v = json_object_get(j, "items"))) {
+        node *items;
+        if (json_is_array(v))
+            return kw_fail(cc, "items", "expected a schema (in 2020-12 an array is prefixItems)");
+        if ((rc = compile_at(cc, v, "items", NULL, &items)))
+            return rc;
+        if (n && n->item_list)
+            n->additional_items = items;
+        else if (n)
+            n->items = items;
+    } else if ((v = json_object_get(j, "items"))) {
         if (json_is_array(v)) {
             if ((rc = compile_schema_array(cc, v, "items", n ? &n->item_list : NULL,
                                            n ? &n->nitem_list : NULL)))
@@ -481,12 +649,13 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
                                          "then",
                                          "else"};
     node *sub[8] = {NULL};
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = d2020 ? 1 : 0; i < 8; i++) /* 2020-12 has no additionalItems */
         if ((v = json_object_get(j, single[i])) &&
             (rc = compile_at(cc, v, single[i], NULL, &sub[i])))
             return rc;
     if (n) {
-        n->additional_items = sub[0];
+        if (!d2020)
+            n->additional_items = sub[0];
         n->contains = sub[1];
         n->additional_props = sub[2];
         n->property_names = sub[3];
@@ -494,6 +663,19 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
         n->if_schema = sub[5];
         n->then_schema = sub[6];
         n->else_schema = sub[7];
+    }
+    if (later) {
+        node *up = NULL, *ui = NULL;
+        if (((v = json_object_get(j, "unevaluatedProperties")) &&
+             (rc = compile_at(cc, v, "unevaluatedProperties", NULL, &up))) ||
+            ((v = json_object_get(j, "unevaluatedItems")) &&
+             (rc = compile_at(cc, v, "unevaluatedItems", NULL, &ui))))
+            return rc;
+        if (n) {
+            n->uneval_props = up;
+            n->uneval_items = ui;
+            n->contains_annotates = d2020;
+        }
     }
     if ((v = keyword(cc, j, "uniqueItems", TY_BOOLEAN, "a boolean", &rc)) && n)
         n->unique_items = json_is_true(v);
@@ -558,7 +740,9 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
     }
     if (rc)
         return rc;
-    if ((v = keyword(cc, j, "dependencies", TY_OBJECT, "an object", &rc))) {
+    if ((rc = compile_dependent(cc, j, n)))
+        return rc;
+    if (!later && (v = keyword(cc, j, "dependencies", TY_OBJECT, "an object", &rc))) {
         if (n) {
             n->deps = calloc(json_object_size(v) + 1, sizeof(*n->deps));
             if (!n->deps)
@@ -589,19 +773,22 @@ static int compile_object_keywords(compiler *cc, const json_t *j, node *n)
     }
     if (rc)
         return rc;
-    if ((v = keyword(cc, j, "definitions", TY_OBJECT, "an object", &rc))) {
-        /* Compiled for their checks and their $ids; reached through $ref. */
-        const char *key;
-        json_t *e;
-        json_object_foreach((json_t *)v, key, e)
-        {
-            node *child;
-            if ((rc = compile_at(cc, e, "definitions", key, &child)))
-                return rc;
+    static const char *const defs[] = {"definitions", "$defs"};
+    for (size_t i = 0; i < (later ? 2u : 1u); i++) {
+        if ((v = keyword(cc, j, defs[i], TY_OBJECT, "an object", &rc))) {
+            /* Compiled for their checks and their $ids; reached through $ref. */
+            const char *key;
+            json_t *e;
+            json_object_foreach((json_t *)v, key, e)
+            {
+                node *child;
+                if ((rc = compile_at(cc, e, defs[i], key, &child)))
+                    return rc;
+            }
         }
+        if (rc)
+            return rc;
     }
-    if (rc)
-        return rc;
 
     /* Combinators. */
     static const char *const combos[] = {"allOf", "anyOf", "oneOf"};
@@ -657,6 +844,12 @@ int te_schema_compile(const json_t *schema, te_schema **out, char *err, size_t e
     s->doc = json_deep_copy(schema);
     if (!s->doc)
         rc = cc_oom(&cc);
+    /* The draft: the root's "$schema" (checked with the other keywords). */
+    cc.draft = DRAFT_07;
+    const json_t *decl = json_object_get(schema, "$schema");
+    if (json_is_string(decl) && draft_of_uri(json_string_value(decl)))
+        cc.draft = draft_of_uri(json_string_value(decl));
+    s->draft = s->meta_node.meta_draft = cc.draft;
     /* The document itself, when it has no $id, is the resource "". */
     if (rc == 0)
         rc = add_id(&cc, "", s->doc, "");
@@ -673,11 +866,12 @@ int te_schema_compile(const json_t *schema, te_schema **out, char *err, size_t e
     return 0;
 }
 
-/* Meta-schema: the value must itself be a valid draft-07 schema. */
-bool validate_meta(vctx *ctx, const json_t *inst)
+/* Meta-schema: the value must itself be a valid schema of the draft. */
+bool validate_meta(vctx *ctx, const json_t *inst, int draft)
 {
     char why[256];
-    compiler cc = {.err = why, .errlen = sizeof(why), .base = "", .subcompile = compile};
+    compiler cc = {
+        .err = why, .errlen = sizeof(why), .base = "", .subcompile = compile, .draft = draft};
     cc.depth = ctx->inst_depth;
     node *unused;
     int rc = compile(&cc, inst, &unused);

@@ -13,8 +13,10 @@ int json_eq(const json_t *a, const json_t *b, int depth)
 {
     if (depth > TE_SCHEMA_MAX_DEPTH)
         return -1;
-    if (json_is_number(a) && json_is_number(b))
-        return num_cmp(a, b) == 0;
+    bool an = json_is_number(a) || te_json_is_rawnum(a),
+         bn = json_is_number(b) || te_json_is_rawnum(b);
+    if (an || bn)
+        return an && bn && num_cmp(a, b) == 0;
     if (json_typeof(a) != json_typeof(b))
         return 0;
     switch (json_typeof(a)) {
@@ -78,6 +80,12 @@ int json_hash(const json_t *v, int depth, uint64_t *out)
     if (depth > TE_SCHEMA_MAX_DEPTH)
         return -1;
     uint64_t h = (uint64_t)json_typeof(v) + 1;
+    if (te_json_is_rawnum(v)) {
+        /* Beyond 64 bits or a double: equal only to other raw numbers of the
+         * same text, or to numbers that hash alike here. */
+        *out = mix64(0x6e756d626572ull);
+        return 0;
+    }
     switch (json_typeof(v)) {
     case JSON_INTEGER:
     case JSON_REAL: {

@@ -2,7 +2,9 @@
  * schema_int.h - internals shared by the files of the JSON Schema validator
  * (libtoolexec's te_schema_* API, declared in toolexec.h). Not installed.
  *
- * JSON Schema draft-07 validation of tool arguments.
+ * JSON Schema validation of tool arguments: draft-07 by default, 2019-09 and
+ * 2020-12 when "$schema" says so ($recursiveRef, $dynamicRef and $vocabulary
+ * are refused at compile time rather than ignored).
  *
  * A schema is compiled once (when the tool definitions load) into a graph of
  * nodes, one per schema object: keyword values are checked against what the
@@ -27,7 +29,8 @@
  *   schema_ccerr.c     compile errors, and the $id table lookup
  *   schema_number.c    numbers: types, comparison, decimal multipleOf, keywords
  *   schema_equal.c     JSON equality (enum, const, uniqueItems) and its hash
- *   schema_uri.c       URI references (RFC 3986) for $id and $ref
+ *   schema_uri.c       URI references (RFC 3986) for $id and $ref, and the
+ *                      drafts a "$schema" URI names
  *   schema_string.c    string lengths in code points, "pattern" (PCRE2, limits)
  *   schema_ref.c       $ref resolution: fragments, JSON pointers, $id lookup
  *   schema_compile.c   compiling a schema into its node graph (keywords checked
@@ -35,6 +38,7 @@
  *   schema_array.c     the array keywords
  *   schema_object.c    the object keywords
  *   schema_combine.c   allOf/anyOf/oneOf/not, if/then/else
+ *   schema_uneval.c    unevaluatedProperties/Items (2019-09 on)
  *   schema_validate.c  the dispatch over keywords, te_schema_validate()
  *   schema_coerce.c    opt-in coercion of strings to the scalar types a schema
  *                      asks for
@@ -91,6 +95,15 @@
 
 /* The meta-schema a "$ref" may name to ask "is this value a valid schema?". */
 #define META_SCHEMA_URI "http://json-schema.org/draft-07/schema"
+#define META_SCHEMA_2019 "https://json-schema.org/draft/2019-09/schema"
+#define META_SCHEMA_2020 "https://json-schema.org/draft/2020-12/schema"
+
+/* The drafts a "$schema" may name; draft-07 without one. */
+enum draft {
+    DRAFT_07 = 7,
+    DRAFT_2019 = 2019,
+    DRAFT_2020 = 2020,
+};
 
 /* ------------------------------------------------------------------------ */
 /* Growable strings that remember an allocation failure instead of
@@ -159,7 +172,9 @@ typedef struct dependency {
 
 struct node {
     enum node_kind kind;
-    node *ref; /* draft-07: a $ref replaces every other keyword */
+    node *ref;      /* draft-07: a $ref replaces every other keyword */
+    bool ref_too;   /* 2019-09 and later: $ref applies beside the others */
+    int meta_draft; /* NODE_META: the draft it checks against */
     unsigned types;
     char *types_text; /* "string or null", for messages */
     const json_t *enum_values, *const_value;
@@ -178,6 +193,11 @@ struct node {
     node **item_list;  /* items as an array of schemas */
     size_t nitem_list; /* its length; item_list set means the array form */
     node *additional_items, *contains;
+    node **prefix_items; /* 2020-12 prefixItems (then "items" is the rest) */
+    size_t nprefix_items;
+    long long min_contains, max_contains; /* 2019-09 and later */
+    bool contains_annotates;              /* 2020-12: its matches count as evaluated */
+    node *uneval_props, *uneval_items;    /* unevaluated* (schema_uneval.c) */
     bool unique_items;
     const json_t *required;
     node **all_of, **any_of, **one_of;
@@ -191,6 +211,7 @@ struct te_schema {
     json_t *doc; /* private copy; nodes borrow from it */
     node *root;
     node true_node, false_node, meta_node;
+    int draft;
     node **nodes; /* every NODE_SCHEMA node, for freeing */
     size_t nnodes, capnodes;
 };
@@ -219,6 +240,7 @@ struct compiler {
      * the targets of $refs through it without naming schema_compile.c */
     int (*subcompile)(compiler *cc, const json_t *j, node **out);
     te_schema *s; /* NULL: check only */
+    int draft;    /* enum draft */
     sbuf ptr;     /* JSON pointer of the value being compiled */
     const char *base;
     int depth;
@@ -294,6 +316,7 @@ int json_hash(const json_t *v, int depth, uint64_t *out);
 
 /* schema_uri.c */
 char *uri_resolve(const char *base, const char *ref);
+int draft_of_uri(const char *text);
 
 /* schema_ccerr.c */
 int cc_fail(compiler *cc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -305,7 +328,7 @@ const id_entry *find_id(const compiler *cc, const char *uri_text);
 /* schema_compile.c */
 int compile(compiler *cc, const json_t *j, node **out);
 void compiler_free(compiler *cc);
-bool validate_meta(vctx *ctx, const json_t *inst);
+bool validate_meta(vctx *ctx, const json_t *inst, int draft);
 
 /* schema_ref.c */
 int resolve_refs(compiler *cc);
@@ -333,6 +356,9 @@ void violation_with(vctx *ctx, const char *prefix, const json_t *value, const ch
 bool descend(vctx *ctx, const node *n, const json_t *child, const char *key, size_t index);
 bool matches(vctx *ctx, const node *n, const json_t *inst);
 const char *plural(long long n, const char *one, const char *many);
+
+/* schema_uneval.c */
+bool validate_unevaluated(vctx *ctx, const node *n, const json_t *inst);
 
 /* schema_validate.c */
 bool validate(vctx *ctx, const node *n, const json_t *inst);

@@ -110,8 +110,10 @@ int resolve_refs(compiler *cc)
                 target = e->json;
         } else if ((e = find_id(cc, abs))) {
             target = pointer_get(e->json, decoded, &oom);
-        } else if (strcmp(abs, META_SCHEMA_URI) == 0 && !*frag) {
-            tn = &s->meta_node;
+        } else if (draft_of_uri(abs) && !*frag) {
+            /* only the draft the schema is written in: its meta-schema */
+            if (draft_of_uri(abs) == s->draft)
+                tn = &s->meta_node;
         }
         if (e)
             base = e->base;

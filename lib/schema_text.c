@@ -119,7 +119,7 @@ void sb_put_quoted(sbuf *b, const char *s, size_t len)
 /* Append a JSON value as compact JSON text (clipped). */
 void sb_put_json(sbuf *b, const json_t *v)
 {
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = te_json_dumps(v, JSON_ENCODE_ANY, NULL);
     if (!text) {
         b->oom = true;
         return;

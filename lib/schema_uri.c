@@ -160,3 +160,24 @@ char *uri_resolve(const char *base, const char *ref)
     }
     return t.p;
 }
+
+/* The draft a "$schema" names, or 0 for one not supported. */
+int draft_of_uri(const char *text)
+{
+    static const struct {
+        const char *uri;
+        int draft;
+    } known[] = {
+        {"http://json-schema.org/draft-07/schema", DRAFT_07},
+        {"https://json-schema.org/draft-07/schema", DRAFT_07},
+        {"https://json-schema.org/draft/2019-09/schema", DRAFT_2019},
+        {"https://json-schema.org/draft/2020-12/schema", DRAFT_2020},
+    };
+    size_t n = strlen(text);
+    if (n && text[n - 1] == '#')
+        n--; /* an empty fragment names the same document */
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strlen(known[i].uri) == n && strncmp(known[i].uri, text, n) == 0)
+            return known[i].draft;
+    return 0;
+}

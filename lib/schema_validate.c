@@ -22,7 +22,7 @@ bool validate(vctx *ctx, const node *n, const json_t *inst)
         violation(ctx, "not allowed (the schema is false)");
         return false;
     case NODE_META:
-        return validate_meta(ctx, inst);
+        return validate_meta(ctx, inst, n->meta_draft);
     case NODE_SCHEMA:
         break;
     }
@@ -32,10 +32,17 @@ bool validate(vctx *ctx, const node *n, const json_t *inst)
     }
     ctx->frames++;
     bool ok = true;
-    if (n->ref) {
+    if (n->ref && !n->ref_too) {
         ok = validate(ctx, n->ref, inst);
         ctx->frames--;
         return ok;
+    }
+    if (n->ref && !validate(ctx, n->ref, inst)) {
+        if (ctx->quiet || ctx->oom || ctx->exhausted) {
+            ctx->frames--;
+            return false;
+        }
+        ok = false;
     }
     if (n->types && !(types_of(inst) & n->types)) {
         violation(ctx, "expected %s, got %s", n->types_text, type_name_of(inst));
@@ -58,7 +65,7 @@ bool validate(vctx *ctx, const node *n, const json_t *inst)
     }
     if (ok || !ctx->quiet) {
         bool r = true;
-        if (json_is_number(inst))
+        if (json_is_number(inst) || te_json_is_rawnum(inst))
             r = validate_number(ctx, n, inst);
         else if (json_is_string(inst))
             r = validate_string(ctx, n, inst);
@@ -70,6 +77,8 @@ bool validate(vctx *ctx, const node *n, const json_t *inst)
     }
     if (ok || !ctx->quiet)
         ok = validate_combinators(ctx, n, inst) && ok;
+    if ((ok || !ctx->quiet) && (n->uneval_props || n->uneval_items))
+        ok = validate_unevaluated(ctx, n, inst) && ok;
     ctx->frames--;
     return ok;
 }

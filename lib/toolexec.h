@@ -120,6 +120,26 @@ void te_lines_drop(te_lines *d);
 char *te_lines_dump(const json_t *v, size_t *len);
 
 /* ------------------------------------------------------------------------ */
+/* JSON text with numbers kept as written (json.c). jansson prints reals with
+ * 17 digits and refuses integers beyond 64 bits; these keep both faithful.  */
+
+/* json_loadb() that also takes numbers jansson cannot hold (integers beyond
+ * 64 bits, reals beyond a double): they become raw numbers (below). */
+json_t *te_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err);
+json_t *te_json_loads(const char *text, size_t flags, json_error_t *err);
+/* Compact JSON as json_dumps(v, JSON_COMPACT | flags) writes it, but reals in
+ * their shortest round-tripping form and raw numbers as written. Only
+ * JSON_ENCODE_ANY of the flags is looked at. *len (if set) gets the length. */
+char *te_json_dumps(const json_t *v, size_t flags, size_t *len);
+/* A raw number: a number kept as its text (a string value that no parser or
+ * json_string() can make). te_json_rawnum_text() is NULL for anything else. */
+json_t *te_json_rawnum(const char *text, size_t len);
+bool te_json_is_rawnum(const json_t *v);
+const char *te_json_rawnum_text(const json_t *v);
+/* d in its shortest round-tripping form, as te_json_dumps() writes it. */
+size_t te_json_real_text(double d, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
 /* Protocol messages.                                                        */
 
 /* The closed set of executor-originated tool error reasons. */

@@ -90,7 +90,7 @@ int te_worker_read_request(int fd, json_t **request)
         size_t len;
         char *body = te_frame_take(&d, &len);
         json_error_t jerr;
-        *request = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
+        *request = te_json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
         rc = 0;
         if (!json_is_object(*request)) {
             json_decref(*request);
@@ -105,7 +105,7 @@ int te_worker_read_request(int fd, json_t **request)
 
 int te_worker_write_response(int fd, const json_t *response)
 {
-    char *body = json_dumps(response, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *body = te_json_dumps(response, JSON_ENCODE_ANY, NULL);
     if (!body)
         return -ENOMEM;
     size_t len = strlen(body);

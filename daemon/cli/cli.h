@@ -66,6 +66,8 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req);
 int cli_recv_failed(const struct cli *cli, int rc, const char *what);
 /* Print one event as a compact JSON line and flush it (for jq and pipes). */
 void cli_print_json(const json_t *ev);
+/* json_loadf() that keeps numbers as written (te_json_loadb()). */
+json_t *cli_json_loadf(FILE *f, size_t flags, json_error_t *err);
 
 /* Commands: each parses its own arguments (argv[0] is the command name) and
  * returns the process exit code. */

@@ -73,9 +73,34 @@ bool cli_common_option(struct cli *cli, int opt, const char *arg)
     return true;
 }
 
+json_t *cli_json_loadf(FILE *f, size_t flags, json_error_t *err)
+{
+    /* Read it all, then te_json_loadb(): jansson's json_loadf() would refuse
+     * integers beyond 64 bits and round reals. */
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    do {
+        if (len == cap) {
+            char *p = realloc(buf, cap = cap ? cap * 2 : 4096);
+            if (!p) {
+                free(buf);
+                snprintf(err->text, sizeof(err->text), "out of memory");
+                err->line = err->column = -1;
+                return NULL;
+            }
+            buf = p;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+    } while (n > 0);
+    json_t *v = te_json_loadb(buf ? buf : "", len, flags, err);
+    free(buf);
+    return v;
+}
+
 void cli_print_json(const json_t *ev)
 {
-    char *s = json_dumps(ev, JSON_COMPACT);
+    char *s = te_json_dumps(ev, 0, NULL);
     if (s) {
         puts(s);
         free(s);

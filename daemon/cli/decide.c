@@ -22,7 +22,7 @@ static char *describe_error(const json_t *err)
     const char *msg = json_string_value(json_object_get(te, "message"));
     if (msg)
         return cli_text_clean(msg);
-    char *dump = json_dumps(json_object_get(err, "error"), JSON_COMPACT | JSON_ENCODE_ANY);
+    char *dump = te_json_dumps(json_object_get(err, "error"), JSON_ENCODE_ANY, NULL);
     char *clean = cli_text_clean(dump ? dump : "error");
     free(dump);
     return clean;
@@ -37,7 +37,7 @@ static json_t *parse_answer(char *line)
         return json_string("halt");
     if (strcmp(line, "c") == 0 || strcmp(line, "continue") == 0)
         return json_string("continue");
-    json_t *v = json_loads(line, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    json_t *v = te_json_loads(line, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
     return v ? json_pack("{s:o}", "continue_with", v) : NULL;
 }
 

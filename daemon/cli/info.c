@@ -349,7 +349,7 @@ static const char *str_at(const json_t *ev, const char *key)
 /* The value as compact JSON, or "" (freed by the caller). */
 static char *compact(const json_t *v)
 {
-    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *s = v ? te_json_dumps(v, JSON_ENCODE_ANY, NULL) : NULL;
     return s ? s : strdup("");
 }
 

@@ -153,14 +153,14 @@ json_t *cli_input_load(const char *path, char *err, size_t errlen)
     json_error_t jerr;
     json_t *in;
     if (std) {
-        in = json_loadf(stdin, flags, &jerr);
+        in = cli_json_loadf(stdin, flags, &jerr);
     } else {
         FILE *f = fopen(path, "r");
         if (!f) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return NULL;
         }
-        in = json_loadf(f, flags, &jerr);
+        in = cli_json_loadf(f, flags, &jerr);
         fclose(f);
     }
     if (!in) {

@@ -91,7 +91,7 @@ struct mcp {
 /* Write one message (stolen) as a line on standard output. */
 static void put_message(struct mcp *m, json_t *msg)
 {
-    char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    char *s = msg ? te_json_dumps(msg, 0, NULL) : NULL;
     json_decref(msg);
     if (!s) {
         cli_err("mcp: out of memory; a response is lost");
@@ -239,7 +239,7 @@ static bool is_id(const json_t *id)
 static char *batch_id_for(struct mcp *m, const json_t *id)
 {
     char *text = json_is_string(id) ? strdup(json_string_value(id))
-                                    : json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+                                    : te_json_dumps(id, JSON_ENCODE_ANY, NULL);
     if (!text)
         return NULL;
     size_t n = 0;
@@ -381,7 +381,7 @@ static void on_line(struct mcp *m, const char *line, size_t len)
     if (i == len)
         return; /* a blank line */
     json_error_t jerr;
-    json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    json_t *msg = te_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
     if (!msg) {
         char text[256];
         snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);

@@ -65,7 +65,7 @@ extra=(${FUZZ_CFLAGS:-})
 pids=()
 for t in $targets; do
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
-        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0

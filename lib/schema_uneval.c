@@ -1,0 +1,159 @@
+/*
+ * schema_uneval.c - JSON Schema validator: unevaluatedProperties and unevaluatedItems (2019-09
+ * and later). See schema_int.h for the whole.
+ *
+ * Instead of collecting annotations during every validation, the members
+ * and items a schema "evaluated" are worked out afterwards, only for the
+ * schemas that carry one of these keywords: the same walk over the
+ * in-place applicators ($ref, allOf, anyOf, oneOf, if/then/else,
+ * dependentSchemas) that annotation collection would do, where a branch
+ * counts only if the instance matches it (re-checked quietly). The cost is
+ * paid only by schemas that use the keywords, and it counts against the
+ * same step budget as everything else.
+ */
+#include "schema_int.h"
+
+/* Every member name of inst that n (valid for inst) evaluated, as keys of
+ * set. top: n is the schema whose own unevaluatedProperties is asked about
+ * (it does not count itself). */
+static void collect_props(vctx *ctx, const node *n, const json_t *inst, json_t *set, bool top)
+{
+    if (n->kind != NODE_SCHEMA || ctx->oom || ctx->exhausted)
+        return;
+    if (++ctx->steps > MAX_STEPS || ctx->frames >= MAX_FRAMES) {
+        ctx->exhausted = true;
+        return;
+    }
+    ctx->frames++;
+    const char *key;
+    const json_t *v;
+    bool all = n->additional_props || (!top && n->uneval_props);
+    json_object_foreach((json_t *)inst, key, v)
+    {
+        bool hit = all || (n->props_json && json_object_get(n->props_json, key));
+        for (size_t i = 0; !hit && i < n->npprops; i++)
+            hit = regex_match(ctx, n->pprops[i].re, n->pprops[i].source, key, strlen(key)) == 1;
+        if (hit && json_object_set(set, key, json_true()))
+            ctx->oom = true;
+    }
+    if (n->ref)
+        collect_props(ctx, n->ref, inst, set, false);
+    for (size_t i = 0; i < n->nall_of; i++)
+        collect_props(ctx, n->all_of[i], inst, set, false);
+    for (size_t i = 0; i < n->nany_of; i++)
+        if (matches(ctx, n->any_of[i], inst))
+            collect_props(ctx, n->any_of[i], inst, set, false);
+    for (size_t i = 0; i < n->none_of; i++)
+        if (matches(ctx, n->one_of[i], inst))
+            collect_props(ctx, n->one_of[i], inst, set, false);
+    if (n->if_schema) {
+        if (matches(ctx, n->if_schema, inst)) {
+            collect_props(ctx, n->if_schema, inst, set, false);
+            if (n->then_schema)
+                collect_props(ctx, n->then_schema, inst, set, false);
+        } else if (n->else_schema) {
+            collect_props(ctx, n->else_schema, inst, set, false);
+        }
+    }
+    for (size_t i = 0; i < n->ndeps; i++)
+        if (n->deps[i].schema && json_object_get(inst, n->deps[i].name))
+            collect_props(ctx, n->deps[i].schema, inst, set, false);
+    ctx->frames--;
+}
+
+/* The same for items: seen[i] set for every evaluated index. */
+static void collect_items(vctx *ctx, const node *n, const json_t *inst, bool *seen, bool top)
+{
+    if (n->kind != NODE_SCHEMA || ctx->oom || ctx->exhausted)
+        return;
+    if (++ctx->steps > MAX_STEPS || ctx->frames >= MAX_FRAMES) {
+        ctx->exhausted = true;
+        return;
+    }
+    ctx->frames++;
+    size_t size = json_array_size(inst);
+    size_t upto = 0;
+    if (n->items || (n->item_list && n->additional_items) || (!top && n->uneval_items))
+        upto = size;
+    else if (n->item_list)
+        upto = size < n->nitem_list ? size : n->nitem_list;
+    for (size_t i = 0; i < upto; i++)
+        seen[i] = true;
+    if (n->contains && n->contains_annotates)
+        for (size_t i = 0; i < size; i++)
+            if (!seen[i] && matches(ctx, n->contains, json_array_get(inst, i)))
+                seen[i] = true;
+    if (n->ref)
+        collect_items(ctx, n->ref, inst, seen, false);
+    for (size_t i = 0; i < n->nall_of; i++)
+        collect_items(ctx, n->all_of[i], inst, seen, false);
+    for (size_t i = 0; i < n->nany_of; i++)
+        if (matches(ctx, n->any_of[i], inst))
+            collect_items(ctx, n->any_of[i], inst, seen, false);
+    for (size_t i = 0; i < n->none_of; i++)
+        if (matches(ctx, n->one_of[i], inst))
+            collect_items(ctx, n->one_of[i], inst, seen, false);
+    if (n->if_schema) {
+        if (matches(ctx, n->if_schema, inst)) {
+            collect_items(ctx, n->if_schema, inst, seen, false);
+            if (n->then_schema)
+                collect_items(ctx, n->then_schema, inst, seen, false);
+        } else if (n->else_schema) {
+            collect_items(ctx, n->else_schema, inst, seen, false);
+        }
+    }
+    ctx->frames--;
+}
+
+bool validate_unevaluated(vctx *ctx, const node *n, const json_t *inst)
+{
+    bool ok = true;
+    if (n->uneval_props && json_is_object(inst) && json_object_size(inst)) {
+        json_t *set = json_object();
+        if (!set) {
+            ctx->oom = true;
+            return false;
+        }
+        collect_props(ctx, n, inst, set, true);
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)inst, key, v)
+        {
+            if (ctx->oom || ctx->exhausted || json_object_get(set, key))
+                continue;
+            if (n->uneval_props->kind == NODE_FALSE) {
+                violation_with(ctx, "property ", NULL, key, strlen(key),
+                               " is not allowed (unevaluated)");
+                ok = false;
+            } else if (!descend(ctx, n->uneval_props, v, key, 0)) {
+                ok = false;
+            }
+            if (!ok && ctx->quiet)
+                break;
+        }
+        json_decref(set);
+    }
+    if ((ok || !ctx->quiet) && n->uneval_items && json_is_array(inst) && json_array_size(inst)) {
+        size_t size = json_array_size(inst);
+        bool *seen = calloc(size, sizeof(*seen));
+        if (!seen) {
+            ctx->oom = true;
+            return false;
+        }
+        collect_items(ctx, n, inst, seen, true);
+        for (size_t i = 0; i < size && !ctx->oom && !ctx->exhausted; i++) {
+            if (seen[i])
+                continue;
+            if (n->uneval_items->kind == NODE_FALSE) {
+                violation(ctx, "item %zu is not allowed (unevaluated)", i);
+                ok = false;
+            } else if (!descend(ctx, n->uneval_items, json_array_get(inst, i), NULL, i)) {
+                ok = false;
+            }
+            if (!ok && ctx->quiet)
+                break;
+        }
+        free(seen);
+    }
+    return ok && !ctx->oom && !ctx->exhausted;
+}

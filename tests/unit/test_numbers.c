@@ -1,0 +1,161 @@
+/* Numbers pass through as written (issue 14, bug 1): reals in their
+ * shortest round-tripping form (19.99, not 19.989999999999998), integers
+ * beyond 64 bits and reals beyond a double unchanged, through every lib path
+ * that reads or writes JSON (a worker's response, content, JSON lines), and
+ * the schema validator compares them exactly. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "toolexec.h"
+
+/* A response body through te_response_parse() and back out as content. */
+static void response_content(const char *ok_value, const char *want)
+{
+    char body[512], err[256];
+    snprintf(body, sizeof(body), "{\"ok\":%s}", ok_value);
+    json_t *res = NULL;
+    int kind = te_response_parse(body, strlen(body), &res, err, sizeof(err));
+    CHECK(kind == TE_RESULT_OK);
+    if (kind != TE_RESULT_OK) {
+        fprintf(stderr, "  %s: %s\n", body, err);
+        return;
+    }
+    size_t len;
+    int rc = 0;
+    char *text = te_content_encode(res, 1 << 20, &len, &rc);
+    CHECK_STR(text, want);
+    free(text);
+    json_decref(res);
+}
+
+/* text through te_json_loads() and te_json_dumps() */
+static void round_trip(const char *text, const char *want)
+{
+    json_error_t jerr;
+    json_t *v = te_json_loads(text, JSON_DECODE_ANY, &jerr);
+    CHECK(v != NULL);
+    if (!v) {
+        fprintf(stderr, "  %s: %s\n", text, jerr.text);
+        return;
+    }
+    char *back = te_json_dumps(v, JSON_ENCODE_ANY, NULL);
+    CHECK_STR(back, want ? want : text);
+    free(back);
+    json_decref(v);
+}
+
+static void faithful(void)
+{
+    round_trip("{\"price\":19.99,\"qty\":0.1}", NULL);
+    round_trip("59.97", NULL);
+    round_trip("[0.30000000000000004,1.0,-2.5,1e22,5e-324,1.7976931348623157e308]", NULL);
+    round_trip("[1E22,1e+22,100.0e0,1e-400,0.001,1e-5]", "[1e22,1e22,100.0,1e-400,0.001,1e-5]");
+    round_trip("18446744073709551616", NULL);
+    round_trip("{\"n\":18446744073709551616,\"m\":-99999999999999999999999999}", NULL);
+    round_trip("[1e400,-1e400,1e-400,9223372036854775807,-9223372036854775808]", NULL);
+    round_trip("{\"a\":[{\"deep\":[340282366920938463463374607431768211456]}],\"s\":\"1e400\"}",
+               NULL);
+    /* A string that spells a number stays a string, whatever it says. */
+    round_trip("[\"18446744073709551616\",\"te-num#0\",18446744073709551616]", NULL);
+
+    response_content("{\"price\":19.99,\"qty\":0.1}", "{\"price\":19.99,\"qty\":0.1}");
+    response_content("18446744073709551616", "18446744073709551616");
+    response_content("59.97", "59.97");
+
+    /* JSON lines, the daemon's and the client's wire format */
+    json_t *v = json_pack("{s:f}", "total", 19.99 * 3);
+    size_t len;
+    char *line = te_lines_dump(v, &len);
+    CHECK(line && len == strlen("{\"total\":59.97}\n") &&
+          memcmp(line, "{\"total\":59.97}\n", len) == 0);
+    free(line);
+    json_decref(v);
+}
+
+/* Everything but reals and raw numbers is jansson's own compact text. */
+static void same_as_jansson(void)
+{
+    const char *texts[] = {
+        "{\"a\":\"tab\\there \\\"q\\\" \\\\ \\/ \\u0001\\u001f \\u00e9 \\ud83d\\ude00\",\"b\":[]}",
+        "[null,true,false,{},[[]],-0,42,\"\"]",
+        "{\"nul\":\"a\\u0000b\",\"\\n\":{\"x\":[1,2,{\"y\":null}]}}",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        json_t *v = json_loads(texts[i], JSON_ALLOW_NUL, NULL);
+        CHECK(v != NULL);
+        char *a = json_dumps(v, JSON_COMPACT), *b = te_json_dumps(v, 0, NULL);
+        CHECK_STR(b, a);
+        free(a);
+        free(b);
+        json_decref(v);
+    }
+    /* not an object or array: only with JSON_ENCODE_ANY */
+    json_t *s = json_string("x");
+    CHECK(te_json_dumps(s, 0, NULL) == NULL);
+    json_decref(s);
+}
+
+/* Raw numbers cannot be forged by input: no parsed string is one. */
+static void unforgeable(void)
+{
+    json_t *v = te_json_loads("[\"\\u00c0\\u0080123\",\"\\u0000123\"]", JSON_ALLOW_NUL, NULL);
+    CHECK(v && !te_json_is_rawnum(json_array_get(v, 0)) &&
+          !te_json_is_rawnum(json_array_get(v, 1)));
+    json_decref(v);
+    json_error_t jerr;
+    CHECK(te_json_loads("[18446744073709551616,", 0, &jerr) == NULL);
+    CHECK(te_json_loads("{\"a\":1e400 x}", 0, &jerr) == NULL);
+}
+
+/* 1 valid, 0 invalid */
+static int valid(const char *schema_text, const char *inst_text)
+{
+    json_t *sj = te_json_loads(schema_text, 0, NULL),
+           *inst = te_json_loads(inst_text, JSON_DECODE_ANY, NULL);
+    te_schema *s = NULL;
+    char err[256];
+    int rc = -1;
+    if (sj && inst && te_schema_compile(sj, &s, err, sizeof(err)) == 0)
+        rc = te_schema_validate(s, inst, NULL) == 0;
+    else
+        fprintf(stderr, "  cannot compile %s: %s\n", schema_text, err);
+    te_schema_free(s);
+    json_decref(sj);
+    json_decref(inst);
+    return rc;
+}
+
+static void schema_compares_exactly(void)
+{
+    CHECK(valid("{\"type\":\"integer\"}", "18446744073709551616") == 1);
+    CHECK(valid("{\"type\":\"string\"}", "18446744073709551616") == 0);
+    CHECK(valid("{\"type\":\"number\"}", "1e400") == 1);
+    CHECK(valid("{\"type\":\"integer\"}", "1e-400") == 0);
+    CHECK(valid("{\"maximum\":18446744073709551615}", "18446744073709551616") == 0);
+    CHECK(valid("{\"maximum\":18446744073709551616}", "18446744073709551616") == 1);
+    CHECK(valid("{\"minimum\":18446744073709551616}", "9223372036854775807") == 0);
+    CHECK(valid("{\"exclusiveMaximum\":1e400}", "1e399") == 1);
+    CHECK(valid("{\"exclusiveMaximum\":1e400}", "1e401") == 0);
+    CHECK(valid("{\"maximum\":19.99}", "19.99") == 1);
+    CHECK(valid("{\"maximum\":19.99}", "19.990000000000002") == 0);
+    CHECK(valid("{\"multipleOf\":2}", "18446744073709551616") == 1);
+    CHECK(valid("{\"multipleOf\":3}", "18446744073709551616") == 0);
+    CHECK(valid("{\"multipleOf\":0.01}", "19.99") == 1);
+    CHECK(valid("{\"multipleOf\":0.01}", "123456789012345678901234.56") == 1);
+    CHECK(valid("{\"const\":18446744073709551616}", "18446744073709551616") == 1);
+    CHECK(valid("{\"const\":18446744073709551616}", "18446744073709551617") == 0);
+    CHECK(valid("{\"const\":18446744073709551616}", "\"18446744073709551616\"") == 0);
+    CHECK(valid("{\"enum\":[1,18446744073709551616.0]}", "18446744073709551616") == 1);
+    CHECK(valid("{\"uniqueItems\":true}", "[18446744073709551616,18446744073709551616]") == 0);
+    CHECK(valid("{\"uniqueItems\":true}", "[18446744073709551616,\"18446744073709551616\"]") == 1);
+}
+
+int main(void)
+{
+    faithful();
+    same_as_jansson();
+    unforgeable();
+    schema_compares_exactly();
+    CHECK_DONE();
+}
