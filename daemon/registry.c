@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsview.h"
 #include "log.h"
 #include "registry.h"
 #include "toolexec.h"
@@ -65,6 +66,7 @@ void td_tool_unref(struct td_tool *t)
     json_decref(t->allow_gids);
     free_strv(t->argv);
     free_strv(t->env);
+    td_fsview_free(t->fs);
     free(t);
 }
 
@@ -106,7 +108,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "name",    "description", "schema",     "command",    "protocol",
         "context", "timeout_ms",  "env",        "limits",     "user",
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
-        "coerce",  "spill"};
+        "coerce",  "spill",
+        "filesystem"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -273,6 +276,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         BAD("%s: network: expected true or false", file);
     if (v)
         t->network = json_is_true(v);
+
+    rc = td_fsview_parse(file, json_object_get(def, "filesystem"), &t->fs, err, errlen);
+    if (rc < 0)
+        goto out;
+    rc = -EINVAL;
 
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {

@@ -39,6 +39,8 @@ struct td_tool {
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
+    /* issue 11, the file-system view (f1) */
+    struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */
