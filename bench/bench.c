@@ -44,6 +44,11 @@ struct slot {
 
 static const char request[] = "{\"tool\":\"echo\",\"arguments\":{\"x\":1}}";
 
+/* BENCH_WRAP="bwrap --ro-bind / / ...": the plain loop runs the worker
+ * through that command line (bench/confine.sh: bubblewrap, issue 11). */
+static char *wrap[32];
+static int nwrap;
+
 static void spawn(const char *worker, struct slot *s)
 {
     int in[2], out[2];
@@ -55,6 +60,10 @@ static void spawn(const char *worker, struct slot *s)
     if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
+        if (nwrap) {
+            wrap[nwrap] = (char *)worker;
+            execv(wrap[0], wrap);
+        }
         execl(worker, worker, (char *)NULL);
         _exit(127);
     }
@@ -186,6 +195,10 @@ int main(int argc, char **argv)
     }
     const char *sock = argv[1], *worker = argv[2];
     int calls = argc > 3 ? atoi(argv[3]) : 2000;
+    char *w = getenv("BENCH_WRAP") ? strdup(getenv("BENCH_WRAP")) : NULL;
+    for (char *save = NULL, *t = w ? strtok_r(w, " ", &save) : NULL; t && nwrap < 30;
+         t = strtok_r(NULL, " ", &save))
+        wrap[nwrap++] = t;
     /* warm up both paths (page cache, the daemon's allocations) */
     plain_loop(worker, 50, 4);
     daemon_batch(sock, 50, 4);

@@ -484,7 +484,12 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         }
     if (minimal) {
         op(p, TD_FS_TMPFS, false, 0, MS_NOSUID | MS_NODEV, base_root, "mode=0755,size=64k", NULL);
-        op(p, TD_FS_MKDIR, false, 0, 0555, keep(p, "%s/proc", work), NULL, NULL);
+        /* the host's /proc below the call's own: in a user namespace a
+         * proc mount needs one fully visible already (mnt_already_visible) */
+        const char *proc = keep(p, "%s/proc", work);
+        op(p, TD_FS_MKDIR, false, 0, 0555, proc, NULL, NULL);
+        op(p, TD_FS_OPEN, false, slot, 0, "/proc", NULL, NULL);
+        op(p, TD_FS_BIND, false, slot++, 1, proc, NULL, NULL);
     }
     /* /dev first: the covers are made in it */
     const char *dev = keep(p, "%s/dev", pre);
@@ -557,7 +562,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
             op(p, TD_FS_BIND, false, slot++, 1, path, NULL, NULL);
             break;
         case I_SYS_LINK:
-            op(p, TD_FS_SYMLINK, false, 0, 0, path, e->target, NULL);
+            op(p, TD_FS_SYMLINK, false, 0, 0, path, keep(p, "%s", e->target), NULL);
             break;
         case I_DEV:
             break;

@@ -83,7 +83,8 @@ class Checks:
             # its program is shown; the library beside it in the build tree
             # is the operator's to name
             probe_tool("minimal", filesystem={"root": "minimal", "read": [
-                os.path.dirname(os.path.dirname(os.path.realpath(harness.TESTWORKER)))]}),
+                os.path.dirname(os.path.dirname(os.path.dirname(
+                    os.path.realpath(harness.TESTWORKER))))]}),
             probe_tool("host", filesystem="host"),
         ]
         d = cls.DAEMON(tools, start=False)
