@@ -59,6 +59,9 @@ class Shared:
         shutil.rmtree(self.secret_dir, ignore_errors=True)
 
 
+SECRET = "te-fs-victim-secret-7c1e"
+
+
 def probe_tool(name, **fields):
     return worker_tool(name, "fs-probe", **fields)
 
@@ -86,6 +89,8 @@ class Checks:
                 os.path.dirname(os.path.dirname(os.path.dirname(
                     os.path.realpath(harness.TESTWORKER))))]}),
             probe_tool("host", filesystem="host"),
+            worker_tool("victim", "victim", env={"VICTIM_SECRET": SECRET},
+                        filesystem={"write": [cls.outbox]}),
         ]
         d = cls.DAEMON(tools, start=False)
         harness.give_work_dir(d)
@@ -136,28 +141,29 @@ class Checks:
             self.assertEqual(r["list"][1], "EACCES")
 
     def test_another_running_call_directory_is_not_there(self):
-        # the victim writes its directory's path where the test can read it,
-        # a path its definition lists under "write"; then it waits
+        # a live victim writes a secret into its directory, tells the test
+        # where that is (through a "write" path of its definition) and waits
         token = new_token("victim")
         ready = os.path.join(self.outbox, "ready-" + token)
         release = os.path.join(self.outbox, "release-" + token)
-        victim = self.d.client()
-        victim.send({"op": "run", "calls": [{"id": "v", "name": "writer", "arguments": {
-            "write": [os.path.join(self.outbox, "ignored-" + token)]}}]})
-        # a second call of the writer that stays alive is not needed: the
-        # probe asks for the victim's path while a sibling call runs below
-        harness.deadline_wait(lambda: True)
-        r0 = victim.collect() if hasattr(victim, "collect") else None
-        del r0
-        # a live call: probe's own directory is alive; another probe call in
-        # the same batch names the first one's directory
         c = self.d.client()
-        res = c.run([{"id": "a", "name": "probe", "arguments": {}},
-                     {"id": "b", "name": "probe", "arguments": {}}])
-        a = res.result("a")["ok"]["cwd"]
-        r = self.probe(list=[a], read=[os.path.join(a, "x")])
-        self.assertIn(r["list"][0], ("ENOENT", "EACCES"))
-        del ready, release
+        c.start_batch([{"id": "v", "name": "victim",
+                        "arguments": {"ready": ready, "release": release, "answer": "genuine"}}],
+                      batch="vict")
+        try:
+            harness.deadline_wait(lambda: os.path.exists(ready), what="the victim to be ready")
+            with open(ready) as f:
+                calldir = f.read()
+            self.assertTrue(os.path.exists(os.path.join(calldir, "secret.txt")), calldir)
+            r = self.probe(list=[calldir, os.path.dirname(calldir)],
+                           read=[os.path.join(calldir, "secret.txt")])
+            self.assertIn(r["list"][0], ("ENOENT", "EACCES"))
+            self.assertEqual(r["read"], ["ENOENT"])
+        finally:
+            open(release, "w").close()
+        evs = c.finish_batch("vict")
+        done = [e for e in evs if e.get("event") == "tool_execution_completed"]
+        self.assertTrue(done[0]["result"]["ok"]["secret_file"].startswith(SECRET), done)
 
     # -- nothing written outlives the call -------------------------------------
 
