@@ -418,10 +418,14 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         }
     add(&it, work, I_CALL);
     /* the tool's own program, where a definition names one beside it */
-    if (cmd && cmd[0] == '/' && ((have_tools && covers(tools, cmd)) || minimal))
+    /* (only where no symbolic link is on the way: the child will not
+     * follow one) */
+    char real[PATH_MAX];
+    if (cmd && cmd[0] == '/' && ((have_tools && covers(tools, cmd)) || minimal) &&
+        realpath(cmd, real) && strcmp(real, cmd) == 0)
         add(&it, cmd, I_RO);
-    if (minimal && init) /* toolexecd-init, the call's PID 1 */
-        add(&it, init, I_RO);
+    if (minimal && init && realpath(init, real) && strcmp(real, init) == 0)
+        add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {
         struct stat st;
         if (it.v[i].kind == I_RO || it.v[i].kind == I_RW)

@@ -65,6 +65,17 @@
  *     down in the exiting init (not the loop's time); through the daemon
  *     ~0.5 ms CPU and ~1 ms wall a call (bench/ under farm-bench, 8 runs of
  *     900 calls). Worth it: it is what keeps calls from naming each other.
+ *  7c. With a file-system view (fsview.c, issue 11; every call but those of
+ *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
+ *     fsview.c made once per tool, run op by op (fs_op): descriptors of what
+ *     will be covered opened first; a /dev tmpfs with the host's null, zero,
+ *     full, random, urandom bound in, and an empty mode-0 directory and file
+ *     that are bound over what is hidden and then removed; a /tmp tmpfs;
+ *     tmpfs "veils" over hidden directories with something exposed below;
+ *     the call's directory and the "read"/"write" paths bound in; for a
+ *     minimal root, all of it built in a tmpfs that pivot_root makes /;
+ *     then every mount read-only at once (mount_setattr, recursive) and
+ *     /tmp, /dev, the call's directory and the "write" paths writable again.
  *  8. chdir into the call's private directory.
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
@@ -73,6 +84,10 @@
  *     (in that order: after setuid we could no longer change the others).
  *     Changing credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
+ * 11a. Landlock, where the kernel has it and the call has a view: writes
+ *     only beneath its directory and what the view makes writable (/tmp,
+ *     /dev, "write" paths); under --containment pgroup (no mount namespace)
+ *     the only file-system layer. After no_new_privs, which it needs.
  * 11b. The call's system-call filter, when it has one (sysfilter.c: with
  *     "network": false, socket(AF_UNIX) is refused). After no_new_privs,
  *     which is what lets an unprivileged process install one; last before
@@ -87,6 +102,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -227,13 +243,23 @@ static int attr_rdonly(const char *path, unsigned flags, bool set)
     return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr));
 }
 
+/* A path of the plan, checked at load to have no symbolic link on the way:
+ * should someone swap one in since, it is not followed (openat2, Linux
+ * 5.6; before, the last component at least). */
+static int open_no_symlinks(const char *path)
+{
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    return fd < 0 && errno == ENOSYS ? open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW) : fd;
+}
+
 static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, char *buf)
 {
     char src[32];
     switch (op->kind) {
     case TD_FS_OPEN:
-        fds[op->slot] = open(op->path ? op->path : s->cwd,
-                             O_PATH | O_CLOEXEC | (op->path ? 0 : O_NOFOLLOW | O_DIRECTORY));
+        fds[op->slot] = op->path ? open_no_symlinks(op->path)
+                                 : open(s->cwd, O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
         return fds[op->slot] < 0 ? -1 : 0;
     case TD_FS_TMPFS:
         return mount("tmpfs", op->path, "tmpfs", op->mode, op->arg);
