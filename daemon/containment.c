@@ -168,12 +168,15 @@ int td_confinement_setup(bool require)
            "confinement: mount namespace %s, landlock %s, seccomp %s, user namespace %s, "
            "network namespace per call %s",
            mount_ns ? "yes" : "NO", ll, l.seccomp ? "yes" : "NO",
-           !td_userns_flag ? "not needed (root)" : l.userns ? "yes" : "NO",
+           !td_userns_flag ? "not needed (root)"
+           : l.userns      ? "yes"
+                           : "NO",
            l.netns ? "yes" : "NO");
     td_fsview_setup(mount_ns);
     if (require && missing) {
-        td_log(TD_LOG_ERR, "--require-confinement: %d confinement layer%s missing (toolexecd "
-                           "--check lists them)",
+        td_log(TD_LOG_ERR,
+               "--require-confinement: %d confinement layer%s missing (toolexecd "
+               "--check lists them)",
                missing, missing == 1 ? "" : "s");
         return -1;
     }
@@ -218,15 +221,15 @@ int td_containment_check(const char *cgroup_dir)
     probe_layers(&l, userns);
     printf("confinement layers:\n");
     printf("  mount namespace:   %s\n", l.mountns && init && pid_rc == 0
-                                             ? "yes (a file-system view per call)"
-                                             : "no (calls see the host's file system)");
+                                            ? "yes (a file-system view per call)"
+                                            : "no (calls see the host's file system)");
     if (l.landlock)
         printf("  landlock:          yes (ABI %d)\n", l.landlock);
     else
         printf("  landlock:          no\n");
     printf("  seccomp:           %s\n", l.seccomp ? "yes" : "no");
-    printf("  user namespace:    %s\n", l.userns ? (userns ? "yes" : "yes (not needed as root)")
-                                                  : "no");
+    printf("  user namespace:    %s\n",
+           l.userns ? (userns ? "yes" : "yes (not needed as root)") : "no");
     printf("  network namespace: %s\n", l.netns ? "yes (per call)" : "no");
     bool by_cgroup = cg.usable && (!cgroup_dir || !(init && pid_rc == 0));
     printf("containment:         %s\n",

@@ -33,8 +33,7 @@ enum {
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
-            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn",            \
-            "landlock"                                                                             \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn", "landlock" \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

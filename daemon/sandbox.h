@@ -67,8 +67,8 @@ struct td_spawn {
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
     /* issue 11, the file-system view (f1) */
-    const struct td_fsplan *fs; /* with CLONE_NEWNS: the call's view; NULL: the host's */
-    int landlock_abi;           /* > 0: restrict writes with Landlock (step 11a) */
+    const struct td_fsplan *fs;  /* with CLONE_NEWNS: the call's view; NULL: the host's */
+    int landlock_abi;            /* > 0: restrict writes with Landlock (step 11a) */
     const char *const *ll_write; /* NULL-terminated: writable beneath (and cwd) */
 };
 struct td_child {

@@ -1005,8 +1005,7 @@ static json_t *attempt_stat(const char *path)
     if (lstat(path, &st) < 0)
         return errno_json(errno);
     char buf[64];
-    snprintf(buf, sizeof(buf), "ok:%o %lld", (unsigned)(st.st_mode & 07777),
-             (long long)st.st_size);
+    snprintf(buf, sizeof(buf), "ok:%o %lld", (unsigned)(st.st_mode & 07777), (long long)st.st_size);
     return json_string(buf);
 }
 
