@@ -420,10 +420,24 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     /* the tool's own program, where a definition names one beside it */
     /* (only where no symbolic link is on the way: the child will not
      * follow one) */
-    char real[PATH_MAX];
-    if (cmd && cmd[0] == '/' && ((have_tools && covers(tools, cmd)) || minimal) &&
-        realpath(cmd, real) && strcmp(real, cmd) == 0)
-        add(&it, cmd, I_RO);
+    char real[PATH_MAX], norm[PATH_MAX];
+    if (cmd && cmd[0] == '/' && strlen(cmd) < sizeof(norm)) {
+        /* "DIR/./bin/x" (a command relative to the definition) as "DIR/bin/x" */
+        char *d = norm;
+        for (const char *c = cmd; *c; c++) {
+            if (c[0] == '/' && c[1] == '/')
+                continue;
+            if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2])) {
+                c++; /* the "/." */
+                continue;
+            }
+            *d++ = *c;
+        }
+        *d = '\0';
+        if (((have_tools && covers(tools, norm)) || minimal) && realpath(norm, real) &&
+            strcmp(real, norm) == 0)
+            add(&it, norm, I_RO);
+    }
     if (minimal && init && realpath(init, real) && strcmp(real, init) == 0)
         add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {

@@ -156,6 +156,21 @@ static void test_default_plan(void **state)
     assert_int_equal(td_fsview_plan(f, NULL, NULL, true, &again, &ll), 0);
     assert_ptr_equal(plan, again);
     td_fsview_free(f);
+    /* a program beside the definitions is shown in the hidden tools
+     * directory, named as a relative command names it ("DIR/./x") */
+    char prog[PATH_MAX], named[PATH_MAX];
+    snprintf(prog, sizeof(prog), "%s/x", tools);
+    snprintf(named, sizeof(named), "%s/./x", tools);
+    FILE *pf = fopen(prog, "w");
+    assert_non_null(pf);
+    fclose(pf);
+    assert_int_equal(parse("{}", &f, err, sizeof(err)), 0);
+    assert_int_equal(td_fsview_plan(f, named, NULL, true, &plan, &ll), 0);
+    const struct td_fs_op *open_prog = find(plan, TD_FS_OPEN, prog);
+    assert_non_null(open_prog);
+    assert_int_equal(find(plan, TD_FS_BIND, prog)->slot, open_prog->slot);
+    td_fsview_free(f);
+    unlink(prog);
     /* "host": no plan */
     assert_int_equal(parse("\"host\"", &f, err, sizeof(err)), 0);
     assert_int_equal(td_fsview_plan(f, NULL, NULL, true, &plan, &ll), 0);
