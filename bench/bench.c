@@ -9,6 +9,11 @@
  * prints per-call costs and the ratio daemon / plain. A third line times
  * single-call batches one after another (the full socket round trip per
  * call) against the plain loop at concurrency 1.
+ *
+ *   bench --plain WORKER CALLS CONCURRENCY
+ *
+ * runs only the plain loop, for a timer outside (bench/confine.sh);
+ * BENCH_WRAP="bwrap ..." runs each worker through that command line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +49,11 @@ struct slot {
 
 static const char request[] = "{\"tool\":\"echo\",\"arguments\":{\"x\":1}}";
 
+/* BENCH_WRAP="bwrap --ro-bind / / ...": the plain loop runs the worker
+ * through that command line (bench/confine.sh: bubblewrap, issue 11). */
+static char *wrap[32];
+static int nwrap;
+
 static void spawn(const char *worker, struct slot *s)
 {
     int in[2], out[2];
@@ -55,6 +65,10 @@ static void spawn(const char *worker, struct slot *s)
     if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
+        if (nwrap) {
+            wrap[nwrap] = (char *)worker;
+            execv(wrap[0], wrap);
+        }
         execl(worker, worker, (char *)NULL);
         _exit(127);
     }
@@ -180,9 +194,20 @@ static double daemon_round_trips(const char *sock, int calls)
 
 int main(int argc, char **argv)
 {
+    char *w = getenv("BENCH_WRAP") ? strdup(getenv("BENCH_WRAP")) : NULL;
+    for (char *save = NULL, *t = w ? strtok_r(w, " ", &save) : NULL; t && nwrap < 30;
+         t = strtok_r(NULL, " ", &save))
+        wrap[nwrap++] = t;
     if (argc < 3) {
-        fprintf(stderr, "usage: bench SOCKET WORKER [CALLS]\n");
+        fprintf(stderr, "usage: bench SOCKET WORKER [CALLS]\n"
+                        "       bench --plain WORKER CALLS CONCURRENCY\n");
         return 2;
+    }
+    if (strcmp(argv[1], "--plain") == 0) {
+        /* the plain loop alone (through BENCH_WRAP if set), for a timer
+         * outside: bench/confine.sh */
+        plain_loop(argv[2], argc > 3 ? atoi(argv[3]) : 300, argc > 4 ? atoi(argv[4]) : 1);
+        return 0;
     }
     const char *sock = argv[1], *worker = argv[2];
     int calls = argc > 3 ? atoi(argv[3]) : 2000;

@@ -15,3 +15,4 @@ te_install_deps() {
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
 }
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES bubblewrap" # bench/confine.py (issue 11)

@@ -34,13 +34,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "containment.h"
+#include "fsview.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sysfilter.h"
 
 #ifndef TD_LIBEXECDIR
 #define TD_LIBEXECDIR "/usr/libexec/toolexecd"
@@ -131,6 +134,50 @@ int td_containment_setup(const char *want)
     return 0;
 }
 
+/* The confinement layers (issue 11, section 5): what the kernel offers and
+ * whether calls get it. */
+struct layers {
+    bool mountns, userns, netns, seccomp;
+    int landlock;
+    char seccomp_detail[96]; /* sysfilter.c: whether denials are reported */
+};
+
+static void probe_layers(struct layers *l, int userns)
+{
+    l->mountns = td_sandbox_probe(CLONE_NEWNS | userns) == 0;
+    l->userns = td_sandbox_probe(CLONE_NEWUSER) == 0;
+    l->netns = td_sandbox_probe(CLONE_NEWNET | userns) == 0;
+    l->seccomp = td_sysfilter_probe(l->seccomp_detail, sizeof(l->seccomp_detail)) == 1;
+    l->landlock = td_fsview_landlock_abi();
+}
+
+int td_confinement_setup(bool require)
+{
+    struct layers l;
+    probe_layers(&l, td_userns_flag);
+    bool mount_ns = (td_call_ns & CLONE_NEWNS) != 0;
+    int missing = !mount_ns + !l.landlock + !l.seccomp + !l.netns + (td_userns_flag && !l.userns);
+    char ll[16];
+    snprintf(ll, sizeof(ll), l.landlock ? "ABI %d" : "NO", l.landlock);
+    td_log(missing ? TD_LOG_WARN : TD_LOG_INFO,
+           "confinement: mount namespace %s, landlock %s, seccomp %s, user namespace %s, "
+           "network namespace per call %s",
+           mount_ns ? "yes" : "NO", ll, l.seccomp ? "yes" : "NO",
+           !td_userns_flag ? "not needed (root)"
+           : l.userns      ? "yes"
+                           : "NO",
+           l.netns ? "yes" : "NO");
+    td_fsview_setup(mount_ns);
+    if (require && missing) {
+        td_log(TD_LOG_ERR,
+               "--require-confinement: %d confinement layer%s missing (toolexecd "
+               "--check lists them)",
+               missing, missing == 1 ? "" : "s");
+        return -1;
+    }
+    return 0;
+}
+
 static const char *yesno(int rc)
 {
     return rc == 0 ? "yes" : "no";
@@ -165,6 +212,20 @@ int td_containment_check(const char *cgroup_dir)
                cg.usable ? "" : ")");
     }
     printf("toolexecd-init:      %s\n", init ? init : "not found");
+    struct layers l;
+    probe_layers(&l, userns);
+    printf("confinement layers:\n");
+    printf("  mount namespace:   %s\n", l.mountns && init && pid_rc == 0
+                                            ? "yes (a file-system view per call)"
+                                            : "no (calls see the host's file system)");
+    if (l.landlock)
+        printf("  landlock:          yes (ABI %d)\n", l.landlock);
+    else
+        printf("  landlock:          no\n");
+    printf("  seccomp:           %s (%s)\n", l.seccomp ? "yes" : "no", l.seccomp_detail);
+    printf("  user namespace:    %s\n",
+           l.userns ? (userns ? "yes" : "yes (not needed as root)") : "no");
+    printf("  network namespace: %s\n", l.netns ? "yes (per call)" : "no");
     bool by_cgroup = cg.usable && (!cgroup_dir || !(init && pid_rc == 0));
     printf("containment:         %s\n",
            by_cgroup             ? "cgroup (a cgroup per call, cgroup.kill)"

@@ -22,6 +22,9 @@ extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
 extern int td_call_ns;
 extern char *td_init_path; /* toolexecd-init */
 int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
+/* issue 11 (f1): log which confinement layers calls get, a warning for
+ * each missing one; -1 when require and one is missing. */
+int td_confinement_setup(bool require);
 /* toolexecd --check [--cgroup DIR] */
 int td_containment_check(const char *cgroup_dir);
 

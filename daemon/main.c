@@ -19,6 +19,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
+#include "fsview.h"
 #include "identity.h"
 #include "listener.h"
 #include "log.h"
@@ -89,6 +90,10 @@ static void usage(FILE *f)
                "      --spill-max-age S      spill files are removed S seconds after they are\n"
                "                             written (default 3600; 0: when the daemon stops)\n"
                "      --check                print what isolation the host offers and exit\n"
+               "      --filesystem VIEW      what tools without a \"filesystem\" key see:\n"
+               "                             default (the host read-only, secrets hidden),\n"
+               "                             minimal (/usr, /etc, /lib* only) or host\n"
+               "      --require-confinement  refuse to start without every confinement layer\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
 }
@@ -263,7 +268,9 @@ int main(int argc, char **argv)
         OPT_CLIENT_BATCHES,
         OPT_CLIENTS_UID,
         OPT_REQ_BUFFER,
-        OPT_IDLE
+        OPT_IDLE,
+        OPT_FILESYSTEM, /* issue 11 (f1) */
+        OPT_REQUIRE_CONFINEMENT
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -296,13 +303,15 @@ int main(int argc, char **argv)
         {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
         {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
+        {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
     };
     char *socket_path = NULL, *work_dir = NULL;
     const char *containment = "auto", *cgroup_dir = NULL;
-    bool check = false;
+    bool check = false, require_confinement = false;
     const char *log_format = "text";
     char lerr[256];
     int opt;
@@ -473,6 +482,21 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case OPT_FILESYSTEM:
+            if (strcmp(optarg, "default") == 0)
+                td_fs_default = TD_FS_VIEW;
+            else if (strcmp(optarg, "minimal") == 0)
+                td_fs_default = TD_FS_MINIMAL;
+            else if (strcmp(optarg, "host") == 0)
+                td_fs_default = TD_FS_HOST;
+            else {
+                fprintf(stderr, "toolexecd: --filesystem: expected default, minimal or host\n");
+                return 2;
+            }
+            break;
+        case OPT_REQUIRE_CONFINEMENT:
+            require_confinement = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -512,6 +536,8 @@ int main(int argc, char **argv)
 
     if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0 ||
         td_sysfilter_setup() < 0)
+        return 1;
+    if (td_confinement_setup(require_confinement) < 0)
         return 1;
     if (geteuid() == 0 && td_identity_setup() < 0)
         return 1;

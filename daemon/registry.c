@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsview.h"
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
@@ -67,6 +68,7 @@ void td_tool_unref(struct td_tool *t)
     free_strv(t->argv);
     free_strv(t->env);
     td_sysfilter_conf_free(t->sysfilter);
+    td_fsview_free(t->fs);
     free(t);
 }
 
@@ -109,7 +111,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "context", "timeout_ms",  "env",        "limits",     "user",
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
         "coerce",  "spill",
-        "syscalls", "deny_syscalls"};
+        "syscalls", "deny_syscalls",
+        "filesystem"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -278,6 +281,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         t->network = json_is_true(v);
 
     if ((rc = td_sysfilter_parse(file, def, &t->sysfilter, err, errlen)) < 0)
+        goto out;
+    if ((rc = td_fsview_parse(file, json_object_get(def, "filesystem"), &t->fs, err, errlen)) < 0)
         goto out;
     rc = -EINVAL;
 

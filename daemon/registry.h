@@ -41,6 +41,8 @@ struct td_tool {
     gid_t gid;
     /* f3: "syscalls", "deny_syscalls" (sysfilter.c); NULL: the default */
     struct td_sysfilter_conf *sysfilter;
+    /* issue 11, the file-system view (f1) */
+    struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -26,13 +26,14 @@ enum {
     TD_STEP_SECCOMP,
     TD_STEP_EXEC,
     TD_STEP_SPAWN,
+    TD_STEP_LANDLOCK, /* issue 11 (f1): step 11a */
     TD_STEP_COUNT
 };
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
-            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn"             \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn", "landlock" \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

@@ -72,6 +72,17 @@
  *     down in the exiting init (not the loop's time); through the daemon
  *     ~0.5 ms CPU and ~1 ms wall a call (bench/ under farm-bench, 8 runs of
  *     900 calls). Worth it: it is what keeps calls from naming each other.
+ *  7c. With a file-system view (fsview.c, issue 11; every call but those of
+ *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
+ *     fsview.c made once per tool, run op by op (fs_op): descriptors of what
+ *     will be covered opened first; a /dev tmpfs with the host's null, zero,
+ *     full, random, urandom bound in, and an empty mode-0 directory and file
+ *     that are bound over what is hidden and then removed; a /tmp tmpfs;
+ *     tmpfs "veils" over hidden directories with something exposed below;
+ *     the call's directory and the "read"/"write" paths bound in; for a
+ *     minimal root, all of it built in a tmpfs that pivot_root makes /;
+ *     then every mount read-only at once (mount_setattr, recursive) and
+ *     /tmp, /dev, the call's directory and the "write" paths writable again.
  *  8. chdir into the call's private directory.
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
@@ -80,6 +91,10 @@
  *     (in that order: after setuid we could no longer change the others).
  *     Changing credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
+ * 11a. Landlock, where the kernel has it and the call has a view: writes
+ *     only beneath its directory and what the view makes writable (/tmp,
+ *     /dev, "write" paths); under --containment pgroup (no mount namespace)
+ *     the only file-system layer. After no_new_privs, which it needs.
  * 11b. The call's system-call filter, when it has one (sysfilter.c: the
  *     default set, the tool's "deny_syscalls"; with "network": false,
  *     socket(AF_UNIX) is refused). Where denials are reported, the filter
@@ -102,6 +117,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -179,11 +195,174 @@ static void snapshot_signals(void)
 #define CALLDIR_FD 5 /* above TD_HANDOVER_FD */
 #define CALLDIR_PROC "/proc/self/fd/5"
 
+/* "/proc/self/fd/N" in buf (at least 32 bytes), without stdio. */
+static const char *fd_path(char *buf, int fd)
+{
+    char digits[12];
+    int n = 0;
+    memcpy(buf, "/proc/self/fd/", 14);
+    do
+        digits[n++] = (char)('0' + fd % 10);
+    while ((fd /= 10) > 0);
+    size_t i = 14;
+    while (n)
+        buf[i++] = digits[--n];
+    buf[i] = '\0';
+    return buf;
+}
+
+/* The directories of path below its first from bytes (a directory that
+ * exists), mode 0711; the last one an empty file when file is set. */
+static int make_chain(char *path, size_t from, bool file)
+{
+    size_t n = strlen(path);
+    for (size_t i = from + 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char c = path[i];
+        path[i] = '\0';
+        int rc;
+        if (c == '\0' && file) {
+            int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0);
+            rc = fd < 0 ? -1 : close(fd);
+        } else {
+            rc = mkdir(path, 0711);
+        }
+        path[i] = c;
+        if (rc < 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+/* a + b into buf (PATH_MAX); -1 ENAMETOOLONG */
+static int join(char *buf, const char *a, const char *b)
+{
+    size_t na = a ? strlen(a) : 0, nb = strlen(b);
+    if (na + nb >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (na)
+        memcpy(buf, a, na);
+    memcpy(buf + na, b, nb + 1);
+    return 0;
+}
+
+static int attr_rdonly(const char *path, unsigned flags, bool set)
+{
+    struct mount_attr attr = {0};
+    if (set)
+        attr.attr_set = MOUNT_ATTR_RDONLY;
+    else
+        attr.attr_clr = MOUNT_ATTR_RDONLY;
+    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr));
+}
+
+/* A path of the plan, checked at load to have no symbolic link on the way:
+ * should someone swap one in since, it is not followed (openat2, Linux
+ * 5.6; before, the last component at least). */
+static int open_no_symlinks(const char *path)
+{
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    return fd < 0 && errno == ENOSYS ? open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW) : fd;
+}
+
+static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, char *buf)
+{
+    char src[32];
+    switch (op->kind) {
+    case TD_FS_OPEN:
+        fds[op->slot] = op->path ? open_no_symlinks(op->path)
+                                 : open(s->cwd, O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+        return fds[op->slot] < 0 ? -1 : 0;
+    case TD_FS_TMPFS:
+        return mount("tmpfs", op->path, "tmpfs", op->mode, op->arg);
+    case TD_FS_MKDIR:
+        return mkdir(op->path, op->mode) < 0 && errno != EEXIST ? -1 : 0;
+    case TD_FS_SYMLINK:
+        return symlink(op->arg, op->path);
+    case TD_FS_FILE: {
+        int fd = open(op->path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, op->mode);
+        return fd < 0 ? -1 : close(fd);
+    }
+    case TD_FS_HIDERS: {
+        char f[PATH_MAX];
+        if (join(buf, op->path, "/.h") < 0 || join(f, op->path, "/.f") < 0)
+            return -1;
+        if (op->mode) /* once bound where they hide things: nothing names them */
+            return rmdir(buf) < 0 || unlink(f) < 0 ? -1 : 0;
+        /* bound before they are removed: a removed source cannot be bound */
+        int fd = mkdir(buf, 0) < 0 ? -1 : open(f, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (fd < 0 || close(fd) < 0)
+            return -1;
+        fds[TD_FS_SLOT_HDIR] = open(buf, O_PATH | O_CLOEXEC);
+        fds[TD_FS_SLOT_HFILE] = open(f, O_PATH | O_CLOEXEC);
+        return fds[TD_FS_SLOT_HDIR] < 0 || fds[TD_FS_SLOT_HFILE] < 0 ? -1 : 0;
+    }
+    case TD_FS_BIND:
+        if (fds[op->slot] < 0) /* an optional source that was not there */
+            return 0;
+        return mount(fd_path(src, fds[op->slot]), op->path, NULL, MS_BIND | (op->mode ? MS_REC : 0),
+                     NULL);
+    case TD_FS_CHAIN:
+        if (join(buf, NULL, op->path) < 0)
+            return -1;
+        return make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), op->mode);
+    case TD_FS_CALLDIR:
+        if (join(buf, op->arg2, s->cwd) < 0 ||
+            make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), false) < 0)
+            return -1;
+        return mount(fd_path(src, fds[0]), buf, NULL, MS_BIND, NULL);
+    case TD_FS_PIVOT:
+        if (chdir(op->path) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+            umount2(".", MNT_DETACH) < 0)
+            return -1;
+        return chdir("/");
+    case TD_FS_RDONLY:
+        return attr_rdonly("/", AT_RECURSIVE, true);
+    case TD_FS_RDWR:
+        if (op->path)
+            return attr_rdonly(op->path, 0, false);
+        return join(buf, op->arg2, s->cwd) < 0 ? -1 : attr_rdonly(buf, 0, false);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+/* Step 7c: the call's view of the file system (fsview.c); -1 with errno. */
+static int fs_view(const struct td_spawn *s)
+{
+    int fds[TD_FS_SLOTS];
+    char buf[PATH_MAX];
+    for (int i = 0; i < TD_FS_SLOTS; i++)
+        fds[i] = -1;
+    mode_t mask = umask(0); /* the plan's modes as written (1777 for /tmp) */
+    int rc = 0;
+    for (size_t i = 0; i < s->fs->n && rc == 0; i++) {
+        const struct td_fs_op *op = &s->fs->ops[i];
+        if (fs_op(s, op, fds, buf) < 0 && !(op->optional && (errno == ENOENT || errno == ENOTDIR)))
+            rc = -1;
+    }
+    int e = errno;
+    umask(mask);
+    /* the slots; never the hand-over socket (fd 4) */
+    close_range(s->hand_over ? TD_HANDOVER_FD + 1 : TD_REPORT_FD + 1, ~0U, 0);
+    errno = e;
+    return rc;
+}
+
 /* Step 7b (see the top); -1 with errno set. */
 static int private_mounts(const struct td_spawn *s)
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return -1;
+    if (s->fs) {
+        if (fs_view(s) < 0)
+            return -1;
+        return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    }
     for (const char *const *p = s->hide; p && *p; p++)
         if (mount("/dev/null", *p, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
             return -1;
@@ -216,6 +395,67 @@ static int private_mounts(const struct td_spawn *s)
               NULL) < 0)
         return -1;
     return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
+/* Landlock, defined here: Debian's headers stop at ABI 2 (bookworm). */
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+#define TD_LL_RULE_PATH_BENEATH 1
+#define TD_LL_WRITE_FILE (1ULL << 1)
+#define TD_LL_TRUNCATE (1ULL << 14) /* ABI 3 */
+/* remove_dir, remove_file, make_char, make_dir, make_reg, make_sock,
+ * make_fifo, make_block, make_sym: bits 4 to 12; refer (ABI 2): 13 */
+#define TD_LL_TREE_WRITES (0x1ff0ULL)
+#define TD_LL_REFER (1ULL << 13)
+struct td_ll_ruleset_attr {
+    uint64_t handled_access_fs, handled_access_net, scoped;
+};
+struct td_ll_path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+static int ll_allow(int ruleset, const char *path, uint64_t all, uint64_t file)
+{
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    struct td_ll_path_beneath pb = {.allowed_access = S_ISDIR(st.st_mode) ? all : file,
+                                    .parent_fd = fd};
+    if (rc == 0)
+        rc = (int)syscall(SYS_landlock_add_rule, ruleset, TD_LL_RULE_PATH_BENEATH, &pb, 0);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Step 11a: writes only beneath the call's directory and s->ll_write; -1
+ * with errno set. After no_new_privs, which lets an unprivileged process
+ * restrict itself. */
+static int landlock_writes(const struct td_spawn *s)
+{
+    uint64_t file = TD_LL_WRITE_FILE | (s->landlock_abi >= 3 ? TD_LL_TRUNCATE : 0);
+    uint64_t all = file | TD_LL_TREE_WRITES | (s->landlock_abi >= 2 ? TD_LL_REFER : 0);
+    struct td_ll_ruleset_attr attr = {.handled_access_fs = all};
+    size_t size = s->landlock_abi >= 6 ? 24 : s->landlock_abi >= 4 ? 16 : 8;
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (rs < 0)
+        return -1;
+    int rc = ll_allow(rs, ".", all, file); /* the call's directory: step 8 went there */
+    for (const char *const *p = s->ll_write; rc == 0 && p && *p; p++)
+        rc = ll_allow(rs, *p, all, file);
+    if (rc == 0)
+        rc = (int)syscall(SYS_landlock_restrict_self, rs, 0);
+    int e = errno;
+    close(rs);
+    errno = e;
+    return rc;
 }
 
 struct child_args {
@@ -303,6 +543,8 @@ static int child(void *arg)
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
+    if (s->landlock_abi > 0 && landlock_writes(s) < 0)
+        child_fail(TD_STEP_LANDLOCK);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
     execve(s->argv[0], s->argv, s->envp);

@@ -32,6 +32,7 @@
 #include "containment.h"
 #include "denials.h"
 #include "exitcause.h"
+#include "fsview.h"
 #include "identity.h"
 #include "log.h"
 #include "reaper.h"
@@ -776,6 +777,16 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     sp.hand_over = sp.hand_over || sp.filter_notify;
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
+    const char *const *ll_write;
+    what = "filesystem view";
+    if ((err = -td_fsview_plan(s->tool->fs, s->tool->argv ? s->tool->argv[0] : NULL, td_init_path,
+                               sp.ns_flags & CLONE_NEWNS, &sp.fs, &ll_write)) > 0) {
+        free(argv);
+        rmdir(workdir);
+        goto fail;
+    }
+    sp.landlock_abi = ll_write ? td_fsview_landlock_abi() : 0;
+    sp.ll_write = ll_write;
     struct td_child child;
     uint64_t t0 = uv_hrtime();
     int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;

@@ -198,9 +198,18 @@ class Daemon:
                 raise
 
     # -- set-up -----------------------------------------------------------
+    # Workers see the host read-only with a /tmp of their own (issue 11), so
+    # the tests' own directory (self.tmp: shared_dir, tmpfile, the files
+    # workers leave for the test) is listed under "write" in each definition
+    # that does not say what it sees; its tools, work directory and sockets
+    # stay hidden below it. test_confine_fs turns this off.
+    WRITE_TMP = True
+
     def add_tool(self, definition, filename=None):
         if filename is None:
             filename = definition["name"] + ".json"
+        if self.WRITE_TMP and isinstance(definition, dict) and "filesystem" not in definition:
+            definition = dict(definition, filesystem={"write": [os.path.realpath(self.tmp)]})
         path = os.path.join(self.tools_dir, filename)
         with open(path, "w") as f:
             if isinstance(definition, str):

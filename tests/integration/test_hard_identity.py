@@ -348,7 +348,9 @@ class Terminal(unittest.TestCase):
 
     def test_worker_cannot_open_the_daemons_terminal(self):
         harness.require_env()
-        d = TtyDaemon([worker_tool("hostile", "hostile")], start=False)
+        # the host's /dev: a call's own /dev has no tty at all (issue 11);
+        # this is about the session, which must hold even where it has one
+        d = TtyDaemon([worker_tool("hostile", "hostile", filesystem="host")], start=False)
         try:
             d.start()
             # the daemon does have the terminal

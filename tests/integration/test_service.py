@@ -21,8 +21,8 @@ SERVICE_BUILD = os.environ.get("TE_SYSTEMD_SERVICE_BUILD", "")
 
 
 def write_tool(d, definition):
-    with open(os.path.join(d.tools_dir, definition["name"] + ".json"), "w") as f:
-        json.dump(definition, f)
+    # add_tool: it also lists the test's directory under "write" (issue 11)
+    d.add_tool(definition)
 
 
 def released(d, name):

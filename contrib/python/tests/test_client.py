@@ -100,7 +100,10 @@ def tool_def(name, script, **fields):
          "command": [WORKER_PYTHON, script],
          "protocol": "framed",
          "timeout_ms": 20000,
-         "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}}
+         "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+         # the script is in the test's directory, in /tmp: a call has a /tmp
+         # of its own (issue 11), so the definition names it
+         "filesystem": {"read": [os.path.dirname(os.path.realpath(script))]}}
     d.update(fields)
     return d
 

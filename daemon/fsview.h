@@ -1,0 +1,46 @@
+/*
+ * fsview.h - a call's view of the file system: the "filesystem" key of a
+ * tool definition, the daemon's default (--filesystem) and the plan the
+ * worker's child runs in its mount namespace (sandbox.h, step 7c).
+ */
+#ifndef TD_FSVIEW_H
+#define TD_FSVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "sandbox.h"
+
+struct td_fsprep;
+struct td_fsview {
+    bool dflt;                    /* no "filesystem": the daemon's --filesystem */
+    bool host;                    /* "filesystem": "host": no view of its own */
+    bool minimal;                 /* "root": "minimal" */
+    char **read, **write, **hide; /* NULL-terminated; absolute, normalised, existing */
+    struct td_fsprep *prep;       /* the plan, made at the first call */
+};
+/* --filesystem: the view of tools whose definition has no "filesystem" */
+enum td_fs_default { TD_FS_VIEW, TD_FS_MINIMAL, TD_FS_HOST };
+extern enum td_fs_default td_fs_default;
+
+/* "filesystem" of definition file (v as read, NULL: none); 0 with *out, or
+ * -EINVAL with a message naming file and key in err. */
+int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen);
+void td_fsview_free(struct td_fsview *v);
+/* The view of a tool (v: its "filesystem"; cmd its program, shown even in
+ * the hidden tools directory or a minimal root, as is init, toolexecd-init):
+ * in *plan
+ * the plan for its child's mount namespace (NULL: the host's, unchanged),
+ * in *ll_write what Landlock lets it write besides its directory (NULL: no
+ * Landlock). mount_ns: whether calls get a mount namespace (containment).
+ * Made at the first call and kept; 0 or -ENOMEM. */
+int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool mount_ns,
+                   const struct td_fsplan **plan, const char *const **ll_write);
+/* The Landlock ABI this kernel offers (0: none), probed once. */
+int td_fsview_landlock_abi(void);
+/* At start: say what calls see (a warning where it is the host's). */
+void td_fsview_setup(bool mount_ns);
+
+#endif
