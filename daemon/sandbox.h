@@ -47,8 +47,15 @@ struct td_report {
     int err;          /*   with this errno */
     bool have_status; /* the init reported the tool's wait status */
     int status;
+    bool have_usage; /* the init reported the tool's resource use: */
+    long user_ms, sys_ms, maxrss_kb;
 };
 void td_sandbox_report(int fd, struct td_report *r);
+/* SIGKILL the tool under the init `init` (its one child), leaving the init
+ * to reap it and report its resource use. 0 when it was killed or is
+ * already gone, -errno when the tool could not be found safely (the caller
+ * kills the whole group instead). */
+int td_sandbox_kill_tool(pid_t init);
 /* Can a child be started with these namespace flags (CLONE_NEWPID,
  * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until

@@ -88,6 +88,10 @@ struct td_worker {
     bool paused;          /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
+    /* issue 14: under toolexecd-init, what it reported (the tool's status
+     * and resource use), read once at its exit */
+    bool init;
+    struct td_report rep;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -199,6 +203,7 @@ static void on_reap_late(uv_timer_t *t)
     td_logc(TD_LOG_WARN, w->batch_id, w->call_id,
             "worker %d not reaped %d ms after SIGKILL; reporting without its resource use",
             (int)w->pid, REAP_WAIT_MS);
+    kill_group(w);
     deliver(w, w->pending, NULL);
 }
 
@@ -215,7 +220,10 @@ static void finish(struct td_worker *w, json_t *result)
         deliver(w, result, &w->ru);
         return;
     }
-    kill_group(w);
+    /* Under an init only the tool is killed: the init reaps it and reports
+     * its resource use, then its exit ends the namespace. */
+    if (!w->init || w->cancelling || td_sandbox_kill_tool(w->pid) < 0)
+        kill_group(w);
     if (w->cancelling) {
         /* a cancel completes at once (its batch may be gone next) */
         deliver(w, result, NULL);
@@ -419,8 +427,7 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
 static void decide_on_exit(struct td_worker *w)
 {
     char detail[512];
-    struct td_report rep;
-    td_sandbox_report(w->exfd, &rep);
+    struct td_report rep = w->rep;
     if (rep.failed) {
         if (strcmp(rep.step, "exec") == 0)
             snprintf(detail, sizeof(detail), "could not execute %s: %s", w->tool->argv[0],
@@ -505,6 +512,12 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
     w->reaped = true;
     w->status = status;
     w->ru = *ru;
+    td_sandbox_report(w->exfd, &w->rep);
+    if (w->rep.have_usage) { /* the tool's, not the init's own */
+        w->ru.ru_utime = (struct timeval){w->rep.user_ms / 1000, w->rep.user_ms % 1000 * 1000};
+        w->ru.ru_stime = (struct timeval){w->rep.sys_ms / 1000, w->rep.sys_ms % 1000 * 1000};
+        w->ru.ru_maxrss = w->rep.maxrss_kb;
+    }
     /* The leader is gone; what is left of its group are strays. */
     kill_group(w);
     drain(w, &w->err, take_stderr);
@@ -782,6 +795,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
+    w->init = pidns;
     w->exfd = child.report;
     w->cb = cb;
     w->cb_data = data;
