@@ -108,7 +108,8 @@ static void publish(const struct td_batch *b, const char *tool, const json_t *ev
                                         .tool = tool,
                                         .uid = b->owner.cred.uid,
                                         .calls_any = calls_any,
-                                        .src = b});
+                                        .src = b,
+                                        .pid = b->owner.cred.pid});
 }
 
 /* Send {"event": name, "batch": id, ...fields} to the batch's client and
@@ -399,9 +400,12 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
         return -ENOENT;
     }
     json_t *result = c->awaiting;
-    int kind = te_decision_check(decision);
-    if (kind != TE_DECIDE_HALT && kind != TE_DECIDE_CONTINUE_WITH) {
-        decision_invalid(c, "the on_tool_error decision is not \"halt\" or {\"continue_with\": v}",
+    /* "continue" too (issue 14): what toolexec's [c]ontinue sends, and what
+     * on_tool_error itself takes; the error stands and the batch goes on. */
+    if (te_decision_check(decision) < 0) {
+        decision_invalid(c,
+                         "the on_tool_error decision is not \"continue\", \"halt\" or "
+                         "{\"continue_with\": v}",
                          decision);
         return 0;
     }

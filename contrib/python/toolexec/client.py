@@ -336,6 +336,9 @@ class Client:
         self._batches = {}         # id -> Batch, until its terminal event is read
         self._replies = collections.deque()  # waiting reply slots, oldest first
         self._seq = 0
+        # ids of its own, so that two clients' batches differ on the events
+        # socket and in a tail's batches filter
+        self._batch_prefix = "py-%s-" % os.urandom(8).hex()
         self.stray = collections.deque(maxlen=100)  # events nobody waited for
 
     # -- life cycle ---------------------------------------------------------
@@ -387,7 +390,7 @@ class Client:
             if batch is None:
                 while True:
                     self._seq += 1
-                    batch = "py-%d" % self._seq
+                    batch = "%s%d" % (self._batch_prefix, self._seq)
                     if batch not in self._batches:
                         break
             elif not isinstance(batch, str) or not batch:
