@@ -92,6 +92,10 @@ struct td_worker {
      * and resource use), read once at its exit */
     bool init;
     struct td_report rep;
+    /* issue 14: the first bytes of a framed worker's stdout, to tell text
+     * (a plain tool left on the framed protocol) from a frame */
+    char head[48];
+    size_t head_len;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -283,6 +287,27 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
     free(body);
 }
 
+/* A length prefix that is printable text ("Hell" is 1214606444 bytes) is
+ * not a frame: the tool printed text, as a plain tool would. Says so, and
+ * returns true, when the first bytes of stdout are all text. */
+static bool not_a_frame(struct td_worker *w)
+{
+    size_t n = w->head_len;
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n && i < TE_FRAME_HEADER_LEN; i++) {
+        unsigned char ch = (unsigned char)w->head[i];
+        if (!((ch >= 0x20 && ch < 0x7f) || ch == '\t' || ch == '\n' || ch == '\r'))
+            return false;
+    }
+    fail(w, TE_INVALID_RETURN,
+         "the worker wrote text where a frame was expected; is this a plain tool? "
+         "(\"protocol\": \"plain\" in its definition)",
+         json_pack("{s:o,s:o}", "not_a_frame", td_json_text(w->head, n), "stderr", stderr_tail(w)),
+         NULL);
+    return true;
+}
+
 static void take_stdout(struct td_worker *w, const char *p, size_t n)
 {
     if (w->finished) {
@@ -313,6 +338,11 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
         w->plain_len += n;
         return;
     }
+    if (w->head_len < sizeof(w->head)) {
+        size_t k = n < sizeof(w->head) - w->head_len ? n : sizeof(w->head) - w->head_len;
+        memcpy(w->head + w->head_len, p, k);
+        w->head_len += k;
+    }
     size_t used;
     int rc = te_frame_feed(&w->dec, p, n, &used);
     if (rc == TE_FRAME_DONE) {
@@ -320,6 +350,8 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
         char *body = te_frame_take(&w->dec, &len);
         w->discarded += n - used; /* counted before finish so the log says it */
         on_frame(w, body, len);
+    } else if (rc == -EMSGSIZE && not_a_frame(w)) {
+        return;
     } else if (rc == -EMSGSIZE) {
         char detail[160];
         snprintf(detail, sizeof(detail), "frame of %u bytes exceeds the limit of %u bytes",
@@ -482,6 +514,8 @@ static void decide_on_exit(struct td_worker *w)
         finish(w, json_pack("{s:o}", "ok", v));
         return;
     }
+    if (te_frame_pending(&w->dec) > 0 && not_a_frame(w))
+        return;
     if (code == 0 && te_frame_pending(&w->dec) > 0) {
         size_t got = te_frame_pending(&w->dec);
         snprintf(detail, sizeof(detail), "exited with an incomplete frame (%zu bytes)", got);
