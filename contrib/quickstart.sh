@@ -4,8 +4,9 @@
 # socket and an events socket (for tailing). Stop it with ^C.
 #
 # Where it listens is decided first, before anything is built: root uses
-# /run/toolexecd; anyone else $XDG_RUNTIME_DIR, or, where that is not set
-# (su -, ssh without pam_systemd, containers), a directory of their own,
+# /run/toolexecd (toolexecd.sock, events.sock); anyone else $XDG_RUNTIME_DIR
+# (toolexecd.sock, toolexecd-events.sock), or, where that is not set (su -,
+# ssh without pam_systemd, containers), a directory of their own,
 # ${TMPDIR:-/tmp}/toolexecd-UID (mode 0700).
 #
 #   BUILD_DIR=DIR           the build directory (default build)
@@ -14,31 +15,38 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 
+# The sockets: the daemon's defaults where there are some, so the README's
+# commands work as written ($SOCK and $EVENTS there).
 if [ "$(id -u)" -eq 0 ]; then
-    rundir=/run/toolexecd
-    mkdir -p "$rundir"
+    sockdir=/run/toolexecd
+    mkdir -p "$sockdir"
+    sock=$sockdir/toolexecd.sock
+    events=$sockdir/events.sock
+    rundir=$sockdir/quickstart
 elif [ -n "${XDG_RUNTIME_DIR:-}" ] && [ -d "$XDG_RUNTIME_DIR" ] && [ -w "$XDG_RUNTIME_DIR" ]; then
+    sock=$XDG_RUNTIME_DIR/toolexecd.sock
+    events=$XDG_RUNTIME_DIR/toolexecd-events.sock
     rundir=$XDG_RUNTIME_DIR/toolexecd-quickstart
 else
     rundir=${TMPDIR:-/tmp}/toolexecd-$(id -u)
     echo "XDG_RUNTIME_DIR is not set (or not writable): using $rundir" >&2
+    sock=$rundir/toolexecd.sock
+    events=$rundir/events.sock
 fi
-# The daemon refuses a work directory others may write to or that is not
-# its own; the socket must be where only we can replace it.
+# The definitions' copy, and without XDG_RUNTIME_DIR the calls' work
+# directory too (the daemon's default is under it): the daemon refuses a
+# work directory others may write to or that is not its own.
 if ! mkdir -p "$rundir" || [ ! -O "$rundir" ]; then
     echo "quickstart: $rundir is not a directory of our own; set TMPDIR to one" >&2
     exit 1
 fi
-[ "$(id -u)" -eq 0 ] || chmod 0700 "$rundir"
-sock=$rundir/toolexecd.sock
-events=$rundir/events.sock
-if [ "$(id -u)" -eq 0 ]; then
-    work=$rundir/quickstart-work
-else
-    work=$rundir/work
+chmod 0700 "$rundir"
+set --
+if [ "$(id -u)" -ne 0 ] && [ "$sock" = "$rundir/toolexecd.sock" ]; then
+    mkdir -p "$rundir/work"
+    chmod 0700 "$rundir/work"
+    set -- --work-dir "$rundir/work"
 fi
-mkdir -p "$work"
-chmod 0700 "$work"
 
 if [ "${QUICKSTART_NO_BUILD:-0}" != 1 ]; then
     . ./contrib/deps.sh
@@ -59,13 +67,14 @@ cat <<MSG
 
 toolexecd is starting on $sock. In another terminal, try:
 
-  echo '{"op":"run","calls":[{"id":"c0","name":"echo","arguments":{"x":1}},{"id":"c1","name":"calc","arguments":{"expression":"6*7"}}]}' | socat -t 30 - UNIX-CONNECT:$sock
-  $build/daemon/cli/toolexec --socket $sock call calc '{"expression": "6*7"}'
+  SOCK=$sock EVENTS=$events
+
+  echo '{"op":"run","calls":[{"id":"c0","name":"echo","arguments":{"x":1}},{"id":"c1","name":"calc","arguments":{"expression":"6*7"}}]}' | socat -t 30 - UNIX-CONNECT:\$SOCK
+  $build/daemon/cli/toolexec --socket \$SOCK call calc '{"expression": "6*7"}'
 
 and watch every call as it happens:
 
-  socat -u UNIX-CONNECT:$events -
+  socat -u UNIX-CONNECT:\$EVENTS -
 
 MSG
-exec "$build"/daemon/toolexecd --tools "$tools" --socket "$sock" --events-socket "$events" \
-    --work-dir "$work"
+exec "$build"/daemon/toolexecd --tools "$tools" --socket "$sock" --events-socket "$events" "$@"

@@ -67,9 +67,10 @@ class Quickstart(unittest.TestCase):
         self.assertEqual(os.path.dirname(sock), rundir, text)
         self.assertEqual(os.stat(rundir).st_mode & 0o777, 0o700)
         # the events socket it prints is there, and tails what the socket runs
-        m = re.search(r"UNIX-CONNECT:(\S+events\.sock)", text)
+        m = re.search(r"SOCK=(\S+) EVENTS=(\S+events\.sock)", text)
         self.assertTrue(m, text)
-        tail = Client(m.group(1))
+        self.assertEqual(m.group(1), sock)
+        tail = Client(m.group(2))
         self.addCleanup(tail.close)
         c = Client(sock)
         self.addCleanup(c.close)
