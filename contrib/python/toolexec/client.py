@@ -505,8 +505,8 @@ class Client:
 
     def decide(self, batch, call_id, decision):
         """Answer {"event": "tool_error_decision_requested"} (under
-        "on_tool_error": "ask"): decision is "halt" or
-        {"continue_with": value}."""
+        "on_tool_error": "ask"): decision is "continue" (the error stands,
+        the batch goes on), "halt" or {"continue_with": value}."""
         batch_id = batch.id if isinstance(batch, Batch) else batch
         self._conn.send({"op": "decide", "batch": batch_id, "id": call_id,
                          "decision": decision})
