@@ -110,7 +110,8 @@ static void publish(const struct td_batch *b, const char *tool, const json_t *ev
                                         .tool = tool,
                                         .uid = b->owner.cred.uid,
                                         .calls_any = calls_any,
-                                        .src = b});
+                                        .src = b,
+                                        .pid = b->owner.cred.pid});
 }
 
 /* Send {"event": name, "batch": id, ...fields} to the batch's client and
@@ -206,13 +207,13 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     int rc;
     char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
     json_t *truncated = NULL;
-    size_t limit =
-        td_cut_limit(b->r.max_content_bytes, c->tool->max_content_bytes, TD_CONTENT_BYTES_DEFAULT);
+    size_t limit = td_cut_limit(b->r.max_content_bytes, c->tool ? c->tool->max_content_bytes : 0,
+                                TD_CONTENT_BYTES_DEFAULT);
     char *full = NULL;
     size_t full_len = len;
     if (text && len > limit) {
         /* by length: content may hold NUL bytes */
-        if (c->tool->spill && (full = malloc(len)))
+        if (c->tool && c->tool->spill && (full = malloc(len)))
             memcpy(full, text, len);
         text = truncate_content(text, &len, limit, &truncated);
     }
@@ -403,9 +404,12 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
         return -ENOENT;
     }
     json_t *result = c->awaiting;
-    int kind = te_decision_check(decision);
-    if (kind != TE_DECIDE_HALT && kind != TE_DECIDE_CONTINUE_WITH) {
-        decision_invalid(c, "the on_tool_error decision is not \"halt\" or {\"continue_with\": v}",
+    /* "continue" too (issue 14): what toolexec's [c]ontinue sends, and what
+     * on_tool_error itself takes; the error stands and the batch goes on. */
+    if (te_decision_check(decision) < 0) {
+        decision_invalid(c,
+                         "the on_tool_error decision is not \"continue\", \"halt\" or "
+                         "{\"continue_with\": v}",
                          decision);
         return 0;
     }
@@ -486,10 +490,30 @@ static json_t *check_arguments(struct call *c)
     return result;
 }
 
+/* "unknown_tool": "error": a call of a tool the daemon does not have ends
+ * at once with a not_found tool error of its own; no worker runs. */
+static void start_unknown(struct td_batch *b, struct call *c)
+{
+    c->state = CALL_RUNNING;
+    b->running++;
+    send_event(b, c->name, "tool_execution_started",
+               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
+    char msg[96 + 2 * TE_TOOL_NAME_MAX];
+    snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, c->name);
+    call_done(c,
+              te_tool_error_new(TE_NOT_FOUND, c->name, c->id, msg, NULL,
+                                json_pack("{s:b}", "unknown_tool", 1)),
+              NULL);
+}
+
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
     c->timeout_ms = b->r.tool_timeout_ms;
+    if (!c->tool) {
+        start_unknown(b, c);
+        return;
+    }
     if (c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
         c->timeout_ms = c->tool->timeout_ms;
     if (c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
@@ -546,7 +570,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
     size_t started = 0;
     while (b->next < b->ncalls && b->running < b->max_concurrency && started < max_starts) {
         struct call *c = &b->calls[b->next];
-        if (c->tool->argv &&
+        if (c->tool && c->tool->argv &&
             !json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR)) {
             if (!td_sched_may_start(&sched, td_cfg.max_workers, from_queue)) {
                 wait_enqueue(b);
@@ -687,6 +711,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
                        json_pack("{s:s}", "tool_name", name));
             return;
         }
+        if (!tool && r.unknown_tool_error)
+            continue; /* the call completes with a tool error of its own */
         if (!tool) {
             char msg[128 + TE_TOOL_NAME_MAX];
             snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
@@ -739,7 +765,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         c->id = json_string_value(json_object_get(call, "id"));
         c->name = json_string_value(json_object_get(call, "name"));
         c->arguments = json_object_get(call, "arguments");
-        c->tool = td_tool_ref(td_registry_find(td_tools, c->name));
+        struct td_tool *known = td_registry_find(td_tools, c->name);
+        c->tool = known ? td_tool_ref(known) : NULL; /* NULL: unknown_tool "error" */
     }
     /* Subscribers learn who runs what before the batch's first event. */
     json_t *list = json_array();

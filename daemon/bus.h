@@ -33,6 +33,7 @@ struct td_bus_msg {
      * named in the set (an object keyed by tool name). */
     bool (*calls_any)(const void *src, const json_t *tools);
     const void *src;
+    pid_t pid; /* EVENT: the pid of the batch's client (issue 14: tail tells clients apart) */
 };
 
 /* tail and stats today; room for metrics and the like. */

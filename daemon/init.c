@@ -5,7 +5,7 @@
  *
  * The daemon starts each call in a fresh PID namespace with this program as
  * its first process. It starts the tool as PID 2, waits for it, reports the
- * tool's wait status to the daemon on fd 3 and exits. When it exits, the
+ * tool's resource use and wait status to the daemon on fd 3 and exits. When it exits, the
  * kernel kills every other process left in the namespace, including strays
  * that double-forked and called setsid(): that is the guarantee a process
  * group kill cannot give. If the daemon dies, PR_SET_PDEATHSIG (set before
@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -74,6 +75,18 @@ static void report(int type, int a, int b)
     sys(SYS_write, TD_REPORT_FD, (long)&r, sizeof(r), 0);
 }
 
+/* The tool's resource use (and that of every descendant reaped so far):
+ * ours is a few pages and no CPU. */
+static void report_usage(void)
+{
+    struct rusage ru;
+    if (FAILED(sys(SYS_getrusage, RUSAGE_CHILDREN, (long)&ru, 0, 0)))
+        return;
+    report(TD_REPORT_CPU, (int)(ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000),
+           (int)(ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000));
+    report(TD_REPORT_RSS, (int)ru.ru_maxrss, 0);
+}
+
 __attribute__((noreturn)) static void quit(int code)
 {
     for (;;)
@@ -106,6 +119,7 @@ __attribute__((noreturn)) static void run(long argc, char **argv, char **envp)
         int status = 0;
         long p = sys(SYS_wait4, -1, (long)&status, 0, 0);
         if (p == tool) {
+            report_usage();
             report(TD_REPORT_STATUS, status, 0);
             quit(0);
         }

@@ -18,6 +18,7 @@
 #include "calldir.h"
 #include "cgroup.h"
 #include "config.h"
+#include "defcheck.h"
 #include "containment.h"
 #include "fsview.h"
 #include "identity.h"
@@ -89,7 +90,9 @@ static void usage(FILE *f)
                "      --log-format FORMAT    text or json (default text)\n"
                "      --spill-max-age S      spill files are removed S seconds after they are\n"
                "                             written (default 3600; 0: when the daemon stops)\n"
-               "      --check                print what isolation the host offers and exit\n"
+               "      --check                print what isolation the host offers and exit;\n"
+               "                             with --tools DIR, every problem of every\n"
+               "                             definition in DIR instead (status 1 if any)\n"
                "      --filesystem VIEW      what tools without a \"filesystem\" key see:\n"
                "                             default (the host read-only, secrets hidden),\n"
                "                             minimal (/usr, /etc, /lib* only) or host\n"
@@ -312,6 +315,7 @@ int main(int argc, char **argv)
     char *socket_path = NULL, *work_dir = NULL;
     const char *containment = "auto", *cgroup_dir = NULL;
     bool check = false, require_confinement = false;
+    bool tools_given = false; /* --check --tools DIR: check the definitions */
     const char *log_format = "text";
     char lerr[256];
     int opt;
@@ -323,6 +327,7 @@ int main(int argc, char **argv)
             break;
         case 't':
             td_cfg.tools_dir = optarg;
+            tools_given = true;
             break;
         case OPT_WORK:
             work_dir = optarg;
@@ -516,6 +521,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (check && tools_given)
+        return td_defcheck(td_cfg.tools_dir, stdout);
     if (check)
         return td_containment_check(cgroup_dir);
     if (td_config_resolve() < 0)

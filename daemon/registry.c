@@ -608,3 +608,27 @@ void td_registry_free(struct td_registry *r)
     free(r->tools);
     free(r);
 }
+
+/* ---- for defcheck.c (toolexecd --check --tools DIR, issue 14) --------------- */
+
+const char *td_registry_unsafe(const struct stat *st, char *why, size_t len)
+{
+    return unsafe(st, why, len);
+}
+
+int td_registry_list_defs(int dfd, char ***out)
+{
+    return list_defs(dfd, out);
+}
+
+int td_registry_read_def(int dfd, const char *name, char **text, size_t *len, struct stat *st,
+                         char *why, size_t whylen)
+{
+    return read_def(dfd, name, text, len, st, why, whylen);
+}
+
+int td_registry_parse_def(const char *dir, const char *file, json_t *def, struct td_tool **out,
+                          char *err, size_t errlen)
+{
+    return parse_tool(dir, file, def, out, err, errlen);
+}

@@ -59,4 +59,14 @@ struct td_tool *td_tool_ref(struct td_tool *t);
 void td_tool_unref(struct td_tool *t);
 extern struct td_registry *td_tools;
 
+/* The loader's steps one by one, for defcheck.c (issue 14: every problem
+ * in every file, not the first). */
+struct stat;
+const char *td_registry_unsafe(const struct stat *st, char *why, size_t len);
+int td_registry_list_defs(int dfd, char ***out);
+int td_registry_read_def(int dfd, const char *name, char **text, size_t *len, struct stat *st,
+                         char *why, size_t whylen);
+int td_registry_parse_def(const char *dir, const char *file, json_t *def, struct td_tool **out,
+                          char *err, size_t errlen);
+
 #endif

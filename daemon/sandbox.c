@@ -122,6 +122,8 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -782,6 +784,49 @@ void td_sandbox_report(int fd, struct td_report *r)
         } else if (rec.type == TD_REPORT_STATUS) {
             r->have_status = true;
             r->status = rec.a;
+        } else if (rec.type == TD_REPORT_CPU) {
+            r->have_usage = true;
+            r->user_ms = rec.a;
+            r->sys_ms = rec.b;
+        } else if (rec.type == TD_REPORT_RSS) {
+            r->maxrss_kb = rec.a;
         }
     }
+}
+
+/* The init's children as the kernel lists them (global pids), or 0 for
+ * none. One small procfs read, a few microseconds. */
+static pid_t init_child(pid_t init)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return -e;
+    buf[n] = 0;
+    return (pid_t)strtol(buf, NULL, 10);
+}
+
+int td_sandbox_kill_tool(pid_t init)
+{
+    pid_t tool = init_child(init);
+    if (tool <= 0)
+        return tool; /* gone already (the init reports and exits), or an error */
+    /* A pidfd pins the process; that it is still the init's child proves
+     * the pid was not reused in between. */
+    int pfd = (int)syscall(SYS_pidfd_open, tool, 0);
+    if (pfd < 0)
+        return errno == ESRCH ? 0 : -errno;
+    int rc = 0;
+    if (init_child(init) != tool)
+        rc = 0; /* reaped between the reads: nothing to kill */
+    else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        rc = -errno;
+    close(pfd);
+    return rc;
 }

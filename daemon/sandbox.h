@@ -94,6 +94,8 @@ struct td_report {
     int err;          /*   with this errno */
     bool have_status; /* the init reported the tool's wait status */
     int status;
+    bool have_usage; /* the init reported the tool's resource use: */
+    long user_ms, sys_ms, maxrss_kb;
 };
 void td_sandbox_report(int fd, struct td_report *r);
 /* In the child only (system calls, no memory of the daemon's written):
@@ -101,6 +103,11 @@ void td_sandbox_report(int fd, struct td_report *r);
  * asked for it. The daemon finds it in td_child.handed once
  * td_sandbox_spawn() returns; the child's copy stays its own. 0 or -1. */
 int td_sandbox_hand_over(int kind, int fd);
+/* SIGKILL the tool under the init `init` (its one child), leaving the init
+ * to reap it and report its resource use. 0 when it was killed or is
+ * already gone, -errno when the tool could not be found safely (the caller
+ * kills the whole group instead). */
+int td_sandbox_kill_tool(pid_t init);
 /* Can a child be started with these namespace flags (CLONE_NEWPID,
  * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until

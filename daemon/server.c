@@ -68,7 +68,7 @@ struct td_conn {
     size_t pending_bytes; /* queued, not yet written */
     bool congested;       /* workers' output paused for this client */
     LIST_HEAD(, batch_entry) batches;
-    unsigned nbatches, batch_seq;
+    unsigned nbatches;
     struct ucred cred;
     uv_poll_t hup;        /* after EOF: tells a full close from a half-close */
     int hup_fd;           /* a dup of the socket, -1 when not watching */
@@ -419,10 +419,14 @@ static void batch_release(void *data, size_t ncalls)
     c->uid->calls -= ncalls;
 }
 
+/* Assigned batch ids ("b-N") count across the daemon's life, not per
+ * connection: two clients' batches never share an assigned id, on the
+ * events socket nor in a tail's --batches filter (issue 14). */
 static unsigned batch_next_seq(void *data)
 {
-    struct td_conn *c = data;
-    return ++c->batch_seq;
+    static unsigned seq;
+    (void)data;
+    return ++seq;
 }
 
 static void batch_event(void *data, json_t *ev)

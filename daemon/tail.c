@@ -344,7 +344,16 @@ static void on_bus(void *data, const struct td_bus_msg *m)
         if (!wants(t, m))
             continue;
         if (!line) {
-            if (!(line = te_lines_dump(ev, &len)))
+            /* Subscribers see every client's batches, whose ids may repeat:
+             * each event names its client (batch_started has it already). */
+            json_t *named =
+                json_object_get(ev, "client") ? json_incref((json_t *)ev) : json_copy((json_t *)ev);
+            if (named && !json_object_get(ev, "client"))
+                json_object_set_new(named, "client",
+                                    json_pack("{s:i,s:i}", "pid", (int)m->pid, "uid", (int)m->uid));
+            line = named ? te_lines_dump(named, &len) : NULL;
+            json_decref(named);
+            if (!line)
                 return;
             if (len > TAIL_LINE_MAX) {
                 char *s = summary(ev, len, &len);

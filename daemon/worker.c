@@ -93,6 +93,14 @@ struct td_worker {
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_denials denied; /* what its confinement refused (denials.h) */
     struct td_sysnotify *sysn; /* f3: answers its denied system calls; NULL: none */
+    /* issue 14: under toolexecd-init, what it reported (the tool's status
+     * and resource use), read once at its exit */
+    bool init;
+    struct td_report rep;
+    /* issue 14: the first bytes of a framed worker's stdout, to tell text
+     * (a plain tool left on the framed protocol) from a frame */
+    char head[48];
+    size_t head_len;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -215,6 +223,7 @@ static void on_reap_late(uv_timer_t *t)
     td_logc(TD_LOG_WARN, w->batch_id, w->call_id,
             "worker %d not reaped %d ms after SIGKILL; reporting without its resource use",
             (int)w->pid, REAP_WAIT_MS);
+    kill_group(w);
     deliver(w, w->pending, NULL);
 }
 
@@ -231,7 +240,10 @@ static void finish(struct td_worker *w, json_t *result)
         deliver(w, result, &w->ru);
         return;
     }
-    kill_group(w);
+    /* Under an init only the tool is killed: the init reaps it and reports
+     * its resource use, then its exit ends the namespace. */
+    if (!w->init || w->cancelling || td_sandbox_kill_tool(w->pid) < 0)
+        kill_group(w);
     if (w->cancelling) {
         /* a cancel completes at once (its batch may be gone next) */
         deliver(w, result, NULL);
@@ -291,6 +303,27 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
     free(body);
 }
 
+/* A length prefix that is printable text ("Hell" is 1214606444 bytes) is
+ * not a frame: the tool printed text, as a plain tool would. Says so, and
+ * returns true, when the first bytes of stdout are all text. */
+static bool not_a_frame(struct td_worker *w)
+{
+    size_t n = w->head_len;
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n && i < TE_FRAME_HEADER_LEN; i++) {
+        unsigned char ch = (unsigned char)w->head[i];
+        if (!((ch >= 0x20 && ch < 0x7f) || ch == '\t' || ch == '\n' || ch == '\r'))
+            return false;
+    }
+    fail(w, TE_INVALID_RETURN,
+         "the worker wrote text where a frame was expected; is this a plain tool? "
+         "(\"protocol\": \"plain\" in its definition)",
+         json_pack("{s:o,s:o}", "not_a_frame", td_json_text(w->head, n), "stderr", stderr_tail(w)),
+         NULL);
+    return true;
+}
+
 static void take_stdout(struct td_worker *w, const char *p, size_t n)
 {
     if (w->finished) {
@@ -321,6 +354,11 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
         w->plain_len += n;
         return;
     }
+    if (w->head_len < sizeof(w->head)) {
+        size_t k = n < sizeof(w->head) - w->head_len ? n : sizeof(w->head) - w->head_len;
+        memcpy(w->head + w->head_len, p, k);
+        w->head_len += k;
+    }
     size_t used;
     int rc = te_frame_feed(&w->dec, p, n, &used);
     if (rc == TE_FRAME_DONE) {
@@ -328,6 +366,8 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
         char *body = te_frame_take(&w->dec, &len);
         w->discarded += n - used; /* counted before finish so the log says it */
         on_frame(w, body, len);
+    } else if (rc == -EMSGSIZE && not_a_frame(w)) {
+        return;
     } else if (rc == -EMSGSIZE) {
         char detail[160];
         snprintf(detail, sizeof(detail), "frame of %u bytes exceeds the limit of %u bytes",
@@ -435,8 +475,7 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
 static void decide_on_exit(struct td_worker *w)
 {
     char detail[512];
-    struct td_report rep;
-    td_sandbox_report(w->exfd, &rep);
+    struct td_report rep = w->rep;
     if (rep.failed) {
         if (strcmp(rep.step, "exec") == 0)
             snprintf(detail, sizeof(detail), "could not execute %s: %s", w->tool->argv[0],
@@ -491,6 +530,8 @@ static void decide_on_exit(struct td_worker *w)
         finish(w, json_pack("{s:o}", "ok", v));
         return;
     }
+    if (te_frame_pending(&w->dec) > 0 && not_a_frame(w))
+        return;
     if (code == 0 && te_frame_pending(&w->dec) > 0) {
         size_t got = te_frame_pending(&w->dec);
         snprintf(detail, sizeof(detail), "exited with an incomplete frame (%zu bytes)", got);
@@ -521,6 +562,12 @@ static void on_worker_exit(void *data, int status, const struct rusage *ru)
     w->reaped = true;
     w->status = status;
     w->ru = *ru;
+    td_sandbox_report(w->exfd, &w->rep);
+    if (w->rep.have_usage) { /* the tool's, not the init's own */
+        w->ru.ru_utime = (struct timeval){w->rep.user_ms / 1000, w->rep.user_ms % 1000 * 1000};
+        w->ru.ru_stime = (struct timeval){w->rep.sys_ms / 1000, w->rep.sys_ms % 1000 * 1000};
+        w->ru.ru_maxrss = w->rep.maxrss_kb;
+    }
     /* The leader is gone; what is left of its group are strays. */
     kill_group(w);
     drain(w, &w->err, take_stderr);
@@ -811,6 +858,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
+    w->init = pidns;
     w->exfd = child.report;
     if (child.handed[TD_HAND_SECCOMP] >= 0)
         w->sysn = td_sysnotify_start(child.handed[TD_HAND_SECCOMP], &w->denied);

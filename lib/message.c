@@ -444,9 +444,16 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     memset(out, 0, sizeof(*out));
     const char *extra = EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout",
                                   "max_concurrency", "context", "session_id", "request_id",
-                                  "engine", "result_format", "max_content_bytes");
+                                  "engine", "result_format", "max_content_bytes", "unknown_tool");
     if (extra)
         return fail(err, errlen, "unknown key \"%s\" in run request", extra);
+    json_t *unknown = json_object_get(req, "unknown_tool");
+    if (unknown && !json_is_null(unknown)) {
+        const char *u = json_string_value(unknown);
+        if (!u || (strcmp(u, "refuse") != 0 && strcmp(u, "error") != 0))
+            return fail(err, errlen, "unknown_tool: expected \"refuse\" or \"error\"");
+        out->unknown_tool_error = strcmp(u, "error") == 0;
+    }
 
     json_t *v = json_object_get(req, "batch");
     if (v && !json_is_null(v)) {

@@ -258,6 +258,10 @@ typedef struct te_run_request {
     json_t *context, *session_id, *request_id, *engine; /* json null if absent */
     te_result_format format;
     uint64_t max_content_bytes; /* 0: not given */
+    /* "unknown_tool": "error" (issue 14): each call of an unknown tool gets
+     * a tool error of its own and the rest run; false ("refuse", the
+     * default): one unknown tool refuses the batch */
+    bool unknown_tool_error;
 } te_run_request;
 
 /* Validate a {"op": "run", ...} request. Normalises the calls in place: the

@@ -25,10 +25,11 @@
 #define CLI_SYSTEM_SOCKET "/run/toolexecd/toolexecd.sock"
 
 enum {
-    CLI_EXIT_OK = 0,      /* every call ok */
-    CLI_EXIT_FAILED = 1,  /* a call failed, or the batch halted */
-    CLI_EXIT_ERROR = 2,   /* usage, bad input, a request or engine error */
-    CLI_EXIT_CONNECT = 3, /* the daemon cannot be reached */
+    CLI_EXIT_OK = 0,            /* every call ok */
+    CLI_EXIT_FAILED = 1,        /* a call failed, or the batch halted */
+    CLI_EXIT_ERROR = 2,         /* usage, bad input, a request or engine error */
+    CLI_EXIT_CONNECT = 3,       /* the daemon cannot be reached */
+    CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C cancelled the batch (128 + SIGINT, as shells report) */
 };
 
 /* Settings shared by every command. */

@@ -23,9 +23,9 @@
 /* Events can arrive far faster than a terminal wants redrawing. */
 #define PROGRESS_MIN_REDRAW_MS 50
 
-/* The daemon names the first batch of a connection this when the request
- * gives no id (PROTOCOL.md 1.2). */
-#define CLI_FIRST_ASSIGNED_BATCH "b-1"
+/* What a batch is called before the daemon's id for it is known (compared
+ * by address). */
+static const char unnamed_batch[] = "(unnamed)";
 
 enum call_phase { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
 
@@ -50,8 +50,12 @@ struct call_view {
     enum call_phase phase;
     double started, completed; /* monotonic ms, when this client saw them */
     enum outcome outcome;
-    char *detail;  /* tool_error reason or halt reason */
-    char *preview; /* the content, or the question of an ask_user */
+    char *detail;       /* tool_error reason or halt reason */
+    char *preview;      /* the content, or the question of an ask_user */
+    json_t *tool_error; /* the tool_error object of a failed call: its cause is shown */
+    /* the daemon's duration_ms, < 0 when none: what this client saw is late
+     * by as long as an "ask" question waited (issue 14) */
+    double took;
 };
 
 struct batch_view {
@@ -66,6 +70,9 @@ struct batch_view {
     bool progress; /* draw the progress line on stderr */
     bool cancel_sent;
     json_t *terminal; /* batch_completed or error */
+    /* The input named no batch: the daemon's id, unique in its life, is
+     * learnt from the first event (the connection carries only this batch). */
+    char *assigned;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -111,7 +118,7 @@ static int view_init(struct batch_view *v, struct cli *cli, json_t *req)
     v->json = cli->json;
     v->progress = !cli->json && isatty(STDERR_FILENO);
     const char *batch = json_string_value(json_object_get(req, "batch"));
-    v->batch = batch ? batch : CLI_FIRST_ASSIGNED_BATCH;
+    v->batch = batch ? batch : unnamed_batch;
     v->index = json_object();
     json_t *calls = json_object_get(req, "calls");
     v->calls = calloc(json_array_size(calls) + 1, sizeof(*v->calls));
@@ -137,8 +144,10 @@ static void view_free(struct batch_view *v)
     for (size_t i = 0; i < v->ncalls; i++) {
         free(v->calls[i].detail);
         free(v->calls[i].preview);
+        json_decref(v->calls[i].tool_error);
     }
     free(v->calls);
+    free(v->assigned);
     json_decref(v->index);
     json_decref(v->terminal);
 }
@@ -158,7 +167,10 @@ static enum outcome outcome_of(const json_t *result, const char **detail)
     if (json_object_get(result, "ok"))
         return OUTCOME_OK;
     if (te) {
-        *detail = json_string_value(json_object_get(te, "reason"));
+        /* a cancelled call says so first, not as the handler_exit it is */
+        *detail = json_is_true(json_object_get(json_object_get(te, "cause"), "cancelled"))
+                      ? "cancelled"
+                      : json_string_value(json_object_get(te, "reason"));
         return OUTCOME_TOOL_ERROR;
     }
     if (json_object_get(result, "error"))
@@ -193,6 +205,8 @@ static void set_outcome(struct call_view *cv, const json_t *result)
     cv->outcome = outcome_of(result, &detail);
     free(cv->detail);
     cv->detail = detail ? strdup(detail) : NULL;
+    json_decref(cv->tool_error);
+    cv->tool_error = json_incref(json_object_get(result, "tool_error"));
 }
 
 static void set_preview(struct call_view *cv, const json_t *text)
@@ -234,6 +248,8 @@ static void on_call_event(struct batch_view *v, const json_t *ev)
             cv->started = now_ms();
         cv->phase = CALL_DONE;
         cv->completed = now_ms();
+        json_t *d = json_object_get(ev, "duration_ms");
+        cv->took = json_is_number(d) ? json_number_value(d) : -1;
         v->done++;
         set_outcome(cv, json_object_get(ev, "result"));
     } else if (is_event(ev, "tool_result_encoded") && (cv = find_call(v, ev, "id"))) {
@@ -262,6 +278,9 @@ static void on_event(struct batch_view *v, json_t *ev)
 {
     if (v->json)
         cli_print_json(ev);
+    const char *id = json_string_value(json_object_get(ev, "batch"));
+    if (v->batch == unnamed_batch && id && !is_control_reply(ev) && (v->assigned = strdup(id)))
+        v->batch = v->assigned;
     if (is_control_reply(ev)) {
         on_control_reply(v, ev);
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
@@ -343,7 +362,8 @@ static int wait_readable(struct batch_view *v)
 static int follow(struct batch_view *v)
 {
     while (!v->terminal) {
-        if (interrupted && !v->cancel_sent) {
+        /* a cancel names the batch: before its first event, wait for it */
+        if (interrupted && !v->cancel_sent && v->batch != unnamed_batch) {
             int rc = send_cancel(v);
             if (rc != CLI_EXIT_OK)
                 return rc;
@@ -420,7 +440,7 @@ static int add_call_row(cli_table *t, const struct call_view *cv)
     char outcome[128], took[32] = "-";
     outcome_format(cv->outcome, cv->detail, outcome, sizeof(outcome));
     if (cv->phase == CALL_DONE)
-        cli_format_ms(took, sizeof(took), cv->completed - cv->started);
+        cli_format_ms(took, sizeof(took), cv->took >= 0 ? cv->took : cv->completed - cv->started);
     const char *cells[] = {cv->id, cv->name, outcome, took, cv->preview ? cv->preview : ""};
     const char *colors[] = {NULL, NULL, outcome_colors[cv->outcome], NULL, NULL};
     return cli_table_add(t, cells, colors);
@@ -590,6 +610,10 @@ static int run_and_report(struct cli *cli, json_t *req, void (*report)(const str
         rc = batch_status(&v);
         if (!v.json)
             (rc == CLI_EXIT_ERROR ? report_error : report)(&v);
+        /* cancelled by Ctrl-C: what a shell reports for SIGINT, so scripts
+         * (and `set -e`) see an interruption, not a failed call */
+        if (v.cancel_sent)
+            rc = CLI_EXIT_INTERRUPTED;
     }
     view_free(&v);
     return rc;
@@ -658,6 +682,42 @@ static json_t *load_arguments(const char *text, char *err, size_t errlen)
     return args;
 }
 
+/* Why a call failed (issue 14: hidden unless -j before): the error's
+ * message, and the traceback or the tool's stderr when the cause has one. */
+static void note_cause(const json_t *te)
+{
+    const char *message = json_string_value(json_object_get(te, "message"));
+    json_t *cause = json_object_get(te, "cause");
+    static const char *const keys[] = {"exec_error", "stacktrace", "stderr"};
+    char *m = message ? cli_text_clean(message) : NULL;
+    if (m)
+        cli_err("  %s", m);
+    free(m);
+    json_t *raised = json_object_get(cause, "message");
+    if (json_is_string(raised) && (m = cli_text_clean(json_string_value(raised)))) {
+        cli_err("  raised %s: %s", json_string_value(json_object_get(cause, "type")) ?: "?", m);
+        free(m);
+    }
+    for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++) {
+        const char *text = json_string_value(json_object_get(cause, keys[k]));
+        if (!text || !*text)
+            continue;
+        fprintf(stderr, "  %s:\n", keys[k]);
+        /* line by line, each cleaned of terminal escapes */
+        const char *p = text;
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            char *line = strndup(p, n);
+            char *clean = line ? cli_text_clean(line) : NULL;
+            fprintf(stderr, "    %s\n", clean ? clean : "");
+            free(clean);
+            free(line);
+            p += n + (nl != NULL);
+        }
+    }
+}
+
 /* What a person should know besides the content, on stderr. */
 static void note_outcome(const struct call_view *cv)
 {
@@ -668,6 +728,7 @@ static void note_outcome(const struct call_view *cv)
         break;
     case OUTCOME_TOOL_ERROR:
         cli_err("%s failed: %s", cv->name, cv->detail ? cv->detail : "tool_error");
+        note_cause(cv->tool_error);
         break;
     case OUTCOME_ASK_USER:
         cli_err("%s asks the user: %s", cv->name, q ? q : "");

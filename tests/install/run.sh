@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # tests/install/run.sh BUILD_DIR - check what "meson install" puts in place.
 #
-# Installs BUILD_DIR (already built) into a temporary DESTDIR, checks the
+# As root: a real "meson install" (ldconfig and systemd-sysusers included)
+# inside a private mount namespace, with a tmpfs over the prefix and
+# throw-away overlays over /etc and whatever else it writes outside the
+# prefix, and then runs the installed programs with no LD_LIBRARY_PATH, as
+# a user would. Otherwise (or for prefix /usr):
+# installs BUILD_DIR (already built) into a temporary DESTDIR, checks the
 # file list (daemon, CLI, init, library, header, pkg-config file, man pages,
 # systemd units, examples), builds tests/install/tiny_client.c and the
 # example C tools against the INSTALLED header and pkg-config file, starts
@@ -39,6 +44,11 @@ cleanup() {
         kill -KILL "$daemon_pid" 2>/dev/null
         wait "$daemon_pid" 2>/dev/null
     fi
+    if [ "${real:-0}" = 1 ]; then
+        for d in $outside; do umount "$d" 2>/dev/null; done
+        umount /etc 2>/dev/null
+        umount "$tmp/etc" 2>/dev/null
+    fi
     if [ "${KEEP:-0}" = 1 ]; then
         echo "kept $tmp"
     else
@@ -54,7 +64,78 @@ summary() {
 }
 
 # ---- install ---------------------------------------------------------------
-if DESTDIR=$dest meson install -C "$build" --no-rebuild >"$tmp/install.log" 2>&1; then
+# As a user would (issue 14): a real "meson install" to the configured prefix,
+# whose programs must then start with no LD_LIBRARY_PATH. As root, that runs
+# in a private mount namespace with an empty tmpfs over the prefix and /etc
+# as a throw-away overlay (the install's ldconfig writes /etc/ld.so.cache),
+# so this machine is left as it was. Otherwise (not root, or the prefix is
+# /usr itself) a DESTDIR install, whose programs need LD_LIBRARY_PATH.
+real=0
+outside=
+uppers=
+if [ "${TE_INSTALL_NS:-}" = 1 ]; then
+    real=1
+elif [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    p=$(meson introspect "$build" --buildoptions |
+        python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+    case "$p" in
+    /usr | / | /usr/ | /etc*) ;;
+    *)
+        if [ -d "$p" ] && unshare -m --propagation private true 2>/dev/null; then
+            rm -rf "$tmp"
+            trap - EXIT
+            TE_INSTALL_NS=1 exec unshare -m --propagation private "$0" "$@"
+        fi
+        ;;
+    esac
+fi
+if [ "$real" = 1 ]; then
+    p=$(meson introspect "$build" --buildoptions |
+        python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+    mkdir -p "$tmp/etc/up" "$tmp/etc/work"
+    if mount -t tmpfs -o mode=755 toolexecd-install "$p" &&
+        mount -t tmpfs toolexecd-etc "$tmp/etc" && mkdir -p "$tmp/etc/up" "$tmp/etc/work" &&
+        mount -t overlay overlay -o "lowerdir=/etc,upperdir=$tmp/etc/up,workdir=$tmp/etc/work" /etc; then
+        :
+    else
+        bad "private mounts over $p and /etc"
+        summary
+    fi
+    # what is installed outside the prefix (systemd's unit directory, which
+    # its pkg-config file puts under /lib): a throw-away overlay each
+    n=0
+    while read -r d; do
+        n=$((n + 1))
+        mkdir -p "$tmp/etc/o$n/up" "$tmp/etc/o$n/work"
+        if ! mount -t overlay overlay -o "lowerdir=$d,upperdir=$tmp/etc/o$n/up,workdir=$tmp/etc/o$n/work" "$d"; then
+            bad "private overlay over $d"
+            summary
+        fi
+        outside="$outside $d"
+        uppers="$uppers $n:$d"
+    done < <(meson introspect "$build" --installed | python3 -c '
+import json, os, sys
+prefix = sys.argv[1].rstrip("/") + "/"
+dirs = set()
+for path in json.load(sys.stdin).values():
+    if not path.startswith(prefix):
+        d = os.path.dirname(path)
+        while not os.path.isdir(d):
+            d = os.path.dirname(d)
+        dirs.add(d)
+for d in sorted(dirs):
+    print(d)' "$p")
+    dest=
+    if meson install -C "$build" --no-rebuild >"$tmp/install.log" 2>&1; then
+        ok "meson install into $p (private mount namespace, as root)"
+    else
+        bad "meson install (log follows)"
+        cat "$tmp/install.log"
+        summary
+    fi
+    # What a user's shell has: no LD_LIBRARY_PATH
+    unset LD_LIBRARY_PATH
+elif DESTDIR=$dest meson install -C "$build" --no-rebuild >"$tmp/install.log" 2>&1; then
     ok "meson install into DESTDIR"
 else
     bad "meson install into DESTDIR (log follows)"
@@ -76,7 +157,17 @@ print("prefix=%s" % shlex.quote(prefix))
 root=$dest$prefix
 
 # ---- the file list -----------------------------------------------------------
-(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\./|/|' | sort) >"$tmp/files"
+if [ "$real" = 1 ]; then
+    (
+        find "$prefix" \( -type f -o -type l \)
+        # what went into the overlays outside the prefix
+        for u in $uppers; do
+            (cd "$tmp/etc/o${u%%:*}/up" && find . \( -type f -o -type l \) | sed "s|^\.|${u#*:}|")
+        done
+    ) | sort >"$tmp/files"
+else
+    (cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\./|/|' | sort) >"$tmp/files"
+fi
 echo "installed $(wc -l <"$tmp/files") files under $prefix"
 
 # need DESCRIPTION PATH: PATH (under DESTDIR) must exist
@@ -119,6 +210,21 @@ if [ -n "$service" ]; then
         ok "toolexecd.service runs $sbindir/toolexecd"
     else
         bad "toolexecd.service: ExecStart does not name $sbindir/toolexecd"
+    fi
+fi
+need "sysusers.d file" "$prefix/lib/sysusers.d/toolexecd.conf"
+if grep -qx 'u toolexec - "toolexecd workers" /nonexistent' "$dest$prefix/lib/sysusers.d/toolexecd.conf" 2>/dev/null; then
+    ok "sysusers.d: the toolexec user"
+else
+    bad "sysusers.d: no line for the toolexec user"
+fi
+if [ "$real" = 1 ]; then
+    if getent passwd toolexec >/dev/null; then
+        ok "the install created the toolexec user"
+    elif command -v systemd-sysusers >/dev/null; then
+        bad "the install did not create the toolexec user"
+    else
+        note "systemd-sysusers not found: no toolexec user"
     fi
 fi
 examples=$datadir/doc/toolexecd/examples
@@ -185,8 +291,16 @@ for t in echo wordcount; do
         cat "$tmp/cc.log"
     fi
 done
-export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for exe in "$tmp/tiny_client" "$dest$sbindir/toolexecd"; do
+if [ "$real" = 1 ]; then
+    ok "installed programs run without LD_LIBRARY_PATH"
+    for exe in "$sbindir/toolexecd" "$bindir/toolexec"; do
+        if out=$("$exe" --version 2>&1); then ok "$exe --version: $out"; else bad "$exe does not start: $out"; fi
+    done
+else
+    note "installed programs run with LD_LIBRARY_PATH (a DESTDIR install: not root or prefix $prefix)"
+    export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+for exe in "$tmp/tiny_client" "$dest$sbindir/toolexecd" "$dest$bindir/toolexec"; do
     # not "ldd | grep -q": with pipefail, grep leaving early fails the pipe
     deps=$(ldd "$exe" 2>&1)
     case "$deps" in
@@ -211,11 +325,21 @@ for def in "$dest$examples"/tools.d/*.json.in; do
         >"$tmp/tools.d/$name"
     ndefs=$((ndefs + 1))
 done
+# who the workers run as without per-call uids: toolexec once it exists
+extra=
+if [ "$real" = 1 ] && getent passwd toolexec >/dev/null; then
+    printf '{"name": "whoami", "description": "the worker user", "schema": {"type": "object"},\n "command": ["/usr/bin/id", "-un"], "protocol": "plain"}\n' >"$tmp/tools.d/whoami.json"
+    ndefs=$((ndefs + 1))
+    extra="--call-uids no"
+fi
 sock=$tmp/toolexecd.sock
-# pgroup: the installed daemon looks for toolexecd-init at its configured
-# path, which is not under DESTDIR
+# pgroup under DESTDIR: the installed daemon looks for toolexecd-init at its
+# configured path, which is not under DESTDIR
+containment=pgroup
+[ "$real" = 1 ] && containment=auto
+# shellcheck disable=SC2086  # $extra: none or two words
 "$daemon" --tools "$tmp/tools.d" --socket "$sock" --work-dir "$tmp/work" \
-    --containment pgroup 2>"$tmp/daemon.log" &
+    --containment $containment $extra 2>"$tmp/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 100); do
     [ -S "$sock" ] && break
@@ -246,6 +370,7 @@ check_call echo '{"x":1}' '{"x":1}'
 check_call wordcount '{"text":"a b\n"}' '{"lines":1,"words":2,"chars":4,"bytes":4}'
 check_call sleep '{"seconds":0}' '{"slept":0}'
 check_call calc '{"expression":"6*7"}' '42'
+[ -z "$extra" ] || check_call whoami '{}' 'toolexec'
 
 kill -TERM "$daemon_pid"
 wait "$daemon_pid"

@@ -308,6 +308,46 @@ class Batch:
 # ---------------------------------------------------------------------------
 # The client
 
+# Items of a model's reply that carry no call (as toolexec run skips them).
+_NON_CALL_TYPES = ("text", "thinking", "redacted_thinking", "reasoning", "message")
+
+
+def _calls_of(calls):
+    """The calls in what run() was given: a list, or the message/response
+    of an LLM API that carries them; items that are not calls left out."""
+    if isinstance(calls, dict):
+        for key in ("tool_calls", "content", "output"):
+            if isinstance(calls.get(key), list):
+                calls = calls[key]
+                break
+        else:
+            raise TypeError("calls: a dict must be an LLM message or response carrying "
+                            "tool_calls, content or output")
+    if not isinstance(calls, (list, tuple)):
+        raise TypeError("calls must be a list, not %s" % type(calls).__name__)
+    return [c for c in calls
+            if not (isinstance(c, dict) and c.get("type") in _NON_CALL_TYPES)]
+
+
+def _shape_of(call):
+    if not isinstance(call, dict):
+        return None
+    kind = call.get("type")
+    if kind == "tool_use":
+        return "anthropic"
+    if kind == "function_call":
+        return "openai_responses"
+    if kind == "function" or isinstance(call.get("function"), dict):
+        return "openai"
+    return None
+
+
+def _one_shape(calls):
+    """The result_format of the calls' API when they all share one."""
+    shapes = {_shape_of(c) for c in calls}
+    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+
+
 class Client:
     """A connection to toolexecd.
 
@@ -336,6 +376,9 @@ class Client:
         self._batches = {}         # id -> Batch, until its terminal event is read
         self._replies = collections.deque()  # waiting reply slots, oldest first
         self._seq = 0
+        # ids of its own, so that two clients' batches differ on the events
+        # socket and in a tail's batches filter
+        self._batch_prefix = "py-%s-" % os.urandom(8).hex()
         self.stray = collections.deque(maxlen=100)  # events nobody waited for
 
     # -- life cycle ---------------------------------------------------------
@@ -369,12 +412,21 @@ class Client:
 
         calls: a list of calls, in the shapes the daemon accepts (native
         {"id", "name", "arguments"}, and those of the LLM APIs); a native
-        call without an "id" gets "c<index>". batch: its id (default: one the
+        call without an "id" gets "c<index>". A model's reply can be given
+        as it came: the message or response that carries the calls
+        ({"role", "content": [...]}, {"role", "tool_calls": [...]},
+        {"output": [...]}); items that are not calls (Anthropic "text" and
+        "thinking" blocks, "reasoning", "message") are left out. When every
+        call has one API's shape and no result_format is given, the batch's
+        messages come back in that API's shape, as toolexec run does. batch: its id (default: one the
         client makes up). options: the other fields of the run request,
         sent as given (on_tool_error, tool_timeout, max_concurrency,
         context, session_id, request_id, engine, result_format, ...)."""
-        if not isinstance(calls, (list, tuple)):
-            raise TypeError("calls must be a list, not %s" % type(calls).__name__)
+        calls = _calls_of(calls)
+        if "result_format" not in options:
+            shape = _one_shape(calls)
+            if shape:
+                options = dict(options, result_format=shape)
         prepared = []
         for i, call in enumerate(calls):
             if isinstance(call, dict) and "id" not in call and "type" not in call \
@@ -387,7 +439,7 @@ class Client:
             if batch is None:
                 while True:
                     self._seq += 1
-                    batch = "py-%d" % self._seq
+                    batch = "%s%d" % (self._batch_prefix, self._seq)
                     if batch not in self._batches:
                         break
             elif not isinstance(batch, str) or not batch:
@@ -453,8 +505,8 @@ class Client:
 
     def decide(self, batch, call_id, decision):
         """Answer {"event": "tool_error_decision_requested"} (under
-        "on_tool_error": "ask"): decision is "halt" or
-        {"continue_with": value}."""
+        "on_tool_error": "ask"): decision is "continue" (the error stands,
+        the batch goes on), "halt" or {"continue_with": value}."""
         batch_id = batch.id if isinstance(batch, Batch) else batch
         self._conn.send({"op": "decide", "batch": batch_id, "id": call_id,
                          "decision": decision})

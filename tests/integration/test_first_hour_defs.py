@@ -1,0 +1,139 @@
+"""issue 14, friction: definitions a new user can check, and errors that
+name the real mistake.
+
+- `toolexecd --check --tools DIR` lists every problem of every definition
+  (several in one file, a JSON error, a missing command, a missing script,
+  a duplicate name), exits 1, and 0 for a clean directory.
+- A shell tool left on the default framed protocol: "the worker wrote text
+  where a frame was expected; is this a plain tool?", not "frame of
+  1214606444 bytes exceeds the limit" with an output_limit cause.
+- "unknown_tool": "error": each unknown call gets its own tool error and
+  the rest run; the default still refuses the batch.
+"""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from harness import Daemon, worker_tool, WAIT
+
+
+def write(d, name, text):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+class Check(unittest.TestCase):
+    def setUp(self):
+        harness.require_env()
+        self.dir = tempfile.mkdtemp(prefix="te-defs-")
+        os.chmod(self.dir, 0o755)
+
+    def check(self):
+        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", self.dir],
+                           capture_output=True, text=True, timeout=WAIT)
+        return p.returncode, p.stdout.splitlines()
+
+    def test_every_problem_in_every_file(self):
+        d = self.dir
+        write(d, "good.json", '{"name": "good", "description": "fine", "command": ["/bin/cat"],'
+                              ' "protocol": "plain"}')
+        write(d, "many.json", '{"name": "many", "description": "three problems",'
+                              ' "command": ["/nonexistent/tool"], "colour": "red",'
+                              ' "timeout_ms": "soon"}')
+        write(d, "broken.json", '{"name": "broken", "description": "x"')
+        write(d, "script.json", '{"name": "script", "description": "x",'
+                                ' "command": ["python3", "/nonexistent/script.py"]}')
+        write(d, "bare.json", '{"name": "bare", "description": "x", "command": ["no-such-cmd-14"]}')
+        write(d, "twice.json", '{"name": "good", "description": "again", "command": ["/bin/cat"]}')
+        status, lines = self.check()
+        self.assertEqual(status, 1, lines)
+        text = "\n".join(lines)
+        many = [l for l in lines if "/many.json: " in l]
+        self.assertEqual(len(many), 3, text)
+        for what in ("colour: unknown key", "timeout_ms:", "/nonexistent/tool: No such file"):
+            self.assertTrue(any(what in l for l in many), (what, text))
+        self.assertTrue(any("/broken.json: line " in l for l in lines), text)
+        self.assertTrue(any("/script.json: command[1]: /nonexistent/script.py" in l
+                            for l in lines), text)
+        self.assertTrue(any("/bare.json: command: no-such-cmd-14: not found" in l
+                            for l in lines), text)
+        self.assertTrue(any("/twice.json: name: \"good\" is already defined" in l
+                            for l in lines), text)
+        self.assertFalse(any("/good.json" in l.split(":")[0] for l in lines), text)
+        self.assertRegex(lines[-1], r"7 problems in 5 of 6 definitions")
+
+    def test_clean_directory(self):
+        write(self.dir, "good.json", '{"name": "good", "description": "fine",'
+                                     ' "command": ["/bin/cat"], "protocol": "plain"}')
+        status, lines = self.check()
+        self.assertEqual((status, lines[-1].endswith("1 definition in %s, no problems"
+                                                     % os.path.realpath(self.dir))), (0, True),
+                         lines)
+
+
+class Runs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        cls.d = Daemon([
+            worker_tool("echo", "echo"),
+            {"name": "hello", "description": "a plain tool left on framed",
+             "schema": {"type": "object"}, "command": ["/bin/sh", "-c", "echo Hello world"]},
+            {"name": "hi", "description": "short text on framed",
+             "schema": {"type": "object"}, "command": ["/bin/sh", "-c", "echo Hi"]},
+        ])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def setUp(self):
+        self.c = self.d.client()
+
+    def test_text_where_a_frame_was_expected(self):
+        res = self.c.run([{"id": "a", "name": "hello"}, {"id": "b", "name": "hi"}])
+        for cid, text in (("a", "Hello world\n"), ("b", "Hi\n")):
+            te = res.result(cid)["tool_error"]
+            self.assertEqual(te["reason"], "invalid_return", te)
+            self.assertIn("the worker wrote text where a frame was expected; is this a plain "
+                          "tool?", te["message"])
+            self.assertNotIn("output_limit", te["cause"])
+            self.assertEqual(te["cause"]["not_a_frame"], text)
+
+    def test_unknown_tool_error(self):
+        calls = [{"id": "a", "name": "echo", "arguments": {"x": 1}},
+                 {"id": "b", "name": "nosuch"},
+                 {"id": "c", "name": "alsonot"}]
+        res = self.c.run(calls, batch="u1", unknown_tool="error")
+        self.assertEqual(res.result("a"), {"ok": {"x": 1}})
+        for cid, name in (("b", "nosuch"), ("c", "alsonot")):
+            te = res.result(cid)["tool_error"]
+            self.assertEqual((te["reason"], te["tool_name"], te["metadata"]),
+                             ("not_found", name, {"unknown_tool": True}), te)
+        msgs = res.terminal["messages"]
+        self.assertEqual([m["tool_call_id"] for m in msgs], ["a", "b", "c"])
+        self.assertIsNone(res.terminal["halt"])
+
+    def test_unknown_tool_default_refuses(self):
+        for opts in ({}, {"unknown_tool": "refuse"}):
+            self.c.send(dict({"op": "run", "batch": "u2", "calls": [
+                {"id": "a", "name": "echo"}, {"id": "b", "name": "nosuch"}]}, **opts))
+            ev = self.c.recv_for(lambda e: e.get("batch") == "u2")
+            self.assertEqual((ev["event"], ev["reason"]), ("error", "unknown_tool"), ev)
+
+    def test_unknown_tool_bad_value(self):
+        self.c.send({"op": "run", "batch": "u3", "unknown_tool": "skip",
+                     "calls": [{"id": "a", "name": "echo"}]})
+        ev = self.c.recv_for(lambda e: e.get("batch") == "u3")
+        self.assertEqual(ev["reason"], "invalid_request")
+        self.assertIn("unknown_tool", ev["message"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
