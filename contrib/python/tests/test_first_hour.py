@@ -56,7 +56,9 @@ class PipInstall(unittest.TestCase):
         d = Daemon(definitions=lambda script: [{
             "name": "py_echo", "description": "echo", "schema": {"type": "object"},
             "command": [self.python, script], "protocol": "framed",
-            "env": {"PYTHONDONTWRITEBYTECODE": "1"}}])
+            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+            # /tmp is the call's own: the venv and the script are shown
+            "filesystem": {"read": [self.tmp, os.path.dirname(os.path.realpath(script))]}}])
         try:
             with d.client() as c:
                 done = c.run([{"id": "a", "name": "py_echo", "arguments": {"x": 1}}]).wait()
@@ -68,7 +70,8 @@ class PipInstall(unittest.TestCase):
 def echo_definitions(script):
     return [{"name": "py_echo", "description": "echo", "schema": {"type": "object"},
              "command": [WORKER_PYTHON, script], "protocol": "framed",
-             "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1"}}]
+             "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1"},
+             "filesystem": {"read": [os.path.dirname(os.path.realpath(script))]}}]
 
 
 class ReplyShapes(unittest.TestCase):
