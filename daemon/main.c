@@ -29,6 +29,9 @@
 #include "server.h"
 #include "spill.h"
 #include "stats.h"
+#include "metrics.h"
+#include "metricshttp.h"
+#include "audit.h"
 #include "tail.h"
 #include "toolexec.h"
 #include "worker.h"
@@ -88,6 +91,10 @@ static void usage(FILE *f)
                "      --log-format FORMAT    text or json (default text)\n"
                "      --spill-max-age S      spill files are removed S seconds after they are\n"
                "                             written (default 3600; 0: when the daemon stops)\n"
+               "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
+               "                             http://ADDR:PORT/metrics (default: off)\n"
+               "      --audit-arguments      audit records carry each call's arguments, not\n"
+               "                             only their SHA-256\n"
                "      --check                print what isolation the host offers and exit\n"
                "  -h, --help                 this text\n"
                "  -V, --version              the version\n");
@@ -109,9 +116,18 @@ static void maybe_exit(void)
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
     uv_close((uv_handle_t *)&shutdown_timer, NULL);
+    td_metrics_http_stop();
     td_notify_close();
     td_reaper_stop();
     td_spill_stop();
+}
+
+/* /metrics: the text with the gauges as they stand. */
+static char *metrics_render(size_t *len)
+{
+    struct td_stats_gauges g;
+    td_server_gauges(&g);
+    return td_metrics_text(&g, len);
 }
 
 /* The live summary systemd shows (notify.c's STATUS=). */
@@ -263,7 +279,9 @@ int main(int argc, char **argv)
         OPT_CLIENT_BATCHES,
         OPT_CLIENTS_UID,
         OPT_REQ_BUFFER,
-        OPT_IDLE
+        OPT_IDLE,
+        OPT_METRICS_LISTEN,
+        OPT_AUDIT_ARGS
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -296,6 +314,8 @@ int main(int argc, char **argv)
         {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
         {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+        {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -304,6 +324,8 @@ int main(int argc, char **argv)
     const char *containment = "auto", *cgroup_dir = NULL;
     bool check = false;
     const char *log_format = "text";
+    const char *metrics_listen = NULL; /* --metrics-listen: off by default */
+    bool audit_arguments = false;
     char lerr[256];
     int opt;
     uint64_t v;
@@ -417,6 +439,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             td_cfg.max_request_buffer = v;
+            break;
+        case OPT_METRICS_LISTEN:
+            metrics_listen = optarg;
+            break;
+        case OPT_AUDIT_ARGS:
+            audit_arguments = true;
             break;
         case OPT_IDLE:
             if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
@@ -532,6 +560,8 @@ int main(int argc, char **argv)
 
     td_loop = uv_default_loop();
     td_stats_init();
+    td_metrics_init();
+    td_audit_init(audit_arguments);
     uv_signal_init(td_loop, &sigterm);
     uv_signal_init(td_loop, &sigint);
     uv_signal_init(td_loop, &sighup);
@@ -551,6 +581,15 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     td_worker_setup(); /* once the paths a call must not reach are known */
+    if (metrics_listen &&
+        td_metrics_http_start(metrics_listen, metrics_render, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_ERR, "%s", err);
+        td_listeners_stop();
+        td_reaper_stop();
+        goto out_loop;
+    }
+    if (metrics_listen)
+        td_log(TD_LOG_INFO, "metrics on http://%s/metrics", td_metrics_http_where());
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
@@ -577,6 +616,7 @@ out_tools:
     free(socket_path);
     td_registry_free(td_tools);
     td_stats_free();
+    td_metrics_free();
     td_bus_clear();
     return status;
 }
