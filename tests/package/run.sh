@@ -13,7 +13,8 @@
 # Needs root (or sudo). Exit 0 when everything holds; the last line is a
 # summary.
 #
-#   KEEP=1   keep the temporary directory
+#   KEEP=1          keep the temporary directory
+#   DEBS_OUT=DIR    also copy the packages there (tests/container/run.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -84,6 +85,9 @@ else
     summary
 fi
 debs=$(cd "$tmp" && ls ./*.deb)
+if [ -n "${DEBS_OUT:-}" ]; then
+    rm -rf "$DEBS_OUT" && mkdir -p "$DEBS_OUT" && cp "$tmp"/*.deb "$DEBS_OUT"/
+fi
 for p in $PKGS; do
     if ls "$tmp/${p}_"*.deb >/dev/null 2>&1; then ok "built $p"; else bad "no package $p"; fi
 done
