@@ -92,10 +92,11 @@ python3 -c "import toolexec.client"
 mkdir -p /tmp/t/tools /tmp/t/work
 printf "%s" "{\"name\":\"cat\",\"description\":\"d\",\"schema\":{\"type\":\"object\"},\"command\":[\"/bin/cat\"],\"protocol\":\"plain\"}" >/tmp/t/tools/cat.json
 toolexecd --socket /tmp/t/s.sock --tools /tmp/t/tools --work-dir /tmp/t/work --containment pgroup 2>/tmp/t/log &
+pid=$!
 for i in $(seq 100); do toolexec -s /tmp/t/s.sock tools >/dev/null 2>&1 && break; sleep 0.1; done
 echo "[{\"id\":\"c1\",\"name\":\"cat\",\"arguments\":{\"in\":\"image\"}}]" | toolexec -s /tmp/t/s.sock run -j - | grep -q "in.*image"
-kill -TERM %1
-wait %1
+kill -TERM $pid
+wait $pid
 '
 if out=$(b run --isolation chroot "$c" -- /bin/sh -c "$script" 2>&1); then
     ok "in the image: the toolexec user, the Python SDK, a batch through toolexecd and toolexec"
