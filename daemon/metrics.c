@@ -20,10 +20,10 @@
 #include "outcome.h"
 #include "toolexec.h"
 
-/* Seconds. Calls: 1 ms to 5 min (timeouts are up to minutes). Spawns: a
- * framed worker in a PID namespace costs ~1-3 ms here (stats'
- * spawn_us_mean), a pgroup one ~0.3 ms; 100 us to 250 ms covers both and a
- * loaded host. */
+/* Seconds. Calls: 1 ms to 5 min (timeouts are up to minutes). Spawns:
+ * 100 us to 250 ms; a mean of 9.0 ms (pidns) and 4.7 ms (pgroup) was
+ * measured on 2 cores at load 24 (100 echo calls each), an idle host is
+ * several times faster. */
 static const double call_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                       0.5,   1,      2.5,   5,    10,    30,   60,  300};
 #define NCALL_B (sizeof(call_buckets) / sizeof(call_buckets[0]))
