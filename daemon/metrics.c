@@ -21,8 +21,8 @@
 #include "toolexec.h"
 
 /* Seconds. Calls: 1 ms to 5 min (timeouts are up to minutes). Spawns:
- * 100 us to 250 ms; a mean of 9.0 ms (pidns) and 4.7 ms (pgroup) was
- * measured on 2 cores at load 24 (100 echo calls each), an idle host is
+ * 100 us to 250 ms; a mean of 9.9 ms (pidns) and 8.6 ms (pgroup) was
+ * measured on 2 cores at load 31 (100 echo calls each), an idle host is
  * several times faster. */
 static const double call_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                       0.5,   1,      2.5,   5,    10,    30,   60,  300};

@@ -7,6 +7,7 @@ stalls mid-request must not hold up a batch.
 """
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -214,6 +215,32 @@ class ListenTest(unittest.TestCase):
             ev = c.recv()
             self.assertEqual(ev["event"], "metrics")
             self.assertIn('toolexecd_calls_total{tool="echo",outcome="ok"} 1', ev["text"])
+
+    def test_lagged_subscriber_is_counted(self):
+        tools = TOOLS + [worker_tool("big", "big-output")]
+        with Daemon(tools) as d:
+            slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.addCleanup(slow.close)
+            slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            slow.connect(d.sock)
+            slow.sendall(b'{"op":"tail"}\n')
+            f = slow.makefile("rb")
+            slow.settimeout(WAIT)
+            self.assertEqual(json.loads(f.readline())["event"], "tailing")
+            c = d.client()
+            # events just under the 128 KiB a subscriber gets whole, ~3 MiB
+            # unread: far past its 256 KiB queue
+            c.run([{"id": "c%d" % i, "name": "big", "arguments": {"n": 100 * 1024}}
+                   for i in range(16)], batch="flood", timeout=WAIT * 2)
+            while True:
+                e = json.loads(f.readline())
+                if e["event"] == "lagged":
+                    break
+            c.send({"op": "metrics"})
+            s = samples(c.recv()["text"])
+            self.assertGreaterEqual(value(s, "toolexecd_tail_lagged_total"), 1)
+            self.assertGreaterEqual(value(s, "toolexecd_tail_dropped_lines_total"), e["dropped"])
+            self.assertEqual(value(s, "toolexecd_tail_subscribers"), 1)
 
     def test_ipv6_loopback(self):
         if not socket.has_ipv6 or not os.path.exists("/proc/net/tcp6"):
