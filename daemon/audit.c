@@ -56,6 +56,10 @@ static const char *const copied[] = {"duration_ms", "queued_ms",  "cpu_user_ms",
 static void record(const struct td_bus_msg *m)
 {
     const char *reason, *outcome = td_outcome_of(m->json, &reason);
+    bool failed = reason || strcmp(outcome, "error") == 0;
+    int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
+    if (!td_log_enabled(level))
+        return; /* no digest of arguments nobody will read */
     char hex[2 * SHA256_DIGEST_SIZE + 1];
     digest(m->arguments, hex);
     json_t *f = json_pack("{s:s,s:s,s:s}", "record", "call", "tool", m->tool, "outcome", outcome);
@@ -76,8 +80,6 @@ static void record(const struct td_bus_msg *m)
     }
     if (audit_arguments && m->arguments)
         json_object_set(f, "arguments", (json_t *)m->arguments);
-    bool failed = reason || strcmp(outcome, "error") == 0;
-    int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
     td_log_record(level, m->batch_id, m->call_id, f, "call finished");
     json_decref(f);
 }

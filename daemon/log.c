@@ -301,6 +301,11 @@ void td_log_record(int level, const char *batch, const char *call, const json_t 
     va_end(ap);
 }
 
+bool td_log_enabled(int level)
+{
+    return level <= max_level;
+}
+
 bool td_log_structured(void)
 {
     return as_json || to_journal;

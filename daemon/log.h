@@ -21,6 +21,8 @@ void td_logc(int level, const char *batch, const char *call, const char *fmt, ..
  * after the message (a string as itself, other values as compact JSON). */
 void td_log_record(int level, const char *batch, const char *call, const json_t *fields,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Whether a line at this level is written (to skip building one). */
+bool td_log_enabled(int level);
 /* Whether lines are structured (--log-format json, or the journal). */
 bool td_log_structured(void);
 /* --log-format text|json; also detects the journal. -1 on a bad format. */

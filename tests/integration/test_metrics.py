@@ -241,6 +241,8 @@ class ListenTest(unittest.TestCase):
             self.assertGreaterEqual(value(s, "toolexecd_tail_lagged_total"), 1)
             self.assertGreaterEqual(value(s, "toolexecd_tail_dropped_lines_total"), e["dropped"])
             self.assertEqual(value(s, "toolexecd_tail_subscribers"), 1)
+            f.close()
+            slow.close()  # before the daemon stops: it has unread lines
 
     def test_ipv6_loopback(self):
         if not socket.has_ipv6 or not os.path.exists("/proc/net/tcp6"):
