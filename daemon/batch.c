@@ -262,6 +262,7 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
         json_object_set_new(done, "truncated", truncated);
     else
         json_decref(truncated);
+    json_incref(done); /* kept for the bus's CALL_DONE below */
     send_event(b, c->name, "tool_execution_completed", done);
     switch (kind) {
     case TE_RESULT_ERROR:
@@ -306,7 +307,12 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
                                         .batch_id = b->id,
                                         .tool = c->name,
                                         .uid = b->owner.cred.uid,
-                                        .us = (c->done_ns - c->started_ns) / 1000});
+                                        .us = (c->done_ns - c->started_ns) / 1000,
+                                        .call_id = c->id,
+                                        .cred = &b->owner.cred,
+                                        .arguments = c->arguments,
+                                        .completed = done});
+    json_decref(done);
     json_decref(result);
     b->done++;
     pump(b);

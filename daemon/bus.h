@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -34,9 +35,15 @@ struct td_bus_msg {
     bool (*calls_any)(const void *src, const json_t *tools);
     const void *src;
     pid_t pid; /* EVENT: the pid of the batch's client (issue 14: tail tells clients apart) */
+    /* CALL_DONE, for metrics and the audit trail (metrics.c, audit.c): */
+    const char *call_id;
+    const struct ucred *cred; /* the batch's client (SO_PEERCRED) */
+    const json_t *arguments;  /* the call's arguments */
+    const json_t *completed;  /* its tool_execution_completed event: times,
+                               * resource use, denials */
 };
 
-/* tail and stats today; room for metrics and the like. */
+/* tail, stats, metrics and audit today. */
 #define TD_BUS_MAX 8
 
 typedef void (*td_bus_cb)(void *data, const struct td_bus_msg *m);

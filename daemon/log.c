@@ -20,6 +20,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#ifdef TD_HAVE_SYSTEMD
+#include <systemd/sd-journal.h>
+#endif
+
 #include "log.h"
 #include "toolexec.h"
 #include "util.h"
@@ -128,7 +132,85 @@ static char *escape_json(const char *line)
     return out;
 }
 
+static void emit_fields(int level, const char *batch, const char *call, const json_t *fields,
+                        const char *fmt, va_list ap);
+
 static void emit(int level, const char *batch, const char *call, const char *fmt, va_list ap)
+{
+    emit_fields(level, batch, call, NULL, fmt, ap);
+}
+
+/* A field's value as text: a string itself, anything else compact JSON. */
+static char *field_text(const json_t *v)
+{
+    if (json_is_string(v))
+        return strdup(json_string_value(v));
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+#ifdef TD_HAVE_SYSTEMD
+/* A record as journal fields: MESSAGE, PRIORITY, TOOLEXECD_BATCH,
+ * TOOLEXECD_CALL and TOOLEXECD_<FIELD> for each field. 0, or -1 when the
+ * journal cannot take it (the line goes to stderr then). */
+static int journal_send(int level, const char *batch, const char *call, const json_t *fields,
+                        const char *msg)
+{
+    size_t n = 4 + json_object_size(fields), k = 0;
+    struct iovec *iov = calloc(n, sizeof(*iov));
+    char **bufs = calloc(n, sizeof(*bufs));
+    int rc = -1;
+    if (!iov || !bufs)
+        goto out;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (asprintf(&bufs[k], __VA_ARGS__) < 0) {                                                 \
+            bufs[k] = NULL;                                                                        \
+            goto out;                                                                              \
+        }                                                                                          \
+        iov[k].iov_base = bufs[k];                                                                 \
+        iov[k].iov_len = strlen(bufs[k]);                                                          \
+        k++;                                                                                       \
+    } while (0)
+    ADD("MESSAGE=%s", msg);
+    ADD("PRIORITY=%d", level_prio[level]);
+    if (batch)
+        ADD("TOOLEXECD_BATCH=%s", batch);
+    if (call)
+        ADD("TOOLEXECD_CALL=%s", call);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)fields, key, v)
+    {
+        char name[64], *text = field_text(v);
+        size_t i = 0;
+        for (; key[i] && i < sizeof(name) - 1; i++)
+            name[i] = (char)(key[i] >= 'a' && key[i] <= 'z' ? key[i] - 32 : key[i]);
+        name[i] = '\0';
+        if (!text)
+            goto out;
+        if (asprintf(&bufs[k], "TOOLEXECD_%s=%s", name, text) < 0) {
+            bufs[k] = NULL;
+            free(text);
+            goto out;
+        }
+        free(text);
+        iov[k].iov_base = bufs[k];
+        iov[k].iov_len = strlen(bufs[k]);
+        k++;
+    }
+#undef ADD
+    rc = sd_journal_sendv(iov, (int)k) < 0 ? -1 : 0;
+out:
+    for (size_t i = 0; bufs && i < k; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(iov);
+    return rc;
+}
+#endif
+
+static void emit_fields(int level, const char *batch, const char *call, const json_t *fields,
+                        const char *fmt, va_list ap)
 {
     char msg[2048];
     if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
@@ -143,6 +225,8 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
             json_object_set_new(o, "batch", td_json_text(batch, strlen(batch)));
         if (o && call)
             json_object_set_new(o, "call", td_json_text(call, strlen(call)));
+        if (o && fields)
+            json_object_update_missing(o, (json_t *)fields);
         char *dump = o ? te_json_dumps(o, 0, NULL) : NULL;
         json_decref(o);
         char *line = dump ? escape_json(dump) : NULL;
@@ -152,6 +236,24 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
                     to_journal ? (const char *[]){"<3>", "<4>", "<6>", "<7>"}[level] : "", line);
         free(line);
         return;
+    }
+#ifdef TD_HAVE_SYSTEMD
+    if (fields && to_journal && journal_send(level, batch, call, fields, msg) == 0)
+        return;
+#endif
+    if (fields) {
+        /* text: the fields as key=value after the message */
+        size_t used = strlen(msg);
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)fields, key, v)
+        {
+            char *text = field_text(v);
+            if (text && used < sizeof(msg))
+                used += (size_t)snprintf(msg + used, sizeof(msg) - used, " %s=%s", key, text);
+            free(text);
+        }
+        te_utf8_repair(msg);
     }
     char where[512] = "", ewhere[4 * sizeof(where)], emsg[4 * sizeof(msg)];
     if (batch && call)
@@ -186,4 +288,25 @@ void td_logc(int level, const char *batch, const char *call, const char *fmt, ..
     va_start(ap, fmt);
     emit(level, batch, call, fmt, ap);
     va_end(ap);
+}
+
+void td_log_record(int level, const char *batch, const char *call, const json_t *fields,
+                   const char *fmt, ...)
+{
+    if (level > max_level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    emit_fields(level, batch, call, fields, fmt, ap);
+    va_end(ap);
+}
+
+bool td_log_enabled(int level)
+{
+    return level <= max_level;
+}
+
+bool td_log_structured(void)
+{
+    return as_json || to_journal;
 }

@@ -31,6 +31,9 @@
 #include "server.h"
 #include "spill.h"
 #include "stats.h"
+#include "metrics.h"
+#include "metricshttp.h"
+#include "audit.h"
 #include "tail.h"
 #include "toolexec.h"
 #include "worker.h"
@@ -90,6 +93,11 @@ static void usage(FILE *f)
                "      --log-format FORMAT    text or json (default text)\n"
                "      --spill-max-age S      spill files are removed S seconds after they are\n"
                "                             written (default 3600; 0: when the daemon stops)\n"
+               "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
+               "                             http://ADDR:PORT/metrics (default: off)\n"
+               "      --audit-arguments      audit records carry each call's arguments, not\n"
+               "                             only their SHA-256\n"
+               "      --check                print what isolation the host offers and exit\n"
                "      --check                print what isolation the host offers and exit;\n"
                "                             with --tools DIR, every problem of every\n"
                "                             definition in DIR instead (status 1 if any)\n"
@@ -117,9 +125,18 @@ static void maybe_exit(void)
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
     uv_close((uv_handle_t *)&shutdown_timer, NULL);
+    td_metrics_http_stop();
     td_notify_close();
     td_reaper_stop();
     td_spill_stop();
+}
+
+/* /metrics: the text with the gauges as they stand. */
+static char *metrics_render(size_t *len)
+{
+    struct td_stats_gauges g;
+    td_server_gauges(&g);
+    return td_metrics_text(&g, len);
 }
 
 /* The live summary systemd shows (notify.c's STATUS=). */
@@ -273,7 +290,9 @@ int main(int argc, char **argv)
         OPT_REQ_BUFFER,
         OPT_IDLE,
         OPT_FILESYSTEM, /* issue 11 (f1) */
-        OPT_REQUIRE_CONFINEMENT
+        OPT_REQUIRE_CONFINEMENT,
+        OPT_METRICS_LISTEN,
+        OPT_AUDIT_ARGS
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -308,6 +327,8 @@ int main(int argc, char **argv)
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
         {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
+        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+        {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -317,6 +338,8 @@ int main(int argc, char **argv)
     bool check = false, require_confinement = false;
     bool tools_given = false; /* --check --tools DIR: check the definitions */
     const char *log_format = "text";
+    const char *metrics_listen = NULL; /* --metrics-listen: off by default */
+    bool audit_arguments = false;
     char lerr[256];
     int opt;
     uint64_t v;
@@ -431,6 +454,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             td_cfg.max_request_buffer = v;
+            break;
+        case OPT_METRICS_LISTEN:
+            metrics_listen = optarg;
+            break;
+        case OPT_AUDIT_ARGS:
+            audit_arguments = true;
             break;
         case OPT_IDLE:
             if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
@@ -565,6 +594,8 @@ int main(int argc, char **argv)
 
     td_loop = uv_default_loop();
     td_stats_init();
+    td_metrics_init();
+    td_audit_init(audit_arguments);
     uv_signal_init(td_loop, &sigterm);
     uv_signal_init(td_loop, &sigint);
     uv_signal_init(td_loop, &sighup);
@@ -584,6 +615,15 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     td_worker_setup(); /* once the paths a call must not reach are known */
+    if (metrics_listen &&
+        td_metrics_http_start(metrics_listen, metrics_render, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_ERR, "%s", err);
+        td_listeners_stop();
+        td_reaper_stop();
+        goto out_loop;
+    }
+    if (metrics_listen)
+        td_log(TD_LOG_INFO, "metrics on http://%s/metrics", td_metrics_http_where());
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
@@ -610,6 +650,7 @@ out_tools:
     free(socket_path);
     td_registry_free(td_tools);
     td_stats_free();
+    td_metrics_free();
     td_bus_clear();
     return status;
 }

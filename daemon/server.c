@@ -23,6 +23,7 @@
 #include "registry.h"
 #include "server.h"
 #include "stats.h"
+#include "metrics.h"
 #include "tail.h"
 #include "toolexec.h"
 #include "util.h"
@@ -475,6 +476,35 @@ static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
                               json_is_null(batches) ? NULL : batches));
 }
 
+void td_server_gauges(struct td_stats_gauges *g)
+{
+    *g = (struct td_stats_gauges){
+        .running = td_batch_running(),
+        .processes = td_workers_alive(),
+        .queued = td_batch_queued(),
+        .max_workers = td_cfg.max_workers,
+        .clients = td_server_conns(),
+        .subscribers = td_tail_count(),
+        .batches = td_server_batches(),
+    };
+}
+
+/* {"event": "metrics", "content_type": ..., "text": ...}: what /metrics serves. */
+static void metrics_op(struct td_conn *c)
+{
+    struct td_stats_gauges g;
+    size_t len;
+    td_server_gauges(&g);
+    char *text = td_metrics_text(&g, &len);
+    if (!text) {
+        td_conn_error(c, NULL, "engine_error", "internal", "metrics: out of memory", NULL);
+        return;
+    }
+    td_conn_send(c, json_pack("{s:s,s:s,s:s%}", "event", "metrics", "content_type",
+                              TD_METRICS_CONTENT_TYPE, "text", text, len));
+    free(text);
+}
+
 static void handle_line(struct td_conn *c, char *line, size_t len)
 {
     if (c->events_only)
@@ -501,10 +531,10 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     }
     const char *op = json_string_value(json_object_get(req, "op"));
     if (!op) {
-        td_conn_error(
-            c, NULL, "request_error", "unknown_op",
-            "op: missing or not a string (expected run, cancel, decide, tools, tail or stats)",
-            NULL);
+        td_conn_error(c, NULL, "request_error", "unknown_op",
+                      "op: missing or not a string (expected run, cancel, decide, tools, tail, "
+                      "stats or metrics)",
+                      NULL);
     } else if (strcmp(op, "run") == 0 && td_shutting_down) {
         td_conn_error(c, json_string_value(json_object_get(req, "batch")), "request_error",
                       "shutting_down", "toolexecd is shutting down; no new batches", NULL);
@@ -547,15 +577,11 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
         }
     } else if (strcmp(op, "stats") == 0) {
-        td_conn_send(c, td_stats_event(&(struct td_stats_gauges){
-                            .running = td_batch_running(),
-                            .processes = td_workers_alive(),
-                            .queued = td_batch_queued(),
-                            .max_workers = td_cfg.max_workers,
-                            .clients = td_server_conns(),
-                            .subscribers = td_tail_count(),
-                            .batches = td_server_batches(),
-                        }));
+        struct td_stats_gauges g;
+        td_server_gauges(&g);
+        td_conn_send(c, td_stats_event(&g));
+    } else if (strcmp(op, "metrics") == 0) {
+        metrics_op(c);
     } else if (strcmp(op, "tools") == 0) {
         json_t *f = json_object_get(req, "format");
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
@@ -570,7 +596,8 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_conn_send(c, json_pack("{s:s,s:o}", "event", "tools", "tools", list));
     } else {
         snprintf(msg, sizeof(msg),
-                 "op: unknown op \"%.64s\" (expected run, cancel, decide, tools, tail or stats)",
+                 "op: unknown op \"%.64s\" (expected run, cancel, decide, tools, tail, stats or "
+                 "metrics)",
                  op);
         td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
     }

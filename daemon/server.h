@@ -32,6 +32,9 @@ void td_conn_accept(int fd, bool events);
 typedef void (*td_written_cb)(struct td_conn *c, void *arg, int status);
 int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg);
 unsigned td_server_conns(void);
+/* The gauges stats and metrics report (metrics.c's text, main's /metrics). */
+struct td_stats_gauges;
+void td_server_gauges(struct td_stats_gauges *g);
 void td_conn_send(struct td_conn *c, json_t *event /* stolen */);
 void td_conn_error(struct td_conn *c, const char *batch, const char *type, const char *reason,
                    const char *message, json_t *metadata);

@@ -29,6 +29,7 @@
 
 #include "bus.h"
 #include "log.h"
+#include "metrics.h"
 #include "tail.h"
 #include "toolexec.h"
 
@@ -263,6 +264,7 @@ static void kick(struct td_tail *t)
         char *data = strdup(line);
         if (!data)
             return;
+        td_metrics_tail_lagged(t->dropped);
         t->dropped = 0;
         t->writing = true;
         if (t->write(t->conn, data, (size_t)n, written, t) < 0)

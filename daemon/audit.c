@@ -1,0 +1,92 @@
+/*
+ * audit.c - one record per finished call, through the log (log.c): in
+ * JSON lines (--log-format json) its fields are members of the line, in
+ * the journal TOOLEXECD_* fields, in text key=value pairs. The format is
+ * stable and documented in toolexecd(8), AUDIT TRAIL.
+ *
+ * Structured (JSON, journal), every call's record is written at info: it is
+ * the audit trail. In text, a call that failed is logged at info and one
+ * that succeeded at debug, so a terminal is not flooded.
+ *
+ * The arguments are identified by a SHA-256 digest of their compact JSON
+ * text with sorted keys (what a client can recompute), never written
+ * themselves unless --audit-arguments.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nettle/sha2.h>
+
+#include "audit.h"
+#include "bus.h"
+#include "log.h"
+#include "outcome.h"
+
+static bool audit_arguments;
+
+static void on_bus(void *data, const struct td_bus_msg *m);
+
+void td_audit_init(bool with_arguments)
+{
+    audit_arguments = with_arguments;
+    td_bus_subscribe(on_bus, NULL);
+}
+
+/* hex: 65 bytes. */
+static void digest(const json_t *args, char *hex)
+{
+    char *text =
+        json_dumps(args ? args : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    struct sha256_ctx ctx;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    if (text)
+        sha256_update(&ctx, strlen(text), (const uint8_t *)text);
+    sha256_digest(&ctx, sizeof(d), d);
+    free(text);
+    for (size_t i = 0; i < sizeof(d); i++)
+        sprintf(hex + 2 * i, "%02x", d[i]);
+}
+
+/* The completed event's members the record carries as they are. */
+static const char *const copied[] = {"duration_ms", "queued_ms",  "cpu_user_ms",
+                                     "cpu_sys_ms",  "max_rss_kb", "denied"};
+
+static void record(const struct td_bus_msg *m)
+{
+    const char *reason, *outcome = td_outcome_of(m->json, &reason);
+    bool failed = reason || strcmp(outcome, "error") == 0;
+    int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
+    if (!td_log_enabled(level))
+        return; /* no digest of arguments nobody will read */
+    char hex[2 * SHA256_DIGEST_SIZE + 1];
+    digest(m->arguments, hex);
+    json_t *f = json_pack("{s:s,s:s,s:s}", "record", "call", "tool", m->tool, "outcome", outcome);
+    if (!f)
+        return;
+    if (reason)
+        json_object_set_new(f, "reason", json_string(reason));
+    if (m->cred) {
+        json_object_set_new(f, "client_pid", json_integer(m->cred->pid));
+        json_object_set_new(f, "client_uid", json_integer(m->cred->uid));
+        json_object_set_new(f, "client_gid", json_integer(m->cred->gid));
+    }
+    json_object_set_new(f, "arguments_sha256", json_string(hex));
+    for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
+        json_t *v = json_object_get(m->completed, copied[i]);
+        if (v)
+            json_object_set(f, copied[i], v);
+    }
+    if (audit_arguments && m->arguments)
+        json_object_set(f, "arguments", (json_t *)m->arguments);
+    td_log_record(level, m->batch_id, m->call_id, f, "call finished");
+    json_decref(f);
+}
+
+static void on_bus(void *data, const struct td_bus_msg *m)
+{
+    (void)data;
+    if (m->kind == TD_BUS_CALL_DONE && m->tool)
+        record(m);
+}

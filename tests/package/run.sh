@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# tests/package/run.sh - the Debian packages, as an operator meets them.
+#
+# Builds toolexecd, toolexec, libtoolexec0, libtoolexec-dev and
+# python3-toolexec from a copy of the tree (dpkg-buildpackage -us -uc -b,
+# nocheck: the suite runs separately), runs lintian (no errors allowed),
+# installs them on this machine with apt-get install ./*.deb, checks what
+# the install set up (the toolexec user, /etc/toolexecd/tools.d, the
+# sockets enabled), starts the INSTALLED daemon by hand (systemd is not
+# PID 1 here), runs a batch through the INSTALLED toolexec with a Python
+# tool that imports the installed SDK, then apt-get purge and checks that
+# no file is left behind (a listing before and after).
+# Needs root (or sudo). Exit 0 when everything holds; the last line is a
+# summary.
+#
+#   KEEP=1          keep the temporary directory
+#   DEBS_OUT=DIR    also copy the packages there (tests/container/run.sh)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+# wait for another apt/dpkg rather than fail on its lock
+apt="$sudo apt-get -o DPkg::Lock::Timeout=600"
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok      $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL    $*"; }
+summary() {
+    echo "package test: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+
+PKGS="toolexecd toolexec libtoolexec0 libtoolexec-dev python3-toolexec"
+for p in $PKGS; do
+    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        echo "FAIL    $p is installed already: this test installs and purges it"
+        exit 1
+    fi
+done
+
+user_before=no
+getent passwd toolexec >/dev/null && user_before=yes
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/toolexecd-package.XXXXXX")
+chmod 755 "$tmp"
+daemon_pid=
+cleanup() {
+    if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
+        kill -KILL "$daemon_pid" 2>/dev/null
+        wait "$daemon_pid" 2>/dev/null
+    fi
+    # never leave the packages installed, whatever failed
+    installed=""
+    for p in $PKGS; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "installed" && installed="$installed $p"
+    done
+    # shellcheck disable=SC2086
+    [ -n "$installed" ] && $apt purge -y -q $installed >/dev/null 2>&1
+    # Debian keeps system users on purge; this machine goes on running the
+    # suite, whose root daemons would pick the toolexec user up: remove it
+    # when this test made it.
+    if [ "$user_before" = no ] && getent passwd toolexec >/dev/null; then
+        $sudo userdel toolexec 2>/dev/null
+        getent group toolexec >/dev/null && $sudo groupdel toolexec 2>/dev/null
+    fi
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+# ---- build -----------------------------------------------------------------
+# A copy of the tracked and new files (not build directories): the .debs
+# land beside it, not beside the checkout.
+mkdir "$tmp/src"
+(cd "$src" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tmp/src" 2>/dev/null) ||
+    (cd "$src" && tar --exclude='./build*' --exclude=./.git -cf - . | tar -C "$tmp/src" -xf -)
+if (cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=2" dpkg-buildpackage -us -uc -b) \
+    >"$tmp/build.log" 2>&1; then
+    ok "dpkg-buildpackage -us -uc -b"
+else
+    bad "dpkg-buildpackage (last lines of the log follow)"
+    tail -40 "$tmp/build.log"
+    summary
+fi
+debs=$(cd "$tmp" && ls ./*.deb)
+if [ -n "${DEBS_OUT:-}" ]; then
+    rm -rf "$DEBS_OUT" && mkdir -p "$DEBS_OUT" && cp "$tmp"/*.deb "$DEBS_OUT"/
+fi
+for p in $PKGS; do
+    if ls "$tmp/${p}_"*.deb >/dev/null 2>&1; then ok "built $p"; else bad "no package $p"; fi
+done
+
+# ---- lintian -------------------------------------------------------------------
+if command -v lintian >/dev/null; then
+    if lintian --fail-on error --suppress-tags-from-file /dev/null "$tmp"/*.changes >"$tmp/lintian.log" 2>&1; then
+        ok "lintian: no errors ($(grep -c '^W:' "$tmp/lintian.log") warnings)"
+    else
+        bad "lintian reports errors:"
+        grep '^E:' "$tmp/lintian.log"
+    fi
+else
+    bad "lintian is not installed"
+fi
+
+# ---- a listing of the system before ---------------------------------------------
+listing() {
+    find /etc /usr /opt /srv /var /lib /bin /sbin -xdev \
+        \( -path /var/lib/dpkg -o -path /var/lib/apt -o -path /var/cache -o -path /var/log \
+        -o -path /var/tmp -o -path /var/lib/systemd/catalog \) -prune -o -print 2>/dev/null | sort
+}
+listing >"$tmp/before"
+
+# ---- install -----------------------------------------------------------------
+# shellcheck disable=SC2086
+if (cd "$tmp" && $apt install -y -q --no-install-recommends $debs) >"$tmp/install.log" 2>&1; then
+    ok "apt-get install ./*.deb"
+else
+    bad "apt-get install (log follows)"
+    cat "$tmp/install.log"
+    summary
+fi
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" | grep -q "ok installed" && ok "$p installed" || bad "$p not installed"
+done
+getent passwd toolexec >/dev/null && ok "the toolexec system user exists (sysusers.d)" ||
+    bad "no toolexec user"
+[ -d /etc/toolexecd/tools.d ] && ok "/etc/toolexecd/tools.d exists" || bad "no /etc/toolexecd/tools.d"
+for u in toolexecd.socket toolexecd-events.socket; do
+    [ -L "/etc/systemd/system/sockets.target.wants/$u" ] && ok "$u enabled" || bad "$u not enabled"
+done
+[ ! -e /etc/systemd/system/multi-user.target.wants/toolexecd.service ] &&
+    ok "toolexecd.service not enabled (its sockets start it)" || bad "toolexecd.service enabled"
+# the installed binaries start as a user would run them: no LD_LIBRARY_PATH
+env -u LD_LIBRARY_PATH /usr/sbin/toolexecd --version >/dev/null && ok "toolexecd --version" ||
+    bad "installed toolexecd does not start"
+env -u LD_LIBRARY_PATH toolexec --version >/dev/null && ok "toolexec --version" ||
+    bad "installed toolexec does not start"
+printf '#include <toolexec.h>\nint main(void){return te_reason_parse("timeout") < 0;}\n' >"$tmp/t.c"
+# shellcheck disable=SC2046
+if cc -o "$tmp/t" "$tmp/t.c" $(pkg-config --cflags --libs libtoolexec) && "$tmp/t"; then
+    ok "a program builds against libtoolexec-dev and runs"
+else
+    bad "libtoolexec-dev: build against the installed header and .pc"
+fi
+/usr/bin/python3 -c 'import toolexec.client, toolexec.worker' && ok "Debian's python3 imports toolexec (no PYTHONPATH)" ||
+    bad "python3-toolexec does not import"
+
+# ---- the installed daemon, started by hand ----------------------------------------
+mkdir -m 755 "$tmp/tools" "$tmp/work"
+calc=$(ls /usr/share/doc/toolexecd/examples/tools/python/calc.py)
+cat >"$tmp/tools/calc.json" <<JSON
+{"name": "calc", "description": "arithmetic", "schema": {"type": "object"},
+ "command": ["python3", "$calc"], "protocol": "framed", "timeout_ms": 10000,
+ "env": {"PYTHONDONTWRITEBYTECODE": "1"}}
+JSON
+cat >"$tmp/tools/cat.json" <<'JSON'
+{"name": "cat", "description": "its input", "schema": {"type": "object"},
+ "command": ["/bin/cat"], "protocol": "plain"}
+JSON
+chmod 644 "$tmp"/tools/*.json
+sock=$tmp/s.sock
+env -u LD_LIBRARY_PATH /usr/sbin/toolexecd --socket "$sock" --tools "$tmp/tools" \
+    --work-dir "$tmp/work" 2>"$tmp/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 200); do
+    [ -S "$sock" ] && toolexec -s "$sock" tools >/dev/null 2>&1 && break
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.05
+done
+out=$(printf '%s' '[{"id":"c1","name":"calc","arguments":{"expression":"6*7"}},{"id":"c2","name":"cat","arguments":{"k":"v"}}]' |
+    env -u LD_LIBRARY_PATH toolexec -s "$sock" run -j -)
+rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q '"content":"42"' && echo "$out" | grep -q 'batch_completed'; then
+    ok "a batch through the installed toolexec and toolexecd (calc 6*7 = 42, cat)"
+else
+    bad "the batch (exit $rc):"
+    echo "$out"
+    cat "$tmp/daemon.log"
+fi
+
+kill -TERM "$daemon_pid"
+wait "$daemon_pid"
+rc=$?
+daemon_pid=
+[ $rc -eq 0 ] && ok "the daemon exits 0 on SIGTERM" || bad "daemon exit status $rc"
+
+# ---- purge --------------------------------------------------------------------
+# shellcheck disable=SC2086
+if $apt purge -y -q $PKGS >"$tmp/purge.log" 2>&1; then
+    ok "apt-get purge"
+else
+    bad "apt-get purge (log follows)"
+    cat "$tmp/purge.log"
+fi
+listing >"$tmp/after"
+# New paths that no installed package owns were left by ours (a path that
+# another package installed meanwhile is owned by it); paths gone that were
+# there before were removed by ours.
+comm -13 "$tmp/before" "$tmp/after" | while read -r f; do
+    dpkg -S "$f" >/dev/null 2>&1 || echo "left: $f"
+done >"$tmp/left"
+comm -23 "$tmp/before" "$tmp/after" | while read -r f; do
+    [ -e "$f" ] || [ -L "$f" ] || echo "removed: $f"
+done >>"$tmp/left"
+if [ ! -s "$tmp/left" ]; then
+    ok "purge leaves no files (listing of /etc /usr /var /lib /bin /sbin /opt /srv before and after)"
+else
+    bad "install + purge changed the file system:"
+    cat "$tmp/left"
+fi
+summary
