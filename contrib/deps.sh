@@ -1,6 +1,8 @@
 # contrib/deps.sh - sourced by the set-up scripts: installs the Debian
 # packages toolexecd needs to build, test and demo, when any is missing.
 TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev libcmocka-dev python3 socat groff-base man-db libpcre2-dev libseccomp-dev json-schema-test-suite libsystemd-dev systemd util-linux"
+# the egress proxy parses HTTP with http-parser (daemon/egress.c)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 
 te_install_deps() {
     missing=""

@@ -14,6 +14,8 @@
 #include "config.h"
 #include "toolexec.h"
 
+struct td_egress;
+
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -39,6 +41,8 @@ struct td_tool {
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
+    /* egress (issue 11): "network": {"allow": [...]}; network is then 0 */
+    struct td_egress *egress;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

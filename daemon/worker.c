@@ -31,6 +31,7 @@
 #include "config.h"
 #include "containment.h"
 #include "denials.h"
+#include "egress.h"
 #include "exitcause.h"
 #include "identity.h"
 #include "log.h"
@@ -90,6 +91,8 @@ struct td_worker {
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_denials denied; /* what its confinement refused (denials.h) */
+    /* egress: the proxy serving its allow-list (egress.c), until it ends */
+    struct td_egress_call *egress;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -212,6 +215,9 @@ static void finish(struct td_worker *w, json_t *result)
         return;
     }
     w->finished = true;
+    /* its proxy connections end with it, and so do its denials */
+    td_egress_stop(w->egress);
+    w->egress = NULL;
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
     if (w->reaped) {
@@ -553,7 +559,7 @@ static void on_request_written(uv_write_t *req, int status)
 
 static char **build_env(const struct td_worker_spec *s)
 {
-    size_t n = s->tool->nenv + 5, i = 0;
+    size_t n = s->tool->nenv + 5 + 6, i = 0;
     char **env = calloc(n, sizeof(char *));
     if (!env)
         return NULL;
@@ -570,6 +576,16 @@ static char **build_env(const struct td_worker_spec *s)
         env[i - 1] = NULL;
     if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0)
         env[i - 1] = NULL;
+    if (s->tool->egress) { /* after the definition's env: its own values win */
+        static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                           "ALL_PROXY"};
+        for (size_t k = 0; k < 5; k++)
+            if (asprintf(&env[i++], "%s=" TD_EGRESS_URL, vars[k]) < 0)
+                env[i - 1] = NULL;
+        const char *no = td_egress_no_proxy(s->tool->egress);
+        if (no && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
+            env[i - 1] = NULL;
+    }
     for (size_t k = 0; k < i; k++) {
         if (!env[k]) {
             for (size_t j = 0; j < i; j++)
@@ -758,6 +774,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .cgroup_dir = td_cgroup_dir_fd(w->cg),
         .cgroup_procs = td_cgroup_procs_fd(w->cg),
         .filter = td_sysfilter_get(network),
+        .hand_over = s->tool->egress != NULL,
+        .proxy_port = s->tool->egress ? TD_EGRESS_PORT : 0,
     };
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
@@ -779,6 +797,11 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     }
 
     w->call_uid = taken;
+    if (s->tool->egress) /* NULL if the child failed before handing it up */
+        w->egress = td_egress_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
+                                    s->batch_id, s->call_id);
+    else if (child.handed[TD_HAND_PROXY] >= 0)
+        close(child.handed[TD_HAND_PROXY]);
     w->tool = td_tool_ref(s->tool);
     w->batch_id = strdup(s->batch_id);
     w->call_id = strdup(s->call_id);
