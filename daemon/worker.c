@@ -557,6 +557,30 @@ static void on_request_written(uv_write_t *req, int status)
 
 /* ---- starting ------------------------------------------------------------- */
 
+static bool env_has(const struct td_tool *t, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t k = 0; k < t->nenv; k++)
+        if (strncmp(t->env[k], name, n) == 0 && t->env[k][n] == '=')
+            return true;
+    return false;
+}
+
+/* The proxy of an egress allow-list (egress.h), where the definition's env
+ * does not say otherwise; the next free index (NULL entries: no memory). */
+static size_t egress_env(const struct td_tool *t, char **env, size_t i)
+{
+    static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                       "ALL_PROXY"};
+    for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
+        if (!env_has(t, vars[k]) && asprintf(&env[i++], "%s=" TD_EGRESS_URL, vars[k]) < 0)
+            env[i - 1] = NULL;
+    const char *no = td_egress_no_proxy(t->egress);
+    if (no && !env_has(t, "NO_PROXY") && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
+        env[i - 1] = NULL;
+    return i;
+}
+
 static char **build_env(const struct td_worker_spec *s)
 {
     size_t n = s->tool->nenv + 5 + 6, i = 0;
@@ -576,16 +600,8 @@ static char **build_env(const struct td_worker_spec *s)
         env[i - 1] = NULL;
     if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0)
         env[i - 1] = NULL;
-    if (s->tool->egress) { /* after the definition's env: its own values win */
-        static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
-                                           "ALL_PROXY"};
-        for (size_t k = 0; k < 5; k++)
-            if (asprintf(&env[i++], "%s=" TD_EGRESS_URL, vars[k]) < 0)
-                env[i - 1] = NULL;
-        const char *no = td_egress_no_proxy(s->tool->egress);
-        if (no && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
-            env[i - 1] = NULL;
-    }
+    if (s->tool->egress)
+        i = egress_env(s->tool, env, i);
     for (size_t k = 0; k < i; k++) {
         if (!env[k]) {
             for (size_t j = 0; j < i; j++)

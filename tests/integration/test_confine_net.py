@@ -147,6 +147,9 @@ elif op == "hostile":
     out["https_absolute"] = raw(b"GET https://x/ HTTP/1.1\r\nHost: x\r\n\r\n")
     out["many_headers"] = raw(b"GET http://x/ HTTP/1.1\r\n" + b"X: y\r\n" * 150 + b"\r\n")
     out["ok"] = tunnel(a["target"])
+    # the first stalled head is answered when its 10 s are up
+    got, e = read_all(slow[0])
+    out["slowloris"] = got.split(b"\r\n", 1)[0].decode("latin-1")
 print(json.dumps(out))
 '''
 
@@ -225,6 +228,7 @@ class EgressCases:
             tool("rebind", {"allow": ["localhost:%d" % cls.port]}),
             tool("hold", allow, timeout_ms=3000),
             tool("off", False),
+            tool("own", {"allow": []}, env={"ALL_PROXY": "socks5://example.invalid:1"}),
         ])
 
     @classmethod
@@ -247,6 +251,12 @@ class EgressCases:
             self.assertEqual(out[k], "http://127.0.0.1:3128")
         # the list names the host's 127.0.0.1: loopback goes through the proxy
         self.assertIsNone(out["NO_PROXY"])
+
+    def test_no_proxy_is_the_calls_own_loopback_and_env_wins(self):
+        out, _ = self.call("own", op="env")
+        self.assertEqual(out["NO_PROXY"], "localhost,127.0.0.1,::1")
+        self.assertEqual(out["HTTPS_PROXY"], "http://127.0.0.1:3128")
+        self.assertEqual(out["ALL_PROXY"], "socks5://example.invalid:1")
 
     def test_direct_connect_fails(self):
         out, _ = self.call("net", op="connect", host="192.0.2.1", port=80)
@@ -349,6 +359,7 @@ class EgressCases:
         self.assertIn(" 431 ", out["many_headers"]["status"])
         # forty stalled heads stall neither the proxy nor the daemon
         self.assertEqual(out["ok"]["body"], "hello from the host")
+        self.assertIn(" 408 ", out["slowloris"])
         self.assertIsNone(self.d.proc.poll())
         out, _ = self.call("net", op="env")
         self.assertEqual(out["HTTP_PROXY"], "http://127.0.0.1:3128")
