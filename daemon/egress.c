@@ -286,7 +286,8 @@ static bool private_addr(const struct sockaddr *sa)
 
 #define MAX_HEADERS 100
 #define RELAY_CHUNK 32768
-#define DRAIN_MS 1000 /* reading what a refused client still sends, then closing */
+#define LOG_REFUSALS 8 /* per call; the rest are in its denials and counts */
+#define DRAIN_MS 1000  /* reading what a refused client still sends, then closing */
 
 enum state { HEAD, RESOLVING, CONNECTING, RELAY, DRAINING, CLOSING };
 
@@ -435,8 +436,10 @@ static void deny(struct conn *k, const char *reason, const char *why)
             json_object_set_new(d, "reason", json_string(reason));
         td_denials_add(c->denied, d);
     }
-    td_logc(TD_LOG_INFO, c->batch_id, c->call_id, "egress: refused %s port %u: %s", k->host,
-            k->port, why);
+    if (c->denials <= LOG_REFUSALS)
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id, "egress: refused %s port %u: %s%s", k->host,
+                k->port, why,
+                c->denials == LOG_REFUSALS ? " (further refusals are not logged)" : "");
     char body[600];
     snprintf(body, sizeof(body), "toolexecd: egress to %s port %u refused: %s\n", k->host, k->port,
              why);
@@ -911,6 +914,8 @@ static void free_handle(uv_handle_t *h)
     free(h);
 }
 
+static void on_listen_closed(uv_handle_t *h);
+
 static void on_accept(uv_stream_t *server, int status)
 {
     struct td_egress_call *c = server->data;
@@ -942,6 +947,16 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     c->accepted++;
+    if (c->accepted == TD_EGRESS_MAX_TOTAL) {
+        /* from here the kernel refuses them: a tool that opens and closes
+         * connections in a loop costs the daemon nothing more */
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
+                "egress: %u connections in this call; the proxy takes no more", c->accepted);
+        if (c->denied)
+            td_denials_add(c->denied, json_pack("{s:s,s:s}", "kind", "network", "reason",
+                                                "connections_total"));
+        uv_close((uv_handle_t *)&c->listen, on_listen_closed);
+    }
     if (c->open > c->e->max_connections) {
         /* the count of connections is the one thing a client may spend
          * without sending anything: refused before any buffer is kept */
@@ -1016,5 +1031,6 @@ void td_egress_stop(struct td_egress_call *c)
     struct conn *k;
     LIST_FOREACH(k, &c->conns, link)
         conn_close(k);
-    uv_close((uv_handle_t *)&c->listen, on_listen_closed);
+    if (!uv_is_closing((uv_handle_t *)&c->listen))
+        uv_close((uv_handle_t *)&c->listen, on_listen_closed);
 }

@@ -20,6 +20,7 @@
 /* Defaults of the object's limits (toolexecd.tools(5)). */
 #define TD_EGRESS_MAX_CONNECTIONS 64       /* open at once, per call */
 #define TD_EGRESS_MAX_BYTES (1ull << 30)   /* relayed, both ways, per call */
+#define TD_EGRESS_MAX_TOTAL 4096           /* accepted in all, per call */
 #define TD_EGRESS_HEAD_MAX 16384           /* a request's line and headers */
 #define TD_EGRESS_HEAD_TIMEOUT_MS 10000    /* to send them (slowloris) */
 #define TD_EGRESS_CONNECT_TIMEOUT_MS 10000 /* to resolve and connect out */

@@ -134,6 +134,19 @@ elif op == "connections":
         out["first"] = head(held[0]).split(b"\r\n", 1)[0].decode()
     except OSError as e:
         out["first"] = type(e).__name__
+elif op == "churn":
+    # one answered request per connection, n of them, then one more connect
+    for i in range(a["n"]):
+        r = raw(b"x\r\n\r\n")
+        if " 400 " not in r["status"]:
+            out = {"at": i, "got": r}
+            break
+    else:
+        try:
+            socket.create_connection(PROXY, timeout=20).close()
+            out = {"after": "connected"}
+        except OSError as e:
+            out = {"after": err(e)}
 elif op == "hostile":
     out = {}
     slow = []
@@ -333,6 +346,11 @@ class EgressCases:
         self.assertIn("max_bytes", out[1]["body"])
         self.assertIn({"kind": "network", "host": "127.0.0.1", "port": self.port,
                        "reason": "max_bytes"}, denied)
+
+    def test_connections_in_all(self):
+        out, denied = self.call("net", op="churn", n=4096)
+        self.assertEqual(out["after"].get("errno"), 111, out)  # ECONNREFUSED
+        self.assertIn({"kind": "network", "reason": "connections_total"}, denied)
 
     # -- the end of a call -------------------------------------------------
     def test_proxy_connections_end_with_the_call(self):
