@@ -377,7 +377,7 @@ static void conn_close(struct conn *k)
         uv_cancel((uv_req_t *)&k->gai); /* its callback still comes */
     uv_close((uv_handle_t *)&k->client, on_conn_handle_closed);
     uv_close((uv_handle_t *)&k->timer, on_conn_handle_closed);
-    if (k->upstream_init)
+    if (k->upstream_init && !uv_is_closing((uv_handle_t *)&k->upstream))
         uv_close((uv_handle_t *)&k->upstream, on_conn_handle_closed);
 }
 

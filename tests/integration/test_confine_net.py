@@ -234,7 +234,11 @@ class EgressCases:
         cls.port = cls.srv.server_address[1]
         target = "127.0.0.1:%d" % cls.port
         cls.target = target
-        allow = {"allow": [target, "allowed.invalid"]}
+        # a port bound and not listening: a connection to it is refused
+        cls.closed = socket.socket()
+        cls.closed.bind(("127.0.0.1", 0))
+        cls.closed_target = "127.0.0.1:%d" % cls.closed.getsockname()[1]
+        allow = {"allow": [target, "allowed.invalid", cls.closed_target]}
         cls.d = cls.make_daemon([
             tool("net", allow),
             tool("lim", {"allow": [target], "max_connections": 2, "max_bytes": 50000}),
@@ -249,6 +253,7 @@ class EgressCases:
         cls.d.stop()
         cls.srv.shutdown()
         cls.srv.server_close()
+        cls.closed.close()
 
     def call(self, name, **args):
         res = self.d.client().run([{"id": "c", "name": name, "arguments": args}])
@@ -331,6 +336,15 @@ class EgressCases:
         out, denied = self.call("net", op="get", url="http://allowed.invalid/")
         self.assertEqual(out["status"], 502, out)
         self.assertEqual(denied, [])
+
+    def test_refused_connection_is_502(self):
+        out, denied = self.call("net", op="tunnel", target=self.closed_target)
+        self.assertIn(" 502 ", out["status"])
+        self.assertIn("could not connect", out["body"])
+        out, denied = self.call("net", op="get", url="http://%s/" % self.closed_target)
+        self.assertEqual(out["status"], 502, out)
+        self.assertEqual(denied, [])
+        self.assertIsNone(self.d.proc.poll())
 
     # -- limits ------------------------------------------------------------
     def test_max_connections(self):
