@@ -1033,4 +1033,6 @@ void td_egress_stop(struct td_egress_call *c)
         conn_close(k);
     if (!uv_is_closing((uv_handle_t *)&c->listen))
         uv_close((uv_handle_t *)&c->listen, on_listen_closed);
+    else /* closed at TD_EGRESS_MAX_TOTAL: nothing else may be left to free it */
+        call_maybe_free(c);
 }
