@@ -113,7 +113,7 @@ elif op == "tunnel":
 elif op == "tunnels":
     out = [tunnel(a["target"], a.get("path", "/hello")) for _ in range(a["n"])]
 elif op == "hold":
-    # a tunnel to the server, whose handler blocks; the call then times out
+    # a tunnel to the server, whose handler blocks until the call is cancelled
     s = socket.create_connection(PROXY, timeout=20)
     t = a["target"].encode()
     s.sendall(b"CONNECT " + t + b" HTTP/1.1\r\n\r\nGET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -179,8 +179,11 @@ class Server(BaseHTTPRequestHandler):
             st["requests"].append({"line": self.requestline, "headers": dict(self.headers)})
         if self.path == "/hold":
             st["held"].set()
-            self.rfile.read()  # until the proxy closes the connection
+            self.rfile.read()  # until the proxy closes the connection (or its half)
             st["released"].set()
+            # and this side stays open: only the daemon can end the proxy's
+            # connection to here now
+            st["linger"].wait()
             return
         body = b"hello from the host" if self.path != "/big" else b"x" * 200000
         self.send_response(200)
@@ -193,7 +196,7 @@ def start_server():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Server)
     srv.daemon_threads = True
     srv.state = {"lock": threading.Lock(), "requests": [], "held": threading.Event(),
-                 "released": threading.Event()}
+                 "released": threading.Event(), "linger": threading.Event()}
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -243,7 +246,7 @@ class EgressCases:
             tool("net", allow),
             tool("lim", {"allow": [target], "max_connections": 2, "max_bytes": 50000}),
             tool("rebind", {"allow": ["localhost:%d" % cls.port]}),
-            tool("hold", allow, timeout_ms=3000),
+            tool("hold", allow),
             tool("off", False),
             tool("own", {"allow": []}, env={"ALL_PROXY": "socks5://example.invalid:1"}),
         ])
@@ -251,6 +254,7 @@ class EgressCases:
     @classmethod
     def tearDownClass(cls):
         cls.d.stop()
+        cls.srv.state["linger"].set()
         cls.srv.shutdown()
         cls.srv.server_close()
         cls.closed.close()
@@ -374,10 +378,12 @@ class EgressCases:
         st = self.srv.state
         st["held"].clear()
         st["released"].clear()
-        res = c.run([{"id": "h", "name": "hold", "arguments": {"op": "hold",
-                                                               "target": self.target}}])
-        self.assertTrue(st["held"].wait(harness.WAIT))  # the tunnel was through
-        self.assertEqual(res.tool_error("h")["reason"], "timeout")
+        c.start_batch([{"id": "h", "name": "hold",
+                        "arguments": {"op": "hold", "target": self.target}}], batch="hb")
+        self.assertTrue(st["held"].wait(harness.WAIT))  # the tunnel is through
+        self.assertFalse(st["released"].is_set())
+        c.send({"op": "cancel", "batch": "hb"})
+        c.finish_batch("hb")
         self.assertTrue(st["released"].wait(harness.WAIT), "the tunnel outlived its call")
         deadline_wait(lambda: daemon_sockets(self.d.proc.pid) == before,
                       what="the daemon's sockets back to %d" % before)
