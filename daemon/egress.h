@@ -1,14 +1,15 @@
 /*
  * egress.h - "network": {"allow": [...]}: a call in a network namespace of
  * its own with only loopback, and an HTTP proxy the daemon serves inside it
- * that lets CONNECT tunnels and plain HTTP requests out to the hosts the
- * definition allows, and to nothing else.
+ * (proxy.h) that lets CONNECT tunnels and plain HTTP requests out to the
+ * hosts the definition allows, and to nothing else. This is the policy.
  */
 #ifndef TD_EGRESS_H
 #define TD_EGRESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -18,16 +19,11 @@
 #define TD_EGRESS_URL "http://127.0.0.1:3128"
 
 /* Defaults of the object's limits (toolexecd.tools(5)). */
-#define TD_EGRESS_MAX_CONNECTIONS 64       /* open at once, per call */
-#define TD_EGRESS_MAX_BYTES (1ull << 30)   /* relayed, both ways, per call */
-#define TD_EGRESS_MAX_TOTAL 4096           /* accepted in all, per call */
-#define TD_EGRESS_HEAD_MAX 16384           /* a request's line and headers */
-#define TD_EGRESS_HEAD_TIMEOUT_MS 10000    /* to send them (slowloris) */
-#define TD_EGRESS_CONNECT_TIMEOUT_MS 10000 /* to resolve and connect out */
+#define TD_EGRESS_MAX_CONNECTIONS 64     /* open at once, per call */
+#define TD_EGRESS_MAX_BYTES (1ull << 30) /* relayed, both ways, per call */
 
-struct td_egress;      /* a definition's policy */
-struct td_egress_call; /* one call's proxy */
-struct td_denials;
+struct td_egress; /* a definition's policy */
+struct sockaddr;
 
 /* The "network" object of a definition; 0, or -1 with why in err. */
 int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen);
@@ -39,13 +35,14 @@ bool td_egress_allows(const struct td_egress *e, const char *host, unsigned port
  * through the proxy. */
 const char *td_egress_no_proxy(const struct td_egress *e);
 
-/* Serve the listening socket fd (made in the call's namespace and handed
- * over by its child, sandbox.c) on the loop for one call, adding what it
- * refuses to denied. Takes fd; NULL when it could not (fd closed). */
-struct td_egress_call *td_egress_start(const struct td_egress *e, int fd, struct td_denials *denied,
-                                       const char *batch_id, const char *call_id);
-/* The call ended: every proxy connection of it is closed now, its counts
- * logged; nothing is added to denied from here on. Frees itself once its
- * handles are closed. NULL is a no-op. */
-void td_egress_stop(struct td_egress_call *c);
+/* Its limits (toolexecd.tools(5)), per call. */
+uint64_t td_egress_max_bytes(const struct td_egress *e);
+unsigned td_egress_max_connections(const struct td_egress *e);
+/* May a name on the list lead to this address? Not to a loopback, private,
+ * link-local, shared (100.64/10), multicast or unspecified one: otherwise
+ * whoever controls an allowed name's DNS could aim a call at the host's
+ * own services (DNS rebinding). An address written on the list is the
+ * operator's explicit word and is not asked about. */
+bool td_egress_private(const struct sockaddr *sa);
+
 #endif

@@ -72,7 +72,7 @@
  *     down in the exiting init (not the loop's time); through the daemon
  *     ~0.5 ms CPU and ~1 ms wall a call (bench/ under farm-bench, 8 runs of
  *     900 calls). Worth it: it is what keeps calls from naming each other.
- *  7c. With an egress allow-list (egress.c), in the call's fresh network
+ *  7c. With an egress allow-list (egress.c, proxy.c), in the call's fresh network
  *     namespace: loopback brought up (SIOCSIFFLAGS; the child holds
  *     CAP_NET_ADMIN over that namespace, as root or in its user namespace),
  *     and a TCP socket listening on 127.0.0.1:3128 there, handed up to the

@@ -35,7 +35,7 @@ struct td_spawn {
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
     bool hand_over; /* the child hands descriptors up (report.h, TD_HAND_*) */
-    /* egress (egress.c): > 0, with CLONE_NEWNET and hand_over: loopback up
+    /* egress (proxy.c): > 0, with CLONE_NEWNET and hand_over: loopback up
      * and a listener on 127.0.0.1:proxy_port handed up (step 7c) */
     int proxy_port;
 };

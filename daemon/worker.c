@@ -35,6 +35,7 @@
 #include "exitcause.h"
 #include "identity.h"
 #include "log.h"
+#include "proxy.h"
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
@@ -91,8 +92,8 @@ struct td_worker {
     struct td_cgroup *cg; /* the call's cgroup, NULL without one */
     bool cg_memory;       /* memory_mb is its memory.max */
     struct td_denials denied; /* what its confinement refused (denials.h) */
-    /* egress: the proxy serving its allow-list (egress.c), until it ends */
-    struct td_egress_call *egress;
+    /* egress: the proxy serving its allow-list (proxy.c), until it ends */
+    struct td_proxy *egress;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -216,7 +217,7 @@ static void finish(struct td_worker *w, json_t *result)
     }
     w->finished = true;
     /* its proxy connections end with it, and so do its denials */
-    td_egress_stop(w->egress);
+    td_proxy_stop(w->egress);
     w->egress = NULL;
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
@@ -814,8 +815,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
 
     w->call_uid = taken;
     if (s->tool->egress) /* NULL if the child failed before handing it up */
-        w->egress = td_egress_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
-                                    s->batch_id, s->call_id);
+        w->egress = td_proxy_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
+                                   s->batch_id, s->call_id);
     else if (child.handed[TD_HAND_PROXY] >= 0)
         close(child.handed[TD_HAND_PROXY]);
     w->tool = td_tool_ref(s->tool);

@@ -1,12 +1,15 @@
 /* Unit tests of the egress allow-list's policy (egress.c): what a
  * definition's "network" object may say, and which host and port each
  * kind of entry lets through. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -58,6 +61,53 @@ static void test_names_ports_and_wildcards(void **state)
     td_egress_free(e);
 }
 
+static bool private_addr(const char *text)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, text, &s4->sin_addr) == 1)
+        s4->sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, text, &s6->sin6_addr) == 1)
+        s6->sin6_family = AF_INET6;
+    else
+        fail_msg("%s: not an address", text);
+    return td_egress_private((struct sockaddr *)&ss);
+}
+
+/* What a listed name may not resolve to (DNS rebinding onto the host). */
+static void test_private_addresses(void **state)
+{
+    (void)state;
+    static const char *const no[] = {"127.0.0.1",
+                                     "127.9.9.9",
+                                     "10.1.2.3",
+                                     "172.16.0.1",
+                                     "172.31.255.255",
+                                     "192.168.1.1",
+                                     "169.254.169.254",
+                                     "100.64.0.1",
+                                     "0.0.0.0",
+                                     "224.0.0.1",
+                                     "255.255.255.255",
+                                     "::1",
+                                     "::",
+                                     "fe80::1",
+                                     "fd00::1",
+                                     "ff02::1",
+                                     "::ffff:127.0.0.1",
+                                     "::ffff:10.0.0.1"};
+    static const char *const yes[] = {"93.184.216.34", "172.15.0.1", "172.32.0.1",
+                                      "100.128.0.1",   "8.8.8.8",    "2606:2800:220:1::1",
+                                      "::ffff:8.8.8.8"};
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        if (!private_addr(no[i]))
+            fail_msg("%s: should be refused", no[i]);
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (private_addr(yes[i]))
+            fail_msg("%s: should be allowed", yes[i]);
+}
+
 static void test_bad_objects_are_refused_by_name(void **state)
 {
     (void)state;
@@ -88,6 +138,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_ports_and_wildcards),
+        cmocka_unit_test(test_private_addresses),
         cmocka_unit_test(test_bad_objects_are_refused_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
