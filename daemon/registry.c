@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "fsview.h"
+#include "egress.h"
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
@@ -69,6 +70,7 @@ void td_tool_unref(struct td_tool *t)
     free_strv(t->env);
     td_sysfilter_conf_free(t->sysfilter);
     td_fsview_free(t->fs);
+    td_egress_free(t->egress);
     free(t);
 }
 
@@ -275,8 +277,12 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
 
     t->network = -1;
     v = json_object_get(def, "network");
-    if (v && !json_is_boolean(v))
-        BAD("%s: network: expected true or false", file);
+    if (json_is_object(v)) {
+        char ewhy[512];
+        if (td_egress_parse(v, &t->egress, ewhy, sizeof(ewhy)) < 0)
+            BAD("%s: network: %s", file, ewhy);
+    } else if (v && !json_is_boolean(v))
+        BAD("%s: network: expected true, false or an object {\"allow\": [hosts]}", file);
     if (v)
         t->network = json_is_true(v);
 

@@ -14,6 +14,8 @@
 #include "config.h"
 #include "toolexec.h"
 
+struct td_egress;
+
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -43,6 +45,8 @@ struct td_tool {
     struct td_sysfilter_conf *sysfilter;
     /* issue 11, the file-system view (f1) */
     struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
+    /* egress (issue 11): "network": {"allow": [...]}; network is then 0 */
+    struct td_egress *egress;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -31,13 +31,15 @@ enum {
     TD_STEP_EXEC,
     TD_STEP_SPAWN,
     TD_STEP_LANDLOCK, /* issue 11 (f1): step 11a */
+    TD_STEP_EGRESS, /* step 7c, listed last to keep the others' numbers */
     TD_STEP_COUNT
 };
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
-            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn", "landlock" \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn", "landlock", \
+            "egress" \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

@@ -83,6 +83,17 @@
  *     minimal root, all of it built in a tmpfs that pivot_root makes /;
  *     then every mount read-only at once (mount_setattr, recursive) and
  *     /tmp, /dev, the call's directory and the "write" paths writable again.
+ *  7d. With an egress allow-list (egress.c, proxy.c), in the call's fresh network
+ *     namespace: loopback brought up (SIOCSIFFLAGS; the child holds
+ *     CAP_NET_ADMIN over that namespace, as root or in its user namespace),
+ *     and a TCP socket listening on 127.0.0.1:3128 there, handed up to the
+ *     daemon, which serves the proxy on it. Before the user is dropped (no
+ *     capability is needed for port 3128, but for loopback). Nothing else
+ *     is configured: no address but loopback, no route, no resolver.
+ *     Cost, on a loaded 2-CPU VM: ~0.75 ms more in this child than the
+ *     network namespace alone (the daemon's spawn_us_mean, 2,700 calls
+ *     each), ~0.5 ms in a bare unshare() loop (farm-bench, 10 pairs of 200);
+ *     the namespace itself costs ~5 ms there, which "network": false pays too.
  *  8. chdir into the call's private directory.
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
@@ -120,12 +131,15 @@
 #include <linux/openat2.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -460,6 +474,31 @@ static int landlock_writes(const struct td_spawn *s)
     return rc;
 }
 
+/* Step 7d (see the top); -1 with errno set. */
+static int egress_listener(const struct td_spawn *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)s->proxy_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int rc = -1;
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) == 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+            listen(fd, 128) == 0 && td_sandbox_hand_over(TD_HAND_PROXY, fd) == 0)
+            rc = 0;
+    }
+    int e = errno;
+    close(fd); /* the daemon has its own copy */
+    errno = e;
+    return rc;
+}
+
 struct child_args {
     const struct td_spawn *s;
     pid_t parent;
@@ -525,6 +564,8 @@ static int child(void *arg)
         child_fail(TD_STEP_USERNS);
     if ((s->ns_flags & CLONE_NEWNS) && private_mounts(s) < 0)
         child_fail(TD_STEP_MOUNT);
+    if (s->proxy_port > 0 && egress_listener(s) < 0)
+        child_fail(TD_STEP_EGRESS);
     if (chdir(s->cwd) < 0)
         child_fail(TD_STEP_CHDIR);
     struct rlimit zero = {0, 0};

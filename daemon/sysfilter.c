@@ -81,11 +81,11 @@ static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIP
 
 struct td_sysfilter_conf {
     bool off;
-    struct td_sysfilter *own[2]; /* by network; NULL: a common one */
+    struct td_sysfilter *own[TD_NET_COUNT]; /* by network; NULL: a common one */
 };
 
 /* [off][network] */
-static struct td_sysfilter common[2][2];
+static struct td_sysfilter common[2][TD_NET_COUNT];
 static bool notify_ok;
 static const char *notify_missing; /* why denials go unreported */
 
@@ -160,7 +160,8 @@ static int add_default(scmp_filter_ctx ctx, bool network)
 }
 
 /* One filter into out; 0 or -errno. */
-static int build(bool off, bool network, const int *extra, size_t nextra, struct td_sysfilter *out)
+static int build(bool off, enum td_net net, const int *extra, size_t nextra,
+                 struct td_sysfilter *out)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     int rc = ctx ? 0 : -ENOMEM;
@@ -176,11 +177,11 @@ static int build(bool off, bool network, const int *extra, size_t nextra, struct
      * spent there with the list, ~40 us with the tree (the JIT: ~19 us). */
     if (rc == 0)
         rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-    if (rc == 0 && !network)
+    if (rc == 0 && net != TD_NET_HOST)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
     if (rc == 0 && !off)
-        rc = add_default(ctx, network);
+        rc = add_default(ctx, net != TD_NET_NONE);
     for (size_t i = 0; rc == 0 && i < nextra; i++)
         if (off || !in_default(extra[i]))
             rc = seccomp_rule_add(ctx, deny_action(), extra[i], 0);
@@ -235,9 +236,9 @@ int td_sysfilter_setup(void)
     probe_notify();
     int rc = 0;
     for (int off = 0; rc == 0 && off < 2; off++)
-        for (int net = 0; rc == 0 && net < 2; net++)
-            if (!(off && net)) /* off with network: no filter */
-                rc = build(off, net, NULL, 0, &common[off][net]);
+        for (int net = 0; rc == 0 && net < TD_NET_COUNT; net++)
+            if (!(off && net == TD_NET_HOST)) /* off with the host's network: none */
+                rc = build(off, (enum td_net)net, NULL, 0, &common[off][net]);
     if (rc < 0) {
         td_log(TD_LOG_ERR, "seccomp: cannot build the worker filter: %s", strerror(-rc));
         return -1;
@@ -298,10 +299,10 @@ int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_
     if (c)
         c->off = off;
     /* a tool's own only where it differs from the common ones */
-    for (int net = 0; rc == 0 && n && net < 2; net++) {
+    for (int net = 0; rc == 0 && n && net < TD_NET_COUNT; net++) {
         if (!(c->own[net] = calloc(1, sizeof(struct td_sysfilter))))
             rc = -ENOMEM;
-        else if ((rc = build(off, net, nrs, n, c->own[net])) < 0)
+        else if ((rc = build(off, (enum td_net)net, nrs, n, c->own[net])) < 0)
             snprintf(err, errlen, "%s: deny_syscalls: cannot build the filter: %s", file,
                      strerror(-rc));
     }
@@ -320,7 +321,7 @@ void td_sysfilter_conf_free(struct td_sysfilter_conf *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < TD_NET_COUNT; i++) {
         if (c->own[i])
             free(c->own[i]->prog.filter);
         free(c->own[i]);
@@ -328,12 +329,12 @@ void td_sysfilter_conf_free(struct td_sysfilter_conf *c)
     free(c);
 }
 
-const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, bool network)
+const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, enum td_net net)
 {
-    if (c && c->own[network])
-        return c->own[network];
+    if (c && c->own[net])
+        return c->own[net];
     bool off = c && c->off;
-    if (off && network)
+    if (off && net == TD_NET_HOST)
         return NULL;
-    return common[off][network].prog.filter ? &common[off][network] : NULL;
+    return common[off][net].prog.filter ? &common[off][net] : NULL;
 }

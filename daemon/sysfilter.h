@@ -36,9 +36,17 @@ int td_sysfilter_probe(char *detail, size_t len);
 int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_conf **out,
                        char *err, size_t errlen);
 void td_sysfilter_conf_free(struct td_sysfilter_conf *c);
-/* The filter for a call of a tool with conf c, NULL for none. Without
- * network, socket(AF_INET*) is denied too and socket(AF_UNIX) fails with
- * EACCES (a network namespace leaves Unix sockets reachable by path). */
-const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, bool network);
+/* A call's network, as the filter sees it. */
+enum td_net {
+    TD_NET_NONE,  /* "network": false: no socket(AF_INET*) */
+    TD_NET_PROXY, /* an egress allow-list: AF_INET* for the proxy on loopback */
+    TD_NET_HOST,  /* "network": true */
+    TD_NET_COUNT
+};
+/* The filter for a call of a tool with conf c, NULL for none. Without the
+ * host's network, socket(AF_UNIX) fails with EACCES (a network namespace
+ * leaves Unix sockets reachable by path); with none at all,
+ * socket(AF_INET*) is denied too. */
+const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, enum td_net net);
 
 #endif

@@ -31,10 +31,12 @@
 #include "config.h"
 #include "containment.h"
 #include "denials.h"
+#include "egress.h"
 #include "exitcause.h"
 #include "fsview.h"
 #include "identity.h"
 #include "log.h"
+#include "proxy.h"
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
@@ -101,6 +103,8 @@ struct td_worker {
      * (a plain tool left on the framed protocol) from a frame */
     char head[48];
     size_t head_len;
+    /* egress: the proxy serving its allow-list (proxy.c), until it ends */
+    struct td_proxy *egress;
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -234,6 +238,9 @@ static void finish(struct td_worker *w, json_t *result)
         return;
     }
     w->finished = true;
+    /* its proxy connections end with it, and so do its denials */
+    td_proxy_stop(w->egress);
+    w->egress = NULL;
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
     if (w->reaped) {
@@ -611,9 +618,33 @@ static void on_request_written(uv_write_t *req, int status)
 
 /* ---- starting ------------------------------------------------------------- */
 
+static bool env_has(const struct td_tool *t, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t k = 0; k < t->nenv; k++)
+        if (strncmp(t->env[k], name, n) == 0 && t->env[k][n] == '=')
+            return true;
+    return false;
+}
+
+/* The proxy of an egress allow-list (egress.h), where the definition's env
+ * does not say otherwise; the next free index (NULL entries: no memory). */
+static size_t egress_env(const struct td_tool *t, char **env, size_t i)
+{
+    static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                       "ALL_PROXY"};
+    for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
+        if (!env_has(t, vars[k]) && asprintf(&env[i++], "%s=" TD_EGRESS_URL, vars[k]) < 0)
+            env[i - 1] = NULL;
+    const char *no = td_egress_no_proxy(t->egress);
+    if (no && !env_has(t, "NO_PROXY") && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
+        env[i - 1] = NULL;
+    return i;
+}
+
 static char **build_env(const struct td_worker_spec *s)
 {
-    size_t n = s->tool->nenv + 5, i = 0;
+    size_t n = s->tool->nenv + 5 + 6, i = 0;
     char **env = calloc(n, sizeof(char *));
     if (!env)
         return NULL;
@@ -630,6 +661,8 @@ static char **build_env(const struct td_worker_spec *s)
         env[i - 1] = NULL;
     if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0)
         env[i - 1] = NULL;
+    if (s->tool->egress)
+        i = egress_env(s->tool, env, i);
     for (size_t k = 0; k < i; k++) {
         if (!env[k]) {
             for (size_t j = 0; j < i; j++)
@@ -817,8 +850,13 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         .nrlimits = nrl,
         .cgroup_dir = td_cgroup_dir_fd(w->cg),
         .cgroup_procs = td_cgroup_procs_fd(w->cg),
+        .hand_over = s->tool->egress != NULL,
+        .proxy_port = s->tool->egress ? TD_EGRESS_PORT : 0,
     };
-    const struct td_sysfilter *sf = td_sysfilter_get(s->tool->sysfilter, network);
+    const struct td_sysfilter *sf =
+        td_sysfilter_get(s->tool->sysfilter, s->tool->egress ? TD_NET_PROXY
+                                             : network       ? TD_NET_HOST
+                                                             : TD_NET_NONE);
     sp.filter = sf ? &sf->prog : NULL;
     sp.filter_notify = sf && sf->notify;
     sp.hand_over = sp.hand_over || sp.filter_notify;
@@ -852,6 +890,11 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     }
 
     w->call_uid = taken;
+    if (s->tool->egress) /* NULL if the child failed before handing it up */
+        w->egress = td_proxy_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
+                                   s->batch_id, s->call_id);
+    else if (child.handed[TD_HAND_PROXY] >= 0)
+        close(child.handed[TD_HAND_PROXY]);
     w->tool = td_tool_ref(s->tool);
     w->batch_id = strdup(s->batch_id);
     w->call_id = strdup(s->call_id);

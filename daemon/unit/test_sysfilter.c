@@ -50,16 +50,21 @@ static void test_which_filter_a_call_gets(void **state)
     assert_int_equal(
         parse("{\"syscalls\": \"default\", \"deny_syscalls\": []}", &c, err, sizeof(err)), 0);
     assert_null(c);
-    const struct td_sysfilter *on = td_sysfilter_get(NULL, true);
-    const struct td_sysfilter *off = td_sysfilter_get(NULL, false);
+    const struct td_sysfilter *on = td_sysfilter_get(NULL, TD_NET_HOST);
+    const struct td_sysfilter *off = td_sysfilter_get(NULL, TD_NET_NONE);
     assert_non_null(on);
     assert_non_null(off);
     assert_ptr_not_equal(on, off);
+    /* an egress allow-list: AF_INET* for the proxy, still no AF_UNIX */
+    const struct td_sysfilter *proxy = td_sysfilter_get(NULL, TD_NET_PROXY);
+    assert_non_null(proxy);
+    assert_ptr_not_equal(proxy, on);
+    assert_ptr_not_equal(proxy, off);
     /* "off": nothing with network, the AF_UNIX rule without */
     assert_int_equal(parse("{\"syscalls\": \"off\"}", &c, err, sizeof(err)), 0);
     assert_non_null(c);
-    assert_null(td_sysfilter_get(c, true));
-    const struct td_sysfilter *unix_only = td_sysfilter_get(c, false);
+    assert_null(td_sysfilter_get(c, TD_NET_HOST));
+    const struct td_sysfilter *unix_only = td_sysfilter_get(c, TD_NET_NONE);
     assert_non_null(unix_only);
     assert_false(unix_only->notify); /* nothing in it is reported */
     assert_true(unix_only->prog.len < off->prog.len);
@@ -67,9 +72,9 @@ static void test_which_filter_a_call_gets(void **state)
     /* a tool's own list: its own filters, built once here */
     assert_int_equal(
         parse("{\"deny_syscalls\": [\"sched_yield\", \"ptrace\"]}", &c, err, sizeof(err)), 0);
-    const struct td_sysfilter *own = td_sysfilter_get(c, true);
+    const struct td_sysfilter *own = td_sysfilter_get(c, TD_NET_HOST);
     assert_ptr_not_equal(own, on);
-    assert_ptr_equal(own, td_sysfilter_get(c, true));
+    assert_ptr_equal(own, td_sysfilter_get(c, TD_NET_HOST));
     assert_true(own->prog.len > on->prog.len);
     assert_int_equal(own->notify, on->notify);
     td_sysfilter_conf_free(c);
