@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "bus.h"
 #include "config.h"
+#include "declare.h"
 #include "log.h"
 #include "registry.h"
 #include "spill.h"
@@ -204,13 +205,13 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     int rc;
     char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
     json_t *truncated = NULL;
-    size_t limit =
-        td_cut_limit(b->r.max_content_bytes, c->tool->max_content_bytes, TD_CONTENT_BYTES_DEFAULT);
+    size_t limit = td_cut_limit(b->r.max_content_bytes, c->tool ? c->tool->max_content_bytes : 0,
+                                TD_CONTENT_BYTES_DEFAULT);
     char *full = NULL;
     size_t full_len = len;
     if (text && len > limit) {
         /* by length: content may hold NUL bytes */
-        if (c->tool->spill && (full = malloc(len)))
+        if (c->tool && c->tool->spill && (full = malloc(len)))
             memcpy(full, text, len);
         text = truncate_content(text, &len, limit, &truncated);
     }
@@ -421,6 +422,7 @@ static void call_done(void *data, json_t *result, const struct rusage *ru)
     int rc;
     c->done_ns = uv_hrtime();
     c->worker = NULL;
+    result = td_declare_check_output(c->tool, c->id, result);
     if (ru) {
         c->ru = *ru;
         c->have_ru = true;
@@ -484,9 +486,9 @@ static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
     c->timeout_ms = b->r.tool_timeout_ms;
-    if (c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
+    if (c->tool && c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
         c->timeout_ms = c->tool->timeout_ms;
-    if (c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
+    if (c->tool && c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
         te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;
     b->running++;
@@ -540,7 +542,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
     size_t started = 0;
     while (b->next < b->ncalls && b->running < b->max_concurrency && started < max_starts) {
         struct call *c = &b->calls[b->next];
-        if (c->tool->argv &&
+        if (c->tool && c->tool->argv &&
             !json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR)) {
             if (!td_sched_may_start(&sched, td_cfg.max_workers, from_queue)) {
                 wait_enqueue(b);
@@ -670,6 +672,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
     json_array_foreach(r.calls, i, call)
     {
         const char *name = json_string_value(json_object_get(call, "name"));
+        if (json_object_get(call, TE_CUSTOM_CALL))
+            continue; /* none of ours: that call's error (custom tool call) */
         struct td_tool *tool = td_registry_find(td_tools, name);
         if (tool && !tool_allowed(tool, cred)) {
             char msg[128 + TE_TOOL_NAME_MAX];
@@ -733,7 +737,9 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         c->id = json_string_value(json_object_get(call, "id"));
         c->name = json_string_value(json_object_get(call, "name"));
         c->arguments = json_object_get(call, "arguments");
-        c->tool = td_tool_ref(td_registry_find(td_tools, c->name));
+        struct td_tool *t =
+            json_object_get(call, TE_CUSTOM_CALL) ? NULL : td_registry_find(td_tools, c->name);
+        c->tool = t ? td_tool_ref(t) : NULL; /* NULL: a custom tool call */
     }
     /* Subscribers learn who runs what before the batch's first event. */
     json_t *list = json_array();

@@ -225,6 +225,9 @@ bool te_tool_format_valid(const char *format);
 /* Set on a normalised call whose arguments came as JSON text that did not
  * parse to an object: the handler-style error text for it. */
 #define TE_ARGUMENTS_ERROR "arguments_error"
+/* Set (true) on an OpenAI custom tool call: it names no tool of ours and
+ * completes with the TE_ARGUMENTS_ERROR error, running nothing. */
+#define TE_CUSTOM_CALL "custom_call"
 
 typedef struct te_run_request {
     const char *batch; /* NULL when the client gave none */
