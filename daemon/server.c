@@ -82,6 +82,7 @@ struct td_conn {
     struct td_conn_sched sched;
     bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
     LIST_ENTRY(td_conn) link;
+    bool watch_tools; /* {"op": "tools", "watch": true}: told of each reload */
 };
 
 struct write_req {
@@ -554,6 +555,14 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
                         }));
     } else if (strcmp(op, "tools") == 0) {
         json_t *f = json_object_get(req, "format");
+        json_t *watch = json_object_get(req, "watch");
+        if (watch && !json_is_boolean(watch)) {
+            td_conn_error(c, NULL, "request_error", "invalid_request",
+                          "watch: expected true or false", NULL);
+            return;
+        }
+        if (watch)
+            c->watch_tools = json_is_true(watch);
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
                        : json_is_string(f)   ? td_registry_list_as(td_tools, json_string_value(f))
                                              : NULL;
@@ -781,6 +790,15 @@ static unsigned total_batches(void)
 bool td_server_finished(void)
 {
     return total_batches() == 0 && td_workers_alive() == 0;
+}
+
+void td_server_tools_changed(void)
+{
+    struct td_conn *c;
+    LIST_FOREACH(c, &conns, link)
+        if (c->watch_tools && !c->dead)
+            td_conn_send(c, json_pack("{s:s,s:I}", "event", "tools_changed", "count",
+                                      (json_int_t)td_tools->n));
 }
 
 void td_server_cancel_all(void)

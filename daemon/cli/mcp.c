@@ -36,7 +36,7 @@
 
 /* The newest revision of MCP this server speaks; offered to a client that
  * asks for one it does not know. */
-#define MCP_LATEST_VERSION "2025-06-18"
+#define MCP_LATEST_VERSION "2025-11-25"
 
 /* A longer message on standard input is refused (the daemon's own default
  * limit on a request line). */
@@ -54,7 +54,8 @@ enum {
     RPC_INTERNAL_ERROR = -32603,
 };
 
-static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", NULL};
+static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                 "2025-11-25", NULL};
 
 /* A tools/call in flight: its batch, until the batch's terminal event. */
 struct mcp_call {
@@ -62,6 +63,8 @@ struct mcp_call {
     char *batch;
     json_t *result; /* from tool_execution_completed, once it came */
     bool cancelled; /* by the client, or at the end of input: no response */
+    json_t *elicit_id; /* our elicitation/create for its ask_user, in flight */
+    char *content;     /* the call's content, kept while the host is asked */
     struct mcp_call *next;
 };
 
@@ -70,6 +73,19 @@ struct mcp_listing {
     json_t *id;
     bool cancelled;
     struct mcp_listing *next;
+};
+
+/* A JSON-RPC batch (MCP 2025-03-26 only): its responses, sent together as
+ * one array once each request in it has been answered (or cancelled). */
+struct mcp_rpcbatch {
+    json_t *out;
+    unsigned pending;
+};
+/* Which batch the response to a request id goes into. */
+struct mcp_route {
+    json_t *id;
+    struct mcp_rpcbatch *rb;
+    struct mcp_route *next;
 };
 
 struct mcp {
@@ -83,13 +99,76 @@ struct mcp {
     bool eof;               /* the host is gone: no more input */
     bool hangup;            /* writing to standard output failed */
     int lost;               /* an exit code once the daemon connection failed */
+    bool elicitation;       /* the host declared the elicitation capability */
+    const char *version;    /* the protocol revision agreed on; NULL before */
+    struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
+    struct mcp_route *routes;
+    unsigned long long elicits; /* elicitation/create requests so far */
 };
 
 /* ------------------------------------------------------------------------ */
 /* Writing messages */
 
-/* Write one message (stolen) as a line on standard output. */
+static void put_line(struct mcp *m, json_t *msg);
+
+static void rb_release(struct mcp *m, struct mcp_rpcbatch *rb)
+{
+    if (--rb->pending)
+        return;
+    if (json_array_size(rb->out))
+        put_line(m, rb->out);
+    else
+        json_decref(rb->out);
+    free(rb);
+}
+
+/* The route of a response to id, unlinked; NULL when it has none. */
+static struct mcp_route *route_take(struct mcp *m, const json_t *id)
+{
+    for (struct mcp_route **p = &m->routes; *p; p = &(*p)->next)
+        if (json_equal((*p)->id, id)) {
+            struct mcp_route *r = *p;
+            *p = r->next;
+            return r;
+        }
+    return NULL;
+}
+
+/* A request of a JSON-RPC batch that gets no response (cancelled). */
+static void route_drop(struct mcp *m, const json_t *id)
+{
+    struct mcp_route *r = m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+    }
+}
+
+/* Write one message (stolen): a response to a request of a JSON-RPC batch
+ * goes into that batch's array. */
 static void put_message(struct mcp *m, json_t *msg)
+{
+    bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+    json_t *id = response ? json_object_get(msg, "id") : NULL;
+    struct mcp_route *r = id && m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        json_array_append_new(r->rb->out, msg);
+        rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+        return;
+    }
+    if (response && !id && m->cur_rb) {
+        /* an element of the batch being read that had no usable id */
+        json_array_append_new(m->cur_rb->out, msg);
+        return;
+    }
+    put_line(m, msg);
+}
+
+/* Write one message (stolen) as a line on standard output. */
+static void put_line(struct mcp *m, json_t *msg)
 {
     char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
@@ -107,11 +186,12 @@ static void put_message(struct mcp *m, json_t *msg)
 /* A response with result (stolen). */
 static void put_result(struct mcp *m, json_t *id, json_t *result)
 {
-    put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                             "result", result));
+    put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
-/* An error response; id NULL means null. data (stolen) may be NULL. */
+/* An error response; id NULL (a message whose id could not be read) leaves
+ * "id" out: the schema of 2025-06-18 and later has no null id. data (stolen)
+ * may be NULL. */
 static void put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
 {
     json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
@@ -120,19 +200,26 @@ static void put_error(struct mcp *m, json_t *id, int code, const char *message, 
     if (err && data)
         json_object_set(err, "data", data);
     json_decref(data);
-    put_message(
-        m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err));
+    json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
+    if (msg && id)
+        json_object_set(msg, "id", id);
+    put_message(m, msg);
 }
 
-/* A tools/call result: one text content, and whether the call failed. */
-static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error)
+/* A tools/call result: one text content, whether the call failed, and
+ * the structured result (an object; NULL: none). */
+static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
+                            const json_t *structured)
 {
     json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
     if (!content) {
         put_error(m, id, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
         return;
     }
-    put_result(m, id, json_pack("{s:o,s:b}", "content", content, "isError", is_error));
+    json_t *r = json_pack("{s:o,s:b}", "content", content, "isError", is_error);
+    if (r && json_is_object(structured))
+        json_object_set(r, "structuredContent", (json_t *)structured);
+    put_result(m, id, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -156,6 +243,8 @@ static struct mcp_call *call_by_id(struct mcp *m, const json_t *id)
 
 static void call_free(struct mcp_call *c)
 {
+    json_decref(c->elicit_id);
+    free(c->content);
     json_decref(c->id);
     json_decref(c->result);
     free(c->batch);
@@ -164,6 +253,8 @@ static void call_free(struct mcp_call *c)
 
 static void call_remove(struct mcp *m, struct mcp_call *c)
 {
+    if (c->cancelled)
+        route_drop(m, c->id);
     struct mcp_call **p = &m->calls;
     while (*p != c)
         p = &(*p)->next;
@@ -184,8 +275,10 @@ static struct mcp_listing *listing_pop(struct mcp *m)
     return l;
 }
 
-static void listing_free(struct mcp_listing *l)
+static void listing_free(struct mcp *m, struct mcp_listing *l)
 {
+    if (l->cancelled)
+        route_drop(m, l->id);
     json_decref(l->id);
     free(l);
 }
@@ -211,6 +304,8 @@ static void cancel_call(struct mcp *m, struct mcp_call *c)
     if (c->cancelled)
         return;
     c->cancelled = true;
+    if (c->elicit_id)
+        return; /* its batch has completed */
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     send_daemon(m, req);
     json_decref(req);
@@ -223,7 +318,15 @@ static void end_of_input(struct mcp *m)
     m->eof = true;
     for (struct mcp_call *c = m->calls; c; c = c->next)
         cancel_call(m, c);
+    /* calls waiting for the host's answer to a question have no batch */
+    for (struct mcp_call *c = m->calls, *next; c; c = next) {
+        next = c->next;
+        if (c->elicit_id)
+            call_remove(m, c);
+    }
 }
+
+static void on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);
 
 /* ------------------------------------------------------------------------ */
 /* Requests from the host */
@@ -265,9 +368,12 @@ static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
     for (const char *const *v = supported_versions; asked && *v; v++)
         if (strcmp(asked, *v) == 0)
             version = *v;
+    m->version = version;
+    m->elicitation =
+        json_is_object(json_object_get(json_object_get(params, "capabilities"), "elicitation"));
     put_result(m, id,
                json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
-                         "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
+                         "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
                          "toolexec", "version", CLI_VERSION));
 }
 
@@ -275,7 +381,8 @@ static void on_tools_list(struct mcp *m, json_t *id)
 {
     /* A cursor is accepted and ignored: the whole list comes in one page. */
     struct mcp_listing *l = calloc(1, sizeof(*l));
-    json_t *req = json_pack("{s:s,s:s}", "op", "tools", "format", "mcp");
+    /* watch: the daemon says when a reload changed its tools */
+    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
     if (!l || !req) {
         free(l);
         json_decref(req);
@@ -335,6 +442,10 @@ static void on_cancelled(struct mcp *m, const json_t *params)
     if (!is_id(id))
         return;
     struct mcp_call *c = call_by_id(m, id);
+    if (c && c->elicit_id) {
+        call_remove(m, c); /* its batch is over; the host's answer is ignored */
+        return;
+    }
     if (c) {
         cancel_call(m, c);
         return;
@@ -372,6 +483,47 @@ static void on_request(struct mcp *m, json_t *id, const char *method, const json
     }
 }
 
+static void on_message(struct mcp *m, json_t *msg);
+
+/* A JSON-RPC batch: MCP 2025-03-26 requires them to be accepted; 2025-06-18
+ * removed them. The responses go out as one array. */
+static void on_rpc_batch(struct mcp *m, json_t *msgs)
+{
+    if (!m->version || strcmp(m->version, "2025-03-26") != 0 || !json_array_size(msgs)) {
+        put_error(m, NULL, RPC_INVALID_REQUEST,
+                  json_array_size(msgs) ? "Invalid Request: batches are not supported after "
+                                          "protocol revision 2025-03-26"
+                                        : "Invalid Request: an empty batch",
+                  NULL);
+        return;
+    }
+    struct mcp_rpcbatch *rb = calloc(1, sizeof(*rb));
+    if (!rb || !(rb->out = json_array())) {
+        free(rb);
+        put_error(m, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    rb->pending = 1; /* until every element has been read */
+    size_t i;
+    json_t *el;
+    json_array_foreach(msgs, i, el)
+    {
+        json_t *id = json_object_get(el, "id");
+        struct mcp_route *r = NULL;
+        if (json_object_get(el, "method") && is_id(id) && (r = calloc(1, sizeof(*r)))) {
+            r->id = json_incref(id);
+            r->rb = rb;
+            r->next = m->routes;
+            m->routes = r;
+            rb->pending++;
+        }
+        m->cur_rb = rb;
+        on_message(m, json_incref(el));
+        m->cur_rb = NULL;
+    }
+    rb_release(m, rb);
+}
+
 /* One line of input: a JSON-RPC request, notification or response. */
 static void on_line(struct mcp *m, const char *line, size_t len)
 {
@@ -389,11 +541,16 @@ static void on_line(struct mcp *m, const char *line, size_t len)
         return;
     }
     if (json_is_array(msg)) {
-        /* JSON-RPC batches: MCP 2025-06-18 no longer has them */
-        put_error(m, NULL, RPC_INVALID_REQUEST, "Invalid Request: batches are not supported", NULL);
+        on_rpc_batch(m, msg);
         json_decref(msg);
         return;
     }
+    on_message(m, msg);
+}
+
+/* One message (stolen). */
+static void on_message(struct mcp *m, json_t *msg)
+{
     json_t *id = json_object_get(msg, "id");
     const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
     json_t *method_v = json_object_get(msg, "method");
@@ -407,9 +564,16 @@ static void on_line(struct mcp *m, const char *line, size_t len)
     else if (!version || strcmp(version, "2.0") != 0)
         bad = "Invalid Request: jsonrpc: expected \"2.0\"";
     else if (!method_v && id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
-        bad = ""; /* a response: this server sends no requests, so it is stray */
+        bad = ""; /* a response: to our elicitation/create, or stray */
     else if (!method)
         bad = "Invalid Request: method: expected a string";
+    if (bad && !*bad) {
+        for (struct mcp_call *c = m->calls; c; c = c->next)
+            if (c->elicit_id && json_equal(c->elicit_id, id)) {
+                on_elicit_response(m, c, msg);
+                break;
+            }
+    }
     if (bad) {
         if (*bad)
             put_error(m, is_id(id) ? id : NULL, RPC_INVALID_REQUEST, bad, NULL);
@@ -480,25 +644,103 @@ static bool is_failure(const json_t *result)
     return !result || json_object_get(result, "error") || json_object_get(result, "tool_error");
 }
 
+/* What the model reads when its tool asked the user a question that the
+ * host was not asked (no elicitation) or did not put to the user. */
+static void put_question(struct mcp *m, struct mcp_call *c, const char *question)
+{
+    char *text = NULL;
+    if (asprintf(&text,
+                 "[ask_user] The tool needs an answer from the user before it can go on. "
+                 "Ask the user this question, then call the tool again with the answer: %s",
+                 question) < 0)
+        text = NULL;
+    put_call_result(m, c->id, text ? text : question, false, NULL);
+    free(text);
+}
+
+/* A tool's ask_user: put the question to the user through the host
+ * (elicitation/create) when it can; true when the call now waits for that. */
+static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
+{
+    if (!m->elicitation) {
+        put_question(m, c, question);
+        return false;
+    }
+    char id[64];
+    snprintf(id, sizeof(id), "toolexec-elicit-%llu", ++m->elicits);
+    json_t *req = json_pack("{s:s,s:s,s:s,s:{s:s,s:{s:s,s:{s:{s:s,s:s}},s:[s]}}}", "jsonrpc", "2.0",
+                            "id", id, "method", "elicitation/create", "params", "message", question,
+                            "requestedSchema", "type", "object", "properties", "answer", "type",
+                            "string", "title", "Answer", "required", "answer");
+    if (!req) {
+        put_question(m, c, question);
+        return false;
+    }
+    c->elicit_id = json_string(id);
+    put_message(m, req);
+    return true;
+}
+
+/* The host's answer to our elicitation/create for call c. */
+static void on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg)
+{
+    const char *question = json_string_value(json_object_get(c->result, "ask_user"));
+    json_t *result = json_object_get(msg, "result");
+    const char *action = json_string_value(json_object_get(result, "action"));
+    json_t *answer = json_object_get(json_object_get(result, "content"), "answer");
+    if (c->cancelled) {
+        /* no response for a cancelled request */
+    } else if (!action) {
+        put_question(m, c, question ? question : "");
+    } else {
+        char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
+                      : answer               ? json_dumps(answer, JSON_ENCODE_ANY | JSON_COMPACT)
+                                             : NULL;
+        char *text = NULL;
+        int n = strcmp(action, "accept") == 0
+                    ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
+                               question ? question : "", shown ? shown : "")
+                    : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
+                               question ? question : "", action);
+        put_call_result(m, c->id, n < 0 ? "" : text, false, NULL);
+        free(text);
+        free(shown);
+    }
+    call_remove(m, c);
+}
+
 /* The batch's terminal event: the call's answer. */
 static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
 {
+    const char *question = json_string_value(json_object_get(c->result, "ask_user"));
     if (c->cancelled) {
         /* MCP: no response for a cancelled request */
+    } else if (is_event(ev, "batch_completed") && question) {
+        if (ask_host(m, c, question))
+            return; /* answered when the host's response comes */
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
         put_call_result(m, c->id, json_string_value(json_object_get(msg, "content")),
-                        is_failure(c->result));
+                        is_failure(c->result), json_object_get(c->result, "ok"));
     } else {
         const char *type = json_string_value(json_object_get(ev, "type"));
         const char *reason = json_string_value(json_object_get(ev, "reason"));
         const char *message = json_string_value(json_object_get(ev, "message"));
         if (!message)
             message = "toolexecd refused the call";
-        if (type && strcmp(type, "engine_error") == 0) {
-            /* unknown_tool, forbidden_tool: tool errors, which the model can
-             * read and act on */
-            put_call_result(m, c->id, message, true);
+        if (reason && strcmp(reason, "unknown_tool") == 0) {
+            /* the spec (2025-06-18, 2025-11-25) lists an unknown tool as a
+             * protocol error, its example -32602 */
+            const char *tool =
+                json_string_value(json_object_get(json_object_get(ev, "metadata"), "tool_name"));
+            char text[256];
+            snprintf(text, sizeof(text), "Unknown tool: %.200s", tool ? tool : "");
+            put_error(m, c->id, RPC_INVALID_PARAMS, text,
+                      json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
+        } else if (type && strcmp(type, "engine_error") == 0) {
+            /* forbidden_tool: a tool error, which the model can read and act
+             * on */
+            put_call_result(m, c->id, message, true, NULL);
         } else {
             int code = reason && strcmp(reason, "invalid_request") == 0 ? RPC_INVALID_PARAMS
                                                                         : RPC_INTERNAL_ERROR;
@@ -520,7 +762,7 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
     }
     if (!l->cancelled)
         put_error(m, l->id, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused", NULL);
-    listing_free(l);
+    listing_free(m, l);
 }
 
 static void on_event(struct mcp *m, json_t *ev)
@@ -533,7 +775,10 @@ static void on_event(struct mcp *m, json_t *ev)
         if (l && !l->cancelled)
             put_result(m, l->id, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
         if (l)
-            listing_free(l);
+            listing_free(m, l);
+    } else if (is_event(ev, "tools_changed")) {
+        put_message(m, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
+                                 "notifications/tools/list_changed"));
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
     } else if (is_event(ev, "error") && !batch) {
@@ -573,7 +818,7 @@ static void fail_all(struct mcp *m)
     while ((l = listing_pop(m))) {
         if (!l->cancelled)
             put_error(m, l->id, RPC_INTERNAL_ERROR, msg, NULL);
-        listing_free(l);
+        listing_free(m, l);
     }
 }
 
@@ -655,7 +900,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         call_remove(&m, m.calls);
     struct mcp_listing *l;
     while ((l = listing_pop(&m)))
-        listing_free(l);
+        listing_free(&m, l);
+    while (m.routes) {
+        struct mcp_route *r = m.routes;
+        m.routes = r->next;
+        rb_release(&m, r->rb);
+        json_decref(r->id);
+        free(r);
+    }
     te_lines_free(&m.in);
     te_client_close(m.client);
     return rc;
