@@ -482,6 +482,15 @@ static json_t *check_arguments(struct call *c)
     return result;
 }
 
+/* A progress frame of a running call: an event between its started and
+ * completed (issue 13). */
+static void call_progress(void *data, const json_t *progress)
+{
+    struct call *c = data;
+    send_event(c->b, c->name, "tool_execution_progress",
+               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "progress", progress));
+}
+
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
@@ -518,7 +527,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .batch_id = b->id,
                                       .call_id = c->id,
                                       .request = req,
-                                      .timeout_ms = timeout};
+                                      .timeout_ms = timeout,
+                                      .progress = call_progress};
         c->worker = td_worker_start(&spec, call_done, c, &result);
         if (c->worker && b->throttled)
             td_worker_throttle(c->worker, true);

@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -41,6 +42,11 @@
 /* A longer message on standard input is refused (the daemon's own default
  * limit on a request line). */
 #define MCP_LINE_MAX (16u << 20)
+
+/* A running call whose request carried a progressToken gets a
+ * notifications/progress at least this often (--heartbeat): hosts time a
+ * request out after 60 s without one by default. */
+#define MCP_HEARTBEAT_MS 5000
 
 /* Characters of a request id kept in a batch id, for people reading tail. */
 #define MCP_BATCH_ID_CHARS 40
@@ -63,8 +69,11 @@ struct mcp_call {
     char *batch;
     json_t *result; /* from tool_execution_completed, once it came */
     bool cancelled; /* by the client, or at the end of input: no response */
-    json_t *elicit_id; /* our elicitation/create for its ask_user, in flight */
-    char *content;     /* the call's content, kept while the host is asked */
+    json_t *elicit_id;             /* our elicitation/create for its ask_user, in flight */
+    json_t *progress_token;        /* the request's _meta.progressToken; NULL: none */
+    double progress;               /* the last progress sent (MCP: it must increase) */
+    bool reported;                 /* the worker sent progress of its own */
+    long long started_ms, sent_ms; /* the call's start; the last notification */
     struct mcp_call *next;
 };
 
@@ -104,6 +113,7 @@ struct mcp {
     struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
     struct mcp_route *routes;
     unsigned long long elicits; /* elicitation/create requests so far */
+    long long heartbeat_ms;     /* --heartbeat */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -222,6 +232,66 @@ static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is
     put_result(m, id, r);
 }
 
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* notifications/progress for call c: the worker's (p its progress object)
+ * or, p NULL, a heartbeat. Progress must increase with each notification:
+ * a heartbeat before any progress of the worker's counts the seconds the
+ * call has run; after, it adds 0.001 (and, like a worker's value that
+ * does not increase, carries no total). */
+static void put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
+{
+    long long now = now_ms();
+    double v = p             ? json_number_value(json_object_get(p, "progress"))
+               : c->reported ? c->progress + 0.001
+                             : (double)((now - c->started_ms) / 1000);
+    json_t *total = p ? json_object_get(p, "total") : NULL;
+    if (v <= c->progress && (c->sent_ms || v <= 0)) {
+        v = c->progress + 0.001;
+        total = NULL;
+    }
+    json_t *params = json_pack("{s:O,s:f}", "progressToken", c->progress_token, "progress", v);
+    if (params && total)
+        json_object_set(params, "total", total);
+    char msg[64];
+    if (params && p && json_object_get(p, "message"))
+        json_object_set(params, "message", json_object_get(p, "message"));
+    else if (params && !p) {
+        snprintf(msg, sizeof(msg), "running for %lld s", (now - c->started_ms) / 1000);
+        json_object_set_new(params, "message", json_string(msg));
+    }
+    c->progress = v;
+    c->sent_ms = now;
+    if (p)
+        c->reported = true;
+    put_message(m, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
+                             "params", params));
+}
+
+/* Heartbeats due now; returns the ms until the next one, -1 for none. */
+static int heartbeats(struct mcp *m)
+{
+    long long now = now_ms(), next = -1;
+    for (struct mcp_call *c = m->calls; c; c = c->next) {
+        if (!c->progress_token || c->cancelled || c->elicit_id)
+            continue;
+        long long last = c->sent_ms ? c->sent_ms : c->started_ms;
+        if (now - last >= m->heartbeat_ms) {
+            put_progress(m, c, NULL);
+            last = now;
+        }
+        long long wait = last + m->heartbeat_ms - now;
+        if (next < 0 || wait < next)
+            next = wait;
+    }
+    return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
+}
+
 /* ------------------------------------------------------------------------ */
 /* State */
 
@@ -243,8 +313,8 @@ static struct mcp_call *call_by_id(struct mcp *m, const json_t *id)
 
 static void call_free(struct mcp_call *c)
 {
+    json_decref(c->progress_token);
     json_decref(c->elicit_id);
-    free(c->content);
     json_decref(c->id);
     json_decref(c->result);
     free(c->batch);
@@ -430,6 +500,10 @@ static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
         json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
     c->id = json_incref(id);
     c->batch = batch;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (is_id(token))
+        c->progress_token = json_incref(token);
+    c->started_ms = now_ms();
     c->next = m->calls;
     m->calls = c;
     send_daemon(m, req);
@@ -785,6 +859,9 @@ static void on_event(struct mcp *m, json_t *ev)
         on_loose_error(m, ev);
     } else if (!(c = call_by_batch(m, batch))) {
         /* not one of ours any more */
+    } else if (is_event(ev, "tool_execution_progress")) {
+        if (c->progress_token && !c->cancelled)
+            put_progress(m, c, json_object_get(ev, "progress"));
     } else if (is_event(ev, "tool_execution_completed")) {
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
@@ -844,7 +921,7 @@ static int serve(struct mcp *m)
             {.fd = te_client_fd(m->client), .events = POLLIN},
             {.fd = m->eof ? -1 : STDIN_FILENO, .events = POLLIN},
         };
-        if (poll(pfd, 2, -1) < 0) {
+        if (poll(pfd, 2, heartbeats(m)) < 0) {
             if (errno == EINTR)
                 continue;
             cli_err("poll: %s", strerror(errno));
@@ -859,16 +936,17 @@ static int serve(struct mcp *m)
     }
 }
 
-enum { OPT_TIMEOUT = 256 };
+enum { OPT_TIMEOUT = 256, OPT_HEARTBEAT };
 
 int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
         CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {0},
     };
-    struct mcp m = {.cli = cli};
+    struct mcp m = {.cli = cli, .heartbeat_ms = MCP_HEARTBEAT_MS};
     te_lines_init(&m.in, MCP_LINE_MAX);
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
@@ -876,6 +954,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
             return cli_help("mcp");
+        if (opt == OPT_HEARTBEAT) {
+            json_int_t ms;
+            if (!cli_parse_positive(optarg, &ms))
+                return cli_usage_error("mcp", "--heartbeat: expected a positive integer, not '%s'",
+                                       optarg);
+            m.heartbeat_ms = ms;
+            continue;
+        }
         if (opt != OPT_TIMEOUT)
             return cli_bad_option("mcp", opt, argv);
         if (!cli_parse_positive(optarg, &m.tool_timeout))

@@ -26,6 +26,7 @@ TOOLS = [
                                              "properties": {"yes": True, "no": False}}),
     worker_tool("fs.read", "echo", description="dotted name"),
     worker_tool("strictone", "echo", strict=True),
+    worker_tool("progress", "progress"),
     worker_tool("described", "ok-value", title="A described tool",
                 annotations={"readOnlyHint": True, "idempotentHint": True},
                 output_schema={"type": "object", "required": ["n"],
@@ -188,6 +189,32 @@ class ApiExact(unittest.TestCase):
             self.assertIn("custom tool calls are not supported", res[cid]["error"])
         msgs = {m["tool_call_id"]: m for m in end["messages"]}
         self.assertIn("custom tool calls", msgs["call_1"]["content"])
+
+
+    # -- item 6: progress frames before the response -------------------------
+    def test_progress_events(self):
+        self.c.send({"op": "run", "batch": "p", "calls": [
+            {"id": "c0", "name": "progress", "arguments": {"steps": 3}},
+            {"id": "c1", "name": "progress", "arguments": {"bad": True}}]})
+        seen, results = [], {}
+        while True:
+            ev = self.c.recv()
+            if ev["event"] == "tool_execution_progress":
+                self.assertNotIn(ev["id"], results, "progress after the result")
+                seen.append(ev)
+            if ev["event"] == "tool_execution_completed":
+                results[ev["id"]] = ev["result"]
+            if ev["event"] == "batch_completed":
+                break
+        self.assertEqual([e["progress"] for e in seen],
+                         [{"progress": i, "total": 3, "message": "step %d" % i}
+                          for i in (1.0, 2.0, 3.0)])
+        self.assertEqual({e["id"] for e in seen}, {"c0"})
+        self.assertEqual(seen[0]["batch"], "p")
+        self.assertEqual(seen[0]["name"], "progress")
+        self.assertEqual(results["c0"], {"ok": {"steps": 3}})
+        # a malformed progress frame is the response, an invalid one
+        self.assertEqual(results["c1"]["tool_error"]["reason"], "invalid_return")
 
 
 if __name__ == "__main__":

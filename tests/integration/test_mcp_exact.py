@@ -21,6 +21,7 @@ from test_mcp import TOOLEXEC, Session
 TOOLS = [
     worker_tool("echo", "echo"),
     worker_tool("ask", "ask"),
+    worker_tool("progress", "progress"),
     worker_tool("value", "ok-value",
                 output_schema={"type": "object", "properties": {"n": {"type": "integer"}}}),
 ]
@@ -38,8 +39,8 @@ class McpExact(unittest.TestCase):
     def tearDownClass(cls):
         cls.d.stop()
 
-    def session(self, version="2025-11-25", capabilities=None):
-        s = Session(self, self.d.sock)
+    def session(self, version="2025-11-25", capabilities=None, args=()):
+        s = Session(self, self.d.sock, *args)
         s.request(0, "initialize", {"protocolVersion": version,
                                     "capabilities": capabilities or {},
                                     "clientInfo": {"name": "test_mcp_exact", "version": "1"}})
@@ -82,6 +83,44 @@ class McpExact(unittest.TestCase):
         self.assertTrue(text.startswith("[ask_user] "), text)
         self.assertIn("which city?", text)
         self.assertNotIn("<awaiting user response>", text)
+
+    # -- item 6 ------------------------------------------------------------
+    def test_progress_notifications(self):
+        s, _ = self.session()
+        s.request(1, "tools/call", {"name": "progress", "arguments": {"steps": 3},
+                                    "_meta": {"progressToken": "tok"}})
+        notes = [s.recv() for _ in range(3)]
+        for i, n in enumerate(notes, 1):
+            self.assertEqual(n, {"jsonrpc": "2.0", "method": "notifications/progress",
+                                 "params": {"progressToken": "tok", "progress": i, "total": 3,
+                                            "message": "step %d" % i}})
+        self.assertEqual(json.loads(s.response(1)["result"]["content"][0]["text"]), {"steps": 3})
+        # without a progressToken: no notification
+        r = self.call(s, 2, "progress", {"steps": 2})
+        self.assertIn("result", r)
+        status, rest = s.finish()
+        self.assertEqual((status, rest), (0, []))
+        # the three of the first call only
+        self.assertEqual([m.get("method") for m in s.log].count("notifications/progress"), 3)
+
+    def test_heartbeat_for_a_quiet_call(self):
+        s, _ = self.session(args=("--heartbeat", "50"))
+        flag = os.path.join(self.d.shared_dir("hb"), "go")
+        s.request(1, "tools/call", {"name": "progress", "arguments": {"steps": 1, "path": flag},
+                                    "_meta": {"progressToken": 7}})
+        first = s.recv()
+        self.assertEqual(first["params"]["progress"], 1)
+        beats = [s.recv() for _ in range(3)]
+        last = 1
+        for b in beats:
+            self.assertEqual(b["method"], "notifications/progress")
+            self.assertEqual(b["params"]["progressToken"], 7)
+            self.assertGreater(b["params"]["progress"], last)
+            self.assertTrue(b["params"]["message"].startswith("running for "), b)
+            last = b["params"]["progress"]
+        with open(flag, "w"):
+            pass
+        self.assertIn("result", s.response(1))
 
     # -- item 7 ------------------------------------------------------------
     def test_list_changed_after_reload(self):
