@@ -135,6 +135,17 @@ int te_worker_progress(int fd, double progress, double total, const char *messag
 
 json_t *te_progress_frame(const char *body, size_t len)
 {
+    /* Every response frame passes here: parse only what starts as a
+     * progress frame, not a 16 MiB result a second time. */
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (i < len && body[i] == '{')
+        i++;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (len - i < 10 || memcmp(body + i, "\"progress\"", 10) != 0)
+        return NULL;
     json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
     json_t *p = json_object_get(v, "progress");
     const char *key;
