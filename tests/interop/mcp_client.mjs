@@ -1,12 +1,13 @@
 // The official MCP TypeScript SDK's client (pinned in package.json) driving
 // `toolexec mcp` over stdio against the real daemon started by run.py:
 // list, call, error, timeout, cancel (worker confirmed gone), progress,
-// list_changed after a reload, structured content, an unknown tool.
+// list_changed after a reload, structured content, an unknown tool,
+// ask_user through elicitation.
 // Environment: TOOLEXEC, TE_SOCKET, TE_DAEMON_PID, TE_TOOLS_DIR,
 // TE_TESTWORKER, TE_SLOW_TOKEN, TE_FLAG_DIR. Exit 0 when every check passed.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ToolListChangedNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ToolListChangedNotificationSchema, ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -138,4 +139,24 @@ await check('list_changed after a reload', async () => {
 });
 
 await client.close();
+
+// ask_user: a client with the elicitation capability is asked the question.
+await check('ask_user through elicitation/create', async () => {
+  const c2 = new Client({ name: 'toolexecd-interop-elicit', version: '1' },
+    { capabilities: { elicitation: {} } });
+  let asked;
+  c2.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked = req.params.message;
+    return { action: 'accept', content: { answer: 'Paris' } };
+  });
+  await c2.connect(new StdioClientTransport({
+    command: env.TOOLEXEC, args: ['--socket', env.TE_SOCKET, 'mcp'], stderr: 'inherit',
+  }));
+  const r = await c2.callTool({ name: 'ask', arguments: { question: 'which city?' } });
+  assert.equal(asked, 'which city?');
+  assert.equal(r.isError, false);
+  assert.match(text(r), /The user answered: Paris/);
+  await c2.close();
+});
+
 console.log(`${checks} checks passed`);

@@ -46,6 +46,7 @@ TOOLS = [
                 annotations={"readOnlyHint": True},
                 output_schema={"type": "object", "properties": {"n": {"type": "integer"}}}),
     worker_tool("manual_one", description="manual mode: no command"),
+    worker_tool("ask", "ask"),
 ]
 
 
