@@ -211,7 +211,8 @@ static void conn_lost(struct td_conn *c, const char *why)
 static void on_idle(uv_timer_t *t)
 {
     struct td_conn *c = t->data;
-    if (c->closing || c->nbatches || c->tail || c->events_only)
+    /* watch_tools: an MCP session waits for its host as long as it likes */
+    if (c->closing || c->nbatches || c->tail || c->events_only || c->watch_tools)
         return; /* restarted when its last batch completes */
     if (c->idle_closing) {
         td_log(TD_LOG_INFO, "client pid %d uid %d: idle and not reading; closing", (int)c->cred.pid,

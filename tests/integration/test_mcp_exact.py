@@ -145,6 +145,19 @@ class McpExact(unittest.TestCase):
         status, rest = s.finish()
         self.assertEqual((status, rest), (0, []))
 
+    def test_watching_session_is_not_closed_for_idling(self):
+        d = Daemon([worker_tool("echo", "echo")], args=["--idle-timeout", "1"])
+        self.addCleanup(d.stop)
+        s = Session(self, d.sock)
+        s.request(1, "tools/list")  # watches the tools from now on
+        self.assertIn("result", s.response(1))
+        control = d.client()  # connected later, so idle for less time
+        ev = control.recv(timeout=harness.WAIT)
+        self.assertEqual(ev["reason"], "idle_timeout", ev)
+        s.request(2, "tools/call", {"name": "echo", "arguments": {"still": "here"}})
+        self.assertEqual(json.loads(s.response(2)["result"]["content"][0]["text"]),
+                         {"still": "here"})
+
     # -- item 8 ------------------------------------------------------------
     def test_structured_content(self):
         s, _ = self.session()
