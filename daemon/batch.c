@@ -21,6 +21,7 @@
 #include "bus.h"
 #include "config.h"
 #include "denials.h"
+#include "declare.h"
 #include "log.h"
 #include "registry.h"
 #include "spill.h"
@@ -436,6 +437,7 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     int rc;
     c->done_ns = uv_hrtime();
     c->worker = NULL;
+    result = td_declare_check_output(c->tool, c->id, result);
     if (ru) {
         c->ru = *ru;
         c->have_ru = true;
@@ -512,17 +514,26 @@ static void start_unknown(struct td_batch *b, struct call *c)
               NULL);
 }
 
+/* A progress frame of a running call: an event between its started and
+ * completed (issue 13). */
+static void call_progress(void *data, const json_t *progress)
+{
+    struct call *c = data;
+    send_event(c->b, c->name, "tool_execution_progress",
+               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "progress", progress));
+}
+
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
     c->timeout_ms = b->r.tool_timeout_ms;
-    if (!c->tool) {
+    if (!c->tool && !json_object_get(json_array_get(b->r.calls, c->index), TE_CUSTOM_CALL)) {
         start_unknown(b, c);
         return;
     }
-    if (c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
+    if (c->tool && c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
         c->timeout_ms = c->tool->timeout_ms;
-    if (c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
+    if (c->tool && c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
         te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;
     b->running++;
@@ -552,7 +563,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .batch_id = b->id,
                                       .call_id = c->id,
                                       .request = req,
-                                      .timeout_ms = timeout};
+                                      .timeout_ms = timeout,
+                                      .progress = call_progress};
         c->worker = td_worker_start(&spec, call_done, c, &result);
         if (c->worker && b->throttled)
             td_worker_throttle(c->worker, true);
@@ -706,6 +718,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
     json_array_foreach(r.calls, i, call)
     {
         const char *name = json_string_value(json_object_get(call, "name"));
+        if (json_object_get(call, TE_CUSTOM_CALL))
+            continue; /* none of ours: that call's error (custom tool call) */
         struct td_tool *tool = td_registry_find(td_tools, name);
         if (tool && !tool_allowed(tool, cred)) {
             char msg[128 + TE_TOOL_NAME_MAX];
@@ -771,8 +785,10 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         c->id = json_string_value(json_object_get(call, "id"));
         c->name = json_string_value(json_object_get(call, "name"));
         c->arguments = json_object_get(call, "arguments");
-        struct td_tool *known = td_registry_find(td_tools, c->name);
-        c->tool = known ? td_tool_ref(known) : NULL; /* NULL: unknown_tool "error" */
+        struct td_tool *t =
+            json_object_get(call, TE_CUSTOM_CALL) ? NULL : td_registry_find(td_tools, c->name);
+        /* NULL: a custom tool call, or an unknown tool under "unknown_tool": "error" */
+        c->tool = t ? td_tool_ref(t) : NULL;
     }
     /* Subscribers learn who runs what before the batch's first event. */
     json_t *list = json_array();

@@ -205,6 +205,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_registry_free(td_tools);
         td_tools = fresh;
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
+        td_server_tools_changed();
     }
     td_notify_ready(notify_status);
 }

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "fsview.h"
 #include "egress.h"
+#include "declare.h"
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
@@ -71,6 +72,7 @@ void td_tool_unref(struct td_tool *t)
     td_sysfilter_conf_free(t->sysfilter);
     td_fsview_free(t->fs);
     td_egress_free(t->egress);
+    td_declare_free(t);
     free(t);
 }
 
@@ -114,7 +116,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
         "coerce",  "spill",
         "syscalls", "deny_syscalls",
-        "filesystem"};
+        "filesystem",
+        "title", "annotations", "output_schema", "strict"};
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -289,6 +292,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     if ((rc = td_sysfilter_parse(file, def, &t->sysfilter, err, errlen)) < 0)
         goto out;
     if ((rc = td_fsview_parse(file, json_object_get(def, "filesystem"), &t->fs, err, errlen)) < 0)
+        goto out;
+    if ((rc = td_declare_parse(file, def, t, err, errlen)) < 0)
         goto out;
     rc = -EINVAL;
 
@@ -550,6 +555,8 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
             if (strcmp(r->tools[i - 1]->name, r->tools[i]->name) == 0)
                 rc = fail(err, errlen, "%s: name: \"%s\" is already defined in %s",
                           r->tools[i]->file, r->tools[i]->name, r->tools[i - 1]->file);
+        if (rc == 0)
+            rc = td_declare_check_names(r, err, errlen);
     }
     if (rc) {
         td_registry_free(r);
@@ -572,6 +579,10 @@ struct td_tool *td_registry_find(const struct td_registry *r, const char *name)
         else
             lo = mid + 1;
     }
+    /* the name the tool is declared under to OpenAI and Anthropic (declare.c) */
+    for (size_t i = 0; name && i < r->n; i++)
+        if (strcmp(name, r->tools[i]->api_name) == 0)
+            return r->tools[i];
     return NULL;
 }
 
@@ -582,8 +593,7 @@ json_t *td_registry_list_as(const struct td_registry *r, const char *format)
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n; i++) {
         /* manual-mode tools are the host's own: an API request lists them too */
-        json_t *t = te_tool_declaration(format, r->tools[i]->name, r->tools[i]->description,
-                                        r->tools[i]->schema);
+        json_t *t = td_declare_tool(r->tools[i], format);
         if (!t) {
             json_decref(arr);
             return NULL;

@@ -47,6 +47,14 @@ struct td_tool {
     struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
     /* egress (issue 11): "network": {"allow": [...]}; network is then 0 */
     struct td_egress *egress;
+    /* declare.c (issue 13): the tool as the APIs and MCP are told of it */
+    json_t *listed_schema;       /* schema with "type": "object" on top, object properties */
+    char *api_name;              /* name with '.' as '_' (OpenAI, Anthropic) */
+    char *title;                 /* NULL: none */
+    json_t *annotations;         /* MCP's hints; NULL: none */
+    json_t *output_schema;       /* listed form; NULL: none */
+    te_schema *output_validator; /* compiled output_schema */
+    bool strict;                 /* OpenAI's strict mode */
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

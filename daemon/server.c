@@ -83,6 +83,7 @@ struct td_conn {
     struct td_conn_sched sched;
     bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
     LIST_ENTRY(td_conn) link;
+    bool watch_tools; /* {"op": "tools", "watch": true}: told of each reload */
 };
 
 struct write_req {
@@ -211,7 +212,8 @@ static void conn_lost(struct td_conn *c, const char *why)
 static void on_idle(uv_timer_t *t)
 {
     struct td_conn *c = t->data;
-    if (c->closing || c->nbatches || c->tail || c->events_only)
+    /* watch_tools: an MCP session waits for its host as long as it likes */
+    if (c->closing || c->nbatches || c->tail || c->events_only || c->watch_tools)
         return; /* restarted when its last batch completes */
     if (c->idle_closing) {
         td_log(TD_LOG_INFO, "client pid %d uid %d: idle and not reading; closing", (int)c->cred.pid,
@@ -584,6 +586,14 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
         metrics_op(c);
     } else if (strcmp(op, "tools") == 0) {
         json_t *f = json_object_get(req, "format");
+        json_t *watch = json_object_get(req, "watch");
+        if (watch && !json_is_boolean(watch)) {
+            td_conn_error(c, NULL, "request_error", "invalid_request",
+                          "watch: expected true or false", NULL);
+            return;
+        }
+        if (watch)
+            c->watch_tools = json_is_true(watch);
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
                        : json_is_string(f)   ? td_registry_list_as(td_tools, json_string_value(f))
                                              : NULL;
@@ -812,6 +822,15 @@ static unsigned total_batches(void)
 bool td_server_finished(void)
 {
     return total_batches() == 0 && td_workers_alive() == 0;
+}
+
+void td_server_tools_changed(void)
+{
+    struct td_conn *c;
+    LIST_FOREACH(c, &conns, link)
+        if (c->watch_tools && !c->dead)
+            td_conn_send(c, json_pack("{s:s,s:I}", "event", "tools_changed", "count",
+                                      (json_int_t)td_tools->n));
 }
 
 void td_server_cancel_all(void)

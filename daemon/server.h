@@ -21,6 +21,9 @@ void td_server_on_conn_gone(void (*cb)(void));
 bool td_server_finished(void);
 /* Cancel every batch of every client. */
 void td_server_cancel_all(void);
+/* After a reload: {"event": "tools_changed"} to the connections that asked
+ * with {"op": "tools", "watch": true}. */
+void td_server_tools_changed(void);
 /* Close connections whose batches are done but whose client has not read
  * the events it is owed (shutting down, after a grace). */
 void td_server_drop_unread(void);

@@ -105,6 +105,7 @@ struct td_worker {
     size_t head_len;
     /* egress: the proxy serving its allow-list (proxy.c), until it ends */
     struct td_proxy *egress;
+    td_progress_cb progress_cb; /* issue 13: progress frames before the response */
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -368,6 +369,25 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
     }
     size_t used;
     int rc = te_frame_feed(&w->dec, p, n, &used);
+    /* progress frames come before the response: read on past each */
+    while (rc == TE_FRAME_DONE && w->progress_cb) {
+        size_t len;
+        char *body = te_frame_take(&w->dec, &len);
+        json_t *progress = te_progress_frame(body, len);
+        if (!progress) {
+            w->discarded += n - used; /* counted before finish so the log says it */
+            on_frame(w, body, len);
+            return;
+        }
+        free(body);
+        w->progress_cb(w->cb_data, progress);
+        json_decref(progress);
+        if (w->finished) /* cancelled from inside the callback */
+            return;
+        p += used;
+        n -= used;
+        rc = n ? te_frame_feed(&w->dec, p, n, &used) : 0;
+    }
     if (rc == TE_FRAME_DONE) {
         size_t len;
         char *body = te_frame_take(&w->dec, &len);
@@ -907,6 +927,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         w->sysn = td_sysnotify_start(child.handed[TD_HAND_SECCOMP], &w->denied);
     w->cb = cb;
     w->cb_data = data;
+    w->progress_cb = s->progress;
     te_frame_decoder_init(&w->dec, w->max_output);
     pipe_open(w, &w->in, child.in);
     pipe_open(w, &w->out, child.out);

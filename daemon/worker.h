@@ -32,11 +32,14 @@ struct td_call_facts {
 /* facts: NULL when nothing is known (the call never had a worker). */
 typedef void (*td_result_cb)(void *data, json_t *result /* stolen */,
                              const struct td_call_facts *facts);
+/* A progress frame's object (borrowed), before the result; same data. */
+typedef void (*td_progress_cb)(void *data, const json_t *progress);
 struct td_worker_spec {
     struct td_tool *tool;
     const char *batch_id, *call_id;
     json_t *request; /* the request frame's object */
     uint64_t timeout_ms;
+    td_progress_cb progress; /* NULL: a progress frame is an invalid response */
 };
 /* Start a worker. The result callback runs exactly once, never from inside
  * this call; on failure to spawn returns NULL and *result is the call's

@@ -404,9 +404,50 @@ static void parse_arguments_text(json_t *call, const char *text)
  * native {"id", "name", "arguments"} (plus "shape", and TE_ARGUMENTS_ERROR
  * when the arguments text did not parse). Keys the APIs add (status, ...)
  * are ignored. */
+/* An OpenAI custom (free-text) tool call: Chat Completions'
+ * {"type": "custom", "id", "custom": {"name", "input"}} or a Responses
+ * {"type": "custom_tool_call", "call_id", "name", "input"} item. It is that
+ * call's error, not the batch's: toolexecd tools take JSON arguments.
+ * 1 when call is one (rewritten like an LLM call), 0 when not, -EINVAL. */
+static int normalize_custom_call(json_t *call, size_t i, char *err, size_t errlen)
+{
+    const char *type = json_string_value(json_object_get(call, "type"));
+    bool chat = type && strcmp(type, "custom") == 0;
+    if (!chat && !(type && strcmp(type, "custom_tool_call") == 0))
+        return 0;
+    const char *id_key = chat ? "id" : "call_id";
+    json_t *fn = chat ? json_object_get(call, "custom") : call;
+    json_t *id = json_object_get(call, id_key), *name = json_object_get(fn, "name");
+    json_t *input = json_object_get(fn, "input");
+    if (!json_is_object(fn))
+        return fail(err, errlen, "calls[%zu].custom: expected an object", i);
+    if (!json_is_string(id))
+        return fail(err, errlen, "calls[%zu].%s: expected a string", i, id_key);
+    if (!json_is_string(name))
+        return fail(err, errlen, "calls[%zu]%s.name: expected a string", i, chat ? ".custom" : "");
+    json_incref(id);
+    json_incref(name);
+    json_t *text = json_is_string(input) ? json_incref(input) : json_string("");
+    json_object_clear(call);
+    json_object_set_new(call, "id", id);
+    json_object_set_new(call, "name", name);
+    json_object_set_new(
+        call, "shape",
+        json_string(te_format_name(chat ? TE_FORMAT_OPENAI : TE_FORMAT_OPENAI_RESPONSES)));
+    json_object_set_new(call, "arguments", text);
+    json_object_set_new(call, TE_CUSTOM_CALL, json_true());
+    json_object_set_new(call, TE_ARGUMENTS_ERROR,
+                        json_string("custom tool calls are not supported: toolexecd tools take "
+                                    "JSON arguments (declare them as functions)"));
+    return 1;
+}
+
 static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
 {
     json_t *id, *name, *args;
+    int custom = normalize_custom_call(call, i, err, errlen);
+    if (custom)
+        return custom < 0 ? custom : 0;
     int shape = te_call_shape(call); /* the API the call came from */
     if (shape < 0)
         return fail(err, errlen,

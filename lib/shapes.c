@@ -82,8 +82,10 @@ json_t *te_tool_declaration(const char *format, const char *name, const char *de
         return json_pack("{s:s,s:{s:s,s:s,s:O}}", "type", "function", "function", "name", name,
                          "description", description, "parameters", schema);
     if (strcmp(format, "openai_responses") == 0)
-        return json_pack("{s:s,s:s,s:s,s:O}", "type", "function", "name", name, "description",
-                         description, "parameters", schema);
+        /* strict: required by the SDK's type; absent, the Responses API
+         * forces strict mode on the schema */
+        return json_pack("{s:s,s:s,s:s,s:O,s:b}", "type", "function", "name", name, "description",
+                         description, "parameters", schema, "strict", 0);
     if (strcmp(format, "anthropic") == 0)
         return json_pack("{s:s,s:s,s:O}", "name", name, "description", description, "input_schema",
                          schema);

@@ -245,6 +245,9 @@ bool te_tool_format_valid(const char *format);
 /* Set on a normalised call whose arguments came as JSON text that did not
  * parse to an object: the handler-style error text for it. */
 #define TE_ARGUMENTS_ERROR "arguments_error"
+/* Set (true) on an OpenAI custom tool call: it names no tool of ours and
+ * completes with the TE_ARGUMENTS_ERROR error, running nothing. */
+#define TE_CUSTOM_CALL "custom_call"
 
 typedef struct te_run_request {
     const char *batch; /* NULL when the client gave none */
@@ -333,6 +336,14 @@ typedef json_t *(*te_handler)(const te_call *call, void *userdata);
 int te_worker_read_request(int fd, json_t **request);
 /* Write one response frame to fd (normally 1). */
 int te_worker_write_response(int fd, const json_t *response);
+/* Progress, before the response: a frame {"progress": {"progress": n,
+ * "total": m, "message": "..."}}; total < 0 and message NULL leave them out.
+ * The daemon forwards it as a tool_execution_progress event. */
+int te_worker_progress(int fd, double progress, double total, const char *message);
+/* The object of a progress frame body ({"progress": {...}} with a number
+ * "progress", and optionally a number "total" and a string "message", and
+ * nothing else), a new reference; NULL when the body is not one. */
+json_t *te_progress_frame(const char *body, size_t len);
 /* The whole worker: read the request from stdin, run the handler, write the
  * response to stdout. Returns the process exit status to use (0 on success). */
 int te_worker_main(te_handler handler, void *userdata);

@@ -118,6 +118,53 @@ int te_worker_write_response(int fd, const json_t *response)
     return rc;
 }
 
+int te_worker_progress(int fd, double progress, double total, const char *message)
+{
+    json_t *p = json_pack("{s:f}", "progress", progress);
+    if (p && total >= 0)
+        json_object_set_new(p, "total", json_real(total));
+    if (p && message)
+        json_object_set_new(p, "message", json_string(message));
+    json_t *frame = p ? json_pack("{s:o}", "progress", p) : NULL;
+    if (!frame)
+        return -ENOMEM;
+    int rc = te_worker_write_response(fd, frame);
+    json_decref(frame);
+    return rc;
+}
+
+json_t *te_progress_frame(const char *body, size_t len)
+{
+    /* Every response frame passes here: parse only what starts as a
+     * progress frame, not a 16 MiB result a second time. */
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (i < len && body[i] == '{')
+        i++;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (len - i < 10 || memcmp(body + i, "\"progress\"", 10) != 0)
+        return NULL;
+    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *p = json_object_get(v, "progress");
+    const char *key;
+    json_t *x;
+    bool good = json_is_object(v) && json_object_size(v) == 1 && json_is_object(p) &&
+                json_is_number(json_object_get(p, "progress"));
+    json_object_foreach(good ? p : NULL, key, x)
+    {
+        if (strcmp(key, "progress") == 0)
+            continue;
+        if (!(strcmp(key, "total") == 0 && json_is_number(x)) &&
+            !(strcmp(key, "message") == 0 && json_is_string(x)))
+            good = false;
+    }
+    json_t *out = good ? json_incref(p) : NULL;
+    json_decref(v);
+    return out;
+}
+
 int te_worker_main(te_handler handler, void *userdata)
 {
     json_t *req = NULL;

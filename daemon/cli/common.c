@@ -110,6 +110,8 @@ void cli_print_json(const json_t *ev)
 
 /* The socket: --socket, then $TOOLEXECD_SOCKET, then the daemon's own
  * default, so that a toolexec and a toolexecd started alike meet. */
+static bool socket_fallback; /* no XDG_RUNTIME_DIR: a guessed default */
+
 static const char *resolve_socket(struct cli *cli)
 {
     if (cli->socket_path)
@@ -119,10 +121,15 @@ static const char *resolve_socket(struct cli *cli)
         return cli->socket_path = env;
     int rc = te_default_socket_path(socket_buf, sizeof(socket_buf));
     if (rc == -ENOENT) {
-        cli_err("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket "
-                "PATH or set TOOLEXECD_SOCKET (the system service listens on " CLI_SYSTEM_SOCKET
-                ")");
-        return NULL;
+        /* An MCP host starts its servers with a bare environment: the
+         * user's runtime directory where logind makes it, then the system
+         * service's socket. */
+        snprintf(socket_buf, sizeof(socket_buf), "/run/user/%u/toolexecd.sock",
+                 (unsigned)geteuid());
+        if (access(socket_buf, F_OK) != 0)
+            snprintf(socket_buf, sizeof(socket_buf), "%s", CLI_SYSTEM_SOCKET);
+        socket_fallback = true;
+        return cli->socket_path = socket_buf;
     }
     if (rc < 0) {
         cli_err("cannot work out the default socket: %s; pass --socket PATH", strerror(-rc));
@@ -138,6 +145,10 @@ static const char *dash(void)
 
 static void explain_connect_error(const char *path, int err)
 {
+    if (socket_fallback)
+        cli_err("XDG_RUNTIME_DIR is not set: tried /run/user/%u/toolexecd.sock, then "
+                "%s; pass --socket PATH or set TOOLEXECD_SOCKET",
+                (unsigned)geteuid(), path);
     if (err == EACCES || err == EPERM) {
         cli_err("cannot connect to %s: %s %s is your user in the socket's group? "
                 "(ls -l %s; toolexecd --socket-group) Set --socket or TOOLEXECD_SOCKET.",

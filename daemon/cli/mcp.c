@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,11 +37,16 @@
 
 /* The newest revision of MCP this server speaks; offered to a client that
  * asks for one it does not know. */
-#define MCP_LATEST_VERSION "2025-06-18"
+#define MCP_LATEST_VERSION "2025-11-25"
 
 /* A longer message on standard input is refused (the daemon's own default
  * limit on a request line). */
 #define MCP_LINE_MAX (16u << 20)
+
+/* A running call whose request carried a progressToken gets a
+ * notifications/progress at least this often (--heartbeat): hosts time a
+ * request out after 60 s without one by default. */
+#define MCP_HEARTBEAT_MS 5000
 
 /* Characters of a request id kept in a batch id, for people reading tail. */
 #define MCP_BATCH_ID_CHARS 40
@@ -54,7 +60,8 @@ enum {
     RPC_INTERNAL_ERROR = -32603,
 };
 
-static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", NULL};
+static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                 "2025-11-25", NULL};
 
 /* A tools/call in flight: its batch, until the batch's terminal event. */
 struct mcp_call {
@@ -62,6 +69,11 @@ struct mcp_call {
     char *batch;
     json_t *result; /* from tool_execution_completed, once it came */
     bool cancelled; /* by the client, or at the end of input: no response */
+    json_t *elicit_id;             /* our elicitation/create for its ask_user, in flight */
+    json_t *progress_token;        /* the request's _meta.progressToken; NULL: none */
+    double progress;               /* the last progress sent (MCP: it must increase) */
+    bool reported;                 /* the worker sent progress of its own */
+    long long started_ms, sent_ms; /* the call's start; the last notification */
     struct mcp_call *next;
 };
 
@@ -70,6 +82,19 @@ struct mcp_listing {
     json_t *id;
     bool cancelled;
     struct mcp_listing *next;
+};
+
+/* A JSON-RPC batch (MCP 2025-03-26 only): its responses, sent together as
+ * one array once each request in it has been answered (or cancelled). */
+struct mcp_rpcbatch {
+    json_t *out;
+    unsigned pending;
+};
+/* Which batch the response to a request id goes into. */
+struct mcp_route {
+    json_t *id;
+    struct mcp_rpcbatch *rb;
+    struct mcp_route *next;
 };
 
 struct mcp {
@@ -83,13 +108,77 @@ struct mcp {
     bool eof;               /* the host is gone: no more input */
     bool hangup;            /* writing to standard output failed */
     int lost;               /* an exit code once the daemon connection failed */
+    bool elicitation;       /* the host declared the elicitation capability */
+    const char *version;    /* the protocol revision agreed on; NULL before */
+    struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
+    struct mcp_route *routes;
+    unsigned long long elicits; /* elicitation/create requests so far */
+    long long heartbeat_ms;     /* --heartbeat */
 };
 
 /* ------------------------------------------------------------------------ */
 /* Writing messages */
 
-/* Write one message (stolen) as a line on standard output. */
+static void put_line(struct mcp *m, json_t *msg);
+
+static void rb_release(struct mcp *m, struct mcp_rpcbatch *rb)
+{
+    if (--rb->pending)
+        return;
+    if (json_array_size(rb->out))
+        put_line(m, rb->out);
+    else
+        json_decref(rb->out);
+    free(rb);
+}
+
+/* The route of a response to id, unlinked; NULL when it has none. */
+static struct mcp_route *route_take(struct mcp *m, const json_t *id)
+{
+    for (struct mcp_route **p = &m->routes; *p; p = &(*p)->next)
+        if (json_equal((*p)->id, id)) {
+            struct mcp_route *r = *p;
+            *p = r->next;
+            return r;
+        }
+    return NULL;
+}
+
+/* A request of a JSON-RPC batch that gets no response (cancelled). */
+static void route_drop(struct mcp *m, const json_t *id)
+{
+    struct mcp_route *r = m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+    }
+}
+
+/* Write one message (stolen): a response to a request of a JSON-RPC batch
+ * goes into that batch's array. */
 static void put_message(struct mcp *m, json_t *msg)
+{
+    bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+    json_t *id = response ? json_object_get(msg, "id") : NULL;
+    struct mcp_route *r = id && m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        json_array_append_new(r->rb->out, msg);
+        rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+        return;
+    }
+    if (response && !id && m->cur_rb) {
+        /* an element of the batch being read that had no usable id */
+        json_array_append_new(m->cur_rb->out, msg);
+        return;
+    }
+    put_line(m, msg);
+}
+
+/* Write one message (stolen) as a line on standard output. */
+static void put_line(struct mcp *m, json_t *msg)
 {
     char *s = msg ? te_json_dumps(msg, 0, NULL) : NULL;
     json_decref(msg);
@@ -107,11 +196,12 @@ static void put_message(struct mcp *m, json_t *msg)
 /* A response with result (stolen). */
 static void put_result(struct mcp *m, json_t *id, json_t *result)
 {
-    put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                             "result", result));
+    put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
-/* An error response; id NULL means null. data (stolen) may be NULL. */
+/* An error response; id NULL (a message whose id could not be read) leaves
+ * "id" out: the schema of 2025-06-18 and later has no null id. data (stolen)
+ * may be NULL. */
 static void put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
 {
     json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
@@ -120,19 +210,86 @@ static void put_error(struct mcp *m, json_t *id, int code, const char *message, 
     if (err && data)
         json_object_set(err, "data", data);
     json_decref(data);
-    put_message(
-        m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err));
+    json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
+    if (msg && id)
+        json_object_set(msg, "id", id);
+    put_message(m, msg);
 }
 
-/* A tools/call result: one text content, and whether the call failed. */
-static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error)
+/* A tools/call result: one text content, whether the call failed, and
+ * the structured result (an object; NULL: none). */
+static void put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
+                            const json_t *structured)
 {
     json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
     if (!content) {
         put_error(m, id, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
         return;
     }
-    put_result(m, id, json_pack("{s:o,s:b}", "content", content, "isError", is_error));
+    json_t *r = json_pack("{s:o,s:b}", "content", content, "isError", is_error);
+    if (r && json_is_object(structured))
+        json_object_set(r, "structuredContent", (json_t *)structured);
+    put_result(m, id, r);
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* notifications/progress for call c: the worker's (p its progress object)
+ * or, p NULL, a heartbeat. Progress must increase with each notification:
+ * a heartbeat before any progress of the worker's counts the seconds the
+ * call has run; after, it adds 0.001 (and, like a worker's value that
+ * does not increase, carries no total). */
+static void put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
+{
+    long long now = now_ms();
+    double v = p             ? json_number_value(json_object_get(p, "progress"))
+               : c->reported ? c->progress + 0.001
+                             : (double)((now - c->started_ms) / 1000);
+    json_t *total = p ? json_object_get(p, "total") : NULL;
+    if (v <= c->progress && (c->sent_ms || v <= 0)) {
+        v = c->progress + 0.001;
+        total = NULL;
+    }
+    json_t *params = json_pack("{s:O,s:f}", "progressToken", c->progress_token, "progress", v);
+    if (params && total)
+        json_object_set(params, "total", total);
+    char msg[64];
+    if (params && p && json_object_get(p, "message"))
+        json_object_set(params, "message", json_object_get(p, "message"));
+    else if (params && !p) {
+        snprintf(msg, sizeof(msg), "running for %lld s", (now - c->started_ms) / 1000);
+        json_object_set_new(params, "message", json_string(msg));
+    }
+    c->progress = v;
+    c->sent_ms = now;
+    if (p)
+        c->reported = true;
+    put_message(m, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
+                             "params", params));
+}
+
+/* Heartbeats due now; returns the ms until the next one, -1 for none. */
+static int heartbeats(struct mcp *m)
+{
+    long long now = now_ms(), next = -1;
+    for (struct mcp_call *c = m->calls; c; c = c->next) {
+        if (!c->progress_token || c->cancelled || c->elicit_id)
+            continue;
+        long long last = c->sent_ms ? c->sent_ms : c->started_ms;
+        if (now - last >= m->heartbeat_ms) {
+            put_progress(m, c, NULL);
+            last = now;
+        }
+        long long wait = last + m->heartbeat_ms - now;
+        if (next < 0 || wait < next)
+            next = wait;
+    }
+    return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -156,6 +313,8 @@ static struct mcp_call *call_by_id(struct mcp *m, const json_t *id)
 
 static void call_free(struct mcp_call *c)
 {
+    json_decref(c->progress_token);
+    json_decref(c->elicit_id);
     json_decref(c->id);
     json_decref(c->result);
     free(c->batch);
@@ -164,6 +323,8 @@ static void call_free(struct mcp_call *c)
 
 static void call_remove(struct mcp *m, struct mcp_call *c)
 {
+    if (c->cancelled)
+        route_drop(m, c->id);
     struct mcp_call **p = &m->calls;
     while (*p != c)
         p = &(*p)->next;
@@ -184,8 +345,10 @@ static struct mcp_listing *listing_pop(struct mcp *m)
     return l;
 }
 
-static void listing_free(struct mcp_listing *l)
+static void listing_free(struct mcp *m, struct mcp_listing *l)
 {
+    if (l->cancelled)
+        route_drop(m, l->id);
     json_decref(l->id);
     free(l);
 }
@@ -211,6 +374,8 @@ static void cancel_call(struct mcp *m, struct mcp_call *c)
     if (c->cancelled)
         return;
     c->cancelled = true;
+    if (c->elicit_id)
+        return; /* its batch has completed */
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     send_daemon(m, req);
     json_decref(req);
@@ -223,7 +388,15 @@ static void end_of_input(struct mcp *m)
     m->eof = true;
     for (struct mcp_call *c = m->calls; c; c = c->next)
         cancel_call(m, c);
+    /* calls waiting for the host's answer to a question have no batch */
+    for (struct mcp_call *c = m->calls, *next; c; c = next) {
+        next = c->next;
+        if (c->elicit_id)
+            call_remove(m, c);
+    }
 }
+
+static void on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);
 
 /* ------------------------------------------------------------------------ */
 /* Requests from the host */
@@ -265,9 +438,12 @@ static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
     for (const char *const *v = supported_versions; asked && *v; v++)
         if (strcmp(asked, *v) == 0)
             version = *v;
+    m->version = version;
+    m->elicitation =
+        json_is_object(json_object_get(json_object_get(params, "capabilities"), "elicitation"));
     put_result(m, id,
                json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
-                         "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
+                         "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
                          "toolexec", "version", CLI_VERSION));
 }
 
@@ -275,7 +451,8 @@ static void on_tools_list(struct mcp *m, json_t *id)
 {
     /* A cursor is accepted and ignored: the whole list comes in one page. */
     struct mcp_listing *l = calloc(1, sizeof(*l));
-    json_t *req = json_pack("{s:s,s:s}", "op", "tools", "format", "mcp");
+    /* watch: the daemon says when a reload changed its tools */
+    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
     if (!l || !req) {
         free(l);
         json_decref(req);
@@ -323,6 +500,10 @@ static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
         json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
     c->id = json_incref(id);
     c->batch = batch;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (is_id(token))
+        c->progress_token = json_incref(token);
+    c->started_ms = now_ms();
     c->next = m->calls;
     m->calls = c;
     send_daemon(m, req);
@@ -335,6 +516,10 @@ static void on_cancelled(struct mcp *m, const json_t *params)
     if (!is_id(id))
         return;
     struct mcp_call *c = call_by_id(m, id);
+    if (c && c->elicit_id) {
+        call_remove(m, c); /* its batch is over; the host's answer is ignored */
+        return;
+    }
     if (c) {
         cancel_call(m, c);
         return;
@@ -372,6 +557,47 @@ static void on_request(struct mcp *m, json_t *id, const char *method, const json
     }
 }
 
+static void on_message(struct mcp *m, json_t *msg);
+
+/* A JSON-RPC batch: MCP 2025-03-26 requires them to be accepted; 2025-06-18
+ * removed them. The responses go out as one array. */
+static void on_rpc_batch(struct mcp *m, json_t *msgs)
+{
+    if (!m->version || strcmp(m->version, "2025-03-26") != 0 || !json_array_size(msgs)) {
+        put_error(m, NULL, RPC_INVALID_REQUEST,
+                  json_array_size(msgs) ? "Invalid Request: batches are not supported after "
+                                          "protocol revision 2025-03-26"
+                                        : "Invalid Request: an empty batch",
+                  NULL);
+        return;
+    }
+    struct mcp_rpcbatch *rb = calloc(1, sizeof(*rb));
+    if (!rb || !(rb->out = json_array())) {
+        free(rb);
+        put_error(m, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    rb->pending = 1; /* until every element has been read */
+    size_t i;
+    json_t *el;
+    json_array_foreach(msgs, i, el)
+    {
+        json_t *id = json_object_get(el, "id");
+        struct mcp_route *r = NULL;
+        if (json_object_get(el, "method") && is_id(id) && (r = calloc(1, sizeof(*r)))) {
+            r->id = json_incref(id);
+            r->rb = rb;
+            r->next = m->routes;
+            m->routes = r;
+            rb->pending++;
+        }
+        m->cur_rb = rb;
+        on_message(m, json_incref(el));
+        m->cur_rb = NULL;
+    }
+    rb_release(m, rb);
+}
+
 /* One line of input: a JSON-RPC request, notification or response. */
 static void on_line(struct mcp *m, const char *line, size_t len)
 {
@@ -389,11 +615,16 @@ static void on_line(struct mcp *m, const char *line, size_t len)
         return;
     }
     if (json_is_array(msg)) {
-        /* JSON-RPC batches: MCP 2025-06-18 no longer has them */
-        put_error(m, NULL, RPC_INVALID_REQUEST, "Invalid Request: batches are not supported", NULL);
+        on_rpc_batch(m, msg);
         json_decref(msg);
         return;
     }
+    on_message(m, msg);
+}
+
+/* One message (stolen). */
+static void on_message(struct mcp *m, json_t *msg)
+{
     json_t *id = json_object_get(msg, "id");
     const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
     json_t *method_v = json_object_get(msg, "method");
@@ -407,9 +638,16 @@ static void on_line(struct mcp *m, const char *line, size_t len)
     else if (!version || strcmp(version, "2.0") != 0)
         bad = "Invalid Request: jsonrpc: expected \"2.0\"";
     else if (!method_v && id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
-        bad = ""; /* a response: this server sends no requests, so it is stray */
+        bad = ""; /* a response: to our elicitation/create, or stray */
     else if (!method)
         bad = "Invalid Request: method: expected a string";
+    if (bad && !*bad) {
+        for (struct mcp_call *c = m->calls; c; c = c->next)
+            if (c->elicit_id && json_equal(c->elicit_id, id)) {
+                on_elicit_response(m, c, msg);
+                break;
+            }
+    }
     if (bad) {
         if (*bad)
             put_error(m, is_id(id) ? id : NULL, RPC_INVALID_REQUEST, bad, NULL);
@@ -480,25 +718,103 @@ static bool is_failure(const json_t *result)
     return !result || json_object_get(result, "error") || json_object_get(result, "tool_error");
 }
 
+/* What the model reads when its tool asked the user a question that the
+ * host was not asked (no elicitation) or did not put to the user. */
+static void put_question(struct mcp *m, struct mcp_call *c, const char *question)
+{
+    char *text = NULL;
+    if (asprintf(&text,
+                 "[ask_user] The tool needs an answer from the user before it can go on. "
+                 "Ask the user this question, then call the tool again with the answer: %s",
+                 question) < 0)
+        text = NULL;
+    put_call_result(m, c->id, text ? text : question, false, NULL);
+    free(text);
+}
+
+/* A tool's ask_user: put the question to the user through the host
+ * (elicitation/create) when it can; true when the call now waits for that. */
+static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
+{
+    if (!m->elicitation) {
+        put_question(m, c, question);
+        return false;
+    }
+    char id[64];
+    snprintf(id, sizeof(id), "toolexec-elicit-%llu", ++m->elicits);
+    json_t *req = json_pack("{s:s,s:s,s:s,s:{s:s,s:{s:s,s:{s:{s:s,s:s}},s:[s]}}}", "jsonrpc", "2.0",
+                            "id", id, "method", "elicitation/create", "params", "message", question,
+                            "requestedSchema", "type", "object", "properties", "answer", "type",
+                            "string", "title", "Answer", "required", "answer");
+    if (!req) {
+        put_question(m, c, question);
+        return false;
+    }
+    c->elicit_id = json_string(id);
+    put_message(m, req);
+    return true;
+}
+
+/* The host's answer to our elicitation/create for call c. */
+static void on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg)
+{
+    const char *question = json_string_value(json_object_get(c->result, "ask_user"));
+    json_t *result = json_object_get(msg, "result");
+    const char *action = json_string_value(json_object_get(result, "action"));
+    json_t *answer = json_object_get(json_object_get(result, "content"), "answer");
+    if (c->cancelled) {
+        /* no response for a cancelled request */
+    } else if (!action) {
+        put_question(m, c, question ? question : "");
+    } else {
+        char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
+                      : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
+                                             : NULL;
+        char *text = NULL;
+        int n = strcmp(action, "accept") == 0
+                    ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
+                               question ? question : "", shown ? shown : "")
+                    : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
+                               question ? question : "", action);
+        put_call_result(m, c->id, n < 0 ? "" : text, false, NULL);
+        free(text);
+        free(shown);
+    }
+    call_remove(m, c);
+}
+
 /* The batch's terminal event: the call's answer. */
 static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
 {
+    const char *question = json_string_value(json_object_get(c->result, "ask_user"));
     if (c->cancelled) {
         /* MCP: no response for a cancelled request */
+    } else if (is_event(ev, "batch_completed") && question) {
+        if (ask_host(m, c, question))
+            return; /* answered when the host's response comes */
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
         put_call_result(m, c->id, json_string_value(json_object_get(msg, "content")),
-                        is_failure(c->result));
+                        is_failure(c->result), json_object_get(c->result, "ok"));
     } else {
         const char *type = json_string_value(json_object_get(ev, "type"));
         const char *reason = json_string_value(json_object_get(ev, "reason"));
         const char *message = json_string_value(json_object_get(ev, "message"));
         if (!message)
             message = "toolexecd refused the call";
-        if (type && strcmp(type, "engine_error") == 0) {
-            /* unknown_tool, forbidden_tool: tool errors, which the model can
-             * read and act on */
-            put_call_result(m, c->id, message, true);
+        if (reason && strcmp(reason, "unknown_tool") == 0) {
+            /* the spec (2025-06-18, 2025-11-25) lists an unknown tool as a
+             * protocol error, its example -32602 */
+            const char *tool =
+                json_string_value(json_object_get(json_object_get(ev, "metadata"), "tool_name"));
+            char text[256];
+            snprintf(text, sizeof(text), "Unknown tool: %.200s", tool ? tool : "");
+            put_error(m, c->id, RPC_INVALID_PARAMS, text,
+                      json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
+        } else if (type && strcmp(type, "engine_error") == 0) {
+            /* forbidden_tool: a tool error, which the model can read and act
+             * on */
+            put_call_result(m, c->id, message, true, NULL);
         } else {
             int code = reason && strcmp(reason, "invalid_request") == 0 ? RPC_INVALID_PARAMS
                                                                         : RPC_INTERNAL_ERROR;
@@ -520,7 +836,7 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
     }
     if (!l->cancelled)
         put_error(m, l->id, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused", NULL);
-    listing_free(l);
+    listing_free(m, l);
 }
 
 static void on_event(struct mcp *m, json_t *ev)
@@ -533,13 +849,19 @@ static void on_event(struct mcp *m, json_t *ev)
         if (l && !l->cancelled)
             put_result(m, l->id, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
         if (l)
-            listing_free(l);
+            listing_free(m, l);
+    } else if (is_event(ev, "tools_changed")) {
+        put_message(m, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
+                                 "notifications/tools/list_changed"));
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
     } else if (is_event(ev, "error") && !batch) {
         on_loose_error(m, ev);
     } else if (!(c = call_by_batch(m, batch))) {
         /* not one of ours any more */
+    } else if (is_event(ev, "tool_execution_progress")) {
+        if (c->progress_token && !c->cancelled)
+            put_progress(m, c, json_object_get(ev, "progress"));
     } else if (is_event(ev, "tool_execution_completed")) {
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
@@ -573,7 +895,7 @@ static void fail_all(struct mcp *m)
     while ((l = listing_pop(m))) {
         if (!l->cancelled)
             put_error(m, l->id, RPC_INTERNAL_ERROR, msg, NULL);
-        listing_free(l);
+        listing_free(m, l);
     }
 }
 
@@ -599,7 +921,7 @@ static int serve(struct mcp *m)
             {.fd = te_client_fd(m->client), .events = POLLIN},
             {.fd = m->eof ? -1 : STDIN_FILENO, .events = POLLIN},
         };
-        if (poll(pfd, 2, -1) < 0) {
+        if (poll(pfd, 2, heartbeats(m)) < 0) {
             if (errno == EINTR)
                 continue;
             cli_err("poll: %s", strerror(errno));
@@ -614,16 +936,17 @@ static int serve(struct mcp *m)
     }
 }
 
-enum { OPT_TIMEOUT = 256 };
+enum { OPT_TIMEOUT = 256, OPT_HEARTBEAT };
 
 int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
         CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {0},
     };
-    struct mcp m = {.cli = cli};
+    struct mcp m = {.cli = cli, .heartbeat_ms = MCP_HEARTBEAT_MS};
     te_lines_init(&m.in, MCP_LINE_MAX);
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
@@ -631,6 +954,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
             return cli_help("mcp");
+        if (opt == OPT_HEARTBEAT) {
+            json_int_t ms;
+            if (!cli_parse_positive(optarg, &ms))
+                return cli_usage_error("mcp", "--heartbeat: expected a positive integer, not '%s'",
+                                       optarg);
+            m.heartbeat_ms = ms;
+            continue;
+        }
         if (opt != OPT_TIMEOUT)
             return cli_bad_option("mcp", opt, argv);
         if (!cli_parse_positive(optarg, &m.tool_timeout))
@@ -655,7 +986,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         call_remove(&m, m.calls);
     struct mcp_listing *l;
     while ((l = listing_pop(&m)))
-        listing_free(l);
+        listing_free(&m, l);
+    while (m.routes) {
+        struct mcp_route *r = m.routes;
+        m.routes = r->next;
+        rb_release(&m, r->rb);
+        json_decref(r->id);
+        free(r);
+    }
     te_lines_free(&m.in);
     te_client_close(m.client);
     return rc;

@@ -193,6 +193,8 @@ class Mcp(unittest.TestCase):
     def assertError(self, msg, rid, code):
         self.assertEqual(msg.get("jsonrpc"), "2.0", msg)
         self.assertEqual(msg.get("id"), rid, msg)
+        if rid is None:  # never "id": null (issue 13)
+            self.assertNotIn("id", msg)
         self.assertNotIn("result", msg, msg)
         self.assertEqual(msg["error"]["code"], code, msg)
         self.assertIsInstance(msg["error"]["message"], str)
@@ -201,7 +203,7 @@ class Mcp(unittest.TestCase):
     def assertCall(self, msg, rid, is_error):
         """A tools/call result: one text content; returns its text."""
         r = self.assertResult(msg, rid)
-        self.assertEqual(set(r), {"content", "isError"}, r)
+        self.assertLessEqual(set(r), {"content", "isError", "structuredContent"}, r)
         self.assertIs(r["isError"], is_error, r)
         self.assertEqual(len(r["content"]), 1, r)
         self.assertEqual(r["content"][0]["type"], "text", r)
@@ -222,7 +224,7 @@ class Mcp(unittest.TestCase):
                                     "clientInfo": {"name": "test_mcp", "version": "1"}})
         r = self.assertResult(s.recv(), 1)
         self.assertEqual(r["protocolVersion"], "2025-06-18")
-        self.assertEqual(r["capabilities"], {"tools": {"listChanged": False}})
+        self.assertEqual(r["capabilities"], {"tools": {"listChanged": True}})
         self.assertEqual(r["serverInfo"]["name"], "toolexec")
         self.assertIsInstance(r["serverInfo"]["version"], str)
         s.notify("notifications/initialized")  # no response
@@ -247,7 +249,7 @@ class Mcp(unittest.TestCase):
         self.assertEqual(self.assertCall(s.recv(), "str-id", False), "{}")
 
         # failures are results with isError: a handler error, a tool error,
-        # arguments against the schema, an unknown tool
+        # arguments against the schema; an unknown tool is a protocol error
         s.request(5, "tools/call", {"name": "fail", "arguments": {}})
         self.assertEqual(json.loads(self.assertCall(s.recv(), 5, True)), {"error": "boom"})
         s.request(6, "tools/call", {"name": "crash"})
@@ -255,10 +257,13 @@ class Mcp(unittest.TestCase):
         s.request(7, "tools/call", {"name": "strict", "arguments": {"x": "one"}})
         self.assertIn("invalid arguments", self.assertCall(s.recv(), 7, True))
         s.request(8, "tools/call", {"name": "no_such_tool", "arguments": {}})
-        self.assertIn("no_such_tool", self.assertCall(s.recv(), 8, True))
-        # asking the user is not an error
+        self.assertIn("no_such_tool", self.assertError(s.recv(), 8, -32602)["message"])
+        # asking the user is not an error; without elicitation the question
+        # goes to the model, marked
         s.request(9, "tools/call", {"name": "ask", "arguments": {"question": "which city?"}})
-        self.assertEqual(self.assertCall(s.recv(), 9, False), "<awaiting user response>")
+        text = self.assertCall(s.recv(), 9, False)
+        self.assertTrue(text.startswith("[ask_user] "), text)
+        self.assertTrue(text.endswith(": which city?"), text)
 
         # two calls at once: the first waits for a file, the second answers first
         flag = os.path.join(self.files, "go")
@@ -311,8 +316,8 @@ class Mcp(unittest.TestCase):
         self.assertEqual(self.assertResult(s.recv(), 1), {})
         # a protocol revision it does not know: the latest it speaks
         s.request(2, "initialize", {"protocolVersion": "1999-01-01"})
-        self.assertEqual(self.assertResult(s.recv(), 2)["protocolVersion"], "2025-06-18")
-        for v in ("2024-11-05", "2025-03-26"):
+        self.assertEqual(self.assertResult(s.recv(), 2)["protocolVersion"], "2025-11-25")
+        for v in ("2024-11-05", "2025-03-26", "2025-11-25", "2025-06-18"):
             s.request(v, "initialize", {"protocolVersion": v})
             self.assertEqual(self.assertResult(s.recv(), v)["protocolVersion"], v)
         # not JSON-RPC requests: -32600

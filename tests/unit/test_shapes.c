@@ -95,7 +95,7 @@ static void declarations(void)
                "\"parameters\":{\"type\":\"object\"}}}");
     check_json(te_tool_declaration("openai_responses", "t", "d", schema),
                "{\"type\":\"function\",\"name\":\"t\",\"description\":\"d\","
-               "\"parameters\":{\"type\":\"object\"}}");
+               "\"parameters\":{\"type\":\"object\"},\"strict\":false}");
     check_json(te_tool_declaration("anthropic", "t", "d", schema),
                "{\"name\":\"t\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}}");
     check_json(te_tool_declaration("mcp", "t", "d", schema),

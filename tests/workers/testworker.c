@@ -1167,6 +1167,30 @@ static json_t *fs_probe(const json_t *args)
     return te_ok(out);
 }
 
+/* issue 13: "steps" progress frames through the SDK (te_worker_progress),
+ * then, given "path", waits for that file (a running call that reports
+ * nothing more: the MCP heartbeat's case); "bad": one malformed progress
+ * frame instead. */
+static json_t *progress_mode(const json_t *args)
+{
+    if (json_is_true(json_object_get(args, "bad"))) {
+        const char *bad = "{\"progress\":{\"progress\":\"half\"}}";
+        write_frame_raw(bad, strlen(bad));
+        sleep_forever();
+    }
+    json_int_t steps = json_integer_value(json_object_get(args, "steps"));
+    for (json_int_t i = 1; i <= steps; i++) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "step %lld", (long long)i);
+        if (te_worker_progress(1, (double)i, (double)steps, msg) < 0)
+            _exit(122);
+    }
+    const char *path = arg_str(args, "path", NULL);
+    for (int i = 0; path && i < 6000 && access(path, F_OK) != 0; i++)
+        sleep_ms(10);
+    return te_ok(json_pack("{s:I}", "steps", steps));
+}
+
 static json_t *run_mode(const char *mode, const te_call *call)
 {
     json_t *args = call->arguments;
@@ -1283,6 +1307,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         append_line(log, "end");
         return te_ok(json_integer((json_int_t)getpid()));
     }
+    if (strcmp(mode, "progress") == 0)
+        return progress_mode(args);
     if (strcmp(mode, "wait-file") == 0) {
         const char *path = arg_str(args, "path", NULL);
         if (!path)

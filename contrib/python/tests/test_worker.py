@@ -604,5 +604,31 @@ class Sources(unittest.TestCase):
                     ast.parse(f.read(), path, feature_version=(3, 9))
 
 
+class Progress(unittest.TestCase):
+    """progress(): frames before the response, on the response channel."""
+
+    def test_progress_frames_come_before_the_response(self):
+        code = ("from toolexec.worker import serve, progress\n"
+                "def h(a):\n"
+                "    print('not a frame')\n"
+                "    assert progress(1, 2, 'half') and progress(2.5)\n"
+                "    return 'done'\n"
+                "serve(h)\n")
+        out = run_worker(code, frame(request()))
+        self.assertEqual(out.status, 0, out.stderr)
+        frames, data = [], out.stdout
+        while data:
+            (n,) = struct.unpack(">I", data[:4])
+            frames.append(json.loads(data[4:4 + n].decode("utf-8")))
+            data = data[4 + n:]
+        self.assertEqual(frames, [{"progress": {"progress": 1, "total": 2, "message": "half"}},
+                                  {"progress": {"progress": 2.5}}, {"ok": "done"}])
+
+    def test_progress_outside_serve_does_nothing(self):
+        self.assertFalse(worker.progress(1))
+        with self.assertRaises(TypeError):
+            worker.progress("half")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -56,7 +56,7 @@ import sys
 from collections.abc import Mapping
 
 __all__ = [
-    "serve", "tool", "handle", "Tool",
+    "serve", "tool", "handle", "Tool", "progress",
     "ok", "error", "ask_user", "halt", "raised", "Result",
     "ToolError", "Context", "FrameTooLarge",
     "encode_frame", "decode_frame", "read_frame", "read_request", "write_frame",
@@ -473,7 +473,9 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
     request's "tool" when there are several). Whatever goes wrong (an
     unreadable request, an exception in the handler, a result that does not
     encode or is over max_frame_bytes) is reported as {"raised": ...}."""
+    global _progress_fd
     out = _redirect_stdout(stdout)
+    _progress_fd = out
     try:
         try:
             request = read_request(stdin)
@@ -493,5 +495,30 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
         except BrokenPipeError:
             sys.stderr.write("toolexec.worker: the daemon closed the response pipe\n")
     finally:
+        _progress_fd = None
         os.close(out)
     return response
+
+
+_progress_fd = None  # the response channel while serve() runs a handler
+
+
+def progress(progress, total=None, message=None):
+    """Report progress from inside a handler run by serve(): a frame
+    {"progress": {"progress": n, "total": m, "message": "..."}} before the
+    response. The daemon forwards it as a tool_execution_progress event (and
+    `toolexec mcp` as notifications/progress). Outside serve() it does
+    nothing and returns False."""
+    if isinstance(progress, bool) or not isinstance(progress, (int, float)):
+        raise TypeError("progress must be a number")
+    p = {"progress": progress}
+    if total is not None:
+        if isinstance(total, bool) or not isinstance(total, (int, float)):
+            raise TypeError("total must be a number")
+        p["total"] = total
+    if message is not None:
+        p["message"] = str(message)
+    if _progress_fd is None:
+        return False
+    _write_all(_progress_fd, encode_frame({"progress": p}))
+    return True
