@@ -22,6 +22,7 @@
 #include "bus.h"
 #include "log.h"
 #include "outcome.h"
+#include "toolexec.h"
 
 static bool audit_arguments;
 
@@ -33,11 +34,48 @@ void td_audit_init(bool with_arguments)
     td_bus_subscribe(on_bus, NULL);
 }
 
-/* hex: 65 bytes. */
+static int cmp_keys(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* v with every object's keys in sorted order (jansson keeps insertion
+ * order), for a digest a client can recompute. */
+static json_t *sorted_copy(const json_t *v)
+{
+    size_t i, n;
+    json_t *out;
+    if (json_is_array(v)) {
+        out = json_array();
+        for (i = 0; out && i < json_array_size(v); i++)
+            json_array_append_new(out, sorted_copy(json_array_get(v, i)));
+        return out;
+    }
+    if (!json_is_object(v))
+        return json_copy((json_t *)v);
+    n = json_object_size(v);
+    const char **keys = malloc((n ? n : 1) * sizeof(*keys));
+    out = keys ? json_object() : NULL;
+    const char *k;
+    json_t *x;
+    i = 0;
+    json_object_foreach((json_t *)v, k, x) if (keys) keys[i++] = k;
+    if (out) {
+        qsort(keys, n, sizeof(*keys), cmp_keys);
+        for (i = 0; i < n; i++)
+            json_object_set_new(out, keys[i], sorted_copy(json_object_get(v, keys[i])));
+    }
+    free(keys);
+    return out;
+}
+
+/* hex: 65 bytes. The arguments as te_json_dumps() writes them (numbers as
+ * the client sent them), keys sorted. */
 static void digest(const json_t *args, char *hex)
 {
-    char *text =
-        json_dumps(args ? args : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_t *sorted = sorted_copy(args ? args : json_null());
+    char *text = sorted ? te_json_dumps(sorted, JSON_ENCODE_ANY, NULL) : NULL;
+    json_decref(sorted);
     struct sha256_ctx ctx;
     uint8_t d[SHA256_DIGEST_SIZE];
     sha256_init(&ctx);

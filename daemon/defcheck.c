@@ -21,6 +21,7 @@
 
 #include "defcheck.h"
 #include "registry.h"
+#include "toolexec.h"
 
 /* A file with more problems than this is reported up to here. */
 #define PROBLEMS_PER_FILE_MAX 32
@@ -114,7 +115,7 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
         return;
     }
     json_error_t jerr;
-    json_t *def = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *def = te_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
     if (!def) {
         snprintf(err, sizeof(err), "line %d column %d: %s", jerr.line, jerr.column, jerr.text);

@@ -145,7 +145,7 @@ static char *field_text(const json_t *v)
 {
     if (json_is_string(v))
         return strdup(json_string_value(v));
-    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    return te_json_dumps(v, JSON_ENCODE_ANY, NULL);
 }
 
 #ifdef TD_HAVE_SYSTEMD

@@ -84,6 +84,15 @@ class AuditJsonTest(unittest.TestCase):
             self.assertEqual(r["arguments"], args)
             self.assertEqual(r["arguments_sha256"], sha(args))
 
+    def test_digest_of_numbers_and_nested_keys(self):
+        # the digest a client recomputes: numbers as it sent them (shortest
+        # reals, integers past 64 bits), every object's keys sorted
+        args = {"z": 19.99, "a": [0.1, {"y": 1, "b": 2}], "big": 2 ** 64, "e": "é"}
+        with Daemon(TOOLS, ["--log-format", "json"]) as d:
+            d.client().run([{"id": "n1", "name": "echo", "arguments": args}])
+            (r,) = records(d)
+            self.assertEqual(r["arguments_sha256"], sha(args))
+
 
 class CallLogTextTest(unittest.TestCase):
     """Issue 14: one line per finished call, at info for errors."""
