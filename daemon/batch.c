@@ -48,6 +48,7 @@ struct call {
     uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
     struct rusage ru;    /* the worker's, from wait4() */
     bool have_ru;
+    const char *start; /* warm tools: "warm" or "cold" (template.c) */
     json_t *awaiting;      /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
@@ -251,6 +252,8 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
             json_integer((json_int_t)c->ru.ru_stime.tv_sec * 1000 + c->ru.ru_stime.tv_usec / 1000));
         json_object_set_new(done, "max_rss_kb", json_integer(c->ru.ru_maxrss));
     }
+    if (done && c->start)
+        json_object_set_new(done, "start", json_string(c->start));
     if (done && truncated && spill_path)
         json_object_set_new(truncated, "spill_path", json_string(spill_path));
     if (done && truncated)
@@ -516,7 +519,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .batch_id = b->id,
                                       .call_id = c->id,
                                       .request = req,
-                                      .timeout_ms = timeout};
+                                      .timeout_ms = timeout,
+                                      .start = &c->start};
         c->worker = td_worker_start(&spec, call_done, c, &result);
         if (c->worker && b->throttled)
             td_worker_throttle(c->worker, true);

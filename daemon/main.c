@@ -30,6 +30,7 @@
 #include "spill.h"
 #include "stats.h"
 #include "tail.h"
+#include "template.h"
 #include "toolexec.h"
 #include "worker.h"
 
@@ -105,6 +106,7 @@ static void maybe_exit(void)
     if (td_server_conns())
         return;
     signals_closed = true;
+    td_template_shutdown();
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
@@ -180,6 +182,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_registry_free(td_tools);
         td_tools = fresh;
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
+        td_template_sync();
     }
     td_notify_ready(notify_status);
 }
@@ -551,6 +554,7 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     td_worker_setup(); /* once the paths a call must not reach are known */
+    td_template_sync();
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);

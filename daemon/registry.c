@@ -27,6 +27,7 @@
 #include "config.h"
 #include "log.h"
 #include "registry.h"
+#include "template.h"
 #include "toolexec.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
@@ -106,7 +107,9 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "name",    "description", "schema",     "command",    "protocol",
         "context", "timeout_ms",  "env",        "limits",     "user",
         "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
-        "coerce",  "spill"};
+        "coerce",  "spill",
+        "start", "max_forks", /* template.c */
+    };
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -274,6 +277,10 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     if (v)
         t->network = json_is_true(v);
 
+    if (td_template_parse(file, def, t, err, errlen) < 0) {
+        rc = -EINVAL;
+        goto out;
+    }
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {
         v = json_object_get(def, names[k]);

@@ -39,6 +39,9 @@ struct td_tool {
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
+    /* warm start (template.c): "start": "warm", "max_forks" */
+    bool warm;
+    unsigned max_forks;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -32,6 +32,9 @@ struct td_spawn {
     int cgroup_dir;                  /* the call's cgroup, born into; -1: none */
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
+    /* warm templates (template.c): stdin is one end of a Unix stream socket,
+     * not a pipe, so frames can carry descriptors both ways */
+    bool in_socket;
 };
 struct td_child {
     pid_t pid;

@@ -24,6 +24,7 @@
 #include "server.h"
 #include "stats.h"
 #include "tail.h"
+#include "template.h"
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
@@ -543,15 +544,21 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
             td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
         }
     } else if (strcmp(op, "stats") == 0) {
-        td_conn_send(c, td_stats_event(&(struct td_stats_gauges){
-                            .running = td_batch_running(),
-                            .processes = td_workers_alive(),
-                            .queued = td_batch_queued(),
-                            .max_workers = td_cfg.max_workers,
-                            .clients = td_server_conns(),
-                            .subscribers = td_tail_count(),
-                            .batches = td_server_batches(),
-                        }));
+        json_t *ev = td_stats_event(&(struct td_stats_gauges){
+            .running = td_batch_running(),
+            .processes = td_workers_alive(),
+            .queued = td_batch_queued(),
+            .max_workers = td_cfg.max_workers,
+            .clients = td_server_conns(),
+            .subscribers = td_tail_count(),
+            .batches = td_server_batches(),
+        });
+        json_t *warm = td_template_stats(); /* warm tools' templates, when any */
+        if (ev && json_object_size(warm))
+            json_object_set_new(ev, "templates", warm);
+        else
+            json_decref(warm);
+        td_conn_send(c, ev);
     } else if (strcmp(op, "tools") == 0) {
         json_t *f = json_object_get(req, "format");
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
