@@ -14,6 +14,7 @@
  * shut), it exits once its calls have ended, and a fresh one serves the next
  * calls.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -40,9 +41,9 @@
 #include "template.h"
 #include "toolexec.h"
 
-#define START_MS 10000      /* from spawn to "ready" */
-#define FORK_MS 2000        /* from a fork request to its answer */
-#define BACKOFF_MIN_MS 100  /* first restart after a failure */
+#define START_MS 10000     /* from spawn to "ready" */
+#define FORK_MS 2000       /* from a fork request to its answer */
+#define BACKOFF_MIN_MS 100 /* first restart after a failure */
 #define BACKOFF_MAX_MS 30000
 #define CTL_MAX 65536 /* largest control frame */
 
@@ -196,8 +197,8 @@ static struct td_warm_call *find_call(struct inst *in, unsigned id)
 {
     struct td_warm_call *c;
     TAILQ_FOREACH(c, &in->calls, link)
-    if (c->id == id)
-        return c;
+        if (c->id == id)
+            return c;
     return NULL;
 }
 
@@ -266,8 +267,8 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
                (v = json_object_get(m, "exited"))) {
         const char *kind = json_object_iter_key(json_object_iter(m));
         json_t *id = json_object_get(v, "id");
-        struct td_warm_call *c = json_is_integer(id) ? find_call(in, (unsigned)json_integer_value(id))
-                                                     : NULL;
+        struct td_warm_call *c =
+            json_is_integer(id) ? find_call(in, (unsigned)json_integer_value(id)) : NULL;
         if (!c || (strcmp(kind, "exited") && c->forked) ||
             (strcmp(kind, "exited") == 0 && !c->forked)) {
             snprintf(why, whylen, "\"%s\" for no call waiting for it", kind);
@@ -333,7 +334,9 @@ static void on_ctl(uv_poll_t *p, int status, int events)
             char buf[CMSG_SPACE(8 * sizeof(int))];
         } c;
         struct iovec iov = {ctl_buf, sizeof(ctl_buf)};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = c.buf,
                            .msg_controllen = sizeof(c.buf)};
         ssize_t n = recvmsg(in->ctl, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
@@ -403,7 +406,6 @@ static void on_out(uv_poll_t *p, int status, int events)
     td_log(TD_LOG_INFO, "tool %s: warm template says: %.*s", in->tool->name, (int)k, ctl_buf);
 }
 
-
 static void on_timer(uv_timer_t *t)
 {
     struct inst *in = t->data;
@@ -420,11 +422,11 @@ static void arm_fork_timer(struct inst *in)
         return;
     struct td_warm_call *c;
     TAILQ_FOREACH(c, &in->calls, link)
-    if (!c->forked) {
-        uint64_t el = (uv_hrtime() - c->asked_ns) / 1000000;
-        uv_timer_start(&in->timer, on_timer, el >= FORK_MS ? 0 : FORK_MS - el, 0);
-        return;
-    }
+        if (!c->forked) {
+            uint64_t el = (uv_hrtime() - c->asked_ns) / 1000000;
+            uv_timer_start(&in->timer, on_timer, el >= FORK_MS ? 0 : FORK_MS - el, 0);
+            return;
+        }
     uv_timer_stop(&in->timer);
 }
 
@@ -450,24 +452,25 @@ static void on_inst_exit(void *data, int status, const struct rusage *ru)
     if (rep.have_status)
         status = rep.status;
     bool retired = !in->owner || in->state == I_RETIRING;
-    if (in->state != I_DEAD && !retired) {
-        if (rep.failed)
-            td_log(TD_LOG_WARN, "tool %s: warm template could not start: %s: %s", in->tool->name,
-                   rep.step, strerror(rep.err));
-        else if (WIFSIGNALED(status))
-            td_log(TD_LOG_WARN, "tool %s: warm template died by signal %d", in->tool->name,
-                   WTERMSIG(status));
-        else
-            td_log(TD_LOG_WARN, "tool %s: warm template exited with status %d", in->tool->name,
-                   WEXITSTATUS(status));
+    if (rep.failed) {
+        td_log(TD_LOG_WARN, "tool %s: warm template could not start: %s: %s", in->tool->name,
+               rep.step, strerror(rep.err));
     }
+    char why[64];
+    if (WIFSIGNALED(status))
+        snprintf(why, sizeof(why), "died by signal %d", WTERMSIG(status));
+    else
+        snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(status));
     in->pid = 0; /* reaped: the number may be another's now */
     if (in->state != I_DEAD)
-        inst_stop(in, NULL);
+        inst_stop(in, retired ? NULL : why);
     /* every process of it is gone: its calls too (PR_SET_PDEATHSIG) */
-    struct td_warm_call *c;
-    TAILQ_FOREACH(c, &in->calls, link)
-    call_exit(c, W_EXITCODE(0, SIGKILL), NULL, "the tool's warm template died");
+    /* (a worker may end its call, and free it, from the callback) */
+    struct td_warm_call *c, *cnext;
+    for (c = TAILQ_FIRST(&in->calls); c; c = cnext) {
+        cnext = TAILQ_NEXT(c, link);
+        call_exit(c, W_EXITCODE(0, SIGKILL), NULL, "the tool's warm template died");
+    }
     if (in->uid != (uid_t)-1)
         td_identity_give(in->uid);
     in->uid = (uid_t)-1;
@@ -600,7 +603,10 @@ static void start(struct warm *w)
     inst_handle(in, (uv_handle_t *)&in->timer);
     uv_timer_start(&in->timer, on_timer, START_MS, 0);
     td_reaper_watch(in->pid, on_inst_reaped, on_inst_exit, in);
-    rc = send_ctl(in, json_pack("{s:{s:i}}", "template", "version", 1), NULL, 0);
+    /* "lib": where libtoolexec is, for an SDK that loads it (Python's) */
+    Dl_info dl;
+    const char *lib = dladdr((void *)te_frame_header, &dl) && dl.dli_fname ? dl.dli_fname : NULL;
+    rc = send_ctl(in, json_pack("{s:{s:i,s:s?}}", "template", "version", 1, "lib", lib), NULL, 0);
     if (rc < 0)
         inst_stop(in, "would not take its first frame");
     td_log(TD_LOG_DEBUG, "tool %s: warm template started (pid %d)", in->tool->name, (int)in->pid);
@@ -699,8 +705,8 @@ void td_template_sync(void)
         if (!t->warm)
             continue;
         SLIST_FOREACH(w, &all, link)
-        if (strcmp(w->name, t->name) == 0)
-            break;
+            if (strcmp(w->name, t->name) == 0)
+                break;
         if (w)
             continue;
         w = calloc(1, sizeof(*w));
@@ -758,8 +764,8 @@ static struct warm *find_warm(const struct td_tool *t)
 {
     struct warm *w;
     SLIST_FOREACH(w, &all, link)
-    if (strcmp(w->name, t->name) == 0)
-        return w;
+        if (strcmp(w->name, t->name) == 0)
+            return w;
     return NULL;
 }
 
@@ -868,22 +874,22 @@ json_t *td_template_stats(void)
 {
     json_t *o = json_object();
     struct warm *w;
-    SLIST_FOREACH(w, &all, link)
-    {
+    SLIST_FOREACH(w, &all, link) {
         struct inst *in = w->cur;
         bool up = in && in->state == I_READY;
         long long pss = up && in->tpid > 0 ? pss_kb(in->tpid) : -1;
         json_object_set_new(
             o, w->name,
             json_pack("{s:s,s:o,s:o,s:I,s:I,s:o}", "state",
-                      !in                         ? "down"
-                      : in->state == I_STARTING   ? "starting"
-                                                  : "ready",
+                      !in                       ? "down"
+                      : in->state == I_STARTING ? "starting"
+                                                : "ready",
                       "pid", up ? json_integer(in->tpid) : json_null(), "age_ms",
                       in ? json_integer((json_int_t)((uv_hrtime() - in->started_ns) / 1000000))
                          : json_null(),
                       "children", (json_int_t)(in ? in->served : 0), "restarts",
-                      (json_int_t)w->restarts, "pss_kb", pss >= 0 ? json_integer(pss) : json_null()));
+                      (json_int_t)w->restarts, "pss_kb",
+                      pss >= 0 ? json_integer(pss) : json_null()));
     }
     return o;
 }

@@ -21,8 +21,8 @@ int td_template_parse(const char *file, json_t *def, struct td_tool *t, char *er
     }
     t->warm = s && strcmp(s, "warm") == 0;
     v = json_object_get(def, "max_forks");
-    if (v && (!json_is_integer(v) || json_integer_value(v) < 1 ||
-              json_integer_value(v) > 1000000000)) {
+    if (v &&
+        (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000000)) {
         snprintf(err, errlen, "%s: max_forks: expected an integer from 1 to 1000000000", file);
         return -1;
     }
@@ -38,4 +38,3 @@ int td_template_parse(const char *file, json_t *def, struct td_tool *t, char *er
     }
     return 0;
 }
-

@@ -158,7 +158,9 @@ static int recv_frame(json_t **msg, int fds[4], int *nfds)
             char buf[CMSG_SPACE(8 * sizeof(int))];
         } c;
         struct iovec iov = {hdr + have, sizeof(hdr) - have};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = c.buf,
                            .msg_controllen = sizeof(c.buf)};
         ssize_t n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
@@ -275,14 +277,13 @@ int te_template_next(te_fork_request *r)
             /* Retired or the daemon stopping: the calls in flight finish
              * first (they die with us: PR_SET_PDEATHSIG). */
             while (nkids) {
-                int st;
-                struct rusage ru;
-                pid_t pid = wait4(-1, &st, 0, &ru);
-                if (pid < 0 && errno != EINTR)
+                struct pollfd w = {sigfd, POLLIN, 0};
+                if (poll(&w, 1, -1) < 0 && errno != EINTR)
                     break;
-                for (size_t i = 0; pid > 0 && i < nkids; i++)
-                    if (kids[i].pid == pid)
-                        kids[i] = kids[--nkids];
+                struct signalfd_siginfo si;
+                while (read(sigfd, &si, sizeof(si)) > 0)
+                    ;
+                reap();
             }
             return 0;
         }
