@@ -374,36 +374,39 @@ static int place_fds(const te_fork_request *r)
 
 /* The template's directory (the cwd) under a tmpfs, the call's own bound
  * back: the same view as a cold call's, where the work directory is covered
- * and only the call's directory is bound back. */
+ * and only the call's directory is bound back. Through descriptors (the new
+ * mount API), never by path: the work directory's ancestors need not let
+ * the call's user through (a cold call passes them as root). */
 static int call_mounts(const char *dir)
 {
-    char parent[PATH_MAX], path[PATH_MAX];
-    if (!getcwd(parent, sizeof(parent)) ||
-        snprintf(path, sizeof(path), "%s/%s", parent, dir) >= (int)sizeof(path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return -1;
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char self[64];
-    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-    if (mount("tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=0711,size=4k,nr_inodes=8") < 0 ||
-        mkdir(path, 0700) < 0 || mount(self, path, NULL, MS_BIND, NULL) < 0 ||
-        mount(NULL, parent, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) <
-            0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    close(fd);
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        return -1;
-    return chdir(path) < 0 ? -2 : 0;
+    int here = -1, call = -1, tree = -1, fs = -1, mnt = -1, cd = -1, rc = -1;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        (call = openat(here, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        (tree = open_tree(call, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0 ||
+        (fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0711", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+        (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
+        move_mount(mnt, "", here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ||
+        mkdirat(mnt, dir, 0700) < 0 ||
+        move_mount(tree, "", mnt, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
+        (cd = openat(mnt, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        goto out;
+    rc = fchdir(cd) < 0 ? -2 : 0;
+out:;
+    int e = errno, fds[] = {here, call, tree, fs, mnt, cd};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    errno = e;
+    return rc;
 }
 
 #if defined(__x86_64__)
