@@ -72,8 +72,8 @@ struct inst {
     int refs;
     pid_t pid;  /* as spawned (toolexecd-init in a PID namespace) */
     pid_t tpid; /* the template itself, from its pidfd */
-    int ctl, out, report;
-    uv_poll_t poll, *outp;
+    int ctl, out, err, report;
+    uv_poll_t poll, *outp, *errp; /* its stdout and stderr: logged */
     uv_timer_t timer;
     int handles;
     te_frame_decoder dec;
@@ -133,8 +133,8 @@ static void inst_maybe_free(struct inst *in)
 static void on_inst_handle_closed(uv_handle_t *h)
 {
     struct inst *in = h->data;
-    if (h == (uv_handle_t *)in->outp)
-        free(in->outp);
+    if (h == (uv_handle_t *)in->outp || h == (uv_handle_t *)in->errp)
+        free(h);
     in->handles--;
     inst_maybe_free(in);
 }
@@ -148,16 +148,18 @@ static void inst_unref(struct inst *in)
 /* Reaped: its handles and descriptors go; calls may still hold it. */
 static void inst_close(struct inst *in)
 {
-    uv_handle_t *hs[3] = {(uv_handle_t *)&in->poll, (uv_handle_t *)&in->timer,
-                          (uv_handle_t *)in->outp};
-    for (int i = 0; i < 3; i++)
+    uv_handle_t *hs[4] = {(uv_handle_t *)&in->poll, (uv_handle_t *)&in->timer,
+                          (uv_handle_t *)in->outp, (uv_handle_t *)in->errp};
+    for (int i = 0; i < 4; i++)
         if (hs[i] && hs[i]->data == in && !uv_is_closing(hs[i]))
             uv_close(hs[i], on_inst_handle_closed);
     if (in->ctl >= 0)
         close(in->ctl);
     if (in->out >= 0)
         close(in->out);
-    in->ctl = in->out = -1;
+    if (in->err >= 0)
+        close(in->err);
+    in->ctl = in->out = in->err = -1;
 }
 
 static int send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
@@ -389,17 +391,17 @@ static void on_ctl(uv_poll_t *p, int status, int events)
     }
 }
 
-/* Its stdout is not a channel of the protocol: what comes there is logged. */
+/* Its stdout is not a channel of the protocol, its stderr its own log: what
+ * comes there is logged (a line per read, at most 400 bytes of it). */
 static void on_out(uv_poll_t *p, int status, int events)
 {
     struct inst *in = p->data;
     (void)status, (void)events;
-    ssize_t n = read(in->out, ctl_buf, sizeof(ctl_buf));
+    ssize_t n = read(p == in->outp ? in->out : in->err, ctl_buf, sizeof(ctl_buf));
     if (n <= 0) {
         uv_poll_stop(p);
         return;
     }
-    /* stderr and stdout share this: the first line is enough */
     size_t k = 0;
     while (k < (size_t)n && ctl_buf[k] != '\n' && k < 400)
         k++;
@@ -551,7 +553,7 @@ static void start(struct warm *w)
     in->tool = td_tool_ref(w->tool);
     in->uid = (uid_t)-1;
     in->dirfd = -1;
-    in->report = in->ctl = in->out = -1;
+    in->report = in->ctl = in->out = in->err = -1;
     TAILQ_INIT(&in->calls);
     te_frame_decoder_init(&in->dec, CTL_MAX);
     const char *what = "malloc";
@@ -583,21 +585,25 @@ static void start(struct warm *w)
     in->pid = ch.pid;
     in->ctl = ch.in;
     in->report = ch.report;
-    close(ch.err); /* stderr: the tool's own log; stdout read below */
     in->out = ch.out;
+    in->err = ch.err;
     in->state = I_STARTING;
     in->started_ns = uv_hrtime();
     in->owner = w;
     w->cur = in;
     fcntl(in->ctl, F_SETFL, O_NONBLOCK);
     fcntl(in->out, F_SETFL, O_NONBLOCK);
+    fcntl(in->err, F_SETFL, O_NONBLOCK);
     uv_poll_init(td_loop, &in->poll, in->ctl);
     inst_handle(in, (uv_handle_t *)&in->poll);
     uv_poll_start(&in->poll, UV_READABLE, on_ctl);
-    if ((in->outp = malloc(sizeof(*in->outp)))) {
-        uv_poll_init(td_loop, in->outp, in->out);
-        inst_handle(in, (uv_handle_t *)in->outp);
-        uv_poll_start(in->outp, UV_READABLE, on_out);
+    uv_poll_t **ps[2] = {&in->outp, &in->errp};
+    for (int i = 0; i < 2; i++) {
+        if (!(*ps[i] = malloc(sizeof(uv_poll_t))))
+            continue;
+        uv_poll_init(td_loop, *ps[i], i ? in->err : in->out);
+        inst_handle(in, (uv_handle_t *)*ps[i]);
+        uv_poll_start(*ps[i], UV_READABLE, on_out);
     }
     uv_timer_init(td_loop, &in->timer);
     inst_handle(in, (uv_handle_t *)&in->timer);
