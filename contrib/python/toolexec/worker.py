@@ -474,6 +474,7 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
     unreadable request, an exception in the handler, a result that does not
     encode or is over max_frame_bytes) is reported as {"raised": ...}."""
     out = _redirect_stdout(stdout)
+    warm = False
     try:
         try:
             request = read_request(stdin)
@@ -483,6 +484,7 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
                 os.close(out)
                 out = None
                 _warm_template(request["template"])
+                warm = True
                 out = _redirect_stdout(stdout)
                 request = read_request(stdin)
         except Exception as exc:
@@ -503,6 +505,15 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
     finally:
         if out is not None:
             os.close(out)
+    if warm:
+        # A warm call's process: the daemon ends the call at its response
+        # (as it kills a cold worker then); leaving now spares the
+        # interpreter's finalisation, which would only copy the template's
+        # pages.
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
     return response
 
 
