@@ -850,10 +850,12 @@ void td_template_call_end(struct td_warm_call *c)
     if (c->pidfd >= 0)
         close(c->pidfd);
     TAILQ_REMOVE(&in->calls, c, link);
-    /* most calls leave their directory empty; the rest goes with the
-     * template's own directory, removed off the loop when it ends */
-    if (unlinkat(in->dirfd, c->dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        td_remove_tree_at(in->dirfd, c->dir);
+    /* (off the loop when it is not empty: td_calldir_remove_async's way) */
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", in->dir, c->dir) >= 0)
+        td_calldir_remove_in_async(in->dirfd, path);
+    else if (unlinkat(in->dirfd, c->dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        td_log(TD_LOG_WARN, "cannot remove %s/%s: out of memory", in->dir, c->dir);
     free(c->dir);
     free(c);
     arm_fork_timer(in);
