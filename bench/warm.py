@@ -140,6 +140,7 @@ def main():
                 raise SystemExit("the warm templates did not start")
             time.sleep(0.01)
         means = {n: [] for n in only}
+        cpu = {n: [] for n in only}  # the call's own CPU (wait4 of its processes), ms
         for _ in range(a.rounds if a.calls else 0):
             for n in only:
                 t0 = time.monotonic()
@@ -147,6 +148,7 @@ def main():
                     done = c.call(n, tools[n][1])
                     assert "ok" in done["result"], done
                     assert n != "calc_warm" or done.get("start") == "warm", done
+                    cpu[n].append(done.get("cpu_user_ms", 0) + done.get("cpu_sys_ms", 0))
                 means[n].append((time.monotonic() - t0) / a.calls)
         if not a.calls:
             return
@@ -155,6 +157,9 @@ def main():
             print("%-10s %8.3f ms per call (median of %d rounds of %d calls; rounds %s)" % (
                 n, med[n] * 1e3, a.rounds, a.calls,
                 " ".join("%.3f" % (v * 1e3) for v in means[n])))
+        for n in only:
+            print("%-10s %8.3f ms CPU per call (the call's processes, as wait4 reports them)" % (
+                n, statistics.mean(cpu[n])))
         if "calc" in med and "calc_warm" in med:
             print("cold / warm        %6.2f" % (med["calc"] / med["calc_warm"]))
         if "echo" in med and "calc_warm" in med:
