@@ -17,6 +17,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import unittest
@@ -115,6 +116,7 @@ WARM_TOOLS = [
     py_tool("py", "warm_state.py", start="warm"),
     py_tool("py_thread", "warm_state.py", start="warm", extra_env={"WARM_THREAD": "1"}),
     worker_tool("w_max", "echo", start="warm", max_forks=2),
+    worker_tool("w_nonet", "connect", start="warm", network=False),
     worker_tool("w_kill", "sleep", start="warm", timeout_ms=60000),
     py_tool("h_crash", "warm_hostile.py", "crash-start", start="warm"),
     py_tool("h_hang", "warm_hostile.py", "hang-start", start="warm"),
@@ -199,6 +201,16 @@ class Warm(WarmCase):
         self.assertEqual(warm["nofile"], 40)
         self.assertEqual(warm["nofile"], cold["nofile"])
         self.assertEqual(warm["errno"], "EMFILE")
+
+    def test_no_network_as_cold(self):
+        """"network": false: the call's own network namespace (and the
+        tool's filter, which refuses AF_UNIX sockets) as for a cold call."""
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        self.addCleanup(srv.close)
+        got = self.warm1("w_nonet", {"port": srv.getsockname()[1]}).result("a")["ok"]
+        self.assertFalse(got["connected"], got)
 
     def test_other_calls_directories_are_not_reachable(self):
         """The template's directory holds every call's: a call reaches only
