@@ -244,6 +244,17 @@ class Warm(WarmCase):
         self.assertEqual(second["threads"], 1, "a thread passed from one call to the next")
         self.assertEqual(second["entries"], [], "a file passed from one call to the next")
 
+    def test_concurrent_calls_are_each_their_own(self):
+        wait_ready(self.d, "w")
+        calls = [{"id": "c%d" % i, "name": "w", "arguments": {"mode": "warm-state", "leave": True,
+                                                              "delay_ms": 20}}
+                 for i in range(24)]
+        res = self.d.client().run(calls, max_concurrency=12)
+        for call in calls:
+            got = res.result(call["id"])["ok"]
+            self.assertEqual((got["counter"], got["threads"], got["entries"]), (1, 1, []), got)
+        self.assertGreaterEqual([completed(res, c["id"])["start"] for c in calls].count("warm"), 1)
+
     @needs_python_lib
     def test_nothing_passes_between_python_calls(self):
         first = self.warm1("py", {"leave": True}).result("a")["ok"]
