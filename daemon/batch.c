@@ -51,6 +51,7 @@ struct call {
     struct rusage ru;    /* the worker's, from wait4() */
     bool have_ru;
     json_t *denied; /* {"denied": [...]} for the completed event; NULL: none */
+    const char *start; /* warm tools: "warm" or "cold" (template.c) */
     json_t *awaiting;      /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
@@ -257,6 +258,8 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
     }
     if (done && c->denied)
         json_object_update(done, c->denied);
+    if (done && c->start)
+        json_object_set_new(done, "start", json_string(c->start));
     if (done && truncated && spill_path)
         json_object_set_new(truncated, "spill_path", json_string(spill_path));
     if (done && truncated)
@@ -564,7 +567,8 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .call_id = c->id,
                                       .request = req,
                                       .timeout_ms = timeout,
-                                      .progress = call_progress};
+                                      .progress = call_progress,
+                                      .start = &c->start};
         c->worker = td_worker_start(&spec, call_done, c, &result);
         if (c->worker && b->throttled)
             td_worker_throttle(c->worker, true);

@@ -350,12 +350,13 @@ struct remove_req {
     uv_work_t req;
     char *path;
     int rc;
+    int dirfd; /* -1: the work directory */
 };
 
 static void remove_work(uv_work_t *req)
 {
     struct remove_req *r = req->data;
-    r->rc = td_remove_tree_at(work_fd, strrchr(r->path, '/') + 1);
+    r->rc = td_remove_tree_at(r->dirfd >= 0 ? r->dirfd : work_fd, strrchr(r->path, '/') + 1);
 }
 
 static void remove_done(uv_work_t *req, int status)
@@ -364,7 +365,32 @@ static void remove_done(uv_work_t *req, int status)
     struct remove_req *r = req->data;
     if (r->rc < 0)
         td_log(TD_LOG_WARN, "cannot remove all of %s: %s", r->path, strerror(-r->rc));
+    if (r->dirfd >= 0)
+        close(r->dirfd);
     free(r->path);
+    free(r);
+}
+
+void td_calldir_remove_in_async(int dirfd, char *path)
+{
+    const char *name = strrchr(path, '/') + 1;
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+        free(path);
+        return;
+    }
+    struct remove_req *r = malloc(sizeof(*r));
+    if (r) {
+        *r = (struct remove_req){.path = path, .dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3)};
+        r->req.data = r;
+        if (r->dirfd >= 0 && uv_queue_work(td_loop, &r->req, remove_work, remove_done) == 0)
+            return;
+        if (r->dirfd >= 0)
+            close(r->dirfd);
+    }
+    int rc = td_remove_tree_at(dirfd, name);
+    if (rc < 0)
+        td_log(TD_LOG_WARN, "cannot remove all of %s: %s", path, strerror(-rc));
+    free(path);
     free(r);
 }
 
@@ -378,7 +404,7 @@ void td_calldir_remove_async(char *path)
     }
     struct remove_req *r = malloc(sizeof(*r));
     if (r) {
-        *r = (struct remove_req){.path = path};
+        *r = (struct remove_req){.path = path, .dirfd = -1};
         r->req.data = r;
         if (uv_queue_work(td_loop, &r->req, remove_work, remove_done) == 0)
             return;

@@ -23,6 +23,9 @@ void td_calldir_shutdown(void);
 int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what);
 /* Removes it off the loop (threadpool); path is taken. */
 void td_calldir_remove_async(char *path);
+/* The same for a directory inside the directory dirfd (warm calls' are in
+ * their template's, template.c): the last component of path, taken. */
+void td_calldir_remove_in_async(int dirfd, char *path);
 
 /* Removes the tree name under the directory dirfd: relative to directory
  * descriptors, never following a link, never crossing a mount point, with

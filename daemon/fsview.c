@@ -647,13 +647,18 @@ static const char **bare_ll_write(const struct td_fsview *v)
     return out;
 }
 
+bool td_fsview_is_host(const struct td_fsview *v)
+{
+    return !v || (v->dflt ? td_fs_default == TD_FS_HOST : v->host);
+}
+
 int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool mount_ns,
                    const struct td_fsplan **plan, const char *const **ll_write)
 {
     *plan = NULL;
     *ll_write = NULL;
     bool minimal = v->dflt ? td_fs_default == TD_FS_MINIMAL : v->minimal;
-    if (v->dflt ? td_fs_default == TD_FS_HOST : v->host)
+    if (td_fsview_is_host(v))
         return 0;
     bool ll = td_fsview_landlock_abi() > 0;
     if (!mount_ns) {

@@ -38,6 +38,9 @@ void td_fsview_free(struct td_fsview *v);
  * Made at the first call and kept; 0 or -ENOMEM. */
 int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool mount_ns,
                    const struct td_fsplan **plan, const char *const **ll_write);
+/* Does the tool see the host's file system ("host", or --filesystem host
+ * for a definition without the key)? */
+bool td_fsview_is_host(const struct td_fsview *v);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
 /* At start: say what calls see (a warning where it is the host's). */

@@ -35,6 +35,7 @@
 #include "metricshttp.h"
 #include "audit.h"
 #include "tail.h"
+#include "template.h"
 #include "toolexec.h"
 #include "worker.h"
 
@@ -121,6 +122,7 @@ static void maybe_exit(void)
     if (td_server_conns())
         return;
     signals_closed = true;
+    td_template_shutdown();
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);
@@ -206,6 +208,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_tools = fresh;
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
         td_server_tools_changed();
+        td_template_sync();
     }
     td_notify_ready(notify_status);
 }
@@ -625,6 +628,7 @@ int main(int argc, char **argv)
     }
     if (metrics_listen)
         td_log(TD_LOG_INFO, "metrics on http://%s/metrics", td_metrics_http_where());
+    td_template_sync();
     char where[2 * PATH_MAX + 64];
     td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
            td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
+#include "template.h"
 #include "toolexec.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
@@ -117,7 +118,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "coerce",  "spill",
         "syscalls", "deny_syscalls",
         "filesystem",
-        "title", "annotations", "output_schema", "strict"};
+        "title", "annotations", "output_schema", "strict",
+        "start", "max_forks"}; /* template.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -295,8 +297,10 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         goto out;
     if ((rc = td_declare_parse(file, def, t, err, errlen)) < 0)
         goto out;
-    rc = -EINVAL;
-
+    if (td_template_parse(file, def, t, err, errlen) < 0) {
+        rc = -EINVAL;
+        goto out;
+    }
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {
         v = json_object_get(def, names[k]);

@@ -55,6 +55,9 @@ struct td_tool {
     json_t *output_schema;       /* listed form; NULL: none */
     te_schema *output_validator; /* compiled output_schema */
     bool strict;                 /* OpenAI's strict mode */
+    /* warm start (template.c): "start": "warm", "max_forks" */
+    bool warm;
+    unsigned max_forks;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -722,7 +722,9 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
     *what = "pipe";
-    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+    if ((s->in_socket ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in)
+                      : pipe2(in, O_CLOEXEC)) < 0 ||
+        pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
         pipe2(ex, O_CLOEXEC) < 0) {
         int e = errno;
         pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);

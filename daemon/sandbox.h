@@ -79,6 +79,9 @@ struct td_spawn {
     /* egress (proxy.c): > 0, with CLONE_NEWNET and hand_over: loopback up
      * and a listener on 127.0.0.1:proxy_port handed up (step 7c) */
     int proxy_port;
+    /* warm templates (template.c): stdin is one end of a Unix stream socket,
+     * not a pipe, so frames can carry descriptors both ways */
+    bool in_socket;
 };
 struct td_child {
     pid_t pid;

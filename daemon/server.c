@@ -25,6 +25,7 @@
 #include "stats.h"
 #include "metrics.h"
 #include "tail.h"
+#include "template.h"
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
@@ -581,7 +582,13 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     } else if (strcmp(op, "stats") == 0) {
         struct td_stats_gauges g;
         td_server_gauges(&g);
-        td_conn_send(c, td_stats_event(&g));
+        json_t *ev = td_stats_event(&g);
+        json_t *warm = td_template_stats(); /* warm tools' templates, when any */
+        if (ev && json_object_size(warm))
+            json_object_set_new(ev, "templates", warm);
+        else
+            json_decref(warm);
+        td_conn_send(c, ev);
     } else if (strcmp(op, "metrics") == 0) {
         metrics_op(c);
     } else if (strcmp(op, "tools") == 0) {

@@ -37,7 +37,13 @@
  * and may not allocate (sandbox.c): it only loads the program built here.
  * The common ones (default and off, with and without network) are built
  * once at start; a tool with "deny_syscalls" gets its own at load (and
- * reload), never per call. Only this ABI's calls are let through:
+ * reload), never per call. A warm tool's template (template.c) gets the
+ * same set less what it needs to set up each call's namespaces (the
+ * namespace flags of clone(), unshare, setns and the mount calls): each
+ * call's process stacks a filter of its own that refuses exactly those
+ * again (lib/warm.c), so a warm call ends under the same rules as a cold
+ * one. The template's filter has no listener: a warm call's denials are
+ * refused, not reported. Only this ABI's calls are let through:
  * libseccomp checks the architecture, and a system call of another ABI
  * (i386's int 0x80, x32) kills the process rather than slipping past rules
  * written for this one; a tool is a program of this machine.
@@ -82,10 +88,26 @@ static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIP
 struct td_sysfilter_conf {
     bool off;
     struct td_sysfilter *own[TD_NET_COUNT]; /* by network; NULL: a common one */
+    struct td_sysfilter *own_tpl[TD_NET_COUNT]; /* for its warm template */
 };
+
+/* What a template may do that its calls may not: lib/warm.c's stacked
+ * filter refuses these again in each call. */
+static const char *const template_allowed[] = {
+    "mount",   "umount2",   "pivot_root", "fsopen",        "fsconfig", "fsmount",
+    "fspick",  "move_mount", "open_tree", "mount_setattr", "unshare",  "setns"};
+
+static bool for_template_only(const char *name)
+{
+    for (size_t i = 0; i < sizeof(template_allowed) / sizeof(template_allowed[0]); i++)
+        if (strcmp(name, template_allowed[i]) == 0)
+            return true;
+    return false;
+}
 
 /* [off][network] */
 static struct td_sysfilter common[2][TD_NET_COUNT];
+static struct td_sysfilter common_tpl[2][TD_NET_COUNT];
 static bool notify_ok;
 static const char *notify_missing; /* why denials go unreported */
 
@@ -133,16 +155,16 @@ static bool in_default(int nr)
 }
 
 /* The default set's rules; 0 or -errno. */
-static int add_default(scmp_filter_ctx ctx, bool network)
+static int add_default(scmp_filter_ctx ctx, bool network, bool tpl)
 {
-    uint32_t deny = deny_action();
+    uint32_t deny = tpl ? SCMP_ACT_ERRNO(EPERM) : deny_action();
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof(default_deny) / sizeof(default_deny[0]); i++) {
         int nr = seccomp_syscall_resolve_name(default_deny[i]);
-        if (nr >= 0)
+        if (nr >= 0 && !(tpl && for_template_only(default_deny[i])))
             rc = seccomp_rule_add(ctx, deny, nr, 0);
     }
-    for (size_t i = 0; rc == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
+    for (size_t i = 0; rc == 0 && !tpl && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
         rc = seccomp_rule_add(ctx, deny, SCMP_SYS(clone), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
     if (rc == 0)
@@ -160,7 +182,7 @@ static int add_default(scmp_filter_ctx ctx, bool network)
 }
 
 /* One filter into out; 0 or -errno. */
-static int build(bool off, enum td_net net, const int *extra, size_t nextra,
+static int build(bool off, enum td_net net, const int *extra, size_t nextra, bool tpl,
                  struct td_sysfilter *out)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -181,14 +203,14 @@ static int build(bool off, enum td_net net, const int *extra, size_t nextra,
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
     if (rc == 0 && !off)
-        rc = add_default(ctx, net != TD_NET_NONE);
+        rc = add_default(ctx, net != TD_NET_NONE, tpl);
     for (size_t i = 0; rc == 0 && i < nextra; i++)
         if (off || !in_default(extra[i]))
-            rc = seccomp_rule_add(ctx, deny_action(), extra[i], 0);
+            rc = seccomp_rule_add(ctx, tpl ? SCMP_ACT_ERRNO(EPERM) : deny_action(), extra[i], 0);
     if (rc == 0)
         rc = export(ctx, &out->prog);
     seccomp_release(ctx);
-    out->notify = rc == 0 && notify_ok && (!off || nextra);
+    out->notify = rc == 0 && !tpl && notify_ok && (!off || nextra);
     return rc;
 }
 
@@ -237,8 +259,11 @@ int td_sysfilter_setup(void)
     int rc = 0;
     for (int off = 0; rc == 0 && off < 2; off++)
         for (int net = 0; rc == 0 && net < TD_NET_COUNT; net++)
-            if (!(off && net == TD_NET_HOST)) /* off with the host's network: none */
-                rc = build(off, (enum td_net)net, NULL, 0, &common[off][net]);
+            if (!(off && net == TD_NET_HOST)) { /* off with the host's network: none */
+                rc = build(off, (enum td_net)net, NULL, 0, false, &common[off][net]);
+                if (rc == 0)
+                    rc = build(off, (enum td_net)net, NULL, 0, true, &common_tpl[off][net]);
+            }
     if (rc < 0) {
         td_log(TD_LOG_ERR, "seccomp: cannot build the worker filter: %s", strerror(-rc));
         return -1;
@@ -300,9 +325,11 @@ int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_
         c->off = off;
     /* a tool's own only where it differs from the common ones */
     for (int net = 0; rc == 0 && n && net < TD_NET_COUNT; net++) {
-        if (!(c->own[net] = calloc(1, sizeof(struct td_sysfilter))))
+        if (!(c->own[net] = calloc(1, sizeof(struct td_sysfilter))) ||
+            !(c->own_tpl[net] = calloc(1, sizeof(struct td_sysfilter))))
             rc = -ENOMEM;
-        else if ((rc = build(off, (enum td_net)net, nrs, n, c->own[net])) < 0)
+        else if ((rc = build(off, (enum td_net)net, nrs, n, false, c->own[net])) < 0 ||
+                 (rc = build(off, (enum td_net)net, nrs, n, true, c->own_tpl[net])) < 0)
             snprintf(err, errlen, "%s: deny_syscalls: cannot build the filter: %s", file,
                      strerror(-rc));
     }
@@ -325,6 +352,9 @@ void td_sysfilter_conf_free(struct td_sysfilter_conf *c)
         if (c->own[i])
             free(c->own[i]->prog.filter);
         free(c->own[i]);
+        if (c->own_tpl[i])
+            free(c->own_tpl[i]->prog.filter);
+        free(c->own_tpl[i]);
     }
     free(c);
 }
@@ -337,4 +367,15 @@ const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, e
     if (off && net == TD_NET_HOST)
         return NULL;
     return common[off][net].prog.filter ? &common[off][net] : NULL;
+}
+
+const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c,
+                                                 enum td_net net)
+{
+    if (c && c->own_tpl[net])
+        return c->own_tpl[net];
+    bool off = c && c->off;
+    if (off && net == TD_NET_HOST)
+        return NULL;
+    return common_tpl[off][net].prog.filter ? &common_tpl[off][net] : NULL;
 }

@@ -48,5 +48,10 @@ enum td_net {
  * leaves Unix sockets reachable by path); with none at all,
  * socket(AF_INET*) is denied too. */
 const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, enum td_net net);
+/* The filter of a warm tool's template: td_sysfilter_get()'s less the
+ * namespace and mount rules its calls' own stacked filter (lib/warm.c)
+ * puts back; no listener. NULL for none. */
+const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c,
+                                                 enum td_net net);
 
 #endif

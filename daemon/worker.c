@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@
 #include "sandbox.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
+#include "template.h"
 #include "toolexec.h"
 #include "util.h"
 #include "worker.h"
@@ -106,6 +108,11 @@ struct td_worker {
     /* egress: the proxy serving its allow-list (proxy.c), until it ends */
     struct td_proxy *egress;
     td_progress_cb progress_cb; /* issue 13: progress frames before the response */
+    /* warm start (template.c): a fork of the tool's template */
+    struct td_warm_call *warm;
+    int pidfd;         /* the call's PID 1, once forked; -1 before */
+    bool kill_pending; /* killed before it was forked */
+    char *warm_why;    /* it never ran, or its template died */
 };
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
@@ -147,6 +154,7 @@ static void on_handle_closed(uv_handle_t *h)
     td_denials_clear(&w->denied);
     free(w->batch_id);
     free(w->call_id);
+    free(w->warm_why);
     free(w);
     if (worker_gone_cb)
         worker_gone_cb();
@@ -176,6 +184,12 @@ static void maybe_free(struct td_worker *w)
     if (w->exfd >= 0)
         close(w->exfd);
     w->exfd = -1;
+    if (w->warm) { /* its directory is in the template's: removed there */
+        td_template_call_end(w->warm);
+        free(w->workdir);
+        w->workdir = NULL;
+    }
+    w->warm = NULL;
     close_handle(w, (uv_handle_t *)&w->in);
     close_handle(w, (uv_handle_t *)&w->out);
     close_handle(w, (uv_handle_t *)&w->err);
@@ -186,6 +200,15 @@ static void maybe_free(struct td_worker *w)
 
 static void kill_group(struct td_worker *w)
 {
+    /* Warm: the call's PID 1 (lib/warm.c); its end takes the namespace's
+     * every process with it. */
+    if (w->warm || w->pidfd >= 0) {
+        if (w->pidfd >= 0 && !w->reaped)
+            syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+        else if (!w->reaped)
+            w->kill_pending = true;
+        return;
+    }
     /* The pgid cannot be reused while any member lives; once the leader is
      * reaped we kill only from the reaper's callback, before any new fork
      * (on_worker_reaped), never later. */
@@ -502,6 +525,11 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
 static void decide_on_exit(struct td_worker *w)
 {
     char detail[512];
+    if (w->warm_why) {
+        fail(w, TE_HANDLER_EXIT, w->warm_why,
+             json_pack("{s:s,s:o}", "warm_error", w->warm_why, "stderr", stderr_tail(w)), NULL);
+        return;
+    }
     struct td_report rep = w->rep;
     if (rep.failed) {
         if (strcmp(rep.step, "exec") == 0)
@@ -763,8 +791,12 @@ void td_worker_on_gone(void (*cb)(void))
     worker_gone_cb = cb;
 }
 
+static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
+                          struct td_child *c, struct td_cgroup **cg, const char **what);
+
 void td_worker_setup(void)
 {
+    td_template_setup(spawn_template);
     size_t n = 0;
     if (td_cfg.socket_path)
         hidden[n++] = td_cfg.socket_path;
@@ -793,6 +825,129 @@ static void pipe_open(struct td_worker *w, uv_pipe_t *p, int fd)
     uv_pipe_open(p, fd);
 }
 
+/* ---- warm start (template.c) ------------------------------------------------ */
+
+static void on_warm_forked(void *data, int pidfd)
+{
+    struct td_worker *w = data;
+    w->pidfd = pidfd;
+    if (w->kill_pending)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+}
+
+static void on_warm_exited(void *data, int status, const struct rusage *ru, const char *why)
+{
+    struct td_worker *w = data;
+    static const struct rusage none;
+    if (why && !w->warm_why)
+        w->warm_why = strdup(why);
+    on_worker_reaped(w);
+    on_worker_exit(w, status, ru ? ru : &none);
+}
+
+static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited};
+
+/* A warm call: the template forks its process; false when it cannot (not
+ * ready): the call runs cold. */
+static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, struct td_child *c,
+                       char **workdir)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        pipe2(ex, O_CLOEXEC) < 0) {
+        int *ps[4] = {in, out, err, ex};
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 2; k++)
+                if (ps[i][k] >= 0)
+                    close(ps[i][k]);
+        return false;
+    }
+    int network = s->tool->network >= 0 ? s->tool->network : td_cfg.network;
+    int theirs[4] = {in[0], out[1], err[1], ex[1]};
+    int ours[4] = {in[1], out[0], err[0], ex[0]};
+    /* theirs are taken in every case */
+    w->warm = td_template_call(s->tool, s->call_id, s->batch_id, !network, theirs, &warm_ops, w,
+                               workdir);
+    if (!w->warm) {
+        for (int i = 0; i < 4; i++)
+            close(ours[i]);
+        return false;
+    }
+    fcntl(ex[0], F_SETFL, O_NONBLOCK);
+    *c = (struct td_child){.pid = 0, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
+    for (int k = 0; k < TD_HAND_COUNT; k++) /* nothing handed up: not spawned here */
+        c->handed[k] = -1;
+    return true;
+}
+
+/* The template's spawn: a cold worker's description, in its directory. */
+static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
+                          struct td_child *c, struct td_cgroup **cg, const char **what)
+{
+    struct td_worker_spec spec = {.tool = t, .batch_id = "", .call_id = ""};
+    char **env = build_env(&spec);
+    struct td_limits lim;
+    memset(&lim, 0, sizeof(lim));
+    merge_limits(&lim, &t->limits);
+    bool pidns = td_call_ns != 0;
+    bool cg_memory = lim.memory_mb && td_cgroup_memory();
+    bool cg_pids = lim.processes && td_cgroup_pids();
+    int err = ENOMEM;
+    *cg = NULL;
+    *what = "malloc";
+    if (!env)
+        return -ENOMEM;
+    if (td_containment == TD_CONTAIN_CGROUP || cg_memory || cg_pids) {
+        *what = "cgroup";
+        *cg = td_cgroup_new(cg_memory ? lim.memory_mb : 0, cg_pids ? lim.processes + pidns : 0,
+                            &err);
+        if (!*cg)
+            goto out;
+    }
+    struct td_rlimit rl[6];
+    size_t nrl = 0;
+    build_rlimits(&lim, cg_memory, cg_pids, rl, &nrl);
+    int network = t->network >= 0 ? t->network : td_cfg.network;
+    const char **argv = init_argv(t->argv);
+    struct td_spawn sp = {
+        .argv = pidns ? (char *const *)argv : t->argv,
+        .init = pidns,
+        .envp = env,
+        .cwd = cwd,
+        .ns_flags = td_call_ns | (network ? 0 : CLONE_NEWNET),
+        .work_dir = td_cfg.work_dir,
+        .hide = hidden,
+        .uid_map = uid_map,
+        .gid_map = gid_map,
+        .uid = uid,
+        .gid = gid,
+        .rlimits = rl,
+        .nrlimits = nrl,
+        .cgroup_dir = td_cgroup_dir_fd(*cg),
+        .cgroup_procs = td_cgroup_procs_fd(*cg),
+        .in_socket = true,
+    };
+    /* the tool's filter less what the template needs for its calls'
+     * namespaces, which each call's stacked filter refuses again */
+    const struct td_sysfilter *sf =
+        td_sysfilter_template(t->sysfilter, network ? TD_NET_HOST : TD_NET_NONE);
+    sp.filter = sf ? &sf->prog : NULL;
+    if (sp.ns_flags)
+        sp.ns_flags |= td_userns_flag;
+    int rc = argv ? td_sandbox_spawn(&sp, c, what) : -ENOMEM;
+    free(argv);
+    err = -rc;
+    if (rc < 0) {
+        td_cgroup_release(*cg);
+        *cg = NULL;
+    }
+out:
+    for (char **e = env; *e; e++)
+        free(*e);
+    free(env);
+    return -err;
+}
+
 struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb cb, void *data,
                                   json_t **result)
 {
@@ -810,6 +965,19 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     int err = ENOMEM;
     if (!w || !body)
         goto fail;
+    w->pidfd = -1;
+    struct td_child child;
+    if (s->tool->warm && !plain) {
+        bool warm = start_warm(w, s, &child, &workdir);
+        if (s->start)
+            *s->start = warm ? "warm" : "cold";
+        if (warm) {
+            merge_limits(&w->limits, &s->tool->limits);
+            uint64_t ob = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
+            w->max_output = ob > UINT32_MAX ? UINT32_MAX : (uint32_t)ob;
+            goto started;
+        }
+    }
     env = build_env(s);
     if (!env)
         goto fail;
@@ -892,7 +1060,6 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     }
     sp.landlock_abi = ll_write ? td_fsview_landlock_abi() : 0;
     sp.ll_write = ll_write;
-    struct td_child child;
     uint64_t t0 = uv_hrtime();
     int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;
     if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
@@ -909,6 +1076,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
 
+started:
     w->call_uid = taken;
     if (s->tool->egress) /* NULL if the child failed before handing it up */
         w->egress = td_proxy_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
@@ -921,7 +1089,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
-    w->init = pidns;
+    w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
     if (child.handed[TD_HAND_SECCOMP] >= 0)
         w->sysn = td_sysnotify_start(child.handed[TD_HAND_SECCOMP], &w->denied);
@@ -936,7 +1104,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     w->timer.data = w;
     w->handles++;
     nworkers++;
-    td_reaper_watch(w->pid, on_worker_reaped, on_worker_exit, w);
+    if (!w->warm)
+        td_reaper_watch(w->pid, on_worker_reaped, on_worker_exit, w);
 
     /* The request: one frame, then stdin is closed. */
     size_t len = strlen(body);

@@ -10,6 +10,7 @@
  *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker_sdk.c the worker SDK: write a tool in C
+ *   warm.c     the template side of warm start (both SDKs)
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
@@ -347,6 +348,31 @@ json_t *te_progress_frame(const char *body, size_t len);
 /* The whole worker: read the request from stdin, run the handler, write the
  * response to stdout. Returns the process exit status to use (0 on success). */
 int te_worker_main(te_handler handler, void *userdata);
+
+/* Warm start (warm.c; proto/PROTOCOL.md, "Warm start"): the template side,
+ * used by te_worker_main() and, through ctypes, by the Python SDK. A tool
+ * written with either SDK needs none of it. The layout is fixed (ctypes). */
+typedef struct {
+    unsigned int id;                 /* the daemon's number for the call */
+    int in, out, err, report;        /* the call's descriptors, received */
+    int newnet;                      /* a network namespace of its own */
+    char dir[256];                   /* its directory, in the template's */
+    char call_id[128], batch[128];   /* TOOLEXEC_CALL_ID, TOOLEXEC_BATCH */
+} te_fork_request;
+/* Is this first frame the daemon's {"template": {...}}? */
+bool te_template_requested(const json_t *first);
+/* Says ready (first time), reaps and reports finished calls, waits for the
+ * next fork request: 1 with *r filled, 0 when the daemon closed the channel
+ * (calls in flight have ended), or -errno. */
+int te_template_next(te_fork_request *r);
+/* In the template: the call's PID 1's pid (> 0) or -errno (the daemon was
+ * told and runs the call cold). In the call's process, set up like a cold
+ * worker's (its own PID, user and mount namespace, fds 0-2 the call's, its
+ * directory the cwd, filtered): 0. */
+int te_template_fork(const te_fork_request *r);
+/* next + fork until done: 1 in a call's process (read the request on fd 0
+ * then), 0 in the template when it is to exit with *exit_code. */
+int te_template_run(int *exit_code);
 
 /* ------------------------------------------------------------------------ */
 /* JSON Schema (draft-07) validation of tool arguments (schema_*.c).       */

@@ -169,6 +169,15 @@ int te_worker_main(te_handler handler, void *userdata)
 {
     json_t *req = NULL;
     int rc = te_worker_read_request(0, &req);
+    if (rc == 0 && te_template_requested(req)) {
+        /* warm start: returns in each call's process, set up (warm.c) */
+        json_decref(req);
+        req = NULL;
+        int code;
+        if (!te_template_run(&code))
+            return code;
+        rc = te_worker_read_request(0, &req);
+    }
     json_t *resp;
     if (rc) {
         resp = te_raised("BadRequest", strerror(-rc), NULL);

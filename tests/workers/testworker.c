@@ -100,6 +100,9 @@
  *                        and write (planted.txt) other; ok {"cwd",
  *                        "list_work", "list_other", "read_other",
  *                        "write_other"}, each null or an errno name
+ *   warm-state           ok {"counter": a global, incremented, "threads",
+ *                        "entries" (of the cwd), "random"}; with leave true
+ *                        also leaves a thread running and a file in the cwd
  *   linger TOKEN FD      (internal) the grandchild of "grandchild"
  *   victim [TOKEN]       writes $VICTIM_SECRET to ./secret.txt, writes its
  *                        working directory to arguments.ready, waits (up to 30 s) for
@@ -128,6 +131,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +385,7 @@ static json_t *fill_pipe(const json_t *args)
 }
 
 static json_t *run_mode(const char *mode, const te_call *call);
+static json_t *warm_state_mode(const json_t *args);
 
 static json_t *grandchild(const te_call *call)
 {
@@ -1400,7 +1405,53 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return sysprobe_mode(args);
     if (strcmp(mode, "fs-probe") == 0)
         return fs_probe(args);
+    if (strcmp(mode, "warm-state") == 0)
+        return warm_state_mode(args);
     return te_raised("UnknownMode", mode, NULL);
+}
+
+/* "warm-state" (warm start, test_warm.py): what one call could leave for the
+ * next if calls shared a process: a global counter, a file in the working
+ * directory, a thread still running; with leave true it leaves all three.
+ * ok {"counter", "threads", "entries": [cwd entries], "random": N} */
+static int warm_counter;
+
+static void *warm_idle_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static json_t *warm_state_mode(const json_t *args)
+{
+    int counter = ++warm_counter;
+    int threads = -1;
+    char line[128];
+    FILE *f = fopen("/proc/self/status", "re");
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &threads) == 1)
+            break;
+    if (f)
+        fclose(f);
+    json_t *entries = json_array();
+    DIR *d = opendir(".");
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            json_array_append_new(entries, json_string(de->d_name));
+    if (d)
+        closedir(d);
+    if (json_is_true(json_object_get(args, "leave"))) {
+        pthread_t t;
+        pthread_create(&t, NULL, warm_idle_thread, NULL);
+        int fd = open("left-behind.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+    }
+    return te_ok(json_pack("{s:i,s:i,s:o,s:I}", "counter", counter, "threads", threads, "entries",
+                           entries, "random", (json_int_t)random()));
 }
 
 static json_t *handler(const te_call *call, void *userdata)

@@ -476,9 +476,20 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
     global _progress_fd
     out = _redirect_stdout(stdout)
     _progress_fd = out
+    warm = False
     try:
         try:
             request = read_request(stdin)
+            if (isinstance(request, dict) and isinstance(request.get("template"), dict)
+                    and stdin == 0 and stdout == 1):
+                # warm start: returns in each call's process, set up
+                os.close(out)
+                out = None
+                _warm_template(request["template"])
+                warm = True
+                out = _redirect_stdout(stdout)
+                _progress_fd = out
+                request = read_request(stdin)
         except Exception as exc:
             response = {"raised": {"type": "BadRequest",
                                    "message": "cannot read the request frame: %s" % exc,
@@ -496,7 +507,17 @@ def serve(handler=None, *, max_frame_bytes=MAX_FRAME_BYTES, stdin=0, stdout=1):
             sys.stderr.write("toolexec.worker: the daemon closed the response pipe\n")
     finally:
         _progress_fd = None
-        os.close(out)
+        if out is not None:
+            os.close(out)
+    if warm:
+        # A warm call's process: the daemon ends the call at its response
+        # (as it kills a cold worker then); leaving now spares the
+        # interpreter's finalisation, which would only copy the template's
+        # pages.
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
     return response
 
 
@@ -522,3 +543,68 @@ def progress(progress, total=None, message=None):
         return False
     _write_all(_progress_fd, encode_frame({"progress": p}))
     return True
+
+
+# ---------------------------------------------------------------------------
+# Warm start (proto/PROTOCOL.md, "Warm start")
+
+def _warm_lib(first):
+    """libtoolexec, whose warm.c does the template's loop and each call's
+    set-up (the same code as the C SDK's): the path the daemon names, else
+    the installed library. A PyDLL: its calls keep the GIL, as os.fork()
+    does around fork()."""
+    import ctypes
+    for name in (first.get("lib"), os.environ.get("TOOLEXEC_LIB"), "libtoolexec.so.0"):
+        if not name:
+            continue
+        try:
+            return ctypes.PyDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _warm_template(first):
+    """The template: loads nothing more, forks on the daemon's request.
+    Returns only in a call's process, which the C side has set up like a
+    cold worker (own PID, user and mount namespace, its fds, its directory,
+    the stacked filter); the template itself ends with SystemExit."""
+    import ctypes
+    import gc
+
+    class ForkRequest(ctypes.Structure):
+        _fields_ = [("id", ctypes.c_uint), ("fd_in", ctypes.c_int), ("fd_out", ctypes.c_int),
+                    ("fd_err", ctypes.c_int), ("fd_report", ctypes.c_int),
+                    ("newnet", ctypes.c_int), ("dir", ctypes.c_char * 256),
+                    ("call_id", ctypes.c_char * 128), ("batch", ctypes.c_char * 128)]
+
+    lib = _warm_lib(first)
+    if lib is None:
+        # not a control message: the daemon restarts us later and runs the
+        # calls cold meanwhile; the reason goes to its log
+        sys.stderr.write("toolexec.worker: warm start needs libtoolexec (not found)\n")
+        raise SystemExit(1)
+    lib.te_template_next.argtypes = [ctypes.POINTER(ForkRequest)]
+    lib.te_template_fork.argtypes = [ctypes.POINTER(ForkRequest)]
+    api = ctypes.pythonapi
+    req = ForkRequest()
+    gc.collect()
+    while True:
+        rc = lib.te_template_next(ctypes.byref(req))
+        if rc <= 0:
+            raise SystemExit(0 if rc == 0 else 1)
+        # what the template has allocated stays shared with its children:
+        # their collector never touches (and so copies) those pages
+        gc.freeze()
+        api.PyOS_BeforeFork()
+        pid = lib.te_template_fork(ctypes.byref(req))
+        if pid == 0:
+            # at-fork hooks run here: random reseeds itself
+            api.PyOS_AfterFork_Child()
+            os.environ["TOOLEXEC_CALL_ID"] = req.call_id.decode("utf-8", "replace")
+            os.environ["TOOLEXEC_BATCH"] = req.batch.decode("utf-8", "replace")
+            numpy_random = sys.modules.get("numpy.random")
+            if numpy_random is not None:
+                numpy_random.seed()
+            return
+        api.PyOS_AfterFork_Parent()

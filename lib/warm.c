@@ -1,0 +1,567 @@
+/*
+ * warm.c - the template side of warm start (proto/PROTOCOL.md, "Warm
+ * start"): the loop a template runs between calls, and the set-up of each
+ * call's process. Written once, in C, for both SDKs: the C SDK calls it from
+ * te_worker_main(), the Python SDK through ctypes, so both apply the same
+ * steps in the same order.
+ *
+ * The daemon starts a template like a cold worker (same user, limits, PID and
+ * mount namespace, filter) and sends it {"template": {...}} as its first
+ * frame on fd 0, here one end of a Unix stream socket. The template answers
+ * {"ready": {}} (with a pidfd of itself) and then only forks on request:
+ * each {"fork": {"id", "dir", "newnet"}} frame carries the call's stdin,
+ * stdout, stderr and report-pipe ends (SCM_RIGHTS). For each call:
+ *
+ *  P1 = clone(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET]):
+ *       PID 1 of the call's own PID namespace, as toolexecd-init is for a
+ *       cold call. It moves the call's descriptors to 0-3 and closes every
+ *       other one (the template's sockets, files, its signalfd), leads a
+ *       session, dies with the template (PR_SET_PDEATHSIG), maps its own
+ *       uid and gid, makes every mount private, hides the template's
+ *       directory (other calls' directories are in it) under a tmpfs with
+ *       only this call's directory bound back, mounts a /proc of the call's
+ *       namespace, and chdirs into the call's directory. Then it forks P2,
+ *       waits for it (reaping strays too), writes P2's wait status to the
+ *       report pipe (as the init does) and exits: the kernel then kills what
+ *       is left in the namespace, setsid()'d grandchildren included.
+ *  P2 = the call's process (PID 2): its capabilities in the new user
+ *       namespace dropped, then a second seccomp filter stacked on the
+ *       tool's own, refusing what only this set-up needed (unshare, setns,
+ *       mount and the new mount API, umount2, pivot_root, namespace flags of
+ *       clone; clone3 gets ENOSYS so libc falls back to clone). Stacked
+ *       filters all apply, so from here the call is filtered at least as a
+ *       cold one. It returns to the SDK, which reads the request frame on
+ *       fd 0 and answers on fd 1 exactly as a cold worker does.
+ *
+ * The template reaps each P1 and reports {"exited": {"id", "status",
+ * "utime_us", "stime_us", "maxrss_kb"}}. The daemon kills a call through the
+ * pidfd of P1 it got with {"forked": {"id"}}: P1 is the namespace's init, so
+ * that one SIGKILL ends the call's whole tree.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "toolexec.h"
+
+/* The daemon's report records (daemon/report.h): three ints on fd 3. */
+enum { REC_FAILED = 1, REC_STATUS = 2, REPORT_FD = 3 };
+/* Its step numbers (TD_STEP_*), so a failure names the step. */
+enum {
+    STEP_SETSID = 1,
+    STEP_PDEATHSIG = 2,
+    STEP_SIGNALS = 3,
+    STEP_USERNS = 6,
+    STEP_MOUNT = 7,
+    STEP_CHDIR = 8,
+    STEP_SECCOMP = 12,
+    STEP_SPAWN = 14,
+};
+
+/* A template serves at most this many calls at once. */
+#define MAX_KIDS 1024
+
+static struct kid {
+    pid_t pid;
+    unsigned id;
+} kids[MAX_KIDS];
+static size_t nkids;
+static int sigfd = -1;
+static bool ready_sent;
+
+/* ---- frames on the control socket (fd 0) ------------------------------------ */
+
+static int send_frame(json_t *msg, int fd)
+{
+    char *body = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!body)
+        return -ENOMEM;
+    size_t len = strlen(body);
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    te_frame_header((uint32_t)len, hdr);
+    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {body, len}};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } c;
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    if (fd >= 0) {
+        memset(&c, 0, sizeof(c));
+        m.msg_control = c.buf;
+        m.msg_controllen = sizeof(c.buf);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    size_t total = sizeof(hdr) + len, sent = 0;
+    int rc = 0;
+    while (sent < total) {
+        ssize_t n = sendmsg(0, &m, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        sent += (size_t)n;
+        m.msg_control = NULL; /* the descriptor went with the first byte */
+        m.msg_controllen = 0;
+        while (n > 0 && m.msg_iovlen) {
+            size_t take = (size_t)n < m.msg_iov->iov_len ? (size_t)n : m.msg_iov->iov_len;
+            m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + take;
+            m.msg_iov->iov_len -= take;
+            n -= (ssize_t)take;
+            if (m.msg_iov->iov_len == 0) {
+                m.msg_iov++;
+                m.msg_iovlen--;
+            }
+        }
+    }
+    free(body);
+    return rc;
+}
+
+/* One frame; up to 4 descriptors that came with it in fds (the rest closed).
+ * 0, -ENODATA at a clean end, or -errno. */
+static int recv_frame(json_t **msg, int fds[4], int *nfds)
+{
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    size_t have = 0;
+    *nfds = 0;
+    *msg = NULL;
+    while (have < sizeof(hdr)) {
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(8 * sizeof(int))];
+        } c;
+        struct iovec iov = {hdr + have, sizeof(hdr) - have};
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = c.buf,
+                           .msg_controllen = sizeof(c.buf)};
+        ssize_t n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                if (*nfds < 4)
+                    fds[(*nfds)++] = fd;
+                else
+                    close(fd);
+            }
+        }
+        if (n == 0)
+            return have ? -EBADMSG : -ENODATA;
+        have += (size_t)n;
+    }
+    uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    if (len > 65536)
+        return -EMSGSIZE;
+    char *body = malloc(len ? len : 1);
+    if (!body)
+        return -ENOMEM;
+    for (size_t got = 0; got < len;) {
+        ssize_t n = read(0, body + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(body);
+            return n < 0 ? -errno : -EBADMSG;
+        }
+        got += (size_t)n;
+    }
+    *msg = json_loadb(body, len, 0, NULL);
+    free(body);
+    return json_is_object(*msg) ? 0 : -EBADMSG;
+}
+
+/* ---- the template --------------------------------------------------------- */
+
+bool te_template_requested(const json_t *first)
+{
+    return json_is_object(json_object_get(first, "template"));
+}
+
+/* Reap every finished call process and report it. */
+static void reap(void)
+{
+    for (;;) {
+        int st;
+        struct rusage ru;
+        pid_t pid = wait4(-1, &st, WNOHANG, &ru);
+        if (pid <= 0)
+            return;
+        for (size_t i = 0; i < nkids; i++) {
+            if (kids[i].pid != pid)
+                continue;
+            send_frame(json_pack("{s:{s:I,s:i,s:I,s:I,s:I}}", "exited", "id",
+                                 (json_int_t)kids[i].id, "status", st, "utime_us",
+                                 (json_int_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+                                 "stime_us",
+                                 (json_int_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+                                 "maxrss_kb", (json_int_t)ru.ru_maxrss),
+                       -1);
+            kids[i] = kids[--nkids];
+            break;
+        }
+    }
+}
+
+int te_template_next(te_fork_request *r)
+{
+    if (!ready_sent) {
+        /* SIGCHLD through a descriptor: the loop waits on one poll() */
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||
+            (sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+            return -errno;
+        int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        int rc = send_frame(json_pack("{s:{}}", "ready"), self);
+        if (self >= 0)
+            close(self);
+        if (rc < 0)
+            return rc;
+        ready_sent = true;
+    }
+    for (;;) {
+        struct pollfd p[2] = {{0, POLLIN, 0}, {sigfd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (p[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof(si)) > 0)
+                ;
+            reap();
+        }
+        if (!p[0].revents)
+            continue;
+        json_t *msg;
+        int fds[4], nfds;
+        int rc = recv_frame(&msg, fds, &nfds);
+        if (rc == -ENODATA) {
+            /* Retired or the daemon stopping: the calls in flight finish
+             * first (they die with us: PR_SET_PDEATHSIG). */
+            while (nkids) {
+                struct pollfd w = {sigfd, POLLIN, 0};
+                if (poll(&w, 1, -1) < 0 && errno != EINTR)
+                    break;
+                struct signalfd_siginfo si;
+                while (read(sigfd, &si, sizeof(si)) > 0)
+                    ;
+                reap();
+            }
+            return 0;
+        }
+        json_t *f = json_object_get(msg, "fork");
+        json_t *id = json_object_get(f, "id");
+        const char *dir = json_string_value(json_object_get(f, "dir"));
+        if (rc < 0 || !json_is_integer(id) || !dir || strlen(dir) >= sizeof(r->dir) ||
+            strchr(dir, '/') || nfds != 4) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            json_decref(msg);
+            return rc < 0 ? rc : -EBADMSG;
+        }
+        r->id = (unsigned)json_integer_value(id);
+        r->in = fds[0], r->out = fds[1], r->err = fds[2], r->report = fds[3];
+        r->newnet = json_is_true(json_object_get(f, "newnet"));
+        strcpy(r->dir, dir);
+        snprintf(r->call_id, sizeof(r->call_id), "%s",
+                 json_string_value(json_object_get(f, "call_id")) ?: "");
+        snprintf(r->batch, sizeof(r->batch), "%s",
+                 json_string_value(json_object_get(f, "batch")) ?: "");
+        json_decref(msg);
+        return 1;
+    }
+}
+
+static void close_req(const te_fork_request *r)
+{
+    close(r->in), close(r->out), close(r->err), close(r->report);
+}
+
+static int fork_failed(const te_fork_request *r, const char *why, int err)
+{
+    close_req(r);
+    char text[160];
+    snprintf(text, sizeof(text), "%s%s%s", why, err ? ": " : "", err ? strerror(err) : "");
+    send_frame(json_pack("{s:{s:I,s:s}}", "fork_failed", "id", (json_int_t)r->id, "error", text),
+               -1);
+    return err ? -err : -EAGAIN;
+}
+
+static int threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[128];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* ---- the call's processes --------------------------------------------------- */
+
+static void p1_fail(int step)
+{
+    int rec[3] = {REC_FAILED, step, errno};
+    ssize_t n = write(REPORT_FD, rec, sizeof(rec));
+    (void)n;
+    _exit(127);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Moved where the call expects them: 0-2 the pipes, 3 the report pipe; all
+ * else closed. Above 9 first, so no dup2 overwrites a later source. */
+static int place_fds(const te_fork_request *r)
+{
+    int src[4] = {r->in, r->out, r->err, r->report}, hi[4];
+    for (int i = 0; i < 4; i++)
+        if ((hi[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
+            return -1;
+    for (int i = 0; i < 4; i++)
+        if (dup2(hi[i], i) < 0)
+            return -1;
+    return (int)syscall(SYS_close_range, 4, ~0U, 0);
+}
+
+/* The template's directory (the cwd) under a tmpfs, the call's own bound
+ * back: the same view as a cold call's, where the work directory is covered
+ * and only the call's directory is bound back. Through descriptors (the new
+ * mount API), never by path: the work directory's ancestors need not let
+ * the call's user through (a cold call passes them as root). */
+static int call_mounts(const char *dir)
+{
+    int here = -1, call = -1, tree = -1, fs = -1, mnt = -1, cd = -1, rc = -1;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        (call = openat(here, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        (tree = open_tree(call, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0 ||
+        (fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0711", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+        (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
+        move_mount(mnt, "", here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ||
+        mkdirat(mnt, dir, 0700) < 0 ||
+        move_mount(tree, "", mnt, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
+        (cd = openat(mnt, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        goto out;
+    rc = fchdir(cd) < 0 ? -2 : 0;
+out:;
+    int e = errno, fds[] = {here, call, tree, fs, mnt, cd};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    errno = e;
+    return rc;
+}
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* What only the set-up needed, refused from the call's process on. */
+static int stack_filter(void)
+{
+#ifdef NATIVE_ARCH
+    enum { EPERM_ = SECCOMP_RET_ERRNO | EPERM, ENOSYS_ = SECCOMP_RET_ERRNO | ENOSYS };
+    const unsigned nsflags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
+                             CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, EPERM_)
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, EPERM_),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), /* x32 */
+        BPF_STMT(BPF_RET | BPF_K, EPERM_),
+#endif
+        DENY(SYS_unshare),
+        DENY(SYS_setns),
+        DENY(SYS_mount),
+        DENY(SYS_umount2),
+        DENY(SYS_pivot_root),
+        DENY(SYS_open_tree),
+        DENY(SYS_move_mount),
+        DENY(SYS_fsopen),
+        DENY(SYS_fsmount),
+        DENY(SYS_fsconfig),
+        DENY(SYS_fspick),
+        DENY(SYS_mount_setattr),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, ENOSYS_),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, nsflags, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, EPERM_),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+#undef DENY
+    struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static int drop_caps(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof(d));
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+/* P1, PID 1 of the call's namespace: never returns, except as P2 (0). */
+static int call_process(const te_fork_request *r, uid_t uid, gid_t gid)
+{
+    if (place_fds(r) < 0)
+        _exit(127);
+    if (setsid() < 0)
+        p1_fail(STEP_SETSID);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        p1_fail(STEP_PDEATHSIG);
+    char map[64];
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", map) < 0)
+        p1_fail(STEP_USERNS);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    if (write_file("/proc/self/gid_map", map) < 0)
+        p1_fail(STEP_USERNS);
+    int m = call_mounts(r->dir);
+    if (m < 0)
+        p1_fail(m == -2 ? STEP_CHDIR : STEP_MOUNT);
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+        p1_fail(STEP_SIGNALS);
+    pid_t pid = fork();
+    if (pid < 0)
+        p1_fail(STEP_SPAWN);
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            p1_fail(STEP_PDEATHSIG);
+        if (drop_caps() < 0 || stack_filter() < 0)
+            p1_fail(STEP_SECCOMP);
+        close(REPORT_FD);
+        /* the call's own names, where a cold worker finds them */
+        setenv("TOOLEXEC_CALL_ID", r->call_id, 1);
+        setenv("TOOLEXEC_BATCH", r->batch, 1);
+        return 0;
+    }
+    /* the call's pipes are P2's alone */
+    close(0), close(1), close(2);
+    for (;;) {
+        int st;
+        pid_t got = waitpid(-1, &st, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got == pid || got < 0) {
+            int rec[3] = {REC_STATUS, got == pid ? st : 0x7f00, 0};
+            ssize_t n = write(REPORT_FD, rec, sizeof(rec));
+            (void)n;
+            _exit(0);
+        }
+    }
+}
+
+int te_template_fork(const te_fork_request *r)
+{
+    int n = threads();
+    if (n != 1) {
+        char why[64];
+        snprintf(why, sizeof(why), "the template runs %d threads: forking it is unsafe", n);
+        return fork_failed(r, why, 0);
+    }
+    if (nkids == MAX_KIDS)
+        return fork_failed(r, "too many calls at once", EAGAIN);
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (r->newnet ? CLONE_NEWNET : 0);
+    /* clone() as fork() (no CLONE_VM, no new stack): P1 continues here on
+     * its copy of our stack. Only system calls until P2 (libc's fork()). */
+    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0UL, NULL, NULL, 0UL);
+    if (pid < 0)
+        return fork_failed(r, "clone", errno);
+    if (pid == 0)
+        return call_process(r, uid, gid);
+    close_req(r);
+    kids[nkids++] = (struct kid){pid, r->id};
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    send_frame(json_pack("{s:{s:I}}", "forked", "id", (json_int_t)r->id), pidfd);
+    if (pidfd >= 0)
+        close(pidfd);
+    return pid;
+}
+
+int te_template_run(int *exit_code)
+{
+    *exit_code = 0;
+    for (;;) {
+        te_fork_request r;
+        int rc = te_template_next(&r);
+        if (rc <= 0) {
+            *exit_code = rc < 0 ? 1 : 0;
+            return 0;
+        }
+        if (te_template_fork(&r) == 0)
+            return 1;
+    }
+}
