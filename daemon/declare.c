@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "declare.h"
-#include "registry.h"
+#include "tool.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

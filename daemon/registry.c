@@ -31,7 +31,7 @@
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
-#include "template.h"
+#include "warmdef.h"
 #include "toolexec.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
@@ -297,10 +297,14 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         goto out;
     if ((rc = td_declare_parse(file, def, t, err, errlen)) < 0)
         goto out;
-    if (td_template_parse(file, def, t, err, errlen) < 0) {
+    struct td_warmdef wd;
+    if (td_warmdef_parse(file, def, t->argv && t->protocol == TD_PROTO_FRAMED, &wd, err, errlen) <
+        0) {
         rc = -EINVAL;
         goto out;
     }
+    t->warm = wd.warm;
+    t->max_forks = wd.max_forks;
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {
         v = json_object_get(def, names[k]);

@@ -6,63 +6,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
-#include "config.h"
-#include "toolexec.h"
+#include "tool.h"
 
-struct td_egress;
-
-/* The only PATH a worker sees (plus what its definition's env says). */
-#define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
-
-enum td_protocol { TD_PROTO_FRAMED, TD_PROTO_PLAIN };
-struct td_tool {
-    int refs;
-    char *name, *description, *file;
-    json_t *schema;
-    char **argv; /* NULL: manual-mode tool */
-    char **env;  /* "K=V", NULL-terminated */
-    size_t nenv;
-    enum td_protocol protocol;
-    bool context;
-    uint64_t timeout_ms; /* 0: no ceiling of its own */
-    struct td_limits limits;
-    int network;                     /* -1: daemon default, 0 no network, 1 network */
-    char *user, *group;              /* NULL: daemon default */
-    json_t *allow_uids, *allow_gids; /* integer arrays; NULL: any client */
-    uint64_t max_content_bytes;      /* 0: the batch's or the default */
-    te_schema *validator;            /* the compiled schema */
-    bool coerce;                     /* "42" -> 42 where the schema wants a number */
-    bool spill;                      /* cut content also written to a file */
-    bool switch_user;                /* root daemon: run workers as uid/gid */
-    uid_t uid;
-    gid_t gid;
-    /* f3: "syscalls", "deny_syscalls" (sysfilter.c); NULL: the default */
-    struct td_sysfilter_conf *sysfilter;
-    /* issue 11, the file-system view (f1) */
-    struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
-    /* egress (issue 11): "network": {"allow": [...]}; network is then 0 */
-    struct td_egress *egress;
-    /* declare.c (issue 13): the tool as the APIs and MCP are told of it */
-    json_t *listed_schema;       /* schema with "type": "object" on top, object properties */
-    char *api_name;              /* name with '.' as '_' (OpenAI, Anthropic) */
-    char *title;                 /* NULL: none */
-    json_t *annotations;         /* MCP's hints; NULL: none */
-    json_t *output_schema;       /* listed form; NULL: none */
-    te_schema *output_validator; /* compiled output_schema */
-    bool strict;                 /* OpenAI's strict mode */
-    /* warm start (template.c): "start": "warm", "max_forks" */
-    bool warm;
-    unsigned max_forks;
-};
-struct td_registry {
-    struct td_tool **tools; /* sorted by name */
-    size_t n;
-};
 int td_registry_load(const char *dir, struct td_registry **out, char *err, size_t errlen);
 struct td_tool *td_registry_find(const struct td_registry *r, const char *name);
 json_t *td_registry_list(const struct td_registry *r);

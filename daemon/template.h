@@ -14,10 +14,6 @@ struct td_tool;
 struct td_cgroup;
 struct td_child;
 
-/* The tool definition keys "start" and "max_forks" (registry.c): 0, or -1
- * with err filled. */
-int td_template_parse(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen);
-
 /* How the template is spawned: worker.c's spawn description of a cold
  * worker of the tool, in the directory cwd, as uid:gid, with stdin a
  * socket. 0 or -errno (*what the step); *cg the cgroup it runs in (NULL:

@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "registry.h"
-#include "template.h"
+#include "warmdef.h"
 
 #define MAX_FORKS_DEFAULT 1000
 
-int td_template_parse(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen)
+int td_warmdef_parse(const char *file, const json_t *def, bool framed_command,
+                     struct td_warmdef *t, char *err, size_t errlen)
 {
-    json_t *v = json_object_get(def, "start");
+    const json_t *v = json_object_get(def, "start");
     const char *s = json_string_value(v);
     if (v && (!s || (strcmp(s, "cold") && strcmp(s, "warm")))) {
         snprintf(err, errlen, "%s: start: expected \"cold\" or \"warm\"", file);
@@ -31,7 +31,7 @@ int td_template_parse(const char *file, json_t *def, struct td_tool *t, char *er
         return -1;
     }
     t->max_forks = v ? (unsigned)json_integer_value(v) : MAX_FORKS_DEFAULT;
-    if (t->warm && (!t->argv || t->protocol != TD_PROTO_FRAMED)) {
+    if (t->warm && !framed_command) {
         snprintf(err, errlen, "%s: start: \"warm\" needs a command speaking the framed protocol",
                  file);
         return -1;
