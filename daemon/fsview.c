@@ -370,6 +370,20 @@ static void add_cover(struct items *it, const char *path)
         add(it, path, S_ISDIR(st.st_mode) ? I_COVER_DIR : I_COVER_FILE);
 }
 
+/* Would the view leave path out: hidden, or below the call's fresh /tmp or
+ * /dev? (A daemon built or installed under /tmp, or a tool kept in a home
+ * directory, still has to be executed.) */
+static bool left_out(const struct items *it, const char *path)
+{
+    for (size_t k = 0; k < it->n; k++) {
+        enum item_kind kd = it->v[k].kind;
+        if ((kd == I_COVER_DIR || kd == I_COVER_FILE || kd == I_TMP || kd == I_DEV) &&
+            covers(it->v[k].path, path))
+            return true;
+    }
+    return false;
+}
+
 /* The nearest item that is an ancestor of v[i] and makes something; NULL:
  * none (the host's root, or in a minimal root a fresh one). */
 static const struct item *ancestor(const struct items *it, size_t i)
@@ -434,11 +448,12 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
             *d++ = *c;
         }
         *d = '\0';
-        if (((have_tools && covers(tools, norm)) || minimal) && realpath(norm, real) &&
-            strcmp(real, norm) == 0)
+        if (((have_tools && covers(tools, norm)) || minimal || left_out(&it, norm)) &&
+            realpath(norm, real) && strcmp(real, norm) == 0)
             add(&it, norm, I_RO);
     }
-    if (minimal && init && realpath(init, real) && strcmp(real, init) == 0)
+    if (init && (minimal || left_out(&it, init)) && realpath(init, real) &&
+        strcmp(real, init) == 0)
         add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {
         struct stat st;
