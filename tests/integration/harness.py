@@ -37,6 +37,30 @@ TESTWORKER = os.environ.get("TE_TESTWORKER", "")
 WORKERS_SRC = os.environ.get("TE_WORKERS_SRC", os.path.join(HERE, "..", "workers"))
 PROTO_DIR = os.environ.get("TE_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
 
+# Where the default file-system view (issue 11) leaves nothing of the host:
+# hidden, or a fresh /tmp of the call's own.
+VIEW_LEFT_OUT = ("/tmp", "/home", "/root", "/run", "/var/tmp", "/var/lib", "/dev/shm")
+
+
+def tree_reads():
+    """The source and build trees, where the view would leave them out (a
+    checkout in a home directory or under /tmp): the test tools run from
+    them and load the build's libtoolexec, so definitions show them
+    read-only."""
+    trees = {os.path.realpath(os.path.join(HERE, "..", ".."))}
+    if TOOLEXECD:
+        trees.add(os.path.realpath(os.path.join(os.path.dirname(TOOLEXECD), "..")))
+    return sorted(t for t in trees
+                  if any(t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
+
+
+def with_tree(fs):
+    """A "filesystem" object with the trees of tree_reads() added to "read"."""
+    fs = dict(fs)
+    fs["read"] = list(fs.get("read", [])) + [t for t in tree_reads() if t not in fs.get("read", [])]
+    return fs
+
+
 SCALE = float(os.environ.get("TE_TIMEOUT_SCALE", "1"))
 # Longest wait for any single event / condition. Generous: under ASan on a
 # loaded machine a fork+exec can take a while; a correct daemon never makes
@@ -209,7 +233,8 @@ class Daemon:
         if filename is None:
             filename = definition["name"] + ".json"
         if self.WRITE_TMP and isinstance(definition, dict) and "filesystem" not in definition:
-            definition = dict(definition, filesystem={"write": [os.path.realpath(self.tmp)]})
+            definition = dict(definition, filesystem=with_tree(
+                {"write": [os.path.realpath(self.tmp)]}))
         path = os.path.join(self.tools_dir, filename)
         with open(path, "w") as f:
             if isinstance(definition, str):

@@ -57,7 +57,7 @@ class Checks:
         cls.host = HostSocket()
         # the host's socket is in its /tmp, which a call sees a private
         # one of (issue 11): the definitions name it, as an operator would
-        tools = [dict(t, filesystem={"read": [cls.host.dir]}) for t in TOOLS]
+        tools = [dict(t, filesystem=harness.with_tree({"read": [cls.host.dir]})) for t in TOOLS]
         d = cls.DAEMON(tools, start=False)
         harness.give_work_dir(d)
         try:

@@ -94,6 +94,21 @@ if __name__ == "__main__":
 '''
 
 
+# Where the daemon's default view leaves nothing of the host (hidden, or the
+# call's own /tmp): a checkout there (a home directory, /tmp) is shown to
+# the tools read-only, for the SDK they import and the build's libtoolexec.
+VIEW_LEFT_OUT = ("/tmp", "/home", "/root", "/run", "/var/tmp", "/var/lib", "/dev/shm")
+
+
+def view_reads(*paths):
+    trees = {os.path.realpath(os.path.join(SDK_DIR, "..", ".."))}
+    if os.environ.get("TOOLEXECD"):
+        trees.add(os.path.realpath(os.path.join(os.path.dirname(os.environ["TOOLEXECD"]), "..")))
+    out = [os.path.realpath(p) for p in paths]
+    return out + sorted(t for t in trees if t not in out and any(
+        t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
+
+
 def tool_def(name, script, **fields):
     d = {"name": name, "description": "Python SDK test tool " + name,
          "schema": {"type": "object"},
@@ -103,7 +118,7 @@ def tool_def(name, script, **fields):
          "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
          # the script is in the test's directory, in /tmp: a call has a /tmp
          # of its own (issue 11), so the definition names it
-         "filesystem": {"read": [os.path.dirname(os.path.realpath(script))]}}
+         "filesystem": {"read": view_reads(os.path.dirname(os.path.realpath(script)))}}
     d.update(fields)
     return d
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import unittest
 
-from test_client import SDK_DIR, WAIT, WORKER_PYTHON, Daemon
+from test_client import SDK_DIR, WAIT, WORKER_PYTHON, Daemon, view_reads
 
 
 class PipInstall(unittest.TestCase):
@@ -58,7 +58,7 @@ class PipInstall(unittest.TestCase):
             "command": [self.python, script], "protocol": "framed",
             "env": {"PYTHONDONTWRITEBYTECODE": "1"},
             # /tmp is the call's own: the venv and the script are shown
-            "filesystem": {"read": [self.tmp, os.path.dirname(os.path.realpath(script))]}}])
+            "filesystem": {"read": view_reads(self.tmp, os.path.dirname(os.path.realpath(script)))}}])
         try:
             with d.client() as c:
                 done = c.run([{"id": "a", "name": "py_echo", "arguments": {"x": 1}}]).wait()
@@ -71,7 +71,7 @@ def echo_definitions(script):
     return [{"name": "py_echo", "description": "echo", "schema": {"type": "object"},
              "command": [WORKER_PYTHON, script], "protocol": "framed",
              "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1"},
-             "filesystem": {"read": [os.path.dirname(os.path.realpath(script))]}}]
+             "filesystem": {"read": view_reads(os.path.dirname(os.path.realpath(script)))}}]
 
 
 class ReplyShapes(unittest.TestCase):
