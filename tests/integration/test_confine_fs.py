@@ -94,7 +94,7 @@ class Checks:
                     os.path.realpath(harness.TESTWORKER))))]}),
             probe_tool("host", filesystem="host"),
             worker_tool("victim", "victim", env={"VICTIM_SECRET": SECRET},
-                        filesystem={"write": [cls.outbox]}),
+                        filesystem=harness.with_tree({"write": [cls.outbox]})),
         ]
         d = cls.DAEMON(tools, start=False)
         harness.give_work_dir(d)
