@@ -22,6 +22,7 @@ variables above and run python3 tests/integration/test_errors.py [-k NAME].
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -707,3 +708,15 @@ class DaemonTestCase(unittest.TestCase):
 
 def main():
     unittest.main(verbosity=2)
+
+
+class NobodyDaemon(Daemon):
+    """The daemon as the user nobody (setpriv: its uid and gid, no other
+    groups): the unprivileged half of the tests that run against both a root
+    daemon and an unprivileged one. Its directories must be nobody's to use
+    (give_work_dir)."""
+
+    def command(self):
+        nobody = pwd.getpwnam("nobody")
+        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
+                "--clear-groups"] + super().command()

@@ -22,12 +22,7 @@ import harness
 from harness import Daemon, DaemonFailed, new_token, worker_tool
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        nobody = pwd.getpwnam("nobody")
-        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 def require_view():

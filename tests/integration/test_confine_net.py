@@ -423,11 +423,7 @@ class RootDaemon(EgressCases, unittest.TestCase):
     pass
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        return ["setpriv", "--reuid=nobody", "--regid=%d" % pwd.getpwnam("nobody").pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),

@@ -73,12 +73,7 @@ TOOLS = [
 ]
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        nobody = pwd.getpwnam("nobody")
-        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 def cpu_ticks(pid):

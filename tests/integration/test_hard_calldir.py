@@ -33,12 +33,7 @@ def read_report(path):
         return f.read()
 
 
-class NobodyDaemon(Daemon):
-    """An unprivileged daemon (as in test_unprivileged)."""
-
-    def command(self):
-        return ["setpriv", "--reuid=nobody", "--regid=%d" % NOBODY.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 def nobody_daemon(tools, work_dir_owner=True, env=None, args=()):

@@ -53,12 +53,7 @@ def errno_name(v):
     return isinstance(v, str) and not v.startswith("ok:")
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        nobody = pwd.getpwnam("nobody")
-        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 class VictimMixin:

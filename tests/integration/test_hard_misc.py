@@ -300,12 +300,7 @@ class Definitions(unittest.TestCase):
             self.assertEqual(len(d.client().tools()["tools"]), 2)
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        nb = pwd.getpwnam("nobody")
-        return ["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),

@@ -191,11 +191,7 @@ class RootDaemonAccess(AccessBase, unittest.TestCase):
         d.stop(check=False)
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        return ["setpriv", "--reuid=nobody", "--regid=%d" % self.gid, "--clear-groups"] + \
-            super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 @NEEDS_ROOT

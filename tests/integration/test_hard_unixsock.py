@@ -19,12 +19,7 @@ import harness
 from harness import Daemon, worker_tool
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        nobody = pwd.getpwnam("nobody")
-        return ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
-                "--clear-groups"] + super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 TOOLS = [worker_tool("offline", "hostile", network=False),

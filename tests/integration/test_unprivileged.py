@@ -12,11 +12,7 @@ import harness
 from harness import Daemon, worker_tool, new_token, assert_token_gone, wait_token_present
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        return ["setpriv", "--reuid=nobody", "--regid=%d" % self.gid, "--clear-groups"] + \
-            super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),

@@ -444,11 +444,7 @@ class Reload(unittest.TestCase):
             wait_log(d, 'bad.json: max_forks: only for a tool with "start": "warm"')
 
 
-class NobodyDaemon(Daemon):
-
-    def command(self):
-        return ["setpriv", "--reuid=nobody", "--regid=%d" % self.gid, "--clear-groups"] + \
-            super().command()
+NobodyDaemon = harness.NobodyDaemon
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
