@@ -321,7 +321,8 @@ mkdir -p "$tmp/tools.d"
 ndefs=0
 for def in "$dest$examples"/tools.d/*.json.in; do
     name=$(basename "$def" .in)
-    sed -e "s|@TOOLS_SRC@|$dest$examples/tools|g" -e "s|@TOOLS_BUILD@|$tmp/bin|g" "$def" \
+    sed -e "s|@TOOLS_SRC@|$dest$examples/tools|g" -e "s|@TOOLS_BUILD@|$tmp/bin|g" \
+        -e "s|@CONTRIB_SRC@|$dest$examples|g" -e "s|@BUILD_ROOT@|$tmp/bin|g" "$def" \
         >"$tmp/tools.d/$name"
     ndefs=$((ndefs + 1))
 done
