@@ -41,8 +41,12 @@ class NonReadingClient(unittest.TestCase):
 
         # Bounded: the daemon holds at most ~1 MiB queued plus one result
         # per running call, nowhere near the 8 x 2 MiB of events owed.
+        # (Under the sanitizers RSS is mostly ASan's shadow and quarantine:
+        # the bound is checked in the plain build's run.)
         rss = vm_rss_kib(d.proc.pid)
-        self.assertLess(rss, 64 * 1024, "daemon RSS %d KiB while a client is not reading" % rss)
+        if not harness.SANITIZED:
+            self.assertLess(rss, 64 * 1024,
+                            "daemon RSS %d KiB while a client is not reading" % rss)
 
         # Reading again resumes the paused workers: every call completes.
         events = slow.finish_batch("flood", timeout=WAIT * 2)

@@ -58,6 +58,7 @@ def _sanitized():
 # threads (and races the daemon's kill after the result): that denial is
 # its own, not the probe's, and is left out where no probe asked for ptrace.
 SANITIZED = _sanitized()
+harness.KEEP_LSAN_PTRACE = True  # this file tells the probes' ptrace from LSan's itself
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 

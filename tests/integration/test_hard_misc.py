@@ -116,7 +116,9 @@ class Spill(unittest.TestCase):
         results = os.path.join(d.work_dir, "results")
         with d:
             d.start()
-            # after the start, which clears what an earlier daemon left
+            # after the start, which clears what an earlier daemon left: the
+            # socket listens first, an answered request says start-up is over
+            d.client().tools()
             os.mkdir(results)
             os.chmod(results, 0o777)
             res = d.client().run([{"id": "n", "name": "nul"}])

@@ -17,6 +17,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import Daemon, WAIT, deadline_wait, require_env, worker_tool  # noqa: E402
 
 PROMTOOL = shutil.which("promtool")
@@ -175,8 +176,10 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(len(done["denied"]), 2, done)
         text = http_get(self.port)[2]
         promtool_check(self, text)
-        self.assertEqual(value(samples(text), "toolexecd_denials_total", kind="syscall"),
-                         before + 2)
+        # (a sanitized testworker's LeakSanitizer may add its own ptrace at
+        # exit, which the harness leaves out of the event but the daemon counts)
+        self.assertIn(value(samples(text), "toolexecd_denials_total", kind="syscall") - before,
+                      (2, 3) if harness.LSAN_WORKER else (2,))
 
     def test_4_other_paths_and_methods(self):
         status, _, body = http_get(self.port, "/")
