@@ -406,7 +406,10 @@ static void on_out(uv_poll_t *p, int status, int events)
     size_t k = 0;
     while (k < (size_t)n && ctl_buf[k] != '\n' && k < 400)
         k++;
-    td_log(TD_LOG_INFO, "tool %s: warm template says: %.*s", in->tool->name, (int)k, ctl_buf);
+    /* "stderr: " as a worker's relayed lines have it: what follows is the
+     * tool's text, not the daemon's */
+    td_log(TD_LOG_INFO, "tool %s: warm template: %s: %.*s", in->tool->name,
+           p == in->outp ? "stdout" : "stderr", (int)k, ctl_buf);
 }
 
 static void on_timer(uv_timer_t *t)

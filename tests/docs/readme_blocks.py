@@ -106,7 +106,9 @@ class Follow:
     # -- the blocks ------------------------------------------------------------
     def quickstart(self, text):
         out_path = os.path.join(self.tmp, "quickstart.out")
-        env = dict(self.env, QUICKSTART_NO_BUILD="1", HOME="/nonexistent")
+        # the tree's "build" is the build under test (.ci/run's sanitizer
+        # pass exports BUILD_DIR=build-asan, which this tree does not have)
+        env = dict(self.env, QUICKSTART_NO_BUILD="1", HOME="/nonexistent", BUILD_DIR="build")
         with open(out_path, "wb") as out:
             self.daemon = subprocess.Popen(
                 ["setpriv", "--reuid=%d" % self.nobody.pw_uid,
