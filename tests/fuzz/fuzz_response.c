@@ -156,7 +156,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *v = json_object_get(out, "ok");
         CHECK(json_object_size(out) == 1, "ok with extra keys");
         s = encode_all(out, &len, salt);
-        if (json_is_string(v))
+        /* a number past what jansson holds (te_json_rawnum) is a string
+         * inside, but its content is the number as written */
+        if (te_json_is_rawnum(v)) {
+            const char *num = te_json_rawnum_text(v);
+            CHECK(num && len == strlen(num) && memcmp(s, num, len) == 0,
+                  "raw number ok content differs");
+        } else if (json_is_string(v))
             CHECK(len == json_string_length(v) && memcmp(s, json_string_value(v), len) == 0,
                   "string ok content differs");
         free(s);
