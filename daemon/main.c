@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,6 +348,15 @@ int main(int argc, char **argv)
     char lerr[256];
     int opt;
     uint64_t v;
+#ifdef M_MMAP_THRESHOLD
+    /* Large buffers (frames and results up to --max-frame-bytes) straight
+     * from and back to the kernel. glibc otherwise raises this threshold
+     * after the first such free and serves them from the heap, where the
+     * small allocations of calls still waiting for their reap pin the
+     * freed space: 200 calls of a 200 KB result, 12 at a time, grew the
+     * daemon from 7.5 to 20-30 MB; fixed at 128 KiB, to 12.5 MB. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 's':

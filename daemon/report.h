@@ -9,8 +9,10 @@
 enum { TD_REPORT_FAILED = 1, TD_REPORT_STATUS = 2, TD_REPORT_CPU = 3, TD_REPORT_RSS = 4 };
 /* TD_REPORT_CPU (a: user ms, b: system ms) and TD_REPORT_RSS (a: peak RSS
  * in KiB) precede TD_REPORT_STATUS: the init's RUSAGE_CHILDREN once the tool
- * is reaped, i.e. the tool's own use and its waited-for descendants'. What
- * the daemon's wait4() gives for the init is only the init's own. */
+ * and every process left in its namespace are killed and reaped, i.e. the
+ * tool's own use and its descendants'. What the daemon's wait4() gives for
+ * the init is only the init's own. TD_REPORT_STATUS is the init's last
+ * word: no process of the call is left when it is written. */
 
 /* Set-up steps, in the order sandbox.c runs them; "exec" is also what the
  * init reports when the tool cannot be executed. */

@@ -815,11 +815,12 @@ int td_sandbox_probe(int ns_flags)
     return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
 }
 
-void td_sandbox_report(int fd, struct td_report *r)
+int td_sandbox_report_more(int fd, struct td_report *r)
 {
     struct td_report_rec rec;
-    memset(r, 0, sizeof(*r));
-    while (read(fd, &rec, sizeof(rec)) == (ssize_t)sizeof(rec)) {
+    ssize_t n;
+    /* Records are written whole (12 bytes, under PIPE_BUF: atomic). */
+    while ((n = read(fd, &rec, sizeof(rec))) == (ssize_t)sizeof(rec)) {
         if (rec.type == TD_REPORT_FAILED && !r->failed) {
             r->failed = true;
             r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
@@ -835,6 +836,15 @@ void td_sandbox_report(int fd, struct td_report *r)
             r->maxrss_kb = rec.a;
         }
     }
+    if (r->have_status)
+        return 1;
+    return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+}
+
+void td_sandbox_report(int fd, struct td_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    td_sandbox_report_more(fd, r);
 }
 
 /* The init's children as the kernel lists them (global pids), or 0 for

@@ -104,6 +104,11 @@ struct td_report {
     long user_ms, sys_ms, maxrss_kb;
 };
 void td_sandbox_report(int fd, struct td_report *r);
+/* The records available now, added to *r (a non-blocking fd, while the
+ * call runs): 1 once the status is in (the init's last word: the call's
+ * processes are all gone), 0 for more to come, -1 at the end of the pipe
+ * without it. */
+int td_sandbox_report_more(int fd, struct td_report *r);
 /* In the child only (system calls, no memory of the daemon's written):
  * hand fd up to the daemon as kind TD_HAND_*, where td_spawn.hand_over
  * asked for it. The daemon finds it in td_child.handed once

@@ -55,7 +55,8 @@
  *   plain-stdin          plain protocol: prints {"stdin": "<raw stdin>"}
  *   setsid-grandchild    double fork: a child forks the grandchild and exits;
  *                        the grandchild calls setsid() and runs "testworker
- *                        linger TOKEN" (token); once it runs, then (then) as
+ *                        linger TOKEN" (token), which first burns burn_ms of
+ *                        CPU when given; once it runs, then (then) as
  *                        for grandchild: "ok" -> ok {"token": token},
  *                        "exit" -> exit 3, "sleep" -> sleep forever
  *   connect              connects over TCP to host (default 127.0.0.1):port;
@@ -431,10 +432,21 @@ static json_t *grandchild(const te_call *call)
     return te_ok(json_pack("{s:I, s:s}", "grandchild", (json_int_t)pid, "token", token));
 }
 
-/* "linger TOKEN FD": a grandchild. Lets go of the worker's pipes, tells its
- * parent it runs, then sleeps 60 s; only a kill by the daemon ends it early. */
+/* "linger TOKEN FD [BURN_MS]": a grandchild. Lets go of the worker's pipes,
+ * burns BURN_MS of CPU when given (test_init_report: whose use the call's
+ * init must count), tells its parent it runs, then sleeps 60 s; only a kill
+ * by the daemon ends it early. */
 static int linger_mode(int argc, char **argv)
 {
+    if (argc > 4) {
+        long long burn = atoll(argv[4]);
+        struct rusage ru;
+        do
+            getrusage(RUSAGE_SELF, &ru);
+        while ((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL +
+                   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000 <
+               burn);
+    }
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -476,9 +488,11 @@ static json_t *setsid_grandchild(const te_call *call)
             _exit(0); /* the middle process leaves at once */
         if (setsid() < 0)
             _exit(2);
-        char fd[16];
+        char fd[16], burn[24];
         snprintf(fd, sizeof fd, "%d", ready[1]);
-        char *const argv[] = {(char *)"testworker", (char *)"linger", (char *)token, fd, NULL};
+        snprintf(burn, sizeof burn, "%lld", arg_int(args, "burn_ms", 0));
+        char *const argv[] = {(char *)"testworker", (char *)"linger", (char *)token, fd,
+                              arg_int(args, "burn_ms", 0) ? burn : NULL, NULL};
         execv("/proc/self/exe", argv);
         execv(g_argv[0], argv);
         _exit(126);

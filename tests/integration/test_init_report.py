@@ -1,0 +1,102 @@
+"""A call under a PID namespace ends on its init's report (daemon/init.c).
+
+The init kills and reaps every process left in the call's namespace before
+it writes the tool's status, its last word; the daemon ends the call there,
+without waiting for the init's own exit and the namespace teardown behind it
+(~0.35-0.65 ms a call). So the check here is made the moment the result is
+in, with no waiting: a setsid() grandchild of the call must already be gone,
+after ok, after the tool's own exit and after a timeout. Without the init's
+kill-and-reap the grandchild is still alive then (the kernel's zap of the
+namespace comes only with the init's exit), and the CPU the grandchild
+burnt is missing from the call's usage, which the init reads once it has
+reaped everything. The debug log says the call really ended on the report,
+not on the reap. Root and unprivileged daemon.
+"""
+
+import os
+import pwd
+import shutil
+import unittest
+
+import harness
+from harness import DaemonTestCase, worker_tool
+
+ENDED = "its init reported: every process gone"
+BURN_MS = 300
+TOOLS = [worker_tool("sg", "setsid-grandchild", timeout_ms=1500)]
+
+
+class Checks:
+    def test_nothing_of_the_call_is_left_when_its_result_arrives(self):
+        for then, reason in (("ok", None), ("exit", "handler_exit"), ("sleep", "timeout")):
+            with self.subTest(then=then):
+                tok = harness.new_token("ir")
+                res = self.c.run([{"id": "g", "name": "sg",
+                                   "arguments": {"token": tok, "then": then}}])
+                left = harness.pids_with_token(tok)  # at once: no waiting
+                if reason:
+                    self.assertToolError(res, "g", reason)
+                else:
+                    self.assertEqual(self.assertOk(res, "g")["token"], tok)
+                self.assertEqual(left, [], "processes of the call left when its result came")
+                harness.assert_token_gone(tok, what="grandchild")  # cleans up after a failure
+
+    def test_what_is_left_is_reaped_and_counted_before_the_report(self):
+        # The grandchild burns its CPU before the tool answers and is still
+        # alive then: only an init that kills and reaps it before reporting
+        # has its use in RUSAGE_CHILDREN, so the call's usage shows it.
+        tok = harness.new_token("ir")
+        res = self.c.run([{"id": "g", "name": "sg",
+                           "arguments": {"token": tok, "then": "ok", "burn_ms": BURN_MS}}])
+        self.assertEqual(self.assertOk(res, "g")["token"], tok)
+        done = res.completed("g")
+        self.assertGreaterEqual(done["cpu_user_ms"] + done["cpu_sys_ms"], BURN_MS * 0.9, done)
+        self.assertEqual(harness.pids_with_token(tok), [])
+
+    def test_the_call_ends_on_its_inits_report(self):
+        before = self.daemon.stderr().count(ENDED)
+        tok = harness.new_token("ir")
+        self.assertOk(self.c.run([{"id": "g", "name": "sg",
+                                   "arguments": {"token": tok, "then": "ok"}}]), "g")
+        self.assertEqual(self.daemon.stderr().count(ENDED), before + 1, self.daemon.stderr()[-3000:])
+
+
+class RootDaemon(Checks, DaemonTestCase):
+    TOOLS = TOOLS
+    ARGS = ["--log-level", "debug"]
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedDaemon(Checks, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        nobody = pwd.getpwnam("nobody")
+        d = harness.NobodyDaemon(tools=TOOLS, args=["--log-level", "debug"], start=False)
+        os.chmod(d.tmp, 0o777)  # nobody creates its socket there
+        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
+        try:
+            d.start()
+        except BaseException:
+            d.stop(check=False)
+            raise
+        cls.daemon = d
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def setUp(self):
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        self.c.close()
+        self.daemon.clients.remove(self.c)
+
+    assertOk = DaemonTestCase.assertOk
+    assertToolError = DaemonTestCase.assertToolError
+
+
+if __name__ == "__main__":
+    harness.main()
