@@ -156,6 +156,8 @@ class Checks:
                                      done)
         finally:
             shutil.rmtree(meet, ignore_errors=True)
+        # none went unclaimed (held past its call's "forked")
+        self.assertNotIn("of no call known", self.d.stderr())
 
     def test_template_denials_are_its_own(self):
         # its denied syslog() at start and a child of it making the call
