@@ -19,6 +19,8 @@ filter beats a notification): the tests hold that to the documented list."""
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -46,12 +48,37 @@ def tool(name, mode=None, *argv, **fields):
     return d
 
 
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYSDK = os.path.join(os.path.dirname(harness.WORKERS_SRC), "..", "contrib", "python")
+
+
+def py_tool(name, **fields):
+    d = {"name": name, "description": "python warm_denials.py", "schema": {"type": "object"},
+         "command": [PYTHON, os.path.join(harness.WORKERS_SRC, "warm_denials.py")],
+         "env": {"PYTHONPATH": os.path.normpath(PYSDK), "PYTHONDONTWRITEBYTECODE": "1"}}
+    d.update(fields)
+    if d.get("start") == "warm":
+        d.setdefault("filesystem", "host")
+    return d
+
+
+def python_loads_lib():
+    """Can the Python SDK load this build's libtoolexec? Not one built with
+    ASan (its runtime must come first)."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(harness.TOOLEXECD))),
+                       "lib", "libtoolexec.so.0")
+    return subprocess.run([PYTHON, "-c", "import ctypes, sys; ctypes.PyDLL(sys.argv[1])", lib],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
 TOOLS = [
     tool("w", None, start="warm", timeout_ms=60000),
     tool("c", None, timeout_ms=60000),
     tool("w_deny", "sysprobe", start="warm", deny_syscalls=["sched_yield"]),
     tool("c_deny", "sysprobe", deny_syscalls=["sched_yield"]),
     tool("w_self", "deny-at-start", start="warm", timeout_ms=60000),
+    py_tool("py_w", start="warm"),
+    py_tool("py_c"),
 ]
 
 
@@ -89,6 +116,9 @@ class Checks:
         cls.d = d
         for name in ("w", "w_deny", "w_self"):
             template_ready(d, name)
+        cls.python = python_loads_lib()
+        if cls.python:
+            template_ready(d, "py_w")
 
     @classmethod
     def tearDownClass(cls):
@@ -172,6 +202,18 @@ class Checks:
         self.assertNotIn("denied", done)
         # logged once per name, however often made
         self.assertEqual(self.d.stderr().count("denied system call syslog"), 1)
+
+    def test_python_tool(self):
+        if not self.python:
+            self.skipTest("python cannot load this build's libtoolexec (a sanitizer build)")
+        tries = ["ptrace", "keyctl", "unshare"]
+        got_w, warm = self.call("py_w", "warm", **{"try": tries})
+        got_c, cold = self.call("py_c", "cold", **{"try": tries})
+        self.assertEqual(got_w, {"ptrace": "EPERM", "keyctl": "EPERM", "unshare": "EPERM"})
+        self.assertEqual(got_c, got_w)
+        self.assertEqual(syscall_names(cold), ["keyctl", "ptrace", "unshare"], cold)
+        # unshare: refused by the call's stacked filter alone, unreported
+        self.assertEqual(syscall_names(warm), ["keyctl", "ptrace"], warm)
 
     def test_tail_carries_warm_denials(self):
         sub = self.d.client()
