@@ -98,6 +98,11 @@ struct inst {
      * its PID namespace (inode), 0 unknown */
     struct td_sysnotify *sysn;
     uint64_t ns;
+    /* the last process that had a denial routed: its pid, a pidfd of it
+     * (-1: none) and its PID namespace */
+    pid_t last_pid;
+    int last_pidfd;
+    uint64_t last_ns;
 };
 
 /* Per warm tool. */
@@ -175,6 +180,9 @@ static void inst_close(struct inst *in)
     in->ctl = in->out = in->err = -1;
     td_sysnotify_stop(in->sysn);
     in->sysn = NULL;
+    if (in->last_pidfd >= 0)
+        close(in->last_pidfd);
+    in->last_pidfd = -1;
 }
 
 static int send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
@@ -573,6 +581,7 @@ static void start(struct warm *w)
     in->tool = td_tool_ref(w->tool);
     in->uid = (uid_t)-1;
     in->dirfd = -1;
+    in->last_pidfd = -1;
     in->report = in->ctl = in->out = in->err = -1;
     TAILQ_INIT(&in->calls);
     te_frame_decoder_init(&in->dec, CTL_MAX);
@@ -930,6 +939,12 @@ static uint64_t pidns_of(pid_t pid)
     return pid > 0 && stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+static bool pidfd_alive(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
 /* A forked call's namespace: its PID 1's, through the pidfd; asked only
  * when a denial needs it, and only while PID 1 lives (after the stat: so
  * the pid read was not reused meanwhile). */
@@ -938,10 +953,33 @@ static uint64_t call_ns(struct td_warm_call *c)
     if (c->ns || c->pidfd < 0)
         return c->ns;
     uint64_t ns = pidns_of(pidfd_pid(c->pidfd));
-    struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
-    if (ns && poll(&p, 1, 0) == 0)
+    if (ns && pidfd_alive(c->pidfd))
         c->ns = ns;
     return c->ns;
+}
+
+/* pid's namespace, remembered for the last pid asked: a tool looping on a
+ * denied call costs a poll() per call rather than a walk of /proc. 100,000
+ * denied calls in a row, daemon CPU per call (loaded 2-CPU VM, 3 runs):
+ * 8.1-9.6 us without, 3.9-4.3 us with, a cold call's 3.7-3.8 us. A pid's
+ * namespace never changes, and while the process the pidfd holds lives,
+ * its pid is not another's. */
+static uint64_t pidns_cached(struct inst *in, pid_t pid)
+{
+    if (in->last_pidfd >= 0 && in->last_pid == pid && pidfd_alive(in->last_pidfd))
+        return in->last_ns;
+    if (in->last_pidfd >= 0)
+        close(in->last_pidfd);
+    in->last_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    uint64_t ns = pidns_of(pid);
+    /* alive after the stat: the stat was of the process the pidfd holds */
+    if (in->last_pidfd >= 0 && (!ns || !pidfd_alive(in->last_pidfd))) {
+        close(in->last_pidfd);
+        in->last_pidfd = -1;
+    }
+    in->last_pid = pid;
+    in->last_ns = ns;
+    return ns;
 }
 
 /* sysnotify.c's router for a template's listener: whose is pid's denial?
@@ -952,7 +990,7 @@ static int route_denial(void *ctx, pid_t pid, struct td_denials **d)
     struct inst *in = ctx;
     if (pid == in->tpid || pid == in->pid)
         return TD_SYSNOTIFY_OWN;
-    uint64_t ns = pidns_of(pid);
+    uint64_t ns = pidns_cached(in, pid);
     if (!in->ns)
         in->ns = pidns_of(in->pid);
     if (!ns || ns == in->ns)
