@@ -1,6 +1,8 @@
 /*
  * denials.c - a call's list of what its confinement refused (denials.h).
  */
+#include <string.h>
+
 #include "denials.h"
 
 void td_denials_add(struct td_denials *d, json_t *entry)
@@ -60,4 +62,6 @@ void td_denials_clear(struct td_denials *d)
     json_decref(d->list);
     d->list = NULL;
     d->more = 0;
+    d->sys_arch = 0;
+    memset(d->sys_seen, 0, sizeof(d->sys_seen));
 }

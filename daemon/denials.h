@@ -10,15 +10,22 @@
 #define TD_DENIALS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
 /* Entries kept per call; the rest are only counted ("denied_more"). */
 #define TD_DENIALS_MAX 32
+/* system call numbers below this are remembered as noted; x86-64 has ~460 */
+#define TD_DENIALS_SEEN_MAX 1024
 
 struct td_denials {
     json_t *list; /* array of distinct entries, NULL until the first */
     size_t more;  /* distinct entries past TD_DENIALS_MAX */
+    /* system call numbers noted already (sysnotify.c), of sys_arch: a tool
+     * looping on a denied call pays no lookup per call */
+    uint32_t sys_arch;
+    unsigned char sys_seen[TD_DENIALS_SEEN_MAX / 8];
 };
 
 /* Add entry (stolen), e.g. {"kind":"syscall","name":"ptrace"}. An entry

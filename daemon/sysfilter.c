@@ -42,8 +42,15 @@
  * namespace flags of clone(), unshare, setns and the mount calls): each
  * call's process stacks a filter of its own that refuses exactly those
  * again (lib/warm.c), so a warm call ends under the same rules as a cold
- * one. The template's filter has no listener: a warm call's denials are
- * refused, not reported. Only this ABI's calls are let through:
+ * one. The template's filter is loaded with the listener, like a cold
+ * call's: it serves the template and every call forked from it (a filter
+ * is inherited), and the daemon tells them apart by PID namespace
+ * (template.c). It has to be the template's filter that notifies: of two
+ * filters the stricter action wins, so an EPERM of the template's would
+ * beat a notification of the call's; and the kernel allows one listener
+ * per chain of filters. The calls' stacked refusals (the namespace and
+ * mount calls) are therefore EPERM unreported. Only this ABI's calls are
+ * let through:
  * libseccomp checks the architecture, and a system call of another ABI
  * (i386's int 0x80, x32) kills the process rather than slipping past rules
  * written for this one; a tool is a program of this machine.
@@ -157,7 +164,7 @@ static bool in_default(int nr)
 /* The default set's rules; 0 or -errno. */
 static int add_default(scmp_filter_ctx ctx, bool network, bool tpl)
 {
-    uint32_t deny = tpl ? SCMP_ACT_ERRNO(EPERM) : deny_action();
+    uint32_t deny = deny_action();
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof(default_deny) / sizeof(default_deny[0]); i++) {
         int nr = seccomp_syscall_resolve_name(default_deny[i]);
@@ -206,11 +213,11 @@ static int build(bool off, enum td_net net, const int *extra, size_t nextra, boo
         rc = add_default(ctx, net != TD_NET_NONE, tpl);
     for (size_t i = 0; rc == 0 && i < nextra; i++)
         if (off || !in_default(extra[i]))
-            rc = seccomp_rule_add(ctx, tpl ? SCMP_ACT_ERRNO(EPERM) : deny_action(), extra[i], 0);
+            rc = seccomp_rule_add(ctx, deny_action(), extra[i], 0);
     if (rc == 0)
         rc = export(ctx, &out->prog);
     seccomp_release(ctx);
-    out->notify = rc == 0 && !tpl && notify_ok && (!off || nextra);
+    out->notify = rc == 0 && notify_ok && (!off || nextra);
     return rc;
 }
 

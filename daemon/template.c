@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
+#include "sysnotify.h"
 #include "template.h"
 #include "toolexec.h"
 
@@ -60,6 +62,10 @@ struct td_warm_call {
     bool forked, exited;
     int pidfd;
     uint64_t asked_ns;
+    /* wd: its denied system calls go there (NULL: nowhere, its result is
+     * out); ns: its PID namespace (inode), 0 until asked */
+    struct td_denials *denied;
+    uint64_t ns;
 };
 TAILQ_HEAD(call_list, td_warm_call);
 
@@ -88,6 +94,15 @@ struct inst {
     uint64_t started_ns;
     unsigned served, next_id;
     struct call_list calls;
+    /* wd: the listener of its filter, for it and its calls (sysnotify.c);
+     * its PID namespace (inode), 0 unknown */
+    struct td_sysnotify *sysn;
+    uint64_t ns;
+    /* the last process that had a denial routed: its pid, a pidfd of it
+     * (-1: none) and its PID namespace */
+    pid_t last_pid;
+    int last_pidfd;
+    uint64_t last_ns;
 };
 
 /* Per warm tool. */
@@ -107,6 +122,8 @@ static char ctl_buf[CTL_MAX];
 
 static void inst_stop(struct inst *in, const char *why);
 static void start(struct warm *w);
+static int route_denial(void *ctx, pid_t pid, struct td_denials **d);
+static uint64_t pidns_of(pid_t pid);
 
 void td_template_setup(td_template_spawn_fn spawn)
 {
@@ -161,6 +178,11 @@ static void inst_close(struct inst *in)
     if (in->err >= 0)
         close(in->err);
     in->ctl = in->out = in->err = -1;
+    td_sysnotify_stop(in->sysn);
+    in->sysn = NULL;
+    if (in->last_pidfd >= 0)
+        close(in->last_pidfd);
+    in->last_pidfd = -1;
 }
 
 static int send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
@@ -288,6 +310,8 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             } else { /* its worker is gone */
                 syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
             }
+            /* its denials that came before this frame */
+            td_sysnotify_retry(in->sysn);
             arm_fork_timer(in);
         } else if (strcmp(kind, "fork_failed") == 0) {
             const char *e = json_string_value(json_object_get(v, "error"));
@@ -557,6 +581,7 @@ static void start(struct warm *w)
     in->tool = td_tool_ref(w->tool);
     in->uid = (uid_t)-1;
     in->dirfd = -1;
+    in->last_pidfd = -1;
     in->report = in->ctl = in->out = in->err = -1;
     TAILQ_INIT(&in->calls);
     te_frame_decoder_init(&in->dec, CTL_MAX);
@@ -587,6 +612,14 @@ static void start(struct warm *w)
         goto fail;
     }
     in->pid = ch.pid;
+    /* its init is PID 1 of the template's namespace; the listener serves
+     * the template and all its calls, told apart by namespace */
+    in->ns = pidns_of(in->pid);
+    if (ch.handed[TD_HAND_SECCOMP] >= 0) {
+        char label[300];
+        snprintf(label, sizeof(label), "tool %s", in->tool->name);
+        in->sysn = td_sysnotify_start_routed(ch.handed[TD_HAND_SECCOMP], route_denial, in, label);
+    }
     in->ctl = ch.in;
     in->report = ch.report;
     in->out = ch.out;
@@ -871,6 +904,11 @@ fail:
     return NULL;
 }
 
+void td_template_call_denials(struct td_warm_call *c, struct td_denials *d)
+{
+    c->denied = d;
+}
+
 void td_template_call_end(struct td_warm_call *c)
 {
     struct inst *in = c->inst;
@@ -888,6 +926,87 @@ void td_template_call_end(struct td_warm_call *c)
     free(c);
     arm_fork_timer(in);
     inst_unref(in);
+}
+
+/* ---- denials (issue 12: reported as a cold call's) ------------------------ */
+
+/* The PID namespace of pid, as its inode; 0 when it cannot be read (gone). */
+static uint64_t pidns_of(pid_t pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+    return pid > 0 && stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static bool pidfd_alive(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
+/* A forked call's namespace: its PID 1's, through the pidfd; asked only
+ * when a denial needs it, and only while PID 1 lives (after the stat: so
+ * the pid read was not reused meanwhile). */
+static uint64_t call_ns(struct td_warm_call *c)
+{
+    if (c->ns || c->pidfd < 0)
+        return c->ns;
+    uint64_t ns = pidns_of(pidfd_pid(c->pidfd));
+    if (ns && pidfd_alive(c->pidfd))
+        c->ns = ns;
+    return c->ns;
+}
+
+/* pid's namespace, remembered for the last pid asked: a tool looping on a
+ * denied call costs a poll() per call rather than a walk of /proc. 100,000
+ * denied calls in a row, daemon CPU per call (loaded 2-CPU VM, 3 runs):
+ * 8.1-9.6 us without, 3.9-4.3 us with, a cold call's 3.7-3.8 us. A pid's
+ * namespace never changes, and while the process the pidfd holds lives,
+ * its pid is not another's. */
+static uint64_t pidns_cached(struct inst *in, pid_t pid)
+{
+    if (in->last_pidfd >= 0 && in->last_pid == pid && pidfd_alive(in->last_pidfd))
+        return in->last_ns;
+    if (in->last_pidfd >= 0)
+        close(in->last_pidfd);
+    in->last_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    uint64_t ns = pidns_of(pid);
+    /* alive after the stat: the stat was of the process the pidfd holds */
+    if (in->last_pidfd >= 0 && (!ns || !pidfd_alive(in->last_pidfd))) {
+        close(in->last_pidfd);
+        in->last_pidfd = -1;
+    }
+    in->last_pid = pid;
+    in->last_ns = ns;
+    return ns;
+}
+
+/* sysnotify.c's router for a template's listener: whose is pid's denial?
+ * A process of a call is in the call's PID namespace (its stacked filter
+ * refuses it any other), one of the template in the template's. */
+static int route_denial(void *ctx, pid_t pid, struct td_denials **d)
+{
+    struct inst *in = ctx;
+    if (pid == in->tpid || pid == in->pid)
+        return TD_SYSNOTIFY_OWN;
+    uint64_t ns = pidns_cached(in, pid);
+    if (!in->ns)
+        in->ns = pidns_of(in->pid);
+    if (!ns || ns == in->ns)
+        return TD_SYSNOTIFY_OWN;
+    struct td_warm_call *c;
+    bool unforked = false;
+    TAILQ_FOREACH(c, &in->calls, link) {
+        if (call_ns(c) == ns) {
+            *d = c->denied;
+            return TD_SYSNOTIFY_CALL;
+        }
+        unforked |= !c->forked;
+    }
+    /* a call whose "forked" is still on its way, or none of ours (the
+     * template may make namespaces of its own) */
+    return unforked ? TD_SYSNOTIFY_LATER : TD_SYSNOTIFY_OWN;
 }
 
 /* ---- stats ----------------------------------------------------------------- */

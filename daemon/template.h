@@ -43,6 +43,10 @@ struct td_warm_call;
 struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, const char *batch_id,
                                       bool newnet, int fds[4], const struct td_warm_ops *ops,
                                       void *data, char **dir);
+/* Where the call's denied system calls are noted (NULL: nowhere, once its
+ * result is out); the template's listener serves all its calls. */
+struct td_denials;
+void td_template_call_denials(struct td_warm_call *c, struct td_denials *d);
 /* The worker is gone: its directory is removed; no callback runs after. */
 void td_template_call_end(struct td_warm_call *c);
 

@@ -243,6 +243,8 @@ static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru
      * denials is complete */
     td_sysnotify_stop(w->sysn);
     w->sysn = NULL;
+    if (w->warm) /* its template's listener notes no more for it */
+        td_template_call_denials(w->warm, NULL);
     if (w->denied.list)
         td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED,
                                             .json = w->denied.list,
@@ -929,6 +931,7 @@ static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, stru
             close(ours[i]);
         return false;
     }
+    td_template_call_denials(w->warm, &w->denied);
     fcntl(ex[0], F_SETFL, O_NONBLOCK);
     *c = (struct td_child){.pid = 0, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
     for (int k = 0; k < TD_HAND_COUNT; k++) /* nothing handed up: not spawned here */
@@ -988,6 +991,8 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
     const struct td_sysfilter *sf =
         td_sysfilter_template(t->sysfilter, network ? TD_NET_HOST : TD_NET_NONE);
     sp.filter = sf ? &sf->prog : NULL;
+    /* its listener serves the template and all its calls (template.c) */
+    sp.filter_notify = sp.hand_over = sf && sf->notify;
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
     int rc = argv ? td_sandbox_spawn(&sp, c, what) : -ENOMEM;

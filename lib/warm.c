@@ -415,7 +415,9 @@ out:;
 #define NATIVE_ARCH AUDIT_ARCH_AARCH64
 #endif
 
-/* What only the set-up needed, refused from the call's process on. */
+/* What only the set-up needed, refused from the call's process on; with
+ * EPERM, unreported: a stacked filter cannot notify the daemon (one
+ * listener per chain, the template's; daemon/sysfilter.c). */
 static int stack_filter(void)
 {
 #ifdef NATIVE_ARCH

@@ -112,6 +112,10 @@
  *   sysprobe             tries denied system calls (test_confine_sys.py):
  *                        arguments.try names, loop.count, fork; ok {name:
  *                        "ok" or errno name, ...}
+ *   sysprobe-meet        sysprobe's tries between two rendezvous of two
+ *                        calls through files (test_warm_denials.py)
+ *   deny-at-start        (argv[1]) a template making denied calls (syslog)
+ *                        at start and from a child while it lives
  *   hostile              tries what arguments name against other calls, the
  *                        daemon and the terminal; each attempt is "ok:DATA"
  *                        or its errno name: environ, mem, kill, oom (PID
@@ -387,6 +391,8 @@ static json_t *fill_pipe(const json_t *args)
 
 static json_t *run_mode(const char *mode, const te_call *call);
 static json_t *warm_state_mode(const json_t *args);
+static json_t *sysprobe_meet(const json_t *args);
+static void deny_at_start(void);
 
 static json_t *grandchild(const te_call *call)
 {
@@ -1141,6 +1147,73 @@ static json_t *sysprobe_mode(const json_t *args)
     return te_ok(out);
 }
 
+/* ---- warm denials (test_warm_denials.py, issue 12) -------------------------- */
+
+/* Wait (up to 30 s) for path to exist; false when it never did. */
+static bool meet_wait(const char *path)
+{
+    for (int i = 0; i < 3000; i++) {
+        if (access(path, F_OK) == 0)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static void meet_touch(const char *dir, const char *name, const char *what)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.%s", dir, name, what);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* "sysprobe-meet": two calls alive at once, each trying its own denied
+ * calls: arguments dir, me, peer, try. Says me.ready in dir, waits for
+ * peer.ready, tries, says me.done and waits for peer.done: both calls'
+ * processes live while either's denials are noted. ok {NAME: result,
+ * "met": bool} */
+static json_t *sysprobe_meet(const json_t *args)
+{
+    const char *dir = arg_str(args, "dir", "/tmp");
+    const char *me = arg_str(args, "me", "a"), *peer = arg_str(args, "peer", "b");
+    char path[4096];
+    json_t *out = json_object();
+    meet_touch(dir, me, "ready");
+    snprintf(path, sizeof(path), "%s/%s.ready", dir, peer);
+    bool met = meet_wait(path);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(args, "try"), i, v)
+    {
+        json_object_set_new(out, json_string_value(v), sys_attempt(json_string_value(v)));
+    }
+    meet_touch(dir, me, "done");
+    snprintf(path, sizeof(path), "%s/%s.done", dir, peer);
+    met = meet_wait(path) && met;
+    json_object_set_new(out, "met", json_boolean(met));
+    return te_ok(out);
+}
+
+/* argv[1] "deny-at-start" (a warm template's own denials): syslog() once
+ * before serving, and a child of the template making it every 20 ms for as
+ * long as the template lives, so that calls run while the template's
+ * denials come in. */
+static void deny_at_start(void)
+{
+    syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, 0, 0);
+    pid_t pid = fork();
+    if (pid != 0)
+        return;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    syscall(SYS_close_range, 0, ~0U, 0); /* not the template's control socket */
+    for (;;) {
+        syscall(SYS_syslog, 10, 0, 0);
+        usleep(20000);
+    }
+}
+
 /* ---- file-system views (test_confine_fs, issue 11) ------------------------- */
 
 static json_t *attempt_write(const char *path)
@@ -1421,6 +1494,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return fs_probe(args);
     if (strcmp(mode, "warm-state") == 0)
         return warm_state_mode(args);
+    if (strcmp(mode, "sysprobe-meet") == 0)
+        return sysprobe_meet(args);
     return te_raised("UnknownMode", mode, NULL);
 }
 
@@ -1587,5 +1662,9 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "deep") == 0)
         return deep_mode(argc > 2 ? atol(argv[2]) : 100000);
+    if (argc > 1 && strcmp(argv[1], "deny-at-start") == 0) {
+        deny_at_start();
+        g_argc = 1; /* the mode comes from the arguments */
+    }
     return te_worker_main(handler, NULL);
 }
