@@ -248,8 +248,10 @@ static pid_t pidfd_pid(int fd)
 
 /* Is fd what a call's P1 makes for its proxy (lib/warm.c call_proxy(), a
  * cold call's step 7d): a TCP socket listening on 127.0.0.1:TD_EGRESS_PORT
- * in the network namespace of the process behind pidfd, the call's own? */
-static bool proxy_listener_ok(int fd, int pidfd)
+ * in a network namespace that is not the template's (tpid), and is the
+ * call's own (behind pidfd) when that process is still there to ask (a
+ * quick call's P1 may have exited already, its namespace kept by fd)? */
+static bool proxy_listener_ok(int fd, pid_t tpid, int pidfd)
 {
     int v[3];
     socklen_t l[3] = {sizeof(int), sizeof(int), sizeof(int)};
@@ -261,16 +263,20 @@ static bool proxy_listener_ok(int fd, int pidfd)
         getsockname(fd, (struct sockaddr *)&a, &al) < 0 || al != sizeof(a) ||
         a.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || a.sin_port != htons(TD_EGRESS_PORT))
         return false;
-    /* its namespace is the call's: not the template's, nor another's */
     char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pidfd_pid(pidfd));
+    struct stat sk, tpl, call;
     int ns = ioctl(fd, SIOCGSKNS);
-    struct stat sk, call;
-    bool same = ns >= 0 && fstat(ns, &sk) == 0 && stat(path, &call) == 0 &&
-                sk.st_dev == call.st_dev && sk.st_ino == call.st_ino;
+    bool ok = ns >= 0 && fstat(ns, &sk) == 0;
     if (ns >= 0)
         close(ns);
-    return same;
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)tpid);
+    if (!ok || stat(path, &tpl) < 0 || (sk.st_dev == tpl.st_dev && sk.st_ino == tpl.st_ino))
+        return false;
+    pid_t p1 = pidfd_pid(pidfd);
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)p1);
+    if (p1 > 0 && stat(path, &call) == 0 && pidfd_pid(pidfd) == p1)
+        return sk.st_dev == call.st_dev && sk.st_ino == call.st_ino;
+    return true;
 }
 
 /* One control frame; false: garbage (why says what). */
@@ -316,7 +322,7 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             if (fd < 0) {
                 snprintf(why, whylen, "\"forked\" without a pidfd");
                 ok = false;
-            } else if (c->proxy && (lfd < 0 || !proxy_listener_ok(lfd, fd))) {
+            } else if (c->proxy && (lfd < 0 || !proxy_listener_ok(lfd, in->tpid, fd))) {
                 snprintf(why, whylen, "\"forked\" without the call's proxy listener");
                 ok = false;
             } else if (c->data) {

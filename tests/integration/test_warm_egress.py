@@ -188,6 +188,20 @@ class WarmEgressCases:
         self.assertEqual(len(nets), 3, nets)
         self.assertNotIn(os.readlink("/proc/self/ns/net"), nets)
 
+    def test_quick_calls_keep_their_template(self):
+        # a call that ends before the daemon reads its "forked" frame: its
+        # PID 1 gone, the listener (which keeps its namespace) is still good
+        first = wait_ready(self.d, "we")
+        calls = [{"id": "q%d" % i, "name": "we", "arguments": {"mode": "echo", "i": i}}
+                 for i in range(60)]
+        res = self.d.client().run(calls, max_concurrency=4)
+        for c in calls:
+            self.assertEqual(res.result(c["id"]), {"ok": c["arguments"]})
+            self.assertEqual(res.completed(c["id"]).get("start"), "warm")
+        t = stats(self.d)["templates"]["we"]
+        self.assertEqual((t["pid"], t["restarts"]), (first["pid"], first["restarts"]),
+                         [l for l in self.d.stderr().splitlines() if "tool we:" in l])
+
     def template_garbage(self, name, why):
         first = wait_ready(self.d, name)
         res = self.d.client().run([{"id": "c", "name": name, "arguments": {}}])
