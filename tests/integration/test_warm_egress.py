@@ -17,6 +17,7 @@ import os
 import pwd
 import shutil
 import socket
+import subprocess
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +26,7 @@ import harness
 from harness import Daemon, WAIT, deadline_wait
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.normpath(os.path.join(HERE, "..", ".."))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "NO_PROXY")
 
@@ -59,6 +61,23 @@ def tool(name, mode, allow, **fields):
     # of warm_gap(), not this file's): a warm tool sees the host's
     d.setdefault("filesystem", "host")
     return d
+
+
+def py_fetch(name, allow):
+    return {"name": name, "description": "python warm_fetch.py", "schema": {"type": "object"},
+            "command": [PYTHON, os.path.join(harness.WORKERS_SRC, "warm_fetch.py")],
+            "env": {"PYTHONPATH": os.path.join(SRC, "contrib", "python"),
+                    "PYTHONDONTWRITEBYTECODE": "1"},
+            "start": "warm", "network": {"allow": allow}, "filesystem": "host",
+            "timeout_ms": 60000}
+
+
+def python_loads_lib():
+    """Not a build with ASan, whose runtime must come first (test_warm.py)."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(harness.TOOLEXECD))),
+                       "lib", "libtoolexec.so.0")
+    return subprocess.run([PYTHON, "-c", "import ctypes, sys; ctypes.PyDLL(sys.argv[1])", lib],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 
 def hostile(name, mode, allow):
@@ -109,6 +128,7 @@ class WarmEgressCases:
         cls.d = cls.make_daemon([
             tool("we", None, [cls.target]),
             dict(tool("ce", None, [cls.target]), start="cold"),
+            py_fetch("py", [cls.target]),
             hostile("h_nolisten", "fork-no-listener", [cls.target]),
             hostile("h_badlisten", "fork-bad-listener", [cls.target]),
         ])
@@ -147,6 +167,24 @@ class WarmEgressCases:
         self.assertIn(" 403 ", out["status"], out)
         self.assertEqual(denied, [{"kind": "network", "host": "127.0.0.1",
                                    "port": self.port + 1}])
+
+    def test_python_sdk_tool_through_the_proxy(self):
+        # urllib takes the proxy from the environment the warm call has
+        if not python_loads_lib():
+            self.skipTest("python cannot load this build's libtoolexec (a sanitizer build)")
+        wait_ready(self.d, "py")
+        res = self.d.client().run([{"id": "a", "name": "py",
+                                    "arguments": {"url": "http://%s/hello" % self.target}},
+                                   {"id": "b", "name": "py",
+                                    "arguments": {"url": "http://evil.example/x"}}])
+        self.assertEqual(res.completed("a").get("start"), "warm")
+        a, b = res.result("a")["ok"], res.result("b")["ok"]
+        self.assertEqual((a["status"], a["body"]), (200, "hello from the host"), a)
+        self.assertEqual(a["env"]["HTTP_PROXY"], "http://127.0.0.1:3128")
+        self.assertEqual(b["status"], 403, b)
+        self.assertNotIn("denied", res.completed("a"))
+        self.assertEqual(res.completed("b")["denied"],
+                         [{"kind": "network", "host": "evil.example", "port": 80}])
 
     def test_nothing_is_reached_directly(self):
         out, _ = self.call("we", mode="connect", host="192.0.2.1", port=80)
