@@ -16,6 +16,7 @@ its place, is garbage: restarted, the daemon up.
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -261,6 +262,33 @@ class WarmEgressCases:
 
 class WarmEgress(WarmEgressCases, unittest.TestCase):
     pass
+
+
+class Reload(unittest.TestCase):
+
+    def test_an_allow_list_added_on_reload_replaces_the_template(self):
+        # "network": false to an allow-list: the template's filter must let
+        # AF_INET through for its calls' listeners, so it is replaced
+        harness.require_env()
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+        srv.daemon_threads = True
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        target = "127.0.0.1:%d" % srv.server_address[1]
+        try:
+            off = dict(tool("t", None, [target]), network=False)  # and nothing else
+            with Daemon(tools=[off]) as d:
+                first = wait_ready(d, "t")
+                d.add_tool(tool("t", None, [target]), "t.json")
+                d.proc.send_signal(signal.SIGHUP)
+                wait_ready(d, "t", other_than=first["pid"])
+                res = d.client().run([{"id": "c", "name": "t", "arguments": {
+                    "mode": "proxy-tunnel", "target": target}}])
+                self.assertEqual(res.completed("c").get("start"), "warm")
+                self.assertEqual(res.result("c")["ok"].get("body"), "hello from the host",
+                                 res.result("c"))
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
