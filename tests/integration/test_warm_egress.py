@@ -39,6 +39,12 @@ class Server(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if self.path == "/hold":
+            st = self.server.state
+            st["held"].set()
+            self.rfile.read()  # until the proxy closes the connection
+            st["released"].set()
+            return
         if self.path.startswith("/both"):
             # answered only once two requests are in at the same time: two
             # calls each tunnelling through its own proxy at once
@@ -87,6 +93,10 @@ def hostile(name, mode, allow):
             "start": "warm", "network": {"allow": allow}, "filesystem": "host"}
 
 
+def daemon_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
 def stats(d):
     c = d.client()
     try:
@@ -123,6 +133,7 @@ class WarmEgressCases:
         cls.srv = ThreadingHTTPServer(("127.0.0.1", 0), Server)
         cls.srv.daemon_threads = True
         cls.srv.barrier = threading.Barrier(2)
+        cls.srv.state = {"held": threading.Event(), "released": threading.Event()}
         threading.Thread(target=cls.srv.serve_forever, daemon=True).start()
         cls.port = cls.srv.server_address[1]
         cls.target = "127.0.0.1:%d" % cls.port
@@ -240,6 +251,26 @@ class WarmEgressCases:
         t = stats(self.d)["templates"]["we"]
         self.assertEqual((t["pid"], t["restarts"]), (first["pid"], first["restarts"]),
                          [l for l in self.d.stderr().splitlines() if "tool we:" in l])
+
+    def test_proxy_connections_end_with_the_call(self):
+        wait_ready(self.d, "we")
+        c = self.d.client()
+        c.run([{"id": "w", "name": "we", "arguments": {"mode": "echo"}}])
+        before = daemon_fds(self.d.proc.pid)
+        st = self.srv.state
+        st["held"].clear()
+        st["released"].clear()
+        c.start_batch([{"id": "h", "name": "we", "arguments": {
+            "mode": "proxy-tunnel", "target": self.target, "path": "/hold"}}], batch="hb")
+        self.assertTrue(st["held"].wait(WAIT))  # the tunnel is through
+        self.assertFalse(st["released"].is_set())
+        c.send({"op": "cancel", "batch": "hb"})
+        evs = c.finish_batch("hb")
+        done = [e for e in evs if e["event"] == "tool_execution_completed"][0]
+        self.assertEqual(done.get("start"), "warm", done)
+        self.assertTrue(st["released"].wait(WAIT), "the tunnel outlived its call")
+        deadline_wait(lambda: daemon_fds(self.d.proc.pid) == before,
+                      what="the daemon's descriptors back to %d" % before)
 
     def template_garbage(self, name, why):
         first = wait_ready(self.d, name)
