@@ -580,6 +580,11 @@ static int call_process(const te_fork_request *r, uid_t uid, gid_t gid, int hand
 {
     if (place_fds(r, hand) < 0)
         _exit(127);
+    /* first, so the template, waiting for the listener, is answered before
+     * any later step can fail: that one then goes to the report pipe, as
+     * for a call without a proxy */
+    if (hand >= 0 && call_proxy(r->proxy_port) < 0)
+        p1_fail(STEP_EGRESS);
     if (setsid() < 0)
         p1_fail(STEP_SETSID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -594,8 +599,6 @@ static int call_process(const te_fork_request *r, uid_t uid, gid_t gid, int hand
     int m = call_mounts(r->dir);
     if (m < 0)
         p1_fail(m == -2 ? STEP_CHDIR : STEP_MOUNT);
-    if (hand >= 0 && call_proxy(r->proxy_port) < 0)
-        p1_fail(STEP_EGRESS);
     sigset_t none;
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
