@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <linux/sockios.h> /* SIOCGSKNS */
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -34,6 +37,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
+#include "egress.h"
 #include "fsview.h"
 #include "identity.h"
 #include "log.h"
@@ -60,6 +64,7 @@ struct td_warm_call {
     const struct td_warm_ops *ops;
     void *data; /* NULL once its worker is gone */
     bool forked, exited;
+    bool proxy; /* its tool's egress allow-list: "forked" brings the listener */
     int pidfd;
     uint64_t asked_ns;
     /* wd: its denied system calls go there (NULL: nowhere, its result is
@@ -263,6 +268,39 @@ static pid_t pidfd_pid(int fd)
     return pid;
 }
 
+/* Is fd what a call's P1 makes for its proxy (lib/warm.c call_proxy(), a
+ * cold call's step 7d): a TCP socket listening on 127.0.0.1:TD_EGRESS_PORT
+ * in a network namespace that is not the template's (tpid), and is the
+ * call's own (behind pidfd) when that process is still there to ask (a
+ * quick call's P1 may have exited already, its namespace kept by fd)? */
+static bool proxy_listener_ok(int fd, pid_t tpid, int pidfd)
+{
+    int v[3];
+    socklen_t l[3] = {sizeof(int), sizeof(int), sizeof(int)};
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v[0], &l[0]) < 0 || v[0] != AF_INET ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &v[1], &l[1]) < 0 || v[1] != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v[2], &l[2]) < 0 || !v[2] ||
+        getsockname(fd, (struct sockaddr *)&a, &al) < 0 || al != sizeof(a) ||
+        a.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || a.sin_port != htons(TD_EGRESS_PORT))
+        return false;
+    char path[64];
+    struct stat sk, tpl, call;
+    int ns = ioctl(fd, SIOCGSKNS);
+    bool ok = ns >= 0 && fstat(ns, &sk) == 0;
+    if (ns >= 0)
+        close(ns);
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)tpid);
+    if (!ok || stat(path, &tpl) < 0 || (sk.st_dev == tpl.st_dev && sk.st_ino == tpl.st_ino))
+        return false;
+    pid_t p1 = pidfd_pid(pidfd);
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)p1);
+    if (p1 > 0 && stat(path, &call) == 0 && pidfd_pid(pidfd) == p1)
+        return sk.st_dev == call.st_dev && sk.st_ino == call.st_ino;
+    return true;
+}
+
 /* One control frame; false: garbage (why says what). */
 static bool on_msg(struct inst *in, const char *body, size_t len, char *why, size_t whylen)
 {
@@ -300,18 +338,27 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             ok = false;
         } else if (strcmp(kind, "forked") == 0) {
             int fd = take_fd(in);
+            int lfd = c->proxy ? take_fd(in) : -1;
             c->forked = true;
             c->pidfd = fd;
             if (fd < 0) {
                 snprintf(why, whylen, "\"forked\" without a pidfd");
                 ok = false;
+            } else if (c->proxy && (lfd < 0 || !proxy_listener_ok(lfd, in->tpid, fd))) {
+                snprintf(why, whylen, "\"forked\" without the call's proxy listener");
+                ok = false;
             } else if (c->data) {
+                if (lfd >= 0) /* before forked(): a kill there may end the call */
+                    c->ops->listener(c->data, lfd);
+                lfd = -1;
                 c->ops->forked(c->data, fd);
             } else { /* its worker is gone */
                 syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
             }
             /* its denials that came before this frame */
             td_sysnotify_retry(in->sysn);
+            if (lfd >= 0)
+                close(lfd);
             arm_fork_timer(in);
         } else if (strcmp(kind, "fork_failed") == 0) {
             const char *e = json_string_value(json_object_get(v, "error"));
@@ -689,7 +736,8 @@ static bool same_def(const struct td_tool *a, const struct td_tool *b)
            memcmp(&a->limits, &b->limits, sizeof(a->limits)) == 0 && a->network == b->network &&
            same_str(a->user, b->user) && same_str(a->group, b->group) &&
            a->switch_user == b->switch_user && a->uid == b->uid && a->gid == b->gid &&
-           a->max_forks == b->max_forks && a->timeout_ms == b->timeout_ms;
+           a->max_forks == b->max_forks && a->timeout_ms == b->timeout_ms &&
+           !a->egress == !b->egress; /* its filter lets AF_INET through for the proxy */
 }
 
 static void warm_free_closed(uv_handle_t *h)
@@ -701,12 +749,10 @@ static void warm_free_closed(uv_handle_t *h)
 
 /* A warm call gets what a cold call of its tool would, or the tool runs
  * cold: what a template cannot give its calls yet is named here (the
- * file-system view and the egress proxy are built per cold call in
- * sandbox.c's child, not in a template's fork). NULL: nothing missing. */
+ * file-system view is built per cold call in sandbox.c's child, not in a
+ * template's fork). NULL: nothing missing. */
 static const char *warm_gap(const struct td_tool *t)
 {
-    if (t->egress)
-        return "its egress allow-list (a proxy per call) is built only for cold calls";
     if (!td_fsview_is_host(t->fs))
         return "its file-system view is built only for cold calls (warm start needs "
                "\"filesystem\": \"host\" for now)";
@@ -877,8 +923,13 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
     c->data = data;
     c->pidfd = -1;
     c->asked_ns = uv_hrtime();
+    /* an egress allow-list: P1 makes the proxy's listener in the call's
+     * own network namespace (a newnet one) and "forked" brings it */
+    c->proxy = t->egress && newnet;
     json_t *req = json_pack("{s:{s:I,s:s,s:b,s:s,s:s}}", "fork", "id", (json_int_t)c->id, "dir",
                             name, "newnet", newnet, "call_id", call_id, "batch", batch_id);
+    if (req && c->proxy)
+        json_object_set_new(json_object_get(req, "fork"), "proxy", json_integer(TD_EGRESS_PORT));
     if (send_ctl(in, req, fds, 4) < 0) {
         unlinkat(in->dirfd, name, AT_REMOVEDIR);
         free(*dir);

@@ -34,6 +34,9 @@ struct td_warm_ops {
      * pipe), its resource use or NULL; why non-NULL when it never ran or
      * its template died (then status is a SIGKILL) */
     void (*exited)(void *data, int status, const struct rusage *ru, const char *why);
+    /* a tool with an egress allow-list: the TCP listener on 127.0.0.1:3128
+     * in the call's own network namespace, before forked() (taken) */
+    void (*listener)(void *data, int fd);
 };
 struct td_warm_call;
 /* A call for a warm tool: NULL when its template is not ready (the call

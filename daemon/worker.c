@@ -903,7 +903,19 @@ static void on_warm_exited(void *data, int status, const struct rusage *ru, cons
     on_worker_exit(w, status, ru ? ru : &none);
 }
 
-static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited};
+/* Its egress proxy, served on the listener its PID 1 made in its network
+ * namespace, as a cold call's (td_worker_start) from here on. */
+static void on_warm_listener(void *data, int fd)
+{
+    struct td_worker *w = data;
+    if (w->finished || w->egress || !w->tool->egress) {
+        close(fd);
+        return;
+    }
+    w->egress = td_proxy_start(w->tool->egress, fd, &w->denied, w->batch_id, w->call_id);
+}
+
+static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited, on_warm_listener};
 
 /* A warm call: the template forks its process; false when it cannot (not
  * ready): the call runs cold. */
@@ -988,8 +1000,9 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
     };
     /* the tool's filter less what the template needs for its calls'
      * namespaces, which each call's stacked filter refuses again */
-    const struct td_sysfilter *sf =
-        td_sysfilter_template(t->sysfilter, network ? TD_NET_HOST : TD_NET_NONE);
+    const struct td_sysfilter *sf = td_sysfilter_template(t->sysfilter, t->egress ? TD_NET_PROXY
+                                                                        : network ? TD_NET_HOST
+                                                                                  : TD_NET_NONE);
     sp.filter = sf ? &sf->prog : NULL;
     /* its listener serves the template and all its calls (template.c) */
     sp.filter_notify = sp.hand_over = sf && sf->notify;
@@ -1139,7 +1152,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
 
 started:
     w->call_uid = taken;
-    if (s->tool->egress) /* NULL if the child failed before handing it up */
+    if (s->tool->egress && !w->warm) /* NULL if the child failed before handing it up;
+                                        warm: on_warm_listener() */
         w->egress = td_proxy_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
                                    s->batch_id, s->call_id);
     else if (child.handed[TD_HAND_PROXY] >= 0)

@@ -358,6 +358,7 @@ typedef struct {
     int newnet;                      /* a network namespace of its own */
     char dir[256];                   /* its directory, in the template's */
     char call_id[128], batch[128];   /* TOOLEXEC_CALL_ID, TOOLEXEC_BATCH */
+    int proxy_port;                  /* > 0 (with newnet): the egress proxy's listener */
 } te_fork_request;
 /* Is this first frame the daemon's {"template": {...}}? */
 bool te_template_requested(const json_t *first);

@@ -33,6 +33,13 @@
  *       cold one. It returns to the SDK, which reads the request frame on
  *       fd 0 and answers on fd 1 exactly as a cold worker does.
  *
+ * With "proxy": PORT in the fork frame (a tool with an egress allow-list;
+ * with newnet), P1 also brings the loopback of its fresh network namespace
+ * up and listens on 127.0.0.1:PORT there (a cold call's step 7d), and sends
+ * the listener back over a socketpair made for this fork; the template
+ * waits for it and attaches it to its "forked" frame, where the daemon
+ * serves the call's proxy on it (call_proxy()).
+ *
  * The template reaps each P1 and reports {"exited": {"id", "status",
  * "utime_us", "stime_us", "maxrss_kb"}}. The daemon kills a call through the
  * pidfd of P1 it got with {"forked": {"id"}}: P1 is the namespace's init, so
@@ -42,6 +49,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/audit.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -52,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -76,6 +86,7 @@ enum {
     STEP_CHDIR = 8,
     STEP_SECCOMP = 12,
     STEP_SPAWN = 14,
+    STEP_EGRESS = 16,
 };
 
 /* A template serves at most this many calls at once. */
@@ -91,7 +102,7 @@ static bool ready_sent;
 
 /* ---- frames on the control socket (fd 0) ------------------------------------ */
 
-static int send_frame(json_t *msg, int fd)
+static int send_frame_fds(json_t *msg, const int *fds, int nfds)
 {
     char *body = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
@@ -103,18 +114,18 @@ static int send_frame(json_t *msg, int fd)
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {body, len}};
     union {
         struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(2 * sizeof(int))];
     } c;
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    if (fd >= 0) {
+    if (nfds > 0 && nfds <= 2) {
         memset(&c, 0, sizeof(c));
         m.msg_control = c.buf;
-        m.msg_controllen = sizeof(c.buf);
+        m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
         struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
     }
     size_t total = sizeof(hdr) + len, sent = 0;
     int rc = 0;
@@ -142,6 +153,11 @@ static int send_frame(json_t *msg, int fd)
     }
     free(body);
     return rc;
+}
+
+static int send_frame(json_t *msg, int fd)
+{
+    return send_frame_fds(msg, &fd, fd >= 0 ? 1 : 0);
 }
 
 /* One frame; up to 4 descriptors that came with it in fds (the rest closed).
@@ -301,6 +317,8 @@ int te_template_next(te_fork_request *r)
         r->in = fds[0], r->out = fds[1], r->err = fds[2], r->report = fds[3];
         r->newnet = json_is_true(json_object_get(f, "newnet"));
         strcpy(r->dir, dir);
+        json_int_t port = json_integer_value(json_object_get(f, "proxy"));
+        r->proxy_port = r->newnet && port > 0 && port < 65536 ? (int)port : 0;
         snprintf(r->call_id, sizeof(r->call_id), "%s",
                  json_string_value(json_object_get(f, "call_id")) ?: "");
         snprintf(r->batch, sizeof(r->batch), "%s",
@@ -358,18 +376,106 @@ static int write_file(const char *path, const char *text)
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* Moved where the call expects them: 0-2 the pipes, 3 the report pipe; all
- * else closed. Above 9 first, so no dup2 overwrites a later source. */
-static int place_fds(const te_fork_request *r)
+/* Moved where the call expects them: 0-2 the pipes, 3 the report pipe, 4
+ * the socket the proxy's listener goes up on (hand, when >= 0); all else
+ * closed. Above 9 first, so no dup2 overwrites a later source. */
+static int place_fds(const te_fork_request *r, int hand)
 {
-    int src[4] = {r->in, r->out, r->err, r->report}, hi[4];
-    for (int i = 0; i < 4; i++)
+    int src[5] = {r->in, r->out, r->err, r->report, hand}, hi[5];
+    int n = hand >= 0 ? 5 : 4;
+    for (int i = 0; i < n; i++)
         if ((hi[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
             return -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         if (dup2(hi[i], i) < 0)
             return -1;
-    return (int)syscall(SYS_close_range, 4, ~0U, 0);
+    return (int)syscall(SYS_close_range, (unsigned)n, ~0U, 0);
+}
+
+enum { HAND_FD = 4 };
+
+/* A cold call's step 7d (daemon/sandbox.c) in P1, in the call's fresh
+ * network namespace (P1 holds CAP_NET_ADMIN over it, through its user
+ * namespace): loopback up and a TCP listener on 127.0.0.1:port, sent to the
+ * template on HAND_FD as an int 0 with the descriptor, or the errno alone.
+ * HAND_FD is closed either way. 0, or -1 with errno set. */
+static int call_proxy(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) == 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+            listen(fd, 128) == 0)
+            rc = 0;
+    }
+    int e = rc == 0 ? 0 : errno;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } c;
+    memset(&c, 0, sizeof(c));
+    struct iovec iov = {&e, sizeof(e)};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (rc == 0) {
+        m.msg_control = c.buf;
+        m.msg_controllen = sizeof(c.buf);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    if (sendmsg(HAND_FD, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(e) && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (fd >= 0)
+        close(fd); /* the template has its own copy */
+    close(HAND_FD);
+    errno = e;
+    return rc;
+}
+
+/* In the template: the listener P1 sent on hand (call_proxy()), or -1 with
+ * errno the reason (P1's, or EPIPE when it died before saying). */
+static int recv_proxy(int hand)
+{
+    int e = EPIPE, fd = -1;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(2 * sizeof(int))];
+    } c;
+    struct iovec iov = {&e, sizeof(e)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+    ssize_t n;
+    while ((n = recvmsg(hand, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (fd < 0)
+                fd = got;
+            else
+                close(got);
+        }
+    }
+    if (n == (ssize_t)sizeof(e) && e == 0 && fd >= 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    errno = n < 0 ? errno : n != (ssize_t)sizeof(e) || e == 0 ? EPIPE : e;
+    return -1;
 }
 
 /* The template's directory (the cwd) under a tmpfs, the call's own bound
@@ -472,10 +578,15 @@ static int drop_caps(void)
 }
 
 /* P1, PID 1 of the call's namespace: never returns, except as P2 (0). */
-static int call_process(const te_fork_request *r, uid_t uid, gid_t gid)
+static int call_process(const te_fork_request *r, uid_t uid, gid_t gid, int hand)
 {
-    if (place_fds(r) < 0)
+    if (place_fds(r, hand) < 0)
         _exit(127);
+    /* first, so the template, waiting for the listener, is answered before
+     * any later step can fail: that one then goes to the report pipe, as
+     * for a call without a proxy */
+    if (hand >= 0 && call_proxy(r->proxy_port) < 0)
+        p1_fail(STEP_EGRESS);
     if (setsid() < 0)
         p1_fail(STEP_SETSID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -537,19 +648,46 @@ int te_template_fork(const te_fork_request *r)
     uid_t uid = geteuid();
     gid_t gid = getegid();
     int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (r->newnet ? CLONE_NEWNET : 0);
+    /* the proxy's listener comes up from P1 on this (a record each way,
+     * and the end of P1's side seen when it dies first) */
+    int hand[2] = {-1, -1};
+    if (r->proxy_port && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hand) < 0)
+        return fork_failed(r, "the proxy's socketpair", errno);
     /* clone() as fork() (no CLONE_VM, no new stack): P1 continues here on
      * its copy of our stack. Only system calls until P2 (libc's fork()). */
     pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0UL, NULL, NULL, 0UL);
-    if (pid < 0)
-        return fork_failed(r, "clone", errno);
+    if (pid < 0) {
+        int e = errno;
+        if (hand[0] >= 0)
+            close(hand[0]), close(hand[1]);
+        return fork_failed(r, "clone", e);
+    }
     if (pid == 0)
-        return call_process(r, uid, gid);
+        return call_process(r, uid, gid, hand[1]);
+    int fds[2] = {(int)syscall(SYS_pidfd_open, pid, 0), -1};
+    if (hand[0] >= 0) {
+        close(hand[1]);
+        fds[1] = recv_proxy(hand[0]);
+        int e = errno;
+        close(hand[0]);
+        if (fds[1] < 0) { /* P1 has told the report pipe too: reaped here */
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            if (fds[0] >= 0)
+                close(fds[0]);
+            return fork_failed(r, "the call's proxy listener", e);
+        }
+    }
     close_req(r);
     kids[nkids++] = (struct kid){pid, r->id};
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    send_frame(json_pack("{s:{s:I}}", "forked", "id", (json_int_t)r->id), pidfd);
-    if (pidfd >= 0)
-        close(pidfd);
+    send_frame_fds(json_pack("{s:{s:I}}", "forked", "id", (json_int_t)r->id), fds,
+                   fds[0] < 0   ? 0
+                   : fds[1] < 0 ? 1
+                                : 2);
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     return pid;
 }
 

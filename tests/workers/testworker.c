@@ -126,6 +126,12 @@
  *                        also "procs": the PIDs its /proc shows
  *   fs-probe             read, list, write, stat: lists of paths, each tried
  *                        ("ok:..." or its errno name); also "cwd"
+ *   proxy-tunnel         through the egress proxy (127.0.0.1:3128): CONNECT
+ *                        arguments.target, then GET arguments.path in the
+ *                        tunnel; ok {"status", "inner": first lines of the
+ *                        proxy's and the server's answers, "body", "net":
+ *                        its /proc/self/ns/net} or
+ *                        {"errno": NAME, "step"}
  *
  * Tests find a call's processes from outside by a token in their command
  * line (argv of the tool definition, or the grandchild's "linger TOKEN"),
@@ -393,6 +399,7 @@ static json_t *run_mode(const char *mode, const te_call *call);
 static json_t *warm_state_mode(const json_t *args);
 static json_t *sysprobe_meet(const json_t *args);
 static void deny_at_start(void);
+static json_t *proxy_tunnel_mode(const json_t *args);
 
 static json_t *grandchild(const te_call *call)
 {
@@ -1496,6 +1503,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return warm_state_mode(args);
     if (strcmp(mode, "sysprobe-meet") == 0)
         return sysprobe_meet(args);
+    if (strcmp(mode, "proxy-tunnel") == 0)
+        return proxy_tunnel_mode(args);
     return te_raised("UnknownMode", mode, NULL);
 }
 
@@ -1667,4 +1676,72 @@ int main(int argc, char **argv)
         g_argc = 1; /* the mode comes from the arguments */
     }
     return te_worker_main(handler, NULL);
+}
+
+/* "proxy-tunnel" (test_warm_egress.py): a call through its egress proxy, as
+ * an HTTP client that honours HTTPS_PROXY would do it. */
+static size_t proxy_read(int fd, char *buf, size_t cap, bool head)
+{
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t k = read(fd, buf + n, head ? 1 : cap - 1 - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        buf[n] = 0;
+        if (head && n >= 4 && memcmp(buf + n - 4, "\r\n\r\n", 4) == 0)
+            break;
+    }
+    buf[n] = 0;
+    return n;
+}
+
+static json_t *first_line(const char *s)
+{
+    const char *e = strstr(s, "\r\n");
+    return json_stringn(s, e ? (size_t)(e - s) : strlen(s));
+}
+
+static json_t *proxy_tunnel_mode(const json_t *args)
+{
+    const char *target = arg_str(args, "target", "127.0.0.1:9");
+    const char *path = arg_str(args, "path", "/hello");
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(3128)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return te_ok(json_pack("{s:o,s:s}", "errno", errno_json(errno), "step", "socket"));
+    struct timeval tv = {20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return te_ok(json_pack("{s:o,s:s}", "errno", errno_json(e), "step", "connect"));
+    }
+    static char buf[65536];
+    int n = snprintf(buf, sizeof(buf), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
+    if (write(fd, buf, (size_t)n) != n) {
+        int e = errno;
+        close(fd);
+        return te_ok(json_pack("{s:o,s:s}", "errno", errno_json(e), "step", "write"));
+    }
+    proxy_read(fd, buf, sizeof(buf), true);
+    char net[64];
+    ssize_t nl = readlink("/proc/self/ns/net", net, sizeof(net) - 1);
+    net[nl > 0 ? nl : 0] = 0;
+    json_t *out = json_pack("{s:o,s:s}", "status", first_line(buf), "net", net);
+    if (strstr(buf, " 200 ")) {
+        n = snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                     path);
+        if (write(fd, buf, (size_t)n) == n) {
+            proxy_read(fd, buf, sizeof(buf), false);
+            const char *body = strstr(buf, "\r\n\r\n");
+            json_object_set_new(out, "inner", first_line(buf));
+            json_object_set_new(out, "body", json_string(body ? body + 4 : ""));
+        }
+    }
+    close(fd);
+    return te_ok(out);
 }

@@ -9,6 +9,9 @@ a template (proto/PROTOCOL.md, "Warm start"), it misbehaves by MODE:
   garbage-fork   says ready, then answers a fork request with a frame that
                  is not a control message
   hang-fork      says ready, then never answers a fork request
+  fork-no-listener   answers a fork request (for a tool with an egress
+                 allow-list) with "forked" and a pidfd, but no proxy listener
+  fork-bad-listener  the same with a Unix socket where the listener goes
 """
 import array
 import json
@@ -56,4 +59,11 @@ send(sock, {"ready": {}}, [os.pidfd_open(os.getpid())])
 msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
 if mode == "garbage-fork":
     send(sock, {"surprise": True})
+if mode in ("fork-no-listener", "fork-bad-listener"):
+    req = json.loads(msg[4:])["fork"]
+    fds = [os.pidfd_open(os.getpid())]
+    if mode == "fork-bad-listener":
+        pair = socket.socketpair()  # held: sent as it is
+        fds.append(pair[0].fileno())
+    send(sock, {"forked": {"id": req["id"]}}, fds)
 time.sleep(3600)

@@ -576,7 +576,8 @@ def _warm_template(first):
         _fields_ = [("id", ctypes.c_uint), ("fd_in", ctypes.c_int), ("fd_out", ctypes.c_int),
                     ("fd_err", ctypes.c_int), ("fd_report", ctypes.c_int),
                     ("newnet", ctypes.c_int), ("dir", ctypes.c_char * 256),
-                    ("call_id", ctypes.c_char * 128), ("batch", ctypes.c_char * 128)]
+                    ("call_id", ctypes.c_char * 128), ("batch", ctypes.c_char * 128),
+                    ("proxy_port", ctypes.c_int)]
 
     lib = _warm_lib(first)
     if lib is None:
