@@ -106,6 +106,9 @@
  *     only beneath its directory and what the view makes writable (/tmp,
  *     /dev, "write" paths); under --containment pgroup (no mount namespace)
  *     the only file-system layer. After no_new_privs, which it needs.
+ *     lib/landlock.c, shared with warm calls: a warm template is spawned
+ *     without it (its calls mount, which Landlock forbids) and each of its
+ *     calls applies it (lib/warm.c).
  * 11b. The call's system-call filter, when it has one (sysfilter.c: the
  *     default set, the tool's "deny_syscalls"; with "network": false,
  *     socket(AF_UNIX) is refused). Where denials are reported, the filter
