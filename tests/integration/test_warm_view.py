@@ -14,6 +14,7 @@ runs warm under the default view too."""
 
 import os
 import shutil
+import signal
 import tempfile
 import unittest
 
@@ -267,6 +268,36 @@ class Checks:
 @unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
 class RootDaemon(Checks, unittest.TestCase):
     pass
+
+
+class Reload(unittest.TestCase):
+
+    def test_a_changed_view_replaces_the_template(self):
+        # only "filesystem" changes: the template (started in the old view)
+        # is replaced, and the calls see the new one
+        harness.require_env()
+        from test_confine_fs import require_view
+        require_view()
+        outbox = tempfile.mkdtemp(prefix="te-wv-")
+        os.chmod(outbox, 0o777)
+        try:
+            def tool(fs):
+                return worker_tool("w", "fs-probe", start="warm", filesystem=harness.with_tree(fs))
+            with Daemon(tools=[tool({})]) as d:
+                path = os.path.join(outbox, new_token("w"))
+                t = wait_ready(d, "w")
+                res = d.client().run([{"id": "x", "name": "w", "arguments": {"write": [path]}}])
+                self.assertEqual(res.completed("x").get("start"), "warm")
+                self.assertEqual(res.result("x")["ok"]["write"], ["ENOENT"])  # under /tmp
+                d.add_tool(tool({"write": [outbox]}), "w.json")
+                d.proc.send_signal(signal.SIGHUP)
+                wait_ready(d, "w", other_than=t["pid"])
+                res = d.client().run([{"id": "x", "name": "w", "arguments": {"write": [path]}}])
+                self.assertEqual(res.completed("x").get("start"), "warm")
+                self.assertEqual(res.result("x")["ok"]["write"], ["ok:written"])
+                self.assertTrue(os.path.exists(path))
+        finally:
+            shutil.rmtree(outbox, ignore_errors=True)
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
