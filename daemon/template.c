@@ -896,7 +896,7 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
     c->pidfd = -1;
     c->asked_ns = uv_hrtime();
     json_t *req =
-        json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O?}}", "fork", "id", (json_int_t)c->id, "dir", name,
+        json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O*}}", "fork", "id", (json_int_t)c->id, "dir", name,
                   "newnet", newnet, "call_id", call_id, "batch", batch_id, "view", in->view);
     if (send_ctl(in, req, fds, 4) < 0) {
         unlinkat(in->dirfd, name, AT_REMOVEDIR);

@@ -275,7 +275,7 @@ static char *abs_path(const json_t *v)
 static int parse_view(const json_t *v)
 {
     view_clear();
-    if (!v)
+    if (!v || json_is_null(v))
         return 0;
     json_t *fresh = json_object_get(v, "fresh"), *write = json_object_get(v, "write"), *x;
     json_t *ll = json_object_get(v, "landlock");

@@ -70,6 +70,7 @@ class Checks:
                                          env={"VICTIM_SECRET": SECRET})),
                 worker_tool("mini" + sfx, None, start=start, timeout_ms=30000,
                             env={"VICTIM_SECRET": SECRET}, filesystem=minimal),
+                worker_tool("host" + sfx, None, start=start, timeout_ms=30000, filesystem="host"),
             ]
         tools.append(default_view({
             "name": "calc", "description": "contrib/tools/python/calc.py", "start": "warm",
@@ -254,6 +255,21 @@ class Checks:
             done = [e for e in evs if e.get("event") == "tool_execution_completed"]
             self.assertEqual(done[0].get("start"), "warm", done)
             self.assertTrue(done[0]["result"]["ok"]["secret_file"].startswith(SECRET), done)
+
+    # -- the explicit opt-out ------------------------------------------------------
+
+    def test_filesystem_host_is_the_hosts_for_warm_calls_too(self):
+        # no view: no fresh /tmp, no Landlock; its calls (several, on one
+        # template) see and write the host as a cold call does
+        r = self.probe_both("host", list=[self.shared], stat=[os.path.realpath(self.d.tmp)])
+        self.assertTrue(r["list"][0].startswith("ok:"), r)
+        self.assertTrue(r["stat"][0].startswith("ok:"), r)
+        for i in range(3):
+            path = os.path.join(self.shared, new_token("host"))
+            r = self.probe("host", write=[path])
+            self.assertEqual(r["write"], ["ok:written"])
+            self.assertTrue(os.path.exists(path))
+            os.unlink(path)
 
     # -- a Python tool -------------------------------------------------------------
 
