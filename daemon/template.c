@@ -717,8 +717,9 @@ static void warm_free_closed(uv_handle_t *h)
 
 /* A warm call gets what a cold call of its tool would, or the tool runs
  * cold: what a template cannot give its calls yet is named here (the
- * file-system view and the egress proxy are built per cold call in
- * sandbox.c's child, not in a template's fork). NULL: nothing missing. */
+ * egress proxy is built per cold call in sandbox.c's child, not in a
+ * template's fork; the file-system view is the template's, redone per call
+ * where it must be: view_of()). NULL: nothing missing. */
 static const char *warm_gap(const struct td_tool *t)
 {
     if (t->egress)
