@@ -183,8 +183,10 @@ class Checks:
         for tool in ("dflt", "mini"):
             name = new_token("tmp")
             paths = ["/tmp/" + name, "/dev/shm/" + name, "/dev/" + name]
-            first = self.probe(tool, list=["/tmp", "/dev/shm", "/dev"], write=paths, stat=paths)
-            self.assertEqual(first["write"], ["ok:written"] * 3)
+            first = self.probe(tool, list=["/tmp", "/dev/shm", "/dev"], write=paths + ["/dev/null"],
+                               stat=paths, read=["/dev/zero"])
+            self.assertEqual(first["write"], ["ok:written"] * 4)  # and the devices work
+            self.assertTrue(first["read"][0].startswith("ok:"), first)
             self.assertEqual(first["stat"], ["ok:644 8"] * 3)
             # not on the host, not for the next call (of another client),
             # which finds /tmp and /dev as the first one did
