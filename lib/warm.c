@@ -285,7 +285,11 @@ static int parse_view(const json_t *v)
         return -1;
     view.on = true;
     view.landlock = (int)json_integer_value(ll);
-    json_array_foreach(write, i, x) if (!(view.write[i] = abs_path(x))) goto bad;
+    json_array_foreach(write, i, x)
+    {
+        if (!(view.write[i] = abs_path(x)))
+            goto bad;
+    }
     json_array_foreach(fresh, i, x)
     {
         const char *o = json_string_value(json_object_get(x, "options"));
@@ -514,36 +518,33 @@ static int scan_mounts(const char *path)
     if (fd < 0)
         return -1;
     size_t have = 0, plen = strlen(path);
-    for (;;) {
+    int err = 0;
+    while (!err) {
         ssize_t n = read(fd, mi_buf + have, sizeof(mi_buf) - 1 - have);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
+        if (n <= 0) {
+            err = n < 0 ? errno : 0;
             break;
+        }
         have += (size_t)n;
         char *line = mi_buf, *nl;
-        while ((nl = memchr(line, '\n', have - (size_t)(line - mi_buf)))) {
+        while (!err && (nl = memchr(line, '\n', have - (size_t)(line - mi_buf)))) {
             *nl = '\0';
-            if (take_mount(line, path, plen) < 0) {
-                n = -1;
-                break;
-            }
+            if (take_mount(line, path, plen) < 0)
+                err = errno;
             line = nl + 1;
         }
-        if (n <= 0)
-            break;
         have -= (size_t)(line - mi_buf);
-        if (have == sizeof(mi_buf) - 1) { /* a line longer than the buffer */
-            errno = E2BIG;
-            n = -1;
-            break;
-        }
+        if (have == sizeof(mi_buf) - 1) /* a line longer than the buffer */
+            err = E2BIG;
         memmove(mi_buf, line, have);
     }
-    int e = errno, bad = nmnts == 0 || errno == E2BIG;
     close(fd);
-    errno = nmnts ? e : ENOENT;
-    return bad ? -1 : 0;
+    if (!err && !nmnts)
+        err = ENOENT;
+    errno = err;
+    return err ? -1 : 0;
 }
 
 /* a is strictly below b */
