@@ -52,18 +52,14 @@
 #include "config.h"
 #include "fsview.h"
 #include "log.h"
-
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
+#include "toolexec.h"
 
 enum td_fs_default td_fs_default = TD_FS_VIEW;
 
 /* At most this many read and write paths together: each takes a slot. */
 #define MAX_EXPOSED 32
-/* What a call may put in its /tmp, and in /dev (its /dev/shm). */
-#define TMP_OPTS "mode=1777,size=64m,nr_inodes=16384"
-#define DEV_OPTS "mode=0755,size=16m,nr_inodes=4096"
+#define TMP_OPTS TD_FS_TMP_OPTS
+#define DEV_OPTS TD_FS_DEV_OPTS
 #define VEIL_OPTS "mode=0711,size=64k,nr_inodes=1024"
 
 static const char *const default_hidden[] = {
@@ -697,10 +693,8 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
 int td_fsview_landlock_abi(void)
 {
     static int abi = -1;
-    if (abi < 0) {
-        long r = syscall(SYS_landlock_create_ruleset, NULL, 0, 1UL /* VERSION */);
-        abi = r > 0 ? (int)r : 0;
-    }
+    if (abi < 0)
+        abi = te_landlock_abi();
     return abi;
 }
 

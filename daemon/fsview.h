@@ -21,6 +21,10 @@ struct td_fsview {
     char **read, **write, **hide; /* NULL-terminated; absolute, normalised, existing */
     struct td_fsprep *prep;       /* the plan, made at the first call */
 };
+/* What a call may put in its /tmp, and in /dev (its /dev/shm): the
+ * tmpfs options, also sent to warm templates (template.c) */
+#define TD_FS_TMP_OPTS "mode=1777,size=64m,nr_inodes=16384"
+#define TD_FS_DEV_OPTS "mode=0755,size=16m,nr_inodes=4096"
 /* --filesystem: the view of tools whose definition has no "filesystem" */
 enum td_fs_default { TD_FS_VIEW, TD_FS_MINIMAL, TD_FS_HOST };
 extern enum td_fs_default td_fs_default;

@@ -106,6 +106,9 @@
  *     only beneath its directory and what the view makes writable (/tmp,
  *     /dev, "write" paths); under --containment pgroup (no mount namespace)
  *     the only file-system layer. After no_new_privs, which it needs.
+ *     lib/landlock.c, shared with warm calls: a warm template is spawned
+ *     without it (its calls mount, which Landlock forbids) and each of its
+ *     calls applies it (lib/warm.c).
  * 11b. The call's system-call filter, when it has one (sysfilter.c: the
  *     default set, the tool's "deny_syscalls"; with "network": false,
  *     socket(AF_UNIX) is refused). Where denials are reported, the filter
@@ -151,6 +154,7 @@
 
 #include "report.h"
 #include "sandbox.h"
+#include "toolexec.h"
 
 static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 
@@ -413,67 +417,6 @@ static int private_mounts(const struct td_spawn *s)
     return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
-/* Landlock, defined here: Debian's headers stop at ABI 2 (bookworm). */
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#define SYS_landlock_add_rule 445
-#define SYS_landlock_restrict_self 446
-#endif
-#define TD_LL_RULE_PATH_BENEATH 1
-#define TD_LL_WRITE_FILE (1ULL << 1)
-#define TD_LL_TRUNCATE (1ULL << 14) /* ABI 3 */
-/* remove_dir, remove_file, make_char, make_dir, make_reg, make_sock,
- * make_fifo, make_block, make_sym: bits 4 to 12; refer (ABI 2): 13 */
-#define TD_LL_TREE_WRITES (0x1ff0ULL)
-#define TD_LL_REFER (1ULL << 13)
-struct td_ll_ruleset_attr {
-    uint64_t handled_access_fs, handled_access_net, scoped;
-};
-struct td_ll_path_beneath {
-    uint64_t allowed_access;
-    int32_t parent_fd;
-} __attribute__((packed));
-
-static int ll_allow(int ruleset, const char *path, uint64_t all, uint64_t file)
-{
-    int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -1;
-    struct stat st;
-    int rc = fstat(fd, &st);
-    struct td_ll_path_beneath pb = {.allowed_access = S_ISDIR(st.st_mode) ? all : file,
-                                    .parent_fd = fd};
-    if (rc == 0)
-        rc = (int)syscall(SYS_landlock_add_rule, ruleset, TD_LL_RULE_PATH_BENEATH, &pb, 0);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
-/* Step 11a: writes only beneath the call's directory and s->ll_write; -1
- * with errno set. After no_new_privs, which lets an unprivileged process
- * restrict itself. */
-static int landlock_writes(const struct td_spawn *s)
-{
-    uint64_t file = TD_LL_WRITE_FILE | (s->landlock_abi >= 3 ? TD_LL_TRUNCATE : 0);
-    uint64_t all = file | TD_LL_TREE_WRITES | (s->landlock_abi >= 2 ? TD_LL_REFER : 0);
-    struct td_ll_ruleset_attr attr = {.handled_access_fs = all};
-    size_t size = s->landlock_abi >= 6 ? 24 : s->landlock_abi >= 4 ? 16 : 8;
-    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
-    if (rs < 0)
-        return -1;
-    int rc = ll_allow(rs, ".", all, file); /* the call's directory: step 8 went there */
-    for (const char *const *p = s->ll_write; rc == 0 && p && *p; p++)
-        rc = ll_allow(rs, *p, all, file);
-    if (rc == 0)
-        rc = (int)syscall(SYS_landlock_restrict_self, rs, 0);
-    int e = errno;
-    close(rs);
-    errno = e;
-    return rc;
-}
-
 /* Step 7d (see the top); -1 with errno set. */
 static int egress_listener(const struct td_spawn *s)
 {
@@ -586,7 +529,8 @@ static int child(void *arg)
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
-    if (s->landlock_abi > 0 && landlock_writes(s) < 0)
+    /* step 11a: lib/landlock.c, shared with warm calls (lib/warm.c) */
+    if (s->landlock_abi > 0 && te_landlock_writes(s->landlock_abi, s->ll_write) < 0)
         child_fail(TD_STEP_LANDLOCK);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);

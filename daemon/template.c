@@ -108,6 +108,9 @@ struct inst {
     pid_t last_pid;
     int last_pidfd;
     uint64_t last_ns;
+    /* its tool's file-system view, sent with each fork request: NULL
+     * where it sees the host's */
+    json_t *view;
 };
 
 /* Per warm tool. */
@@ -149,6 +152,7 @@ static void inst_maybe_free(struct inst *in)
         close(in->dirfd);
     if (in->dir)
         td_calldir_remove_async(in->dir);
+    json_decref(in->view);
     td_tool_unref(in->tool);
     free(in);
 }
@@ -616,6 +620,40 @@ static void inst_handle(struct inst *in, uv_handle_t *h)
     in->handles++;
 }
 
+/* What each call of in must redo of its tool's view (proto/PROTOCOL.md,
+ * "Warm start", step 4): {"fresh": [{"path", "options"}], "landlock": ABI,
+ * "write": [paths]}: the tmpfs mounts a call gets fresh (/tmp and /dev,
+ * unless a "read" or "write" path names one: then it is the host's), and
+ * the paths Landlock lets it write beneath besides its directory (ABI 0:
+ * no Landlock). None where the tool sees the host. 0 or -ENOMEM. */
+static int view_of(struct inst *in)
+{
+    const struct td_fsplan *plan;
+    const char *const *ll;
+    const struct td_tool *t = in->tool;
+    if (td_fsview_plan(t->fs, t->argv ? t->argv[0] : NULL, td_init_path, true, &plan, &ll) < 0)
+        return -ENOMEM;
+    if (!plan)
+        return 0;
+    json_t *write = json_array(), *fresh = json_array();
+    for (const char *const *p = ll; p && *p; p++)
+        json_array_append_new(write, json_string(*p));
+    static const char *const tmpfs[][2] = {{"/tmp", TD_FS_TMP_OPTS}, {"/dev", TD_FS_DEV_OPTS}};
+    for (int i = 0; i < 2; i++) {
+        bool named = false;
+        for (char **p = t->fs->read; p && *p; p++)
+            named |= strcmp(*p, tmpfs[i][0]) == 0;
+        for (char **p = t->fs->write; p && *p; p++)
+            named |= strcmp(*p, tmpfs[i][0]) == 0;
+        if (!named)
+            json_array_append_new(
+                fresh, json_pack("{s:s,s:s}", "path", tmpfs[i][0], "options", tmpfs[i][1]));
+    }
+    in->view = json_pack("{s:o,s:i,s:o}", "fresh", fresh, "landlock",
+                         ll ? td_fsview_landlock_abi() : 0, "write", write);
+    return in->view ? 0 : -ENOMEM;
+}
+
 static void start(struct warm *w)
 {
     if (w->cur || !spawn_fn || td_shutting_down)
@@ -651,6 +689,9 @@ static void start(struct warm *w)
         goto fail;
     }
     in->dirfd = open(in->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    what = "filesystem view";
+    if ((err = -view_of(in)) > 0)
+        goto fail;
     struct td_child ch;
     int rc = spawn_fn(in->tool, in->dir, in->tool->switch_user ? uid : (uid_t)-1, gid, &ch, &in->cg,
                       &what);
@@ -729,6 +770,14 @@ static bool same_str(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+static bool same_fs(const struct td_fsview *a, const struct td_fsview *b)
+{
+    return (!a || !b) ? a == b
+                      : a->dflt == b->dflt && a->host == b->host && a->minimal == b->minimal &&
+                            same_strv(a->read, b->read) && same_strv(a->write, b->write) &&
+                            same_strv(a->hide, b->hide);
+}
+
 /* Would a template started from b differ from one started from a? */
 static bool same_def(const struct td_tool *a, const struct td_tool *b)
 {
@@ -737,6 +786,7 @@ static bool same_def(const struct td_tool *a, const struct td_tool *b)
            same_str(a->user, b->user) && same_str(a->group, b->group) &&
            a->switch_user == b->switch_user && a->uid == b->uid && a->gid == b->gid &&
            a->max_forks == b->max_forks && a->timeout_ms == b->timeout_ms &&
+           same_fs(a->fs, b->fs) &&
            !a->egress == !b->egress; /* its filter lets AF_INET through for the proxy */
 }
 
@@ -749,13 +799,16 @@ static void warm_free_closed(uv_handle_t *h)
 
 /* A warm call gets what a cold call of its tool would, or the tool runs
  * cold: what a template cannot give its calls yet is named here (the
- * file-system view is built per cold call in sandbox.c's child, not in a
- * template's fork). NULL: nothing missing. */
+ * egress proxy's listener is made by each call's P1 (lib/warm.c); the
+ * file-system view is the template's, redone per call where it must be:
+ * view_of()). NULL: nothing missing. */
 static const char *warm_gap(const struct td_tool *t)
 {
-    if (!td_fsview_is_host(t->fs))
-        return "its file-system view is built only for cold calls (warm start needs "
-               "\"filesystem\": \"host\" for now)";
+    size_t len = 0; /* each fork request carries them: within a control frame */
+    for (char **p = t->fs ? t->fs->write : NULL; p && *p; p++)
+        len += strlen(*p) + 8;
+    if (len > CTL_MAX / 2)
+        return "its \"write\" paths are too long to send with each fork request";
     return NULL;
 }
 
@@ -926,8 +979,9 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
     /* an egress allow-list: P1 makes the proxy's listener in the call's
      * own network namespace (a newnet one) and "forked" brings it */
     c->proxy = t->egress && newnet;
-    json_t *req = json_pack("{s:{s:I,s:s,s:b,s:s,s:s}}", "fork", "id", (json_int_t)c->id, "dir",
-                            name, "newnet", newnet, "call_id", call_id, "batch", batch_id);
+    json_t *req =
+        json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O*}}", "fork", "id", (json_int_t)c->id, "dir", name,
+                  "newnet", newnet, "call_id", call_id, "batch", batch_id, "view", in->view);
     if (req && c->proxy)
         json_object_set_new(json_object_get(req, "fork"), "proxy", json_integer(TD_EGRESS_PORT));
     if (send_ctl(in, req, fds, 4) < 0) {

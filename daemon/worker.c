@@ -1008,7 +1008,16 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
     sp.filter_notify = sp.hand_over = sf && sf->notify;
     if (sp.ns_flags)
         sp.ns_flags |= td_userns_flag;
-    int rc = argv ? td_sandbox_spawn(&sp, c, what) : -ENOMEM;
+    /* the view of a cold call of the tool (step 7c), in which each warm
+     * call refreshes /tmp and /dev and hides the template's directory; but
+     * no Landlock, which forbids the mounts that takes: each warm call
+     * applies it (template.c sends the write paths, lib/warm.c) */
+    const char *const *ll_write;
+    *what = "filesystem view";
+    int rc = td_fsview_plan(t->fs, t->argv ? t->argv[0] : NULL, td_init_path,
+                            sp.ns_flags & CLONE_NEWNS, &sp.fs, &ll_write);
+    if (rc == 0)
+        rc = argv ? td_sandbox_spawn(&sp, c, what) : -ENOMEM;
     free(argv);
     err = -rc;
     if (rc < 0) {

@@ -11,6 +11,7 @@
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker_sdk.c the worker SDK: write a tool in C
  *   warm.c     the template side of warm start (both SDKs)
+ *   landlock.c the Landlock layer of a call's file-system view
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
@@ -374,6 +375,16 @@ int te_template_fork(const te_fork_request *r);
 /* next + fork until done: 1 in a call's process (read the request on fd 0
  * then), 0 in the template when it is to exit with *exit_code. */
 int te_template_run(int *exit_code);
+
+/* Landlock (landlock.c), for the daemon's spawn child and a warm call's
+ * process alike: only system calls (no malloc), so a child that shares its
+ * parent's memory may call it. The ABI this kernel offers (0: none). */
+int te_landlock_abi(void);
+/* Restrict the caller, and what it will exec, to writing beneath its
+ * working directory and paths (NULL-terminated; one that is not there is
+ * skipped). Needs no_new_privs. abi: te_landlock_abi()'s, > 0. 0 or
+ * -errno (errno set too). */
+int te_landlock_writes(int abi, const char *const *paths);
 
 /* ------------------------------------------------------------------------ */
 /* JSON Schema (draft-07) validation of tool arguments (schema_*.c).       */

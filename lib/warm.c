@@ -86,6 +86,7 @@ enum {
     STEP_CHDIR = 8,
     STEP_SECCOMP = 12,
     STEP_SPAWN = 14,
+    STEP_LANDLOCK = 15,
     STEP_EGRESS = 16,
 };
 
@@ -99,6 +100,20 @@ static struct kid {
 static size_t nkids;
 static int sigfd = -1;
 static bool ready_sent;
+
+/* The tool's file-system view, as the last fork request gave it (the same
+ * for every call of a template): on when the template was started in one
+ * (the daemon's step 7c). */
+#define VIEW_MAX 40 /* write paths: the daemon's 32 and /tmp, /dev */
+static struct {
+    bool on;
+    int landlock;              /* its ABI; 0: no Landlock */
+    char *write[VIEW_MAX + 1]; /* NULL-terminated */
+    struct {
+        char *path, *options;
+    } fresh[2];
+    int nfresh;
+} view;
 
 /* ---- frames on the control socket (fd 0) ------------------------------------ */
 
@@ -253,6 +268,59 @@ static void reap(void)
     }
 }
 
+static void view_clear(void)
+{
+    for (int i = 0; view.write[i]; i++) {
+        free(view.write[i]);
+        view.write[i] = NULL;
+    }
+    for (int i = 0; i < view.nfresh; i++) {
+        free(view.fresh[i].path);
+        free(view.fresh[i].options);
+    }
+    memset(&view, 0, sizeof(view));
+}
+
+static char *abs_path(const json_t *v)
+{
+    const char *p = json_string_value(v);
+    return p && p[0] == '/' && strlen(p) < PATH_MAX ? strdup(p) : NULL;
+}
+
+/* A fork request's "view" (NULL: none): 0 or -1 when it is not one. */
+static int parse_view(const json_t *v)
+{
+    view_clear();
+    if (!v || json_is_null(v))
+        return 0;
+    json_t *fresh = json_object_get(v, "fresh"), *write = json_object_get(v, "write"), *x;
+    json_t *ll = json_object_get(v, "landlock");
+    size_t i;
+    if (!json_is_object(v) || !json_is_array(fresh) || json_array_size(fresh) > 2 ||
+        !json_is_array(write) || json_array_size(write) > VIEW_MAX || !json_is_integer(ll))
+        return -1;
+    view.on = true;
+    view.landlock = (int)json_integer_value(ll);
+    json_array_foreach(write, i, x)
+    {
+        if (!(view.write[i] = abs_path(x)))
+            goto bad;
+    }
+    json_array_foreach(fresh, i, x)
+    {
+        const char *o = json_string_value(json_object_get(x, "options"));
+        view.fresh[i].path = abs_path(json_object_get(x, "path"));
+        view.fresh[i].options = o ? strdup(o) : NULL;
+        view.nfresh++;
+        if (!view.fresh[i].path || !view.fresh[i].options)
+            goto bad;
+    }
+    return 0;
+bad:
+    view_clear();
+    return -1;
+}
+
 int te_template_next(te_fork_request *r)
 {
     if (!ready_sent) {
@@ -312,6 +380,12 @@ int te_template_next(te_fork_request *r)
                 close(fds[i]);
             json_decref(msg);
             return rc < 0 ? rc : -EBADMSG;
+        }
+        if (parse_view(json_object_get(f, "view")) < 0) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            json_decref(msg);
+            return -EBADMSG;
         }
         r->id = (unsigned)json_integer_value(id);
         r->in = fds[0], r->out = fds[1], r->err = fds[2], r->report = fds[3];
@@ -478,6 +552,251 @@ static int recv_proxy(int hand)
     return -1;
 }
 
+/* ---- a warm call's own /tmp and /dev ------------------------------------------ */
+
+/* The template's view (the daemon's step 7c) gave it a /tmp and a /dev of
+ * its own, tmpfs mounts its calls would share: each call gets fresh ones,
+ * with what the view mounted below the template's (the device nodes, "read"
+ * and "write" paths, the way down to the work directory) cloned onto the
+ * same places. What is below is found in mountinfo. P1 runs this: system
+ * calls and static buffers only (it is a clone() of the template, no
+ * at-fork handlers ran). */
+struct mnt {
+    int id, parent;
+    const char *at;
+};
+#define MNT_MAX 256
+static struct mnt mnts[MNT_MAX];
+static size_t nmnts, pool_used;
+static char mnt_pool[65536], mi_buf[16384];
+
+/* mountinfo's octal escapes ("\040") back to bytes, in place */
+static void unescape(char *s)
+{
+    char *d = s;
+    while (*s) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+            s[3] >= '0' && s[3] <= '7') {
+            *d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+            s += 4;
+        } else {
+            *d++ = *s++;
+        }
+    }
+    *d = '\0';
+}
+
+/* One line of mountinfo ("ID PARENT MAJ:MIN ROOT MOUNTPOINT ..."): kept
+ * when its mount point is path or below it. */
+static int take_mount(char *line, const char *path, size_t plen)
+{
+    char *f[5];
+    int k = 0;
+    for (char *p = line; k < 5 && *p;) {
+        while (*p == ' ')
+            p++;
+        f[k++] = p;
+        while (*p && *p != ' ')
+            p++;
+        if (*p)
+            *p++ = '\0';
+    }
+    if (k < 5)
+        return 0;
+    unescape(f[4]);
+    if (strncmp(f[4], path, plen) || (f[4][plen] && f[4][plen] != '/'))
+        return 0;
+    size_t n = strlen(f[4]) + 1;
+    if (nmnts == MNT_MAX || pool_used + n > sizeof(mnt_pool)) {
+        errno = E2BIG;
+        return -1;
+    }
+    memcpy(mnt_pool + pool_used, f[4], n);
+    mnts[nmnts++] = (struct mnt){atoi(f[0]), atoi(f[1]), mnt_pool + pool_used};
+    pool_used += n;
+    return 0;
+}
+
+static int scan_mounts(const char *path)
+{
+    nmnts = pool_used = 0;
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t have = 0, plen = strlen(path);
+    int err = 0;
+    while (!err) {
+        ssize_t n = read(fd, mi_buf + have, sizeof(mi_buf) - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : 0;
+            break;
+        }
+        have += (size_t)n;
+        char *line = mi_buf, *nl;
+        while (!err && (nl = memchr(line, '\n', have - (size_t)(line - mi_buf)))) {
+            *nl = '\0';
+            if (take_mount(line, path, plen) < 0)
+                err = errno;
+            line = nl + 1;
+        }
+        have -= (size_t)(line - mi_buf);
+        if (have == sizeof(mi_buf) - 1) /* a line longer than the buffer */
+            err = E2BIG;
+        memmove(mi_buf, line, have);
+    }
+    close(fd);
+    if (!err && !nmnts)
+        err = ENOENT;
+    errno = err;
+    return err ? -1 : 0;
+}
+
+/* a is strictly below b */
+static bool under(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    return strncmp(a, b, n) == 0 && a[n] == '/';
+}
+
+/* The directories of rel below dir (0711, as the view's), the last one a
+ * file when file is set (a mount point for one). */
+static int make_chain_at(int dir, const char *rel, bool file)
+{
+    char p[PATH_MAX];
+    size_t n = strlen(rel);
+    if (n >= sizeof(p)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(p, rel, n + 1);
+    for (size_t i = 0; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        p[i] = '\0';
+        int rc;
+        if (i == n && file) {
+            int fd = openat(dir, p, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0);
+            rc = fd < 0 ? -1 : close(fd);
+        } else {
+            rc = mkdirat(dir, p, 0711);
+        }
+        if (rc < 0 && errno != EEXIST)
+            return -1;
+        p[i] = i == n ? '\0' : '/';
+    }
+    return 0;
+}
+
+/* "k=v,k=v" into the tmpfs being configured */
+static int configure(int fs, const char *options)
+{
+    char o[256];
+    if (strlen(options) >= sizeof(o)) {
+        errno = EINVAL;
+        return -1;
+    }
+    strcpy(o, options);
+    for (char *k = o, *next; k && *k; k = next) {
+        next = strchr(k, ',');
+        if (next)
+            *next++ = '\0';
+        char *v = strchr(k, '=');
+        if (v)
+            *v++ = '\0';
+        if (fsconfig(fs, v ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, k, v, 0) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A fresh tmpfs at path, built detached and then moved there. The call's
+ * directory (its path cdpath, open as *cd) may be below a mount cloned
+ * here: *cd is then reopened in the clone, so that nothing the call can
+ * reach (not even "..") is of the template's mounts underneath. */
+static int refresh(const char *path, const char *options, const char *cdpath, int *cd)
+{
+    if (scan_mounts(path) < 0)
+        return -1;
+    const struct mnt *top = NULL;
+    for (size_t i = 0; i < nmnts; i++) {
+        bool covered = false;
+        for (size_t k = 0; k < nmnts; k++)
+            covered |= mnts[k].parent == mnts[i].id && strcmp(mnts[k].at, path) == 0;
+        if (strcmp(mnts[i].at, path) == 0 && !covered)
+            top = &mnts[i];
+    }
+    bool dev = strcmp(path, "/dev") == 0;
+    int fs = -1, mnt = -1, rc = -1;
+    if (!top) {
+        errno = ENOENT;
+        return -1;
+    }
+    if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 || configure(fs, options) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+        (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+                       MOUNT_ATTR_NOSUID | (dev ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NODEV))) < 0)
+        goto out;
+    size_t plen = strlen(path);
+    for (size_t i = 0; i < nmnts; i++) {
+        const struct mnt *m = &mnts[i];
+        bool below = false; /* below another child: covered by it */
+        for (size_t k = 0; k < nmnts; k++)
+            below |=
+                mnts[k].parent == top->id && strcmp(mnts[k].at, path) && under(m->at, mnts[k].at);
+        if (m->parent != top->id || strcmp(m->at, path) == 0 || below)
+            continue;
+        const char *rel = m->at + plen + 1;
+        struct stat st;
+        int clone = (int)syscall(SYS_open_tree, AT_FDCWD, m->at,
+                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (clone < 0)
+            goto out;
+        if (fstat(clone, &st) < 0 || make_chain_at(mnt, rel, !S_ISDIR(st.st_mode)) < 0 ||
+            move_mount(clone, "", mnt, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+            int e = errno;
+            close(clone);
+            errno = e;
+            goto out;
+        }
+        size_t n = strlen(m->at);
+        if (strcmp(cdpath, m->at) == 0 || under(cdpath, m->at)) {
+            int again =
+                openat(clone, cdpath[n] ? cdpath + n + 1 : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (again < 0) {
+                int e = errno;
+                close(clone);
+                errno = e;
+                goto out;
+            }
+            close(*cd);
+            *cd = again;
+        }
+        close(clone);
+    }
+    if (dev) { /* the rest of fsview.c's /dev */
+        static const char *const links[][2] = {{"fd", "/proc/self/fd"},
+                                               {"stdin", "/proc/self/fd/0"},
+                                               {"stdout", "/proc/self/fd/1"},
+                                               {"stderr", "/proc/self/fd/2"}};
+        for (int i = 0; i < 4; i++)
+            if (symlinkat(links[i][1], mnt, links[i][0]) < 0 && errno != EEXIST)
+                goto out;
+        if (mkdirat(mnt, "shm", 01777) < 0 && errno != EEXIST)
+            goto out;
+    }
+    rc = move_mount(mnt, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
+out:;
+    int e = errno;
+    if (fs >= 0)
+        close(fs);
+    if (mnt >= 0)
+        close(mnt);
+    errno = e;
+    return rc;
+}
+
 /* The template's directory (the cwd) under a tmpfs, the call's own bound
  * back: the same view as a cold call's, where the work directory is covered
  * and only the call's directory is bound back. Through descriptors (the new
@@ -487,6 +806,13 @@ static int call_mounts(const char *dir)
 {
     int here = -1, call = -1, tree = -1, fs = -1, mnt = -1, cd = -1, rc = -1;
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    char cdpath[PATH_MAX];
+    size_t n = 0;
+    if (view.on) { /* where the call's directory is, for refresh() */
+        if (!getcwd(cdpath, sizeof(cdpath)) || (n = strlen(cdpath)) + strlen(dir) + 2 > PATH_MAX)
+            return -1;
+        snprintf(cdpath + n, sizeof(cdpath) - n, "%s%s", n > 1 ? "/" : "", dir);
+    }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
         (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         (call = openat(here, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
@@ -502,8 +828,18 @@ static int call_mounts(const char *dir)
         mkdirat(mnt, dir, 0700) < 0 ||
         move_mount(tree, "", mnt, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
         mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
-        (cd = openat(mnt, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        (cd = openat(mnt, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        goto out;
+    mode_t mask = umask(0); /* the modes as the view's (1777 for /dev/shm) */
+    for (int i = 0; i < view.nfresh; i++)
+        if (refresh(view.fresh[i].path, view.fresh[i].options, cdpath, &cd) < 0) {
+            int e = errno;
+            umask(mask);
+            errno = e;
+            goto out;
+        }
+    umask(mask);
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         goto out;
     rc = fchdir(cd) < 0 ? -2 : 0;
 out:;
@@ -611,7 +947,14 @@ static int call_process(const te_fork_request *r, uid_t uid, gid_t gid, int hand
     if (pid == 0) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             p1_fail(STEP_PDEATHSIG);
-        if (drop_caps() < 0 || stack_filter() < 0)
+        if (drop_caps() < 0)
+            p1_fail(STEP_SECCOMP);
+        /* the view's second layer, as a cold call's step 11a (after
+         * the mounts: Landlock forbids them to its domain) */
+        if (view.landlock > 0 &&
+            te_landlock_writes(view.landlock, (const char *const *)view.write) < 0)
+            p1_fail(STEP_LANDLOCK);
+        if (stack_filter() < 0)
             p1_fail(STEP_SECCOMP);
         close(REPORT_FD);
         /* the call's own names, where a cold worker finds them */

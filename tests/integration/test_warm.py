@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import shutil
+import tempfile
 import signal
 import socket
 import subprocess
@@ -28,11 +29,9 @@ from harness import (Daemon, WAIT, assert_token_gone, deadline_wait, new_token,
 
 
 def host_if_warm(d):
-    """Warm calls get what cold ones would, or the tool runs cold: so far
-    only a tool that sees the host's file system starts warm (test_gaps_run_cold
-    shows the rest)."""
-    if d.get("start") == "warm" and "filesystem" not in d:
-        d["filesystem"] = "host"
+    """Warm calls get what cold ones would, or the tool runs cold
+    (test_gaps_run_cold): since warm calls get the file-system view too,
+    these tools keep harness's default one (test_warm_view checks it)."""
     return d
 
 
@@ -336,12 +335,20 @@ class Warm(WarmCase):
     # -- templates that misbehave --------------------------------------------
 
     def test_gaps_run_cold(self):
-        # a tool with a file-system view (here the daemon's default): a warm
-        # call could not have it, so none is warm (an egress allow-list is
-        # no gap any more: test_warm_egress.py)
-        tools = [harness.worker_tool("v", "echo", start="warm")]
+        # The one gap left: "write" paths too long to go with each fork
+        # request (half a control frame, 32 KiB); the view itself and an
+        # egress allow-list are warm now (test_warm_view.py,
+        # test_warm_egress.py).
+        top = tempfile.mkdtemp(prefix="te-warm-gap-")
+        self.addCleanup(shutil.rmtree, top, True)
+        os.chmod(top, 0o755)
+        paths = []
+        for i in range(200):
+            paths.append(os.path.join(top, "%03d-" % i + "w" * 160))
+            os.mkdir(paths[-1])
+        tools = [harness.worker_tool("v", "echo", start="warm", filesystem={"write": paths})]
         with Daemon(tools=tools) as d:
-            wait_log(d, "tool v: its file-system view is built only for cold calls")
+            wait_log(d, "tool v: its \"write\" paths are too long to send with each fork request")
             for name in ("v",):
                 res = d.client().run([{"id": "a", "name": name, "arguments": {"k": 1}}])
                 self.assertEqual(res.result("a"), {"ok": {"k": 1}})
