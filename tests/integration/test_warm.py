@@ -342,10 +342,10 @@ class Warm(WarmCase):
         top = tempfile.mkdtemp(prefix="te-warm-gap-")
         self.addCleanup(shutil.rmtree, top, True)
         os.chmod(top, 0o755)
-        paths = []
-        for i in range(200):
-            paths.append(os.path.join(top, "%03d-" % i + "w" * 160))
-            os.mkdir(paths[-1])
+        paths = []  # 30 (of at most 32) paths of ~1,200 bytes: ~36 KB
+        for i in range(30):
+            paths.append(os.path.join(top, "%02d" % i, *["w" * 230] * 5))
+            os.makedirs(paths[-1])
         tools = [harness.worker_tool("v", "echo", start="warm", filesystem={"write": paths})]
         with Daemon(tools=tools) as d:
             wait_log(d, "tool v: its \"write\" paths are too long to send with each fork request")
