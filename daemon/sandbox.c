@@ -809,7 +809,24 @@ static pid_t init_child(pid_t init)
     return (pid_t)strtol(buf, NULL, 10);
 }
 
-int td_sandbox_kill_tool(pid_t init)
+pid_t td_sandbox_pidfd_pid(int fd)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "re");
+    pid_t pid = 0;
+    int v;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Pid: %d", &v) == 1)
+            pid = v;
+    if (f)
+        fclose(f);
+    return pid;
+}
+
+/* init_pidfd >= 0: the init is not our child (a warm call's PID 1, the
+ * template's), so its pid is proven not reused by its pidfd, last. */
+static int kill_tool(pid_t init, int init_pidfd)
 {
     pid_t tool = init_child(init);
     if (tool <= 0)
@@ -822,8 +839,21 @@ int td_sandbox_kill_tool(pid_t init)
     int rc = 0;
     if (init_child(init) != tool)
         rc = 0; /* reaped between the reads: nothing to kill */
+    else if (init_pidfd >= 0 && td_sandbox_pidfd_pid(init_pidfd) != init)
+        rc = -ESRCH; /* the init is gone: its pid may be another's */
     else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         rc = -errno;
     close(pfd);
     return rc;
+}
+
+int td_sandbox_kill_tool(pid_t init)
+{
+    return kill_tool(init, -1);
+}
+
+int td_sandbox_kill_tool_pidfd(int init_pidfd)
+{
+    pid_t init = td_sandbox_pidfd_pid(init_pidfd);
+    return init > 0 ? kill_tool(init, init_pidfd) : -ESRCH;
 }

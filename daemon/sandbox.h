@@ -119,6 +119,12 @@ int td_sandbox_hand_over(int kind, int fd);
  * already gone, -errno when the tool could not be found safely (the caller
  * kills the whole group instead). */
 int td_sandbox_kill_tool(pid_t init);
+/* The same for an init known by a pidfd (a warm call's PID 1, which is the
+ * template's child, not ours). */
+int td_sandbox_kill_tool_pidfd(int init_pidfd);
+/* The pid the daemon sees behind a pidfd (its fdinfo): -1 once the process
+ * has exited, 0 when unknown. */
+pid_t td_sandbox_pidfd_pid(int fd);
 /* Can a child be started with these namespace flags (CLONE_NEWPID,
  * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until

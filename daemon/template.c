@@ -256,21 +256,6 @@ static int take_fd(struct inst *in)
     return fd;
 }
 
-/* The pid the daemon sees, from a pidfd's fdinfo. */
-static pid_t pidfd_pid(int fd)
-{
-    char path[64], line[128];
-    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    FILE *f = fopen(path, "re");
-    pid_t pid = 0;
-    int v;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "Pid: %d", &v) == 1)
-            pid = v;
-    if (f)
-        fclose(f);
-    return pid;
-}
 
 /* Is fd what a call's P1 makes for its proxy (lib/warm.c call_proxy(), a
  * cold call's step 7d): a TCP socket listening on 127.0.0.1:TD_EGRESS_PORT
@@ -298,9 +283,9 @@ static bool proxy_listener_ok(int fd, pid_t tpid, int pidfd)
     snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)tpid);
     if (!ok || stat(path, &tpl) < 0 || (sk.st_dev == tpl.st_dev && sk.st_ino == tpl.st_ino))
         return false;
-    pid_t p1 = pidfd_pid(pidfd);
+    pid_t p1 = td_sandbox_pidfd_pid(pidfd);
     snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)p1);
-    if (p1 > 0 && stat(path, &call) == 0 && pidfd_pid(pidfd) == p1)
+    if (p1 > 0 && stat(path, &call) == 0 && td_sandbox_pidfd_pid(pidfd) == p1)
         return sk.st_dev == call.st_dev && sk.st_ino == call.st_ino;
     return true;
 }
@@ -320,7 +305,7 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             snprintf(why, whylen, "\"ready\" out of turn");
             ok = false;
         } else {
-            in->tpid = pidfd_pid(fd);
+            in->tpid = td_sandbox_pidfd_pid(fd);
             in->state = I_READY;
             uv_timer_stop(&in->timer);
             if (in->owner)
@@ -1057,7 +1042,7 @@ static uint64_t call_ns(struct td_warm_call *c)
 {
     if (c->ns || c->pidfd < 0)
         return c->ns;
-    uint64_t ns = pidns_of(pidfd_pid(c->pidfd));
+    uint64_t ns = pidns_of(td_sandbox_pidfd_pid(c->pidfd));
     if (ns && pidfd_alive(c->pidfd))
         c->ns = ns;
     return c->ns;

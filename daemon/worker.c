@@ -284,8 +284,13 @@ static void finish(struct td_worker *w, json_t *result)
         return;
     }
     /* Under an init only the tool is killed: the init reaps it and reports
-     * its resource use, then its exit ends the namespace. */
-    if (!w->init || w->cancelling || td_sandbox_kill_tool(w->pid) < 0)
+     * its resource use, then its exit ends the namespace. A warm call's
+     * PID 1 (lib/warm.c) is such an init too, known by its pidfd. */
+    bool tool_killed = !w->cancelling &&
+                       (w->init     ? td_sandbox_kill_tool(w->pid) == 0
+                        : w->warm && w->pidfd >= 0 ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
+                                                   : false);
+    if (!tool_killed)
         kill_group(w);
     if (w->cancelling) {
         /* a cancel completes at once (its batch may be gone next) */
@@ -1175,7 +1180,8 @@ started:
     w->pid = child.pid;
     w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
-    if (w->init && w->exfd >= 0 && fcntl(w->exfd, F_SETFL, O_NONBLOCK) == 0 &&
+    /* a warm call's PID 1 (lib/warm.c) reports as toolexecd-init does */
+    if ((w->init || w->warm) && w->exfd >= 0 && fcntl(w->exfd, F_SETFL, O_NONBLOCK) == 0 &&
         uv_poll_init(td_loop, &w->expoll, w->exfd) == 0) {
         w->expoll.data = w;
         w->handles++;
@@ -1211,6 +1217,11 @@ started:
         close_handle(w, (uv_handle_t *)&w->in);
     uv_read_start((uv_stream_t *)&w->out, alloc_cb, on_stdout);
     uv_read_start((uv_stream_t *)&w->err, alloc_cb, on_stderr);
+    /* The timeout counts from now, not from the loop's time cached before
+     * the spawn: else it could fire before timeout_ms has passed since the
+     * call's start (its duration_ms), which a call that ends on its init's
+     * report, at once, then shows (test_metrics: 199.9 ms for 200). */
+    uv_update_time(td_loop);
     uv_timer_start(&w->timer, on_timeout, s->timeout_ms, 0);
     td_logc(TD_LOG_DEBUG, s->batch_id, s->call_id, "started %s as pid %d", s->tool->name,
             (int)w->pid);

@@ -75,7 +75,7 @@
 #include "toolexec.h"
 
 /* The daemon's report records (daemon/report.h): three ints on fd 3. */
-enum { REC_FAILED = 1, REC_STATUS = 2, REPORT_FD = 3 };
+enum { REC_FAILED = 1, REC_STATUS = 2, REC_CPU = 3, REC_RSS = 4, REPORT_FD = 3 };
 /* Its step numbers (TD_STEP_*), so a failure names the step. */
 enum {
     STEP_SETSID = 1,
@@ -970,6 +970,23 @@ static int call_process(const te_fork_request *r, uid_t uid, gid_t gid, int hand
         if (got < 0 && errno == EINTR)
             continue;
         if (got == pid || got < 0) {
+            /* As toolexecd-init does: every other process of the call
+             * killed and reaped first, so the status, our last word, tells
+             * the daemon the call is over without waiting for our exit
+             * (the namespaces' teardown) and the template's "exited". */
+            kill(-1, SIGKILL);
+            while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                ;
+            struct rusage ru;
+            if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+                int cpu[3] = {REC_CPU,
+                              (int)(ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000),
+                              (int)(ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000)};
+                int rss[3] = {REC_RSS, (int)ru.ru_maxrss, 0};
+                ssize_t n = write(REPORT_FD, cpu, sizeof(cpu));
+                n = write(REPORT_FD, rss, sizeof(rss));
+                (void)n;
+            }
             int rec[3] = {REC_STATUS, got == pid ? st : 0x7f00, 0};
             ssize_t n = write(REPORT_FD, rec, sizeof(rec));
             (void)n;

@@ -24,16 +24,33 @@ from harness import DaemonTestCase, worker_tool
 ENDED = "its init reported: every process gone"
 BURN_MS = 300
 TOOLS = [worker_tool("sg", "setsid-grandchild", timeout_ms=1500)]
+# the same through a warm template: the call's PID 1 is lib/warm.c's P1,
+# which reports as toolexecd-init does (the mode comes from the arguments)
+WARM_TOOLS = [worker_tool("sg", None, start="warm", timeout_ms=1500)]
 
 
 class Checks:
+    WARM = False
+
+    def args(self, **a):
+        if self.WARM:
+            a["mode"] = "setsid-grandchild"
+        return a
+
+    def completed(self, res):
+        done = res.completed("g")
+        if self.WARM:  # really warm: else this tests the cold path again
+            self.assertEqual(done.get("start"), "warm", done)
+        return done
+
     def test_nothing_of_the_call_is_left_when_its_result_arrives(self):
         for then, reason in (("ok", None), ("exit", "handler_exit"), ("sleep", "timeout")):
             with self.subTest(then=then):
                 tok = harness.new_token("ir")
                 res = self.c.run([{"id": "g", "name": "sg",
-                                   "arguments": {"token": tok, "then": then}}])
+                                   "arguments": self.args(token=tok, then=then)}])
                 left = harness.pids_with_token(tok)  # at once: no waiting
+                self.completed(res)
                 if reason:
                     self.assertToolError(res, "g", reason)
                 else:
@@ -47,23 +64,36 @@ class Checks:
         # has its use in RUSAGE_CHILDREN, so the call's usage shows it.
         tok = harness.new_token("ir")
         res = self.c.run([{"id": "g", "name": "sg",
-                           "arguments": {"token": tok, "then": "ok", "burn_ms": BURN_MS}}])
+                           "arguments": self.args(token=tok, then="ok", burn_ms=BURN_MS)}])
         self.assertEqual(self.assertOk(res, "g")["token"], tok)
-        done = res.completed("g")
+        done = self.completed(res)
         self.assertGreaterEqual(done["cpu_user_ms"] + done["cpu_sys_ms"], BURN_MS * 0.9, done)
         self.assertEqual(harness.pids_with_token(tok), [])
 
     def test_the_call_ends_on_its_inits_report(self):
         before = self.daemon.stderr().count(ENDED)
         tok = harness.new_token("ir")
-        self.assertOk(self.c.run([{"id": "g", "name": "sg",
-                                   "arguments": {"token": tok, "then": "ok"}}]), "g")
+        res = self.c.run([{"id": "g", "name": "sg",
+                           "arguments": self.args(token=tok, then="ok")}])
+        self.assertOk(res, "g")
+        self.completed(res)
         self.assertEqual(self.daemon.stderr().count(ENDED), before + 1, self.daemon.stderr()[-3000:])
 
 
 class RootDaemon(Checks, DaemonTestCase):
     TOOLS = TOOLS
     ARGS = ["--log-level", "debug"]
+
+
+class WarmRootDaemon(Checks, DaemonTestCase):
+    TOOLS = WARM_TOOLS
+    ARGS = ["--log-level", "debug"]
+    WARM = True
+
+    def setUp(self):
+        super().setUp()
+        harness.deadline_wait(lambda: "tool sg: warm template ready" in self.daemon.stderr(),
+                              what="the warm template to be ready")
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
