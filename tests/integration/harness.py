@@ -211,6 +211,24 @@ def give_work_dir(d):
     os.chown(d.work_dir, uid, gid)
 
 
+def started(d):
+    """d (made with start=False) started, or stopped and the error raised."""
+    try:
+        d.start()
+    except BaseException:
+        d.stop(check=False)
+        raise
+    return d
+
+
+def nobody_daemon(tools, args=(), env=None):
+    """A started NobodyDaemon: the unprivileged daemon of the tests that run
+    against both, its socket directory and work directory given to it."""
+    d = NobodyDaemon(tools=tools, args=args, env=env, start=False)
+    give_work_dir(d)
+    return started(d)
+
+
 def daemon_own_lines(text):
     """The daemon's stderr without the worker stderr lines it relays
     ("... call ID tool NAME: stderr: TEXT"), which may legitimately mention

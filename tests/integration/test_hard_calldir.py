@@ -44,13 +44,7 @@ def nobody_daemon(tools, work_dir_owner=True, env=None, args=()):
     return d
 
 
-def start(d):
-    try:
-        d.start()
-    except BaseException:
-        d.stop(check=False)
-        raise
-    return d
+start = harness.started
 
 
 TREE_TOOLS = [worker_tool("env", "env"),

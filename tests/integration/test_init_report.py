@@ -14,7 +14,6 @@ not on the reap. Root and unprivileged daemon.
 """
 
 import os
-import pwd
 import shutil
 import unittest
 
@@ -102,16 +101,7 @@ class UnprivilegedDaemon(Checks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         harness.require_env()
-        nobody = pwd.getpwnam("nobody")
-        d = harness.NobodyDaemon(tools=TOOLS, args=["--log-level", "debug"], start=False)
-        os.chmod(d.tmp, 0o777)  # nobody creates its socket there
-        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
-        cls.daemon = d
+        cls.daemon = harness.nobody_daemon(TOOLS, args=["--log-level", "debug"])
 
     @classmethod
     def tearDownClass(cls):

@@ -464,14 +464,8 @@ class Unprivileged(WarmCase):
                                 worker_tool("c", None, timeout_ms=30000),
                                 py_tool("py", "warm_state.py", start="warm")], start=False)
         d.gid = nobody.pw_gid
-        os.chmod(d.tmp, 0o777)
-        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
-        return d
+        harness.give_work_dir(d)
+        return harness.started(d)
 
     test_isolation_as_cold = Warm.test_isolation_as_cold
     test_environment_as_cold = Warm.test_environment_as_cold

@@ -338,17 +338,10 @@ class WarmEgressUnprivileged(WarmEgressCases, unittest.TestCase):
 
     @classmethod
     def make_daemon(cls, tools):
-        nobody = pwd.getpwnam("nobody")
         d = harness.NobodyDaemon(tools, start=False)
-        d.gid = nobody.pw_gid
-        os.chmod(d.tmp, 0o777)
-        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
-        return d
+        d.gid = pwd.getpwnam("nobody").pw_gid
+        harness.give_work_dir(d)
+        return harness.started(d)
 
 
 if __name__ == "__main__":
