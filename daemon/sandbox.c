@@ -420,22 +420,10 @@ static int private_mounts(const struct td_spawn *s)
 /* Step 7d (see the top); -1 with errno set. */
 static int egress_listener(const struct td_spawn *s)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = te_loopback_listener(s->proxy_port);
     if (fd < 0)
         return -1;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    memcpy(ifr.ifr_name, "lo", 3);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)s->proxy_port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int rc = -1;
-    if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
-        ifr.ifr_flags |= IFF_UP;
-        if (ioctl(fd, SIOCSIFFLAGS, &ifr) == 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-            listen(fd, 128) == 0 && td_sandbox_hand_over(TD_HAND_PROXY, fd) == 0)
-            rc = 0;
-    }
+    int rc = td_sandbox_hand_over(TD_HAND_PROXY, fd);
     int e = errno;
     close(fd); /* the daemon has its own copy */
     errno = e;

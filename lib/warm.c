@@ -475,19 +475,7 @@ enum { HAND_FD = 4 };
  * HAND_FD is closed either way. 0, or -1 with errno set. */
 static int call_proxy(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    memcpy(ifr.ifr_name, "lo", 3);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
-        ifr.ifr_flags |= IFF_UP;
-        if (ioctl(fd, SIOCSIFFLAGS, &ifr) == 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-            listen(fd, 128) == 0)
-            rc = 0;
-    }
+    int fd = te_loopback_listener(port), rc = fd >= 0 ? 0 : -1;
     int e = rc == 0 ? 0 : errno;
     union {
         struct cmsghdr h;
