@@ -200,29 +200,9 @@ static int send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
     json_decref(msg);
     if (!body)
         return -ENOMEM;
-    size_t len = strlen(body);
-    uint8_t hdr[TE_FRAME_HEADER_LEN];
-    te_frame_header((uint32_t)len, hdr);
-    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {body, len}};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-    } c;
-    memset(&c, 0, sizeof(c));
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    if (nfds) {
-        m.msg_control = c.buf;
-        m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-    }
     /* A few hundred bytes into an idle socket: all or nothing. A template
      * that lets its socket fill up is not reading: hung. */
-    ssize_t n = sendmsg(in->ctl, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    int rc = n == (ssize_t)(sizeof(hdr) + len) ? 0 : n < 0 ? -errno : -EAGAIN;
+    int rc = te_frame_send(in->ctl, body, strlen(body), fds, nfds, MSG_DONTWAIT);
     free(body);
     return rc;
 }

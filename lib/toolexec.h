@@ -68,6 +68,12 @@ char *te_frame_take(te_frame_decoder *d, size_t *len);
 size_t te_frame_pending(const te_frame_decoder *d);
 /* Write the 4-byte header for a body of len bytes. */
 void te_frame_header(uint32_t len, uint8_t out[TE_FRAME_HEADER_LEN]);
+/* fdframe.c: one frame (header, body) on the Unix socket sock, with nfds
+ * (at most TE_FRAME_FDS_MAX) descriptors on its first byte; flags for
+ * sendmsg (MSG_NOSIGNAL always): on a blocking socket until all is sent,
+ * with MSG_DONTWAIT -EAGAIN once the socket is full. 0 or -errno. */
+#define TE_FRAME_FDS_MAX 4
+int te_frame_send(int sock, const char *body, size_t len, const int *fds, int nfds, int flags);
 
 /* ------------------------------------------------------------------------ */
 /* JSON-lines decoder (lines.c): one message per line, each capped in length. */

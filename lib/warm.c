@@ -123,49 +123,7 @@ static int send_frame_fds(json_t *msg, const int *fds, int nfds)
     json_decref(msg);
     if (!body)
         return -ENOMEM;
-    size_t len = strlen(body);
-    uint8_t hdr[TE_FRAME_HEADER_LEN];
-    te_frame_header((uint32_t)len, hdr);
-    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {body, len}};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(2 * sizeof(int))];
-    } c;
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    if (nfds > 0 && nfds <= 2) {
-        memset(&c, 0, sizeof(c));
-        m.msg_control = c.buf;
-        m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-    }
-    size_t total = sizeof(hdr) + len, sent = 0;
-    int rc = 0;
-    while (sent < total) {
-        ssize_t n = sendmsg(0, &m, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        sent += (size_t)n;
-        m.msg_control = NULL; /* the descriptor went with the first byte */
-        m.msg_controllen = 0;
-        while (n > 0 && m.msg_iovlen) {
-            size_t take = (size_t)n < m.msg_iov->iov_len ? (size_t)n : m.msg_iov->iov_len;
-            m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + take;
-            m.msg_iov->iov_len -= take;
-            n -= (ssize_t)take;
-            if (m.msg_iov->iov_len == 0) {
-                m.msg_iov++;
-                m.msg_iovlen--;
-            }
-        }
-    }
+    int rc = te_frame_send(0, body, strlen(body), fds, nfds, 0);
     free(body);
     return rc;
 }

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -158,8 +160,46 @@ static void worker_read(void)
     CHECK(read_from("\0\0\0\0", 4, &req, rest, &nrest) == -EBADMSG && !req);
 }
 
+/* te_frame_send: header and body on a Unix socket, the descriptors with
+ * the first byte; a frame bigger than the socket's buffer goes whole on a
+ * blocking socket and as -EAGAIN with MSG_DONTWAIT; too many descriptors
+ * are refused. */
+static void send_with_fds(void)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    int fds[2] = {STDIN_FILENO, sv[1]};
+    CHECK(te_frame_send(sv[0], "{\"ok\":1}", 8, fds, 2, 0) == 0);
+    char buf[64];
+    union {
+        struct cmsghdr h;
+        char c[CMSG_SPACE(4 * sizeof(int))];
+    } cb;
+    struct iovec iov = {buf, sizeof(buf)};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.c,
+                       .msg_controllen = sizeof(cb.c)};
+    ssize_t n = recvmsg(sv[1], &m, MSG_CMSG_CLOEXEC);
+    CHECK(n == 12 && memcmp(buf, "\0\0\0\x08{\"ok\":1}", 12) == 0);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    CHECK(cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(2 * sizeof(int)));
+    int got[2];
+    memcpy(got, CMSG_DATA(cm), sizeof(got));
+    struct stat a, b;
+    CHECK(fstat(got[1], &a) == 0 && fstat(sv[1], &b) == 0 && a.st_ino == b.st_ino);
+    close(got[0]), close(got[1]);
+    CHECK(te_frame_send(sv[0], "x", 1, fds, TE_FRAME_FDS_MAX + 1, 0) == -EINVAL);
+    /* bigger than the buffer: with MSG_DONTWAIT, it does not fit */
+    size_t big = 4 << 20;
+    char *body = calloc(1, big);
+    CHECK(body != NULL);
+    CHECK(te_frame_send(sv[0], body, big, NULL, 0, MSG_DONTWAIT) == -EAGAIN);
+    free(body);
+    close(sv[0]), close(sv[1]);
+}
+
 int main(void)
 {
+    send_with_fds();
     worker_read();
     whole_and_split();
     back_to_back();
