@@ -342,11 +342,14 @@ class Warm(WarmCase):
         top = tempfile.mkdtemp(prefix="te-warm-gap-")
         self.addCleanup(shutil.rmtree, top, True)
         os.chmod(top, 0o755)
-        paths = []  # 30 (of at most 32) paths of ~1,200 bytes: ~36 KB
-        for i in range(30):
-            paths.append(os.path.join(top, "%02d" % i, *["w" * 230] * 5))
+        paths = []  # 28 paths of ~1,240 bytes: ~35 KB (a view holds at most 32 paths)
+        for i in range(28):
+            paths.append(os.path.join(top, "%02d" % i, *["w" * 240] * 5))
             os.makedirs(paths[-1])
-        tools = [harness.worker_tool("v", "echo", start="warm", filesystem={"write": paths})]
+        # with_tree: the build's tree read-only where the view leaves it out
+        # (a checkout under /tmp), as every test tool needs
+        tools = [harness.worker_tool("v", "echo", start="warm",
+                                     filesystem=harness.with_tree({"write": paths}))]
         with Daemon(tools=tools) as d:
             wait_log(d, "tool v: its \"write\" paths are too long to send with each fork request")
             for name in ("v",):
