@@ -13,10 +13,14 @@
  */
 #include "schema_int.h"
 
-/* Every member name of inst that n (valid for inst) evaluated, as keys of
- * set. top: n is the schema whose own unevaluatedProperties is asked about
- * (it does not count itself). */
-static void collect_props(vctx *ctx, const node *n, const json_t *inst, json_t *set, bool top)
+/* What n itself (not its applicators) evaluated of inst, added to acc.
+ * top: n is the schema whose own unevaluated* keyword is asked about (it
+ * does not count itself). */
+typedef void (*own_fn)(vctx *ctx, const node *n, const json_t *inst, void *acc, bool top);
+
+/* The walk annotation collection would do: n's own, then every in-place
+ * applicator whose branch inst matches. One walk for members and items. */
+static void collect(vctx *ctx, const node *n, const json_t *inst, own_fn own, void *acc, bool top)
 {
     if (n->kind != NODE_SCHEMA || ctx->oom || ctx->exhausted)
         return;
@@ -25,6 +29,37 @@ static void collect_props(vctx *ctx, const node *n, const json_t *inst, json_t *
         return;
     }
     ctx->frames++;
+    own(ctx, n, inst, acc, top);
+    if (n->ref)
+        collect(ctx, n->ref, inst, own, acc, false);
+    for (size_t i = 0; i < n->nall_of; i++)
+        collect(ctx, n->all_of[i], inst, own, acc, false);
+    for (size_t i = 0; i < n->nany_of; i++)
+        if (matches(ctx, n->any_of[i], inst))
+            collect(ctx, n->any_of[i], inst, own, acc, false);
+    for (size_t i = 0; i < n->none_of; i++)
+        if (matches(ctx, n->one_of[i], inst))
+            collect(ctx, n->one_of[i], inst, own, acc, false);
+    if (n->if_schema) {
+        if (matches(ctx, n->if_schema, inst)) {
+            collect(ctx, n->if_schema, inst, own, acc, false);
+            if (n->then_schema)
+                collect(ctx, n->then_schema, inst, own, acc, false);
+        } else if (n->else_schema) {
+            collect(ctx, n->else_schema, inst, own, acc, false);
+        }
+    }
+    /* dependentSchemas: only an object has the member that triggers one */
+    for (size_t i = 0; i < n->ndeps && json_is_object(inst); i++)
+        if (n->deps[i].schema && json_object_get(inst, n->deps[i].name))
+            collect(ctx, n->deps[i].schema, inst, own, acc, false);
+    ctx->frames--;
+}
+
+/* Members: every name n evaluated, as keys of the object acc. */
+static void own_props(vctx *ctx, const node *n, const json_t *inst, void *acc, bool top)
+{
+    json_t *set = acc;
     const char *key;
     const json_t *v;
     bool all = n->additional_props || (!top && n->uneval_props);
@@ -36,41 +71,12 @@ static void collect_props(vctx *ctx, const node *n, const json_t *inst, json_t *
         if (hit && json_object_set(set, key, json_true()))
             ctx->oom = true;
     }
-    if (n->ref)
-        collect_props(ctx, n->ref, inst, set, false);
-    for (size_t i = 0; i < n->nall_of; i++)
-        collect_props(ctx, n->all_of[i], inst, set, false);
-    for (size_t i = 0; i < n->nany_of; i++)
-        if (matches(ctx, n->any_of[i], inst))
-            collect_props(ctx, n->any_of[i], inst, set, false);
-    for (size_t i = 0; i < n->none_of; i++)
-        if (matches(ctx, n->one_of[i], inst))
-            collect_props(ctx, n->one_of[i], inst, set, false);
-    if (n->if_schema) {
-        if (matches(ctx, n->if_schema, inst)) {
-            collect_props(ctx, n->if_schema, inst, set, false);
-            if (n->then_schema)
-                collect_props(ctx, n->then_schema, inst, set, false);
-        } else if (n->else_schema) {
-            collect_props(ctx, n->else_schema, inst, set, false);
-        }
-    }
-    for (size_t i = 0; i < n->ndeps; i++)
-        if (n->deps[i].schema && json_object_get(inst, n->deps[i].name))
-            collect_props(ctx, n->deps[i].schema, inst, set, false);
-    ctx->frames--;
 }
 
-/* The same for items: seen[i] set for every evaluated index. */
-static void collect_items(vctx *ctx, const node *n, const json_t *inst, bool *seen, bool top)
+/* Items: seen[i] (acc) set for every index n evaluated. */
+static void own_items(vctx *ctx, const node *n, const json_t *inst, void *acc, bool top)
 {
-    if (n->kind != NODE_SCHEMA || ctx->oom || ctx->exhausted)
-        return;
-    if (++ctx->steps > MAX_STEPS || ctx->frames >= MAX_FRAMES) {
-        ctx->exhausted = true;
-        return;
-    }
-    ctx->frames++;
+    bool *seen = acc;
     size_t size = json_array_size(inst);
     size_t upto = 0;
     if (n->items || (n->item_list && n->additional_items) || (!top && n->uneval_items))
@@ -83,26 +89,6 @@ static void collect_items(vctx *ctx, const node *n, const json_t *inst, bool *se
         for (size_t i = 0; i < size; i++)
             if (!seen[i] && matches(ctx, n->contains, json_array_get(inst, i)))
                 seen[i] = true;
-    if (n->ref)
-        collect_items(ctx, n->ref, inst, seen, false);
-    for (size_t i = 0; i < n->nall_of; i++)
-        collect_items(ctx, n->all_of[i], inst, seen, false);
-    for (size_t i = 0; i < n->nany_of; i++)
-        if (matches(ctx, n->any_of[i], inst))
-            collect_items(ctx, n->any_of[i], inst, seen, false);
-    for (size_t i = 0; i < n->none_of; i++)
-        if (matches(ctx, n->one_of[i], inst))
-            collect_items(ctx, n->one_of[i], inst, seen, false);
-    if (n->if_schema) {
-        if (matches(ctx, n->if_schema, inst)) {
-            collect_items(ctx, n->if_schema, inst, seen, false);
-            if (n->then_schema)
-                collect_items(ctx, n->then_schema, inst, seen, false);
-        } else if (n->else_schema) {
-            collect_items(ctx, n->else_schema, inst, seen, false);
-        }
-    }
-    ctx->frames--;
 }
 
 bool validate_unevaluated(vctx *ctx, const node *n, const json_t *inst)
@@ -114,7 +100,7 @@ bool validate_unevaluated(vctx *ctx, const node *n, const json_t *inst)
             ctx->oom = true;
             return false;
         }
-        collect_props(ctx, n, inst, set, true);
+        collect(ctx, n, inst, own_props, set, true);
         const char *key;
         const json_t *v;
         json_object_foreach((json_t *)inst, key, v)
@@ -140,7 +126,7 @@ bool validate_unevaluated(vctx *ctx, const node *n, const json_t *inst)
             ctx->oom = true;
             return false;
         }
-        collect_items(ctx, n, inst, seen, true);
+        collect(ctx, n, inst, own_items, seen, true);
         for (size_t i = 0; i < size && !ctx->oom && !ctx->exhausted; i++) {
             if (seen[i])
                 continue;
