@@ -42,7 +42,8 @@ struct td_registry *td_tools;
 
 struct td_tool *td_tool_ref(struct td_tool *t)
 {
-    t->refs++;
+    if (t) /* as td_tool_unref(NULL): a call without a tool holds none */
+        t->refs++;
     return t;
 }
 

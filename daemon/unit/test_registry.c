@@ -171,9 +171,19 @@ static void test_unsafe_file(void **state)
     td_registry_free(r);
 }
 
+/* A call without a tool (unknown_tool "error", custom calls) refs and
+ * unrefs NULL: both are no-ops, as free(NULL) is. */
+static void test_ref_null(void **state)
+{
+    (void)state;
+    assert_null(td_tool_ref(NULL));
+    td_tool_unref(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ref_null),
         cmocka_unit_test(test_full_definition),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_duplicate_name),
