@@ -114,12 +114,21 @@ static void usage(FILE *f)
 /* Whenever something that keeps the daemon alive ends (a worker, a
  * connection, a timer of ours): once shutting down and nothing is left,
  * close our own handles so uv_run returns. */
+static void start_flush(void);
+
 static void maybe_exit(void)
 {
     if (!td_shutting_down || signals_closed || td_workers_alive())
         return;
-    if (td_server_batches() == 0)
+    if (td_server_batches() == 0) {
         td_server_stop(); /* subscribers too: nothing more to tell them */
+        /* No batch left to wait for: what is left is flushing, whose grace
+         * starts now, not when --shutdown-timeout (meant for batches) ends.
+         * A tail subscriber that never read kept an idle daemon up for
+         * 10 + 5 s. */
+        if (td_server_conns())
+            start_flush();
+    }
     if (td_server_conns())
         return;
     signals_closed = true;
@@ -160,6 +169,16 @@ static void on_flush_timeout(uv_timer_t *t)
     maybe_exit();
 }
 
+static void start_flush(void)
+{
+    static bool flushing;
+    if (flushing)
+        return;
+    flushing = true;
+    uv_timer_stop(&shutdown_timer);
+    uv_timer_start(&shutdown_timer, on_flush_timeout, FLUSH_GRACE_MS, 0);
+}
+
 static void on_shutdown_timeout(uv_timer_t *t)
 {
     unsigned n = td_server_batches();
@@ -167,7 +186,7 @@ static void on_shutdown_timeout(uv_timer_t *t)
         td_log(TD_LOG_WARN, "shutdown: %u batches still running after %u s; cancelling them", n,
                td_cfg.shutdown_timeout_s);
     td_server_cancel_all();
-    uv_timer_start(&shutdown_timer, on_flush_timeout, FLUSH_GRACE_MS, 0);
+    start_flush();
     maybe_exit();
 }
 
