@@ -885,7 +885,13 @@ static void pipe_open(struct td_worker *w, uv_pipe_t *p, int fd)
     uv_pipe_init(td_loop, p, 0);
     p->data = w;
     w->handles++;
-    uv_pipe_open(p, fd);
+    /* UV_EEXIST: libuv still watches this number for a handle whose
+     * descriptor someone closed behind its back; that handle would now
+     * read this pipe. Never seen on this loop; said loudly if it is. */
+    int rc = uv_pipe_open(p, fd);
+    if (rc < 0)
+        td_logc(TD_LOG_ERR, w->batch_id, w->call_id, "worker pipe (fd %d) not opened: %s", fd,
+                uv_strerror(rc));
 }
 
 /* ---- warm start (template.c) ------------------------------------------------ */
