@@ -434,11 +434,7 @@ class UnprivilegedDaemon(EgressCases, unittest.TestCase):
     def make_daemon(cls, tools):
         d = NobodyDaemon(tools, start=False)
         harness.give_work_dir(d)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         return d
 
 

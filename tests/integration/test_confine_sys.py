@@ -91,11 +91,7 @@ class Checks:
         harness.require_env()
         d = cls.DAEMON(TOOLS, start=False)
         harness.give_work_dir(d)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         cls.d = d
 
     @classmethod

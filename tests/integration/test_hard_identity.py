@@ -69,11 +69,7 @@ class VictimMixin:
         # an unprivileged daemon must be able to make its sockets and
         # call directories there
         harness.give_work_dir(d)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         cls.d = d
 
     @classmethod

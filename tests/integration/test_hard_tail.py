@@ -207,11 +207,7 @@ class UnprivilegedDaemonAccess(AccessBase, unittest.TestCase):
                          args=["--socket-mode", "0666"], start=False)
         d.gid = cls.nobody.pw_gid
         harness.give_work_dir(d)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         cls.d = d
         cls.events = None
 

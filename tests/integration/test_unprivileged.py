@@ -32,11 +32,7 @@ class Unprivileged(unittest.TestCase):
         # be its own
         os.chmod(d.tmp, 0o777)
         os.chown(d.work_dir, cls.uid, nobody.pw_gid)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         cls.d = d
 
     @classmethod

@@ -108,11 +108,7 @@ class Checks:
         harness.require_env()
         d = cls.DAEMON(TOOLS, start=False)
         harness.give_work_dir(d)
-        try:
-            d.start()
-        except BaseException:
-            d.stop(check=False)
-            raise
+        harness.started(d)
         cls.d = d
         for name in ("w", "w_deny", "w_self"):
             template_ready(d, name)
