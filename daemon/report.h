@@ -6,7 +6,14 @@
 #ifndef TD_REPORT_H
 #define TD_REPORT_H
 
-enum { TD_REPORT_FAILED = 1, TD_REPORT_STATUS = 2, TD_REPORT_CPU = 3, TD_REPORT_RSS = 4 };
+#include "initwait.h" /* the records' values, shared with warm calls' P1 */
+
+enum {
+    TD_REPORT_FAILED = TE_REC_FAILED,
+    TD_REPORT_STATUS = TE_REC_STATUS,
+    TD_REPORT_CPU = TE_REC_CPU,
+    TD_REPORT_RSS = TE_REC_RSS
+};
 /* TD_REPORT_CPU (a: user ms, b: system ms) and TD_REPORT_RSS (a: peak RSS
  * in KiB) precede TD_REPORT_STATUS: the init's RUSAGE_CHILDREN once the tool
  * and every process left in its namespace are killed and reaped, i.e. the
@@ -33,19 +40,19 @@ enum {
     TD_STEP_EXEC,
     TD_STEP_SPAWN,
     TD_STEP_LANDLOCK, /* issue 11 (f1): step 11a */
-    TD_STEP_EGRESS, /* step 7c, listed last to keep the others' numbers */
+    TD_STEP_EGRESS,   /* step 7c, listed last to keep the others' numbers */
     TD_STEP_COUNT
 };
 
 #define TD_STEP_NAMES                                                                              \
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
-            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn", "landlock", \
-            "egress" \
+            "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn",            \
+            "landlock", "egress"                                                                   \
     }
 
 /* The fd the report pipe is on in the child and in the init. */
-#define TD_REPORT_FD 3
+#define TD_REPORT_FD TE_REC_FD
 
 /* Descriptors a child made before exec and hands to the daemon (a seccomp
  * notification listener, a listening socket inside the call's network

@@ -278,6 +278,22 @@ class Warm(WarmCase):
         # reseeded in each child: not the template's sequence twice
         self.assertNotEqual(first["random"], second["random"])
 
+    @needs_python_lib
+    def test_signals_to_pid_1_do_not_reach_the_template(self):
+        # A warm call's PID 1 shares the template's memory (CLONE_VM): a
+        # handler of the template's (Python's SIGINT one) run there would
+        # set the template's own "signal tripped" state, and the template
+        # would die of the KeyboardInterrupt at its next fork. P1 keeps
+        # every signal blocked, so the template serves on, the same process.
+        t = wait_ready(self.d, "py")
+        got = self.warm1("py", {"signal_init": True}).result("a")["ok"]
+        self.assertEqual(got["counter"], 1, got)
+        for _ in range(3):
+            self.assertEqual(self.warm1("py").result("a")["ok"]["counter"], 1)
+        t2 = template(self.d, "py")
+        self.assertEqual((t2["pid"], t2["restarts"]), (t["pid"], t["restarts"]), t2)
+        self.assertNotIn("KeyboardInterrupt", self.d.stderr())
+
     # -- the call's tree ends with it ---------------------------------------
 
     def test_setsid_grandchild_gone_after_ok(self):

@@ -3,7 +3,9 @@
 leave for the next if calls shared a process. Its handler returns a global
 counter (incremented), random.random(), the live threads, the entries of its
 working directory, its TOOLEXEC_CALL_ID and the numpy-free random state;
-with {"leave": true} it also leaves a thread running and a file behind. With
+with {"leave": true} it also leaves a thread running and a file behind; with
+{"signal_init": true} it first sends its PID 1 (a warm call's P1, which
+shares the template's memory) every signal Python handles or ignores. With
 WARM_THREAD=1 in its environment it starts a thread at import (a template
 must then refuse to fork)."""
 import os
@@ -20,6 +22,11 @@ if os.environ.get("WARM_THREAD") == "1":
 
 def handler(arguments):
     global counter
+    if arguments.get("signal_init"):
+        import signal
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1,
+                    signal.SIGPIPE, signal.SIGCHLD, signal.SIGXFSZ):
+            os.kill(1, sig)
     counter += 1
     out = {"counter": counter, "random": random.random(), "threads": threading.active_count(),
            "entries": sorted(os.listdir(".")), "call_id": os.environ.get("TOOLEXEC_CALL_ID"),
