@@ -12,15 +12,24 @@
  *
  *   bench --plain WORKER CALLS CONCURRENCY
  *
- * runs only the plain loop, for a timer outside (bench/confine.sh);
- * BENCH_WRAP="bwrap ..." runs each worker through that command line.
+ * runs only the plain loop, for a timer outside (bench/confine.py);
+ * BENCH_WRAP="bwrap ..." runs each worker through that command line, and
+ * BENCH_NS=1 (root) starts each worker in a new mount and PID namespace
+ * with only what any mount-namespace confinement must do there (every
+ * mount private, a /proc of its own): the kernel's floor under the
+ * default view, without the view.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,16 +62,21 @@ static const char request[] = "{\"tool\":\"echo\",\"arguments\":{\"x\":1}}";
  * through that command line (bench/confine.sh: bubblewrap, issue 11). */
 static char *wrap[32];
 static int nwrap;
+static bool in_ns; /* BENCH_NS=1 */
 
 static void spawn(const char *worker, struct slot *s)
 {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
         die("pipe", errno);
-    pid_t pid = fork();
+    pid_t pid = in_ns ? (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)
+                      : fork();
     if (pid < 0)
         die("fork", errno);
     if (pid == 0) {
+        if (in_ns && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+            _exit(126);
         dup2(in[0], 0);
         dup2(out[1], 1);
         if (nwrap) {
@@ -108,7 +122,12 @@ static double plain_loop(const char *worker, int calls, int conc)
             /* EOF: the response is in, the worker is exiting */
             close(slots[i].out);
             slots[i].out = -1;
-            waitpid(slots[i].pid, NULL, 0);
+            if (in_ns) /* as the daemon does: not waiting for the teardown
+                        * of the namespaces behind the exit */
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                    ;
+            else
+                waitpid(slots[i].pid, NULL, 0);
             done++;
             if (started < calls) {
                 spawn(worker, &slots[i]);
@@ -117,6 +136,8 @@ static double plain_loop(const char *worker, int calls, int conc)
         }
     }
     double t = now() - t0;
+    while (in_ns && wait(NULL) > 0)
+        ;
     free(slots);
     free(pfd);
     return t / calls;
@@ -198,6 +219,7 @@ int main(int argc, char **argv)
     for (char *save = NULL, *t = w ? strtok_r(w, " ", &save) : NULL; t && nwrap < 30;
          t = strtok_r(NULL, " ", &save))
         wrap[nwrap++] = t;
+    in_ns = getenv("BENCH_NS") && strcmp(getenv("BENCH_NS"), "1") == 0;
     if (argc < 3) {
         fprintf(stderr, "usage: bench SOCKET WORKER [CALLS]\n"
                         "       bench --plain WORKER CALLS CONCURRENCY\n");

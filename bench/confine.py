@@ -15,10 +15,17 @@ host hits all alike), each of N calls:
   bwrap     bubblewrap running the worker in the plain loop's place:
             bwrap --ro-bind / / --tmpfs /tmp --dev /dev --proc /proc
                   --unshare-all --die-with-parent WORKER
+  nsfloor   (root) the plain loop with each worker in a new mount and PID
+            namespace, every mount private and a /proc of its own, and no
+            more (bench BENCH_NS=1): the kernel's share of any per-call view
+            with its own /proc, without a daemon, a view or a filter
 
 It prints the median per-call wall time of each and the ratios default /
-plain, default / host and bwrap / default, then the daemon's spawn_us_mean
-per tool (the loop's time from clone() to exec: the view is built there).
+plain, default / host, bwrap / default, bwrap / plain (no confinement that
+costs at least the plain loop can be more than that many times cheaper than
+bwrap) and nsfloor / plain (no view can cost less than that), then the
+daemon's spawn_us_mean per tool (the loop's time from clone() to exec: the
+view is built there).
 Goals (issue 11): default <= 1.25 x plain; bwrap >= 5 x default.
 A benchmark to run by hand, never a pass/fail test.
 """
@@ -97,19 +104,21 @@ def main():
         }
         if bwrap:
             kinds["bwrap"] = lambda c: [bench, "--plain", worker, str(a.calls), str(c)]
+        if os.geteuid() == 0:
+            kinds["nsfloor"] = lambda c: [bench, "--plain", worker, str(a.calls), str(c)]
         wrap_env = dict(os.environ, BENCH_WRAP=" ".join([bwrap] + BWRAP)) if bwrap else None
+        envs = {"bwrap": wrap_env, "nsfloor": dict(os.environ, BENCH_NS="1")}
         print("toolexecd %s, %d CPUs, %s; %d calls x %d rounds" % (
             subprocess.run([daemon, "--version"], stdout=subprocess.PIPE).stdout.decode()
             .split()[1], os.cpu_count(), os.uname().release, a.calls, a.rounds))
         for conc in (1, 16):
             times = {k: [] for k in kinds}
             for k, cmd in kinds.items():  # warm-up
-                run(cmd(conc)[:4] + ["20", str(conc)] if k in ("plain", "bwrap") else cmd(conc),
-                    env=wrap_env if k == "bwrap" else None)
+                run(cmd(conc)[:4] + ["20", str(conc)] if k in ("plain", "bwrap", "nsfloor")
+                    else cmd(conc), env=envs.get(k))
             for _ in range(a.rounds):
                 for k, cmd in kinds.items():
-                    times[k].append(run(cmd(conc), env=wrap_env if k == "bwrap" else None)
-                                    / a.calls * 1e6)
+                    times[k].append(run(cmd(conc), env=envs.get(k)) / a.calls * 1e6)
             med = {k: statistics.median(v) for k, v in times.items()}
             print("\nconcurrency %d: median us per call (min-max)" % conc)
             for k, v in times.items():
@@ -121,6 +130,8 @@ def main():
             if bwrap:
                 print("  bwrap / default   %.2f" % (med["bwrap"] / med["default"]))
                 print("  bwrap / plain     %.2f" % (med["bwrap"] / med["plain"]))
+            if "nsfloor" in med:
+                print("  nsfloor / plain   %.2f" % (med["nsfloor"] / med["plain"]))
         st = json.loads(subprocess.run([cli, "-s", sock, "stats", "-j"], check=True,
                                        stdout=subprocess.PIPE).stdout)
         print("\nclone() to exec in the daemon's loop, mean us per call (spawn_us_mean):")
