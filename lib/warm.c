@@ -570,9 +570,9 @@ static int recv_proxy(int hand)
  * its own, tmpfs mounts its calls would share: each call gets fresh ones,
  * with what the view mounted below the template's (the device nodes, "read"
  * and "write" paths, the way down to the work directory) cloned onto the
- * same places. What is below is found in mountinfo. P1 runs this: system
- * calls and static buffers only (it is a clone() of the template, no
- * at-fork handlers ran). */
+ * same places. What is below is found in mountinfo, by the template once
+ * (plan_fresh()); P1 runs refresh(): system calls and static buffers only
+ * (no at-fork handlers ran in it). */
 struct mnt {
     int id, parent;
     const char *at;
