@@ -232,9 +232,13 @@ class Warm(WarmCase):
         gate = os.path.join(self.d.tmp, new_token("gate"))
         c.start_batch([{"id": "v", "name": "w", "arguments": {
             "mode": "wait-file", "path": gate, "then_mode": "echo"}}], batch="hold")
-        parent = os.path.dirname(self.run1("w", {"mode": "env"}).result("a")["ok"]["cwd"])
+        mine = self.run1("w", {"mode": "env"}).result("a")["ok"]["cwd"]
+        parent = os.path.dirname(mine)
         # from outside: the waiting call's directory, beside where ours was
-        other = deadline_wait(lambda: os.listdir(parent), what="the waiting call's directory")
+        # (ours may not be removed yet: not that one)
+        other = deadline_wait(lambda: [e for e in os.listdir(parent)
+                                       if e != os.path.basename(mine)],
+                              what="the waiting call's directory")
         other = os.path.join(parent, other[0])
         with open(os.path.join(other, "secret.txt"), "w") as f:
             f.write("secret")
