@@ -20,6 +20,7 @@ Run one file: meson test -C build test_errors --print-errorlogs, or export the
 variables above and run python3 tests/integration/test_errors.py [-k NAME].
 """
 
+import atexit
 import json
 import os
 import pwd
@@ -31,6 +32,7 @@ import tempfile
 import time
 import unittest
 import uuid
+import weakref
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLEXECD = os.environ.get("TOOLEXECD", "")
@@ -236,6 +238,24 @@ def daemon_own_lines(text):
     return "\n".join(l for l in text.split("\n") if ": stderr: " not in l)
 
 
+# Daemons started and not yet stopped or killed. A daemon leads a session of
+# its own (so a test can signal it alone), so nothing takes it down with a
+# test that dies: meson's timeout (SIGTERM) or a failed set-up left daemons
+# and their templates running for the rest of the machine's day. They are
+# killed at exit, and SIGTERM now exits through that.
+_live_daemons = weakref.WeakSet()
+
+
+def _kill_live_daemons():
+    for d in list(_live_daemons):
+        d.kill()
+
+
+atexit.register(_kill_live_daemons)
+if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(_kill_live_daemons() or 143))
+
+
 class DaemonFailed(AssertionError):
     pass
 
@@ -321,6 +341,7 @@ class Daemon:
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                      stdout=self._stderr_f, stderr=self._stderr_f, env=env,
                                      start_new_session=True)
+        _live_daemons.add(self)
         return self.proc
 
     def start(self):
@@ -364,6 +385,7 @@ class Daemon:
 
     # -- tear-down --------------------------------------------------------
     def kill(self):
+        _live_daemons.discard(self)
         if self.proc and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -386,6 +408,7 @@ class Daemon:
                     problems.append("toolexecd did not exit within %.1fs of SIGTERM" % WAIT)
                     self.kill()
             rc = self.proc.returncode
+            _live_daemons.discard(self)
             self._stderr_f.close()
             if rc != 0:
                 problems.append("toolexecd exit status %s (expected 0)" % rc)
