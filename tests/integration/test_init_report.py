@@ -9,8 +9,9 @@ after ok, after the tool's own exit and after a timeout. Without the init's
 kill-and-reap the grandchild is still alive then (the kernel's zap of the
 namespace comes only with the init's exit), and the CPU the grandchild
 burnt is missing from the call's usage, which the init reads once it has
-reaped everything. The debug log says the call really ended on the report,
-not on the reap. Root and unprivileged daemon.
+reaped everything. The debug log says the calls really end on the report,
+not on the reap (at least one of five: the two can come in one turn of the
+loop). Root and unprivileged daemon.
 """
 
 import os
@@ -70,13 +71,22 @@ class Checks:
         self.assertEqual(harness.pids_with_token(tok), [])
 
     def test_the_call_ends_on_its_inits_report(self):
+        # The report comes before the init's exit (a namespace's teardown
+        # later), so the call ends on it; but when the loop finds both ready
+        # in one turn (a loaded machine, or a warm P1, whose exit tears down
+        # no memory) the reap may be handled first, and that call ends on
+        # the reap with the same result (CI ci-s20c). So: of five calls, at
+        # least one ends on its report, and none says so twice.
         before = self.daemon.stderr().count(ENDED)
-        tok = harness.new_token("ir")
-        res = self.c.run([{"id": "g", "name": "sg",
-                           "arguments": self.args(token=tok, then="ok")}])
-        self.assertOk(res, "g")
-        self.completed(res)
-        self.assertEqual(self.daemon.stderr().count(ENDED), before + 1, self.daemon.stderr()[-3000:])
+        for i in range(5):
+            tok = harness.new_token("ir")
+            res = self.c.run([{"id": "g", "name": "sg",
+                               "arguments": self.args(token=tok, then="ok")}])
+            self.assertOk(res, "g")
+            self.completed(res)
+        ended = self.daemon.stderr().count(ENDED) - before
+        self.assertTrue(1 <= ended <= 5, "%d of 5 calls ended on their init's report:\n%s"
+                        % (ended, self.daemon.stderr()[-3000:]))
 
 
 class RootDaemon(Checks, DaemonTestCase):
