@@ -12,6 +12,7 @@ name the real mistake.
 """
 
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -32,6 +33,7 @@ class Check(unittest.TestCase):
     def setUp(self):
         harness.require_env()
         self.dir = tempfile.mkdtemp(prefix="te-defs-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         os.chmod(self.dir, 0o755)
 
     def check(self):
