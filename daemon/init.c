@@ -56,11 +56,6 @@ __attribute__((noreturn)) static void run(long argc, char **argv, char **envp)
         te_init_report(TD_REPORT_FAILED, TD_STEP_SPAWN, (int)-tool);
         te_init_quit(127);
     }
-    /* Our copies of the pipes would hold the worker's stdout open after the
-     * tool is gone. */
-    te_sys(SYS_close, 0, 0, 0, 0);
-    te_sys(SYS_close, 1, 0, 0, 0);
-    te_sys(SYS_close, 2, 0, 0, 0);
     te_init_finish(tool);
 }
 

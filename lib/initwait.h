@@ -72,11 +72,13 @@ __attribute__((noreturn)) static inline void te_init_quit(int code)
         te_sys(SYS_exit_group, code, 0, 0, 0);
 }
 
-/* PID 1, its tool started as `tool`: never returns. The caller has closed
- * its copies of the call's pipes (they would hold the worker's stdout open
- * after the tool is gone). */
+/* PID 1, its tool started as `tool`: never returns. Our copies of the
+ * call's pipes (0-2) are closed first: they would hold the worker's stdout
+ * open after the tool is gone. */
 __attribute__((noreturn)) static inline void te_init_finish(long tool)
 {
+    for (int fd = 0; fd <= 2; fd++)
+        te_sys(SYS_close, fd, 0, 0, 0);
     for (;;) {
         int status = 0;
         long p = te_sys(SYS_wait4, -1, (long)&status, 0, 0);

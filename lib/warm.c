@@ -723,10 +723,6 @@ static int configure(int fs, const char *options)
     return 0;
 }
 
-/* A fresh tmpfs at path, built detached and then moved there. The call's
- * directory (its path cdpath, open as *cd) may be below a mount cloned
- * here: *cd is then reopened in the clone, so that nothing the call can
- * reach (not even "..") is of the template's mounts underneath. */
 /* In the template, before P1 is cloned (its mounts are where every P1's
  * copy starts from): which mounts below fresh path i a call's fresh tmpfs
  * gets back, once per template. P1 read mountinfo for it twice a call:
@@ -772,6 +768,10 @@ static void plan_fresh(int which)
     }
 }
 
+/* A fresh tmpfs at path, built detached and then moved there. The call's
+ * directory (its path cdpath, open as *cd) may be below a mount cloned
+ * here: *cd is then reopened in the clone, so that nothing the call can
+ * reach (not even "..") is of the template's mounts underneath. */
 static int refresh(int which, const char *cdpath, int *cd)
 {
     const __typeof__(view.fresh[0]) *f = &view.fresh[which];
@@ -1036,10 +1036,6 @@ static int call_process(void *arg)
     /* From here on the template runs again: raw system calls only. */
     te_sys(SYS_write, HAND_FD, (long)"g", 1, 0);
     te_sys(SYS_close, HAND_FD, 0, 0, 0);
-    /* the call's pipes are P2's alone */
-    te_sys(SYS_close, 0, 0, 0, 0);
-    te_sys(SYS_close, 1, 0, 0, 0);
-    te_sys(SYS_close, 2, 0, 0, 0);
     /* As toolexecd-init does: every other process of the call killed and
      * reaped first, so the status, our last word, tells the daemon the
      * call is over without waiting for our exit (the namespaces' teardown)

@@ -251,9 +251,14 @@ def _kill_live_daemons():
         d.kill()
 
 
+def _on_sigterm(signum, frame):
+    _kill_live_daemons()
+    os._exit(128 + signum)
+
+
 atexit.register(_kill_live_daemons)
 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(_kill_live_daemons() or 143))
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 class DaemonFailed(AssertionError):
