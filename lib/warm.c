@@ -102,6 +102,7 @@ static struct kid {
     pid_t pid;
     unsigned id;
     void *stack; /* P1's (p1_stack()), freed once P1 is reaped */
+    bool quiet;  /* a P1 that got no call (p1_drop()): no "exited" */
 } kids[MAX_KIDS];
 static size_t nkids;
 
@@ -150,6 +151,29 @@ static void p1_stack_free(void *p)
         munmap(p, P1_STACK + P1_GUARD);
 }
 
+/* A P1 whose first half is done (call_process()), waiting for its call. */
+struct p1 {
+    pid_t pid; /* 0: none */
+    void *stack;
+    int hand;      /* the template's end of the socketpair */
+    unsigned view; /* view_gen it was made in */
+    bool newnet;
+};
+
+/* The spare: made in te_template_next() while the template idles, with the
+ * namespaces its last call had, and taken by the next call that wants the
+ * same. Its first half is ~450 us of a ~3.6 ms warm calc call (temporary
+ * timestamps in the template, 300 calls on a 2-CPU VM: clone 100-130 us,
+ * id maps 20-90, mounts ~300) that no call waits for any more. Only where
+ * P1 shares the template's memory: a copy made ahead would give P2 a
+ * template of the past. */
+static struct p1 spare;
+static bool spare_known; /* a call has said which namespaces (newnet) */
+static bool spare_newnet;
+
+static void p1_drop(struct p1 *p);
+static void spare_ahead(void);
+
 static int sigfd = -1;
 static bool ready_sent;
 
@@ -173,6 +197,7 @@ static struct {
     int nfresh;
     char *text; /* the view as the fork frame gave it, to see it unchanged */
 } view;
+static unsigned view_gen; /* one more at each change of the view */
 
 /* ---- frames on the control socket (fd 0) ------------------------------------ */
 
@@ -269,16 +294,22 @@ static void reap(void)
         pid_t pid = wait4(-1, &st, WNOHANG, &ru);
         if (pid <= 0)
             return;
+        if (pid == spare.pid) { /* died waiting: the next call makes its own */
+            close(spare.hand);
+            p1_stack_free(spare.stack);
+            spare.pid = 0;
+        }
         for (size_t i = 0; i < nkids; i++) {
             if (kids[i].pid != pid)
                 continue;
-            send_frame(json_pack("{s:{s:I,s:i,s:I,s:I,s:I}}", "exited", "id",
-                                 (json_int_t)kids[i].id, "status", st, "utime_us",
-                                 (json_int_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-                                 "stime_us",
-                                 (json_int_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
-                                 "maxrss_kb", (json_int_t)ru.ru_maxrss),
-                       -1);
+            if (!kids[i].quiet)
+                send_frame(json_pack("{s:{s:I,s:i,s:I,s:I,s:I}}", "exited", "id",
+                                     (json_int_t)kids[i].id, "status", st, "utime_us",
+                                     (json_int_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+                                     "stime_us",
+                                     (json_int_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+                                     "maxrss_kb", (json_int_t)ru.ru_maxrss),
+                           -1);
             p1_stack_free(kids[i].stack);
             kids[i] = kids[--nkids];
             break;
@@ -319,6 +350,7 @@ static int parse_view(const json_t *v)
         return 0;
     }
     view_clear();
+    view_gen++;
     view.text = text;
     if (!v || json_is_null(v))
         return 0;
@@ -369,6 +401,7 @@ int te_template_next(te_fork_request *r)
         ready_sent = true;
     }
     for (;;) {
+        spare_ahead(); /* the next call's P1, while nothing waits for us */
         struct pollfd p[2] = {{0, POLLIN, 0}, {sigfd, POLLIN, 0}};
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
@@ -389,6 +422,8 @@ int te_template_next(te_fork_request *r)
         if (rc == -ENODATA) {
             /* Retired or the daemon stopping: the calls in flight finish
              * first (they die with us: PR_SET_PDEATHSIG). */
+            if (spare.pid)
+                p1_drop(&spare);
             while (nkids) {
                 struct pollfd w = {sigfd, POLLIN, 0};
                 if (poll(&w, 1, -1) < 0 && errno != EINTR)
@@ -475,18 +510,17 @@ static int write_file(const char *path, const char *text)
     return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* Moved where the call expects them: 0-2 the pipes, 3 the report pipe, 4
- * the socket the proxy's listener goes up on (hand, when >= 0); all else
- * closed. Above 9 first, so no dup2 overwrites a later source. */
-static int place_fds(const te_fork_request *r, int hand)
+/* src[i] moved to descriptor i (i < n; closed where src[i] is -1), every
+ * other descriptor closed. Above 15 first, so no dup2 overwrites a later
+ * source. */
+static int place(const int *src, int n)
 {
-    int src[5] = {r->in, r->out, r->err, r->report, hand}, hi[5];
-    int n = hand >= 0 ? 5 : 4;
+    int hi[8];
     for (int i = 0; i < n; i++)
-        if ((hi[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
+        if ((hi[i] = src[i] < 0 ? -1 : fcntl(src[i], F_DUPFD, 16)) < 0 && src[i] >= 0)
             return -1;
     for (int i = 0; i < n; i++)
-        if (dup2(hi[i], i) < 0)
+        if (hi[i] < 0 ? close(i) < 0 && errno != EBADF : dup2(hi[i], i) < 0)
             return -1;
     return (int)syscall(SYS_close_range, (unsigned)n, ~0U, 0);
 }
@@ -528,6 +562,16 @@ static int call_proxy(int port)
     return rc;
 }
 
+/* A raw recvmsg() (no errno: the template runs meanwhile, see call_process()):
+ * its byte count, 0 at the end, or -errno. */
+static long sys_recvmsg(int fd, struct msghdr *m)
+{
+    long n;
+    while ((n = te_sys(SYS_recvmsg, fd, (long)m, MSG_CMSG_CLOEXEC, 0)) == -EINTR)
+        ;
+    return n;
+}
+
 /* In the template: the listener P1 sent on hand (call_proxy()), or -1 with
  * errno the reason (P1's, or EPIPE when it died before saying). */
 static int recv_proxy(int hand)
@@ -540,9 +584,7 @@ static int recv_proxy(int hand)
     struct iovec iov = {&e, sizeof(e)};
     struct msghdr m = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
-    ssize_t n;
-    while ((n = recvmsg(hand, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-        ;
+    long n = sys_recvmsg(hand, &m); /* raw: P1 runs the C library meanwhile */
     for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm)) {
         if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
             continue;
@@ -556,11 +598,11 @@ static int recv_proxy(int hand)
                 close(got);
         }
     }
-    if (n == (ssize_t)sizeof(e) && e == 0 && fd >= 0)
+    if (n == (long)sizeof(e) && e == 0 && fd >= 0)
         return fd;
     if (fd >= 0)
         close(fd);
-    errno = n < 0 ? errno : n != (ssize_t)sizeof(e) || e == 0 ? EPIPE : e;
+    errno = n < 0 ? (int)-n : n != (long)sizeof(e) || e == 0 ? EPIPE : e;
     return -1;
 }
 
@@ -768,10 +810,11 @@ static void plan_fresh(int which)
     }
 }
 
-/* A fresh tmpfs at path, built detached and then moved there. The call's
- * directory (its path cdpath, open as *cd) may be below a mount cloned
- * here: *cd is then reopened in the clone, so that nothing the call can
- * reach (not even "..") is of the template's mounts underneath. */
+/* A fresh tmpfs at path, built detached and then moved there. The cover
+ * of the template's directory (its path cdpath, open as *cd), where the
+ * call's directory goes, may be below a mount cloned here: *cd is then
+ * reopened in the clone, so that nothing the call can reach (not even "..")
+ * is of the template's mounts underneath. */
 static int refresh(int which, const char *cdpath, int *cd)
 {
     const __typeof__(view.fresh[0]) *f = &view.fresh[which];
@@ -840,42 +883,38 @@ out:;
     return rc;
 }
 
-/* The template's directory (the cwd) under a tmpfs, the call's own bound
- * back: the same view as a cold call's, where the work directory is covered
- * and only the call's directory is bound back. Through descriptors (the new
- * mount API), never by path: the work directory's ancestors need not let
- * the call's user through (a cold call passes them as root). */
-static int call_mounts(const char *dir)
+/* The template's directory (the cwd) under a tmpfs, into which the call's
+ * own is bound back later (call_dir()): the same view as a cold call's,
+ * where the work directory is covered and only the call's directory is
+ * bound back. Through descriptors (the new mount API), never by path: the
+ * work directory's ancestors need not let the call's user through (a cold
+ * call passes them as root). With every mount private first, the view's
+ * fresh /tmp and /dev (refresh()) and a /proc of the call's namespace: all
+ * of P1's mounts that are not the call's, so a spare P1 makes them before
+ * its call is known. *here: the template's directory itself, below the
+ * cover (the way to the call's); *cover: the cover as the call will see it,
+ * reopened through a fresh /tmp cloned over it. */
+static int base_mounts(int *here, int *cover)
 {
-    int here = -1, call = -1, tree = -1, fs = -1, mnt = -1, cd = -1, rc = -1;
-    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-    char cdpath[PATH_MAX];
-    size_t n = 0;
-    if (view.on) { /* where the call's directory is, for refresh() */
-        if (!getcwd(cdpath, sizeof(cdpath)) || (n = strlen(cdpath)) + strlen(dir) + 2 > PATH_MAX)
-            return -1;
-        snprintf(cdpath + n, sizeof(cdpath) - n, "%s%s", n > 1 ? "/" : "", dir);
-    }
+    int fs = -1, rc = -1;
+    char tpath[PATH_MAX];
+    *here = *cover = -1;
+    if (view.on && !getcwd(tpath, sizeof(tpath))) /* for refresh() */
+        return -1;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-        (here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        (call = openat(here, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-        (tree = open_tree(call, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0 ||
+        (*here = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         (fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0711", 0) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 ||
         fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
-        (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
-                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
-        move_mount(mnt, "", here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ||
-        mkdirat(mnt, dir, 0700) < 0 ||
-        move_mount(tree, "", mnt, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-        mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
-        (cd = openat(mnt, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        (*cover = fsmount(fs, FSMOUNT_CLOEXEC,
+                          MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
+        move_mount(*cover, "", *here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         goto out;
     mode_t mask = umask(0); /* the modes as the view's (1777 for /dev/shm) */
     for (int i = 0; i < view.nfresh; i++)
-        if (refresh(i, cdpath, &cd) < 0) {
+        if (refresh(i, tpath, cover) < 0) {
             int e = errno;
             umask(mask);
             errno = e;
@@ -884,9 +923,32 @@ static int call_mounts(const char *dir)
     umask(mask);
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         goto out;
+    rc = 0;
+out:;
+    int e = errno;
+    if (fs >= 0)
+        close(fs);
+    errno = e;
+    return rc;
+}
+
+/* The call's directory (dir, in the template's: here) bound into the cover
+ * (base_mounts()), which is read-only from then on, and made the cwd. 0,
+ * -1 (a mount step failed) or -2 (the chdir), with errno set. */
+static int call_dir(int here, int cover, const char *dir)
+{
+    int call = -1, tree = -1, cd = -1, rc = -1;
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if ((call = openat(here, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        (tree = open_tree(call, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0 ||
+        mkdirat(cover, dir, 0700) < 0 ||
+        move_mount(tree, "", cover, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        mount_setattr(cover, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
+        (cd = openat(cover, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        goto out;
     rc = fchdir(cd) < 0 ? -2 : 0;
 out:;
-    int e = errno, fds[] = {here, call, tree, fs, mnt, cd};
+    int e = errno, fds[] = {call, tree, cd};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -958,53 +1020,139 @@ static int drop_caps(void)
 
 #ifdef P1_SHARES_MEMORY
 /* Where a call's process (P2) leaves P1's stack for the template's:
- * te_template_fork()'s frame, set before P1 is cloned. P2's memory is a copy
- * of the template's taken while the template waits inside that very frame
- * (for P1's "go"), so the frame is intact in the copy. */
+ * te_template_fork()'s frame, set before P1 gets its call. P2's memory is a
+ * copy of the template's taken while the template waits inside that very
+ * frame (for P1's "go"), so the frame is intact in the copy. */
 static void *p2_back[5]; /* __builtin_setjmp's buffer: frame, label, stack */
 #endif
 
 struct p1_args {
-    const te_fork_request *r;
     uid_t uid;
     gid_t gid;
-    int hand; /* P1's end of the socket its "go" goes up on */
+    int hand; /* P1's end of the socketpair (HAND_FD) */
 };
 
+/* In P1: its call, as hand_over() sends it: the request (in the template's
+ * memory, which P1 shares or is a copy of) and its four descriptors. 0, or
+ * -1 when the template closed its end instead (it dropped this P1, or died). */
+static int wait_call(const te_fork_request **r, int fds[4])
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+    } c;
+    struct iovec iov = {(void *)r, sizeof(*r)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+    struct cmsghdr *cm;
+    if (sys_recvmsg(HAND_FD, &m) != (long)sizeof(*r) || !(cm = CMSG_FIRSTHDR(&m)) ||
+        cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+        cm->cmsg_len != CMSG_LEN(4 * sizeof(int)))
+        return -1;
+    __builtin_memcpy(fds, CMSG_DATA(cm), 4 * sizeof(int));
+    return 0;
+}
+
+/* In the template: P1's call sent (wait_call()). 0, or -errno (P1 is gone). */
+static int hand_over(int hand, const te_fork_request *r)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+    } c;
+    memset(&c, 0, sizeof(c));
+    int fds[4] = {r->in, r->out, r->err, r->report};
+    struct iovec iov = {(void *)&r, sizeof(r)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(fds));
+    memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+    long n;
+    while ((n = te_sys(SYS_sendmsg, hand, (long)&m, MSG_NOSIGNAL, 0)) == -EINTR)
+        ;
+    return n == (long)sizeof(r) ? 0 : n < 0 ? (int)n : -EPIPE;
+}
+
+/* In the template: one byte from P1 (its "p" or "go"): 0, or -1 when it
+ * closed its end first (it died, or failed a step and said so on its
+ * call's report pipe). Raw: P1 may be running the C library meanwhile. */
+static int wait_word(int hand)
+{
+    char w;
+    long n;
+    while ((n = te_sys(SYS_read, hand, (long)&w, 1, 0)) == -EINTR)
+        ;
+    return n == 1 ? 0 : -1;
+}
+
 /* P1, PID 1 of the call's namespace: never returns, except as P2 (0).
- * Until it has forked P2 and said "go"
- * on HAND_FD, the template is blocked waiting for that word, so P1 may use
- * the C library on the memory it shares with it (CLONE_VM, where TE_RAWSYS);
- * after it, only raw system calls on its own stack (initwait.h). Every
+ *
+ * It runs in two halves. First what does not depend on the call (its
+ * namespaces' set-up: session, id maps, base_mounts()); then it says "p"
+ * and waits for its call (wait_call()), which may come at once (P1 made for
+ * a request) or later (a spare P1, made ahead while the template idles).
+ * A failure of the first half is kept and reported on the call's report
+ * pipe, as if it had happened there. Then the call's own steps, P2's fork,
+ * and "go".
+ *
+ * Where P1 shares the template's memory (CLONE_VM, P1_SHARES_MEMORY), the
+ * template is blocked while P1 runs the C library: waiting for "p", and
+ * from the call's hand-over to "go". In between (a spare's wait) and after
+ * "go", P1 makes only raw system calls on its own stack (initwait.h). Every
  * signal stays blocked in P1 (the template blocked them all around the
  * clone): the template's handlers (Python's) must never run here, on the
  * template's memory; and an init with no handler to run ignores whatever
  * its call sends it. */
 static int call_process(void *arg)
 {
-    const struct p1_args *a = arg;
-    const te_fork_request *r = a->r;
-    if (place_fds(r, a->hand) < 0)
+    /* the template's frame is gone by the time a spare gets its call */
+    const struct p1_args a = *(const struct p1_args *)arg;
+    int fail = 0, fail_errno = 0, here = -1, cover = -1;
+    int keep[] = {-1, -1, -1, -1, a.hand}; /* the template's descriptors closed */
+    if (place(keep, 5) < 0)
         _exit(127);
+#define PREP(step, ok)                                                                             \
+    do {                                                                                           \
+        if (!fail && !(ok))                                                                        \
+            fail = (step), fail_errno = errno;                                                     \
+    } while (0)
+    PREP(STEP_SETSID, setsid() >= 0);
+    PREP(STEP_PDEATHSIG, prctl(PR_SET_PDEATHSIG, SIGKILL) >= 0);
+    char map[64];
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.uid, (unsigned)a.uid);
+    PREP(STEP_USERNS, write_file("/proc/self/setgroups", "deny") == 0 &&
+                          write_file("/proc/self/uid_map", map) == 0);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.gid, (unsigned)a.gid);
+    PREP(STEP_USERNS, write_file("/proc/self/gid_map", map) == 0);
+    PREP(STEP_MOUNT, fail || base_mounts(&here, &cover) == 0);
+#undef PREP
+    /* From "p" to the call's hand-over the template runs: raw calls only. */
+    te_sys(SYS_write, HAND_FD, (long)"p", 1, 0);
+    const te_fork_request *r;
+    int fds[4];
+    if (wait_call(&r, fds) < 0)
+        te_init_quit(0);
+    /* The template waits again (for the listener, then "go"). */
+    int src[] = {fds[0], fds[1], fds[2], fds[3], HAND_FD, here, cover};
+    if (place(src, 7) < 0)
+        _exit(127);
+    here = here < 0 ? -1 : 5, cover = cover < 0 ? -1 : 6;
     /* first, so the template, waiting for the listener, is answered before
      * any later step can fail: that one then goes to the report pipe, as
      * for a call without a proxy */
     if (r->proxy_port && call_proxy(r->proxy_port) < 0)
         p1_fail(STEP_EGRESS);
-    if (setsid() < 0)
-        p1_fail(STEP_SETSID);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-        p1_fail(STEP_PDEATHSIG);
-    char map[64];
-    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a->uid, (unsigned)a->uid);
-    if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", map) < 0)
-        p1_fail(STEP_USERNS);
-    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a->gid, (unsigned)a->gid);
-    if (write_file("/proc/self/gid_map", map) < 0)
-        p1_fail(STEP_USERNS);
-    int m = call_mounts(r->dir);
+    if (fail) {
+        errno = fail_errno;
+        p1_fail(fail);
+    }
+    int m = call_dir(here, cover, r->dir);
     if (m < 0)
         p1_fail(m == -2 ? STEP_CHDIR : STEP_MOUNT);
+    close(here), close(cover);
     /* P2: a copy of the template's memory (libc's fork() in a process that
      * shares it: the template is waiting, so it is consistent). */
     pid_t pid = fork();
@@ -1053,58 +1201,32 @@ static int p1_main(void *arg)
 }
 #endif
 
-/* In the template: P1's word that P2 is forked (and the template's memory
- * its own again), or its end closed (P1 failed a step and said so on the
- * report pipe). */
-static void wait_go(int hand)
+/* P1 made and its first half done, all signals blocked by the caller:
+ * its pid, 0 as P2 (where P1 is a copy, which returns through here), or
+ * -errno. While it works the template waits for its "p": it may run the C
+ * library on the memory they share. */
+static pid_t p1_make(bool newnet, struct p1 *out)
 {
-    char g;
-    while (recv(hand, &g, 1, 0) < 0 && errno == EINTR)
-        ;
-}
-
-int te_template_fork(const te_fork_request *r)
-{
-    int n = threads();
-    if (n != 1) {
-        char why[64];
-        snprintf(why, sizeof(why), "the template runs %d threads: forking it is unsafe", n);
-        return fork_failed(r, why, 0);
-    }
-    if (nkids == MAX_KIDS)
-        return fork_failed(r, "too many calls at once", EAGAIN);
-    struct p1_args args = {r, geteuid(), getegid(), -1};
     for (int i = 0; i < view.nfresh; i++)
         plan_fresh(i); /* once: a failure is P1's to report, as before */
-    /* P1 shares our memory (P1_SHARES_MEMORY): one copy of the template's
-     * page tables per call (P2's) instead of two. A fork of the Python
-     * template costs ~0.8 ms on a loaded 2-CPU VM (os.fork() of a 14 MB
-     * interpreter, 300 times), and P1's exit then tears no copy down. */
-    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (r->newnet ? CLONE_NEWNET : 0);
-    /* P1's "go" and, with a proxy, first its listener come up on this (a
+    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (newnet ? CLONE_NEWNET : 0);
+    /* "p", the call, with a proxy the listener, and "go" go on this (a
      * record each; its end seen closed when P1 dies first) */
     int hand[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hand) < 0)
-        return fork_failed(r, "socketpair", errno);
-    args.hand = hand[1];
+        return -errno;
+    struct p1_args args = {geteuid(), getegid(), hand[1]};
     void *stack = NULL;
 #ifdef P1_SHARES_MEMORY
+    /* P1 shares our memory: one copy of the template's page tables per call
+     * (P2's) instead of two. A fork of the Python template costs ~0.8 ms
+     * on a loaded 2-CPU VM (os.fork() of a 14 MB interpreter, 300 times),
+     * and P1's exit then tears no copy down. */
     if (!(stack = p1_stack())) {
         int e = errno;
         close(hand[0]), close(hand[1]);
-        return fork_failed(r, "P1's stack", e);
+        return -e;
     }
-    /* P2 comes back here, in its own copy of this frame */
-    if (__builtin_setjmp(p2_back))
-        return 0;
-#endif
-    /* every signal blocked from here until P2's copy is taken: P1 keeps
-     * them blocked (call_process()), and no handler of ours changes the
-     * memory P2 copies */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
-#ifdef P1_SHARES_MEMORY
     pid_t pid =
         clone(p1_main, (char *)stack + P1_GUARD + P1_STACK, flags | CLONE_VM | SIGCHLD, &args);
 #else
@@ -1116,32 +1238,112 @@ int te_template_fork(const te_fork_request *r)
     int e = errno;
     close(hand[1]);
     if (pid < 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
         close(hand[0]);
         p1_stack_free(stack);
-        return fork_failed(r, "clone", e);
+        return -e;
+    }
+    wait_word(hand[0]); /* or closed: then its call fails to be handed over */
+    *out = (struct p1){pid, stack, hand[0], view_gen, newnet};
+    return pid;
+}
+
+/* A P1 that will get no call: its end closed, so it exits (wait_call());
+ * reaped without a word to the daemon. */
+static void p1_drop(struct p1 *p)
+{
+    close(p->hand);
+    if (nkids < MAX_KIDS) {
+        kids[nkids++] = (struct kid){p->pid, 0, p->stack, true};
+    } else {
+        kill(p->pid, SIGKILL);
+        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        p1_stack_free(p->stack);
+    }
+    p->pid = 0;
+}
+
+/* Before the template blocks for its next request. */
+static void spare_ahead(void)
+{
+#ifdef P1_SHARES_MEMORY
+    if (spare.pid || !spare_known || nkids >= MAX_KIDS - 1)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    if (p1_make(spare_newnet, &spare) < 0)
+        spare.pid = 0; /* the request makes its own, and reports */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+#endif
+}
+
+int te_template_fork(const te_fork_request *r)
+{
+    int n = threads();
+    if (n != 1) {
+        char why[64];
+        snprintf(why, sizeof(why), "the template runs %d threads: forking it is unsafe", n);
+        return fork_failed(r, why, 0);
+    }
+    if (nkids >= MAX_KIDS - 1)
+        return fork_failed(r, "too many calls at once", EAGAIN);
+    spare_known = true, spare_newnet = r->newnet;
+    if (spare.pid && (spare.view != view_gen || spare.newnet != r->newnet))
+        p1_drop(&spare); /* made for other namespaces or another view */
+    /* every signal blocked from here until P2's copy is taken: P1 keeps
+     * them blocked (call_process()), and no handler of ours changes the
+     * memory P2 copies */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+#ifdef P1_SHARES_MEMORY
+    /* P2 comes back here, in its own copy of this frame */
+    if (__builtin_setjmp(p2_back))
+        return 0;
+#endif
+    struct p1 p = spare;
+    spare.pid = 0;
+    int e = 0;
+    for (int tries = 0; tries < 2; tries++) {
+        if (!p.pid) {
+            pid_t pid = p1_make(r->newnet, &p);
+            if (pid == 0)
+                return 0; /* P2, where P1 is a copy */
+            if (pid < 0) {
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                return fork_failed(r, "clone", -pid);
+            }
+        }
+        if ((e = -hand_over(p.hand, r)) == 0)
+            break;
+        p1_drop(&p); /* a spare that died while it waited: once more */
+    }
+    if (e) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return fork_failed(r, "P1 died before its call", e);
     }
     int fds[2] = {-1, -1};
     if (r->proxy_port) {
-        fds[1] = recv_proxy(hand[0]);
+        fds[1] = recv_proxy(p.hand);
         if (fds[1] < 0) { /* P1 has told the report pipe too: reaped here */
             e = errno;
             sigprocmask(SIG_SETMASK, &old, NULL);
-            close(hand[0]);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            close(p.hand);
+            kill(p.pid, SIGKILL);
+            while (waitpid(p.pid, NULL, 0) < 0 && errno == EINTR)
                 ;
-            p1_stack_free(stack);
+            p1_stack_free(p.stack);
             return fork_failed(r, "the call's proxy listener", e);
         }
     }
-    wait_go(hand[0]);
+    wait_word(p.hand); /* "go", or closed (P1 failed a step) */
     /* our signals' handlers may run again: P2's copy is taken */
     sigprocmask(SIG_SETMASK, &old, NULL);
-    close(hand[0]);
-    fds[0] = (int)syscall(SYS_pidfd_open, pid, 0);
+    close(p.hand);
+    fds[0] = (int)syscall(SYS_pidfd_open, p.pid, 0);
     close_req(r);
-    kids[nkids++] = (struct kid){pid, r->id, stack};
+    kids[nkids++] = (struct kid){p.pid, r->id, p.stack, false};
     send_frame_fds(json_pack("{s:{s:I}}", "forked", "id", (json_int_t)r->id), fds,
                    fds[0] < 0   ? 0
                    : fds[1] < 0 ? 1
@@ -1149,7 +1351,7 @@ int te_template_fork(const te_fork_request *r)
     for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    return pid;
+    return p.pid;
 }
 
 int te_template_run(int *exit_code)
