@@ -16,13 +16,16 @@
  *       [| CLONE_NEWNET]), on a stack of its own, sharing the template's
  *       memory until it dies (see call_process() for the discipline that
  *       takes): PID 1 of the call's own PID namespace, as toolexecd-init is
- *       for a cold call. It moves the call's descriptors to 0-3 and closes every
- *       other one (the template's sockets, files, its signalfd), leads a
- *       session, dies with the template (PR_SET_PDEATHSIG), maps its own
+ *       for a cold call. First what is not the call's: it closes every
+ *       descriptor of the template's (sockets, files, its signalfd), leads
+ *       a session, dies with the template (PR_SET_PDEATHSIG), maps its own
  *       uid and gid, makes every mount private, hides the template's
- *       directory (other calls' directories are in it) under a tmpfs with
- *       only this call's directory bound back, mounts a /proc of the call's
- *       namespace, and chdirs into the call's directory. Then it forks P2,
+ *       directory (other calls' directories are in it) under a tmpfs, and
+ *       mounts a /proc of the call's namespace; then it waits for its call
+ *       (a spare P1 is made so ahead, while the template idles: see
+ *       "spare"). Given its call, it moves the call's descriptors to 0-3,
+ *       binds only this call's directory back into the tmpfs and chdirs
+ *       into it. Then it forks P2,
  *       tells the template it may run again, waits for P2 (reaping strays
  *       too), writes P2's wait status to the report pipe (as the init does,
  *       the same code: initwait.h) and exits: the kernel then kills what

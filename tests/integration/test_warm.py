@@ -9,6 +9,7 @@ calls (a global, a file in the working directory, a thread left running;
 for the C and the Python SDK), and templates that crash, hang at start,
 answer garbage, hang on a fork or start threads give clear errors and a
 restart while the daemon stays up; max_forks and a reload replace a
+template; a call's PID 1 made ahead serves the next call and goes with its
 template.
 """
 
@@ -128,6 +129,7 @@ WARM_TOOLS = [
     py_tool("py", "warm_state.py", start="warm"),
     py_tool("py_thread", "warm_state.py", start="warm", extra_env={"WARM_THREAD": "1"}),
     worker_tool("w_max", "echo", start="warm", max_forks=2),
+    worker_tool("w_spare", None, start="warm", max_forks=3),
     worker_tool("w_nonet", "connect", start="warm", network=False),
     worker_tool("w_kill", "sleep", start="warm", timeout_ms=60000),
     py_tool("h_crash", "warm_hostile.py", "crash-start", start="warm"),
@@ -444,6 +446,65 @@ class Warm(WarmCase):
         self.assertGreaterEqual(len(pids), 2, pids)
         self.assertIn(first["pid"], pids)
 
+    def test_a_spare_pid_1_serves_the_next_call_and_goes_with_its_template(self):
+        """Where P1 shares the template's memory, the template makes the
+        next call's P1 ahead, in a PID namespace of its own, while it idles;
+        that P1 serves the next call, and goes when its template is retired
+        (max_forks) or killed. Under the sanitizers P1 is a copy and none is
+        made ahead (a copy made ahead would give the call a past template)."""
+        want = 0 if harness.SANITIZED else 1
+
+        def spares(tpid):
+            def cond():
+                kids = children(tpid)
+                return (kids,) if len(kids) == want else None
+            return deadline_wait(cond, what="%d spare PID 1 of template %d" % (want, tpid))[0]
+
+        t = wait_ready(self.d, "w_spare")
+        self.assertEqual(children(t["pid"]), [])  # none before the first call
+        first = self.warm1("w_spare", {"mode": "isolation"}).result("a")["ok"]
+        kids = spares(t["pid"])
+        if not want:
+            return
+        spare = kids[0]
+        ns = os.readlink("/proc/%d/ns/pid" % spare)
+        self.assertNotEqual(ns, os.readlink("/proc/%d/ns/pid" % t["pid"]))
+        self.assertNotEqual(ns, first["pidns"])
+        second = self.warm1("w_spare", {"mode": "isolation"}).result("a")["ok"]
+        self.assertEqual(second["pidns"], ns)  # the spare's namespace served it
+        self.assertEqual(second["pid"], 2)
+        (spare2,) = spares(t["pid"])
+        self.assertNotEqual(spare2, spare)
+        # the third call is its last (max_forks 3): retired, its spare goes
+        self.warm1("w_spare", {"mode": "isolation"})
+        t2 = wait_ready(self.d, "w_spare", other_than=t["pid"])
+        deadline_wait(lambda: gone(spare2) and gone(t["pid"]),
+                      what="the retired template and its spare to be gone")
+        # killed: its spare goes with it
+        self.warm1("w_spare", {"mode": "echo"})
+        (spare3,) = spares(t2["pid"])
+        os.kill(t2["pid"], signal.SIGKILL)
+        deadline_wait(lambda: gone(spare3), what="a killed template's spare to be gone")
+        wait_ready(self.d, "w_spare", other_than=t2["pid"])
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def gone(pid):
+    """No such process, or only its zombie (its parent has yet to reap it)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
 
 class Reload(unittest.TestCase):
 
@@ -485,6 +546,7 @@ class Unprivileged(WarmCase):
         nobody = pwd.getpwnam("nobody")
         d = NobodyDaemon(tools=[worker_tool("w", None, start="warm", timeout_ms=30000),
                                 worker_tool("c", None, timeout_ms=30000),
+                                worker_tool("w_spare", None, start="warm", max_forks=3),
                                 py_tool("py", "warm_state.py", start="warm")], start=False)
         d.gid = nobody.pw_gid
         harness.give_work_dir(d)
@@ -495,6 +557,8 @@ class Unprivileged(WarmCase):
     test_nothing_passes_between_c_calls = Warm.test_nothing_passes_between_c_calls
     test_nothing_passes_between_python_calls = Warm.test_nothing_passes_between_python_calls
     test_setsid_grandchild_gone_after_cancel = Warm.test_setsid_grandchild_gone_after_cancel
+    test_a_spare_pid_1_serves_the_next_call_and_goes_with_its_template = \
+        Warm.test_a_spare_pid_1_serves_the_next_call_and_goes_with_its_template
 
     def test_identity_is_the_daemons(self):
         ident = self.warm1("w", {"mode": "identity"}).result("a")["ok"]
