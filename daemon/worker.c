@@ -971,6 +971,11 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
     struct td_limits lim;
     memset(&lim, 0, sizeof(lim));
     merge_limits(&lim, &t->limits);
+    /* A warm call's processes share the template's limit: the template, the
+     * spare PID 1 it keeps for the next call and the call's PID 1 are not
+     * the call's (lib/warm.c), so one call may have as many as a cold one. */
+    if (lim.processes)
+        lim.processes += 3;
     bool pidns = td_call_ns != 0;
     bool cg_memory = lim.memory_mb && td_cgroup_memory();
     bool cg_pids = lim.processes && td_cgroup_pids();

@@ -126,6 +126,8 @@ WARM_TOOLS = [
     worker_tool("w_short", None, start="warm", timeout_ms=700),
     worker_tool("w_lim", "open-files", start="warm", limits={"open_files": 40}),
     worker_tool("c_lim", "open-files", limits={"open_files": 40}),
+    worker_tool("w_forks", "fork-many", start="warm", limits={"processes": 8}),
+    worker_tool("c_forks", "fork-many", limits={"processes": 8}),
     py_tool("py", "warm_state.py", start="warm"),
     py_tool("py_thread", "warm_state.py", start="warm", extra_env={"WARM_THREAD": "1"}),
     worker_tool("w_max", "echo", start="warm", max_forks=2),
@@ -215,6 +217,17 @@ class Warm(WarmCase):
         self.assertEqual(warm["nofile"], 40)
         self.assertEqual(warm["nofile"], cold["nofile"])
         self.assertEqual(warm["errno"], "EMFILE")
+
+    def test_process_limit_as_cold(self):
+        """"processes": the call's own, as many as a cold call's: the
+        template, its spare PID 1 and the call's PID 1 are not the call's
+        (one more while the template has no spare: before it has made the
+        next one, or under the sanitizers, where it makes none)."""
+        warm = self.warm1("w_forks", {"n": 40}).result("a")["ok"]
+        cold = self.run1("c_forks", {"n": 40}).result("a")["ok"]
+        self.assertEqual(cold["errno"], "EAGAIN", cold)
+        self.assertEqual(warm["errno"], "EAGAIN", warm)
+        self.assertIn(warm["forked"], (cold["forked"], cold["forked"] + 1), (warm, cold))
 
     def test_no_network_as_cold(self):
         """"network": false: the call's own network namespace (and the
