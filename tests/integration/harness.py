@@ -337,6 +337,10 @@ class Daemon:
                 "--work-dir", self.work_dir] + self.args
 
     def spawn(self):
+        if self.proc is not None and self.proc.poll() is None:
+            # Daemon(...) starts it unless start=False: a second one would
+            # be left running, its socket taken over
+            raise RuntimeError("this daemon is running already (pid %d)" % self.proc.pid)
         env = dict(os.environ)
         # A marker that must never reach a worker's environment.
         env["TE_DAEMON_ONLY_MARKER"] = "leak"
