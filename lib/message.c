@@ -298,11 +298,12 @@ char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
     return dump_limited(v, limit, len, rc);
 }
 
-/* {"error": TEXT} */
+/* {"error": TEXT}: a reason that is not a string as its JSON text (a number
+ * past a double's range, held as a marked string, included) */
 static char *encode_error_text(const json_t *reason, size_t limit, size_t *len, int *rc)
 {
     json_t *text;
-    if (json_is_string(reason)) {
+    if (json_is_string(reason) && !te_json_is_rawnum(reason)) {
         text = json_incref((json_t *)reason);
     } else {
         char *s = te_json_dumps(reason, JSON_ENCODE_ANY, NULL);

@@ -171,7 +171,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case TE_RESULT_ERROR:
         CHECK(json_object_size(out) == 1, "error with extra keys");
         s = encode_all(out, &len, salt);
-        check_error_content(s, len, json_string_value(json_object_get(out, "error")));
+        /* a reason that is no string is its JSON text: a raw number's as written */
+        check_error_content(s, len,
+                            te_json_is_rawnum(json_object_get(out, "error"))
+                                ? te_json_rawnum_text(json_object_get(out, "error"))
+                                : json_string_value(json_object_get(out, "error")));
         free(s);
         break;
     case TE_RESULT_ASK_USER:

@@ -29,6 +29,22 @@ static void response_content(const char *ok_value, const char *want)
     json_decref(res);
 }
 
+/* An error response's reason, as its content {"error": TEXT}. */
+static void error_content(const char *reason, const char *want)
+{
+    char body[512], err[256];
+    snprintf(body, sizeof(body), "{\"error\":%s}", reason);
+    json_t *res = NULL;
+    int kind = te_response_parse(body, strlen(body), &res, err, sizeof(err));
+    CHECK(kind == TE_RESULT_ERROR);
+    size_t len;
+    int rc = 0;
+    char *text = res ? te_content_encode(res, 1 << 20, &len, &rc) : NULL;
+    CHECK_STR(text, want);
+    free(text);
+    json_decref(res);
+}
+
 /* text through te_json_loads() and te_json_dumps() */
 static void round_trip(const char *text, const char *want)
 {
@@ -62,6 +78,11 @@ static void faithful(void)
     response_content("{\"price\":19.99,\"qty\":0.1}", "{\"price\":19.99,\"qty\":0.1}");
     response_content("18446744073709551616", "18446744073709551616");
     response_content("59.97", "59.97");
+    /* a reason that is not a string is its JSON text, a number past a
+     * double's range too (it was written raw: {"error":5e1021}, no JSON) */
+    error_content("5e1021", "{\"error\":\"5e1021\"}");
+    error_content("19.99", "{\"error\":\"19.99\"}");
+    error_content("\"x\"", "{\"error\":\"x\"}");
 
     /* JSON lines, the daemon's and the client's wire format */
     json_t *v = json_pack("{s:f}", "total", 19.99 * 3);
