@@ -50,8 +50,8 @@ struct call {
     uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
     struct rusage ru;    /* the worker's, from wait4() */
     bool have_ru;
-    json_t *denied; /* {"denied": [...]} for the completed event; NULL: none */
-    const char *start; /* warm tools: "warm" or "cold" (template.c) */
+    json_t *denied;        /* {"denied": [...]} for the completed event; NULL: none */
+    const char *start;     /* warm tools: "warm" or "cold" (template.c) */
     json_t *awaiting;      /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
@@ -67,10 +67,10 @@ struct td_batch {
     bool pumping;
     bool cancelled;
     uint64_t accepted_ns;
-    struct td_sched_entry sched;    /* its place in the worker-slot queue */
-    struct td_batch *anext, *aprev; /* all batches, for per-client counts */
-    bool throttled;                 /* its client is not reading: workers' output paused */
-    size_t settle_from;             /* cancelled: calls from here on still to settle */
+    struct td_sched_entry sched;       /* its place in the worker-slot queue */
+    struct td_batch *anext, *aprev;    /* all batches, for per-client counts */
+    bool throttled;                    /* its client is not reading: workers' output paused */
+    size_t settle_from;                /* cancelled: calls from here on still to settle */
     TAILQ_ENTRY(td_batch) settle_link; /* in the list of batches being settled */
     bool settling;
 };
@@ -698,8 +698,9 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
     char err[256];
     te_run_request r;
     if (te_run_request_parse(req, &r, err, sizeof(err)) < 0) {
-        json_t *bid = json_object_get(req, "batch");
-        ops->error(conn, json_string_value(bid), "request_error", "invalid_request", err, NULL);
+        json_t *bid = json_object_get(req, "batch"); /* echoed only when a string */
+        ops->error(conn, te_json_is_text(bid) ? json_string_value(bid) : NULL, "request_error",
+                   "invalid_request", err, NULL);
         return;
     }
     char idbuf[32];

@@ -508,6 +508,14 @@ static void metrics_op(struct td_conn *c)
     free(text);
 }
 
+/* A request's string member, or NULL: a number, even one too large for a
+ * double (te_json_loadb() keeps it as a marked string), is none. */
+static const char *req_text(const json_t *req, const char *key)
+{
+    const json_t *v = json_object_get(req, key);
+    return te_json_is_text(v) ? json_string_value(v) : NULL;
+}
+
 static void handle_line(struct td_conn *c, char *line, size_t len)
 {
     if (c->events_only)
@@ -532,22 +540,22 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
         json_decref(req);
         return;
     }
-    const char *op = json_string_value(json_object_get(req, "op"));
+    const char *op = req_text(req, "op");
     if (!op) {
         td_conn_error(c, NULL, "request_error", "unknown_op",
                       "op: missing or not a string (expected run, cancel, decide, tools, tail, "
                       "stats or metrics)",
                       NULL);
     } else if (strcmp(op, "run") == 0 && td_shutting_down) {
-        td_conn_error(c, json_string_value(json_object_get(req, "batch")), "request_error",
-                      "shutting_down", "toolexecd is shutting down; no new batches", NULL);
+        td_conn_error(c, req_text(req, "batch"), "request_error", "shutting_down",
+                      "toolexecd is shutting down; no new batches", NULL);
     } else if (strcmp(op, "run") == 0) {
         td_batch_run(
             &(struct td_batch_owner){
                 .ops = &batch_ops, .data = c, .cred = c->cred, .sched = &c->sched},
             req);
     } else if (strcmp(op, "cancel") == 0) {
-        const char *id = json_string_value(json_object_get(req, "batch"));
+        const char *id = req_text(req, "batch");
         struct batch_entry *e = LIST_FIRST(&c->batches);
         while (e && id && strcmp(e->id, id) != 0)
             e = LIST_NEXT(e, link);
@@ -564,8 +572,8 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
     } else if (strcmp(op, "tail") == 0) {
         subscribe(c, json_object_get(req, "tools"), json_object_get(req, "batches"));
     } else if (strcmp(op, "decide") == 0) {
-        const char *id = json_string_value(json_object_get(req, "batch"));
-        const char *call = json_string_value(json_object_get(req, "id"));
+        const char *id = req_text(req, "batch");
+        const char *call = req_text(req, "id");
         struct batch_entry *e = LIST_FIRST(&c->batches);
         while (e && id && strcmp(e->id, id) != 0)
             e = LIST_NEXT(e, link);

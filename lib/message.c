@@ -185,7 +185,7 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     if ((v = json_object_get(resp, "ask_user"))) {
         if ((extra = EXTRA_KEY(resp, "ask_user", "opts")))
             return fail(err, errlen, "unexpected key \"%s\" beside \"ask_user\"", extra);
-        if (!json_is_string(v))
+        if (!te_json_is_text(v))
             return fail(err, errlen, "\"ask_user\" question is not a string");
         json_t *opts = json_object_get(resp, "opts");
         if (opts && !json_is_object(opts))
@@ -197,7 +197,7 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     if ((v = json_object_get(resp, "halt"))) {
         if ((extra = EXTRA_KEY(resp, "halt", "result")))
             return fail(err, errlen, "unexpected key \"%s\" beside \"halt\"", extra);
-        if (!json_is_string(v))
+        if (!te_json_is_text(v))
             return fail(err, errlen, "\"halt\" reason is not a string");
         if (!json_object_get(resp, "result"))
             return fail(err, errlen, "\"halt\" without \"result\"");
@@ -278,7 +278,7 @@ char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
         *rc = -EINVAL;
         return NULL;
     }
-    if (json_is_string(v) && !te_json_is_rawnum(v)) {
+    if (te_json_is_text(v)) {
         size_t n = json_string_length(v);
         if (n > limit) {
             *rc = -E2BIG;
@@ -303,7 +303,7 @@ char *te_content_of_value(const json_t *v, size_t limit, size_t *len, int *rc)
 static char *encode_error_text(const json_t *reason, size_t limit, size_t *len, int *rc)
 {
     json_t *text;
-    if (json_is_string(reason) && !te_json_is_rawnum(reason)) {
+    if (te_json_is_text(reason)) {
         text = json_incref((json_t *)reason);
     } else {
         char *s = te_json_dumps(reason, JSON_ENCODE_ANY, NULL);
@@ -390,11 +390,11 @@ static void parse_arguments_text(json_t *call, const char *text)
                  jerr.line, jerr.column);
     else
         snprintf(why, sizeof(why), "invalid arguments: expected a JSON object, got %s",
-                 json_is_array(v)     ? "an array"
-                 : json_is_string(v)  ? "a string"
-                 : json_is_number(v)  ? "a number"
-                 : json_is_boolean(v) ? "a boolean"
-                                      : "null");
+                 json_is_array(v)                            ? "an array"
+                 : te_json_is_text(v)                        ? "a string"
+                 : json_is_number(v) || te_json_is_rawnum(v) ? "a number"
+                 : json_is_boolean(v)                        ? "a boolean"
+                                                             : "null");
     json_decref(v);
     te_utf8_repair(why);
     json_object_set_new(call, "arguments", json_string(text));
@@ -422,13 +422,13 @@ static int normalize_custom_call(json_t *call, size_t i, char *err, size_t errle
     json_t *input = json_object_get(fn, "input");
     if (!json_is_object(fn))
         return fail(err, errlen, "calls[%zu].custom: expected an object", i);
-    if (!json_is_string(id))
+    if (!te_json_is_text(id))
         return fail(err, errlen, "calls[%zu].%s: expected a string", i, id_key);
-    if (!json_is_string(name))
+    if (!te_json_is_text(name))
         return fail(err, errlen, "calls[%zu]%s.name: expected a string", i, chat ? ".custom" : "");
     json_incref(id);
     json_incref(name);
-    json_t *text = json_is_string(input) ? json_incref(input) : json_string("");
+    json_t *text = te_json_is_text(input) ? json_incref(input) : json_string("");
     json_object_clear(call);
     json_object_set_new(call, "id", id);
     json_object_set_new(call, "name", name);
@@ -456,15 +456,15 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
     if (shape == TE_FORMAT_OPENAI && !json_is_object(json_object_get(call, "function")))
         return fail(err, errlen, "calls[%zu].function: expected an object", i);
     te_call_fields(call, (te_result_format)shape, &id, &name, &args);
-    if (!json_is_string(id))
+    if (!te_json_is_text(id))
         return fail(err, errlen, "calls[%zu].%s: expected a string", i,
                     te_call_id_key((te_result_format)shape));
-    if (!json_is_string(name))
+    if (!te_json_is_text(name))
         return fail(err, errlen, "calls[%zu]%s.name: expected a string", i,
                     shape == TE_FORMAT_OPENAI ? ".function" : "");
     if (shape == TE_FORMAT_ANTHROPIC && args && !json_is_null(args) && !json_is_object(args))
         return fail(err, errlen, "calls[%zu].input: expected an object", i);
-    if (args && !json_is_null(args) && !json_is_object(args) && !json_is_string(args))
+    if (args && !json_is_null(args) && !json_is_object(args) && !te_json_is_text(args))
         return fail(err, errlen, "calls[%zu]: arguments: expected an object or JSON text", i);
     json_incref(id);
     json_incref(name);
@@ -473,7 +473,7 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
     json_object_set_new(call, "id", id);
     json_object_set_new(call, "name", name);
     json_object_set_new(call, "shape", json_string(te_format_name((te_result_format)shape)));
-    if (json_is_string(args))
+    if (te_json_is_text(args))
         parse_arguments_text(call, json_string_value(args));
     else
         json_object_set(call, "arguments", json_is_object(args) ? args : json_null());
@@ -499,7 +499,7 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
 
     json_t *v = json_object_get(req, "batch");
     if (v && !json_is_null(v)) {
-        if (!json_is_string(v) || json_string_length(v) == 0)
+        if (!te_json_is_text(v) || json_string_length(v) == 0)
             return fail(err, errlen, "batch: expected a non-empty string");
         out->batch = json_string_value(v);
     }
@@ -581,11 +581,11 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             break;
         }
         json_t *id = json_object_get(call, "id"), *name = json_object_get(call, "name");
-        if (!json_is_string(id)) {
+        if (!te_json_is_text(id)) {
             rc = fail(err, errlen, "calls[%zu].id: expected a string", i);
             break;
         }
-        if (!json_is_string(name)) {
+        if (!te_json_is_text(name)) {
             rc = fail(err, errlen, "calls[%zu].name: expected a string", i);
             break;
         }

@@ -144,6 +144,9 @@ char *te_json_dumps(const json_t *v, size_t flags, size_t *len);
 json_t *te_json_rawnum(const char *text, size_t len);
 bool te_json_is_rawnum(const json_t *v);
 const char *te_json_rawnum_text(const json_t *v);
+/* A string as sent: json_is_string() and not a raw number (which is held as
+ * one). What a request or a response must hold where it wants a string. */
+bool te_json_is_text(const json_t *v);
 /* d in its shortest round-tripping form, as te_json_dumps() writes it. */
 size_t te_json_real_text(double d, char *buf, size_t size);
 
@@ -360,12 +363,12 @@ int te_worker_main(te_handler handler, void *userdata);
  * used by te_worker_main() and, through ctypes, by the Python SDK. A tool
  * written with either SDK needs none of it. The layout is fixed (ctypes). */
 typedef struct {
-    unsigned int id;                 /* the daemon's number for the call */
-    int in, out, err, report;        /* the call's descriptors, received */
-    int newnet;                      /* a network namespace of its own */
-    char dir[256];                   /* its directory, in the template's */
-    char call_id[128], batch[128];   /* TOOLEXEC_CALL_ID, TOOLEXEC_BATCH */
-    int proxy_port;                  /* > 0 (with newnet): the egress proxy's listener */
+    unsigned int id;               /* the daemon's number for the call */
+    int in, out, err, report;      /* the call's descriptors, received */
+    int newnet;                    /* a network namespace of its own */
+    char dir[256];                 /* its directory, in the template's */
+    char call_id[128], batch[128]; /* TOOLEXEC_CALL_ID, TOOLEXEC_BATCH */
+    int proxy_port;                /* > 0 (with newnet): the egress proxy's listener */
 } te_fork_request;
 /* Is this first frame the daemon's {"template": {...}}? */
 bool te_template_requested(const json_t *first);

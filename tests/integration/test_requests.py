@@ -129,6 +129,28 @@ class Requests(DaemonTestCase):
         self.assertRequestError(self.c.recv(), "invalid_request", field="batch")
         self.assertUsable()
 
+    def test_a_number_past_a_double_is_no_string(self):
+        """Numbers too large for a double are kept as written (issue 14), held
+        inside as marked strings: where a string is wanted they are refused
+        like any number, and answered (a batch id like this one used to get
+        no answer at all)."""
+        for line, reason, field in (
+                ('{"op":"run","batch":5e1021,"calls":[%s]}' % json.dumps(GOOD_CALL),
+                 "invalid_request", "batch"),
+                ('{"op":"run","calls":[{"id":6e1021,"name":"echo"}]}', "invalid_request",
+                 "calls[0].id"),
+                ('{"op":"run","calls":[{"id":"a","name":1e999}]}', "invalid_request",
+                 "calls[0].name"),
+                ('{"op":5e1021}', "unknown_op", "op"),
+                ('{"op":"cancel","batch":5e1021}', "invalid_request", "batch")):
+            with self.subTest(line=line):
+                self.c.send_raw(line + "\n")
+                ev = self.c.recv()
+                self.assertRequestError(ev, reason, field=field)
+                self.assertNotIn("batch", ev)
+                self.c.assert_quiet()
+        self.assertUsable()
+
     # -- malformed lines -----------------------------------------------------
     def test_not_json(self):
         for line in (b"this is not json\n", b"{\"op\": \"tools\"\n", b"\xff\xfe\n",

@@ -43,6 +43,10 @@ static void responses(void)
         {"{\"ask_user\":5}", -EINVAL, "\"ask_user\" question is not a string"},
         {"{\"ask_user\":\"q\",\"opts\":[]}", -EINVAL, "\"ask_user\" opts is not an object"},
         {"{\"halt\":7,\"result\":1}", -EINVAL, "\"halt\" reason is not a string"},
+        /* a number past a double's range is kept as a marked string inside:
+         * still no string */
+        {"{\"ask_user\":5e1021}", -EINVAL, "\"ask_user\" question is not a string"},
+        {"{\"halt\":5e1021,\"result\":1}", -EINVAL, "\"halt\" reason is not a string"},
         {"{\"halt\":\"x\"}", -EINVAL, "\"halt\" without \"result\""},
         {"{\"raised\":\"oops\"}", -EINVAL, "\"raised\" is not an object"},
         {"{\"ok\":1,\"ok\":2}", -EINVAL, "invalid JSON"}, /* duplicate keys */
@@ -177,6 +181,35 @@ static int run_parse(const char *text, te_run_request *r, char *why, json_t **ke
     return rc;
 }
 
+/* As the daemon reads a request (te_json_loads: numbers past a double's
+ * range kept as written, as marked strings), where a string is wanted a
+ * number is refused, however large. */
+static void run_requests_raw_numbers(void)
+{
+    static const struct {
+        const char *req, *error;
+    } cases[] = {
+        {"{\"op\":\"run\",\"calls\":[{\"id\":6e1021,\"name\":\"t\"}]}",
+         "calls[0].id: expected a string"},
+        {"{\"op\":\"run\",\"calls\":[{\"id\":\"a\",\"name\":1e999}]}",
+         "calls[0].name: expected a string"},
+        {"{\"op\":\"run\",\"calls\":[],\"batch\":5e1021}", "batch:"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_error_t jerr;
+        json_t *req = te_json_loads(cases[i].req, 0, &jerr);
+        CHECK(req != NULL);
+        te_run_request r;
+        char why[256] = "";
+        CHECK(req && te_run_request_parse(req, &r, why, sizeof(why)) == -EINVAL);
+        if (strncmp(why, cases[i].error, strlen(cases[i].error)) != 0) {
+            fprintf(stderr, "  %s: got \"%s\"\n", cases[i].req, why);
+            CHECK(0);
+        }
+        json_decref(req);
+    }
+}
+
 static void run_requests(void)
 {
     static const struct {
@@ -246,5 +279,6 @@ int main(void)
     tool_errors();
     names_and_halts();
     run_requests();
+    run_requests_raw_numbers();
     CHECK_DONE();
 }
