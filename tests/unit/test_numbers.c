@@ -9,16 +9,18 @@
 #include "check.h"
 #include "toolexec.h"
 
-/* A response body through te_response_parse() and back out as content. */
-static void response_content(const char *ok_value, const char *want)
+/* A response {"KEY": value} through te_response_parse(), of that kind, and
+ * back out as content. */
+static void content_of(const char *key, int want_kind, const char *value, const char *want)
 {
     char body[512], err[256];
-    snprintf(body, sizeof(body), "{\"ok\":%s}", ok_value);
+    snprintf(body, sizeof(body), "{\"%s\":%s}", key, value);
     json_t *res = NULL;
     int kind = te_response_parse(body, strlen(body), &res, err, sizeof(err));
-    CHECK(kind == TE_RESULT_OK);
-    if (kind != TE_RESULT_OK) {
+    CHECK(kind == want_kind);
+    if (kind != want_kind) {
         fprintf(stderr, "  %s: %s\n", body, err);
+        json_decref(res);
         return;
     }
     size_t len;
@@ -29,20 +31,15 @@ static void response_content(const char *ok_value, const char *want)
     json_decref(res);
 }
 
+static void response_content(const char *ok_value, const char *want)
+{
+    content_of("ok", TE_RESULT_OK, ok_value, want);
+}
+
 /* An error response's reason, as its content {"error": TEXT}. */
 static void error_content(const char *reason, const char *want)
 {
-    char body[512], err[256];
-    snprintf(body, sizeof(body), "{\"error\":%s}", reason);
-    json_t *res = NULL;
-    int kind = te_response_parse(body, strlen(body), &res, err, sizeof(err));
-    CHECK(kind == TE_RESULT_ERROR);
-    size_t len;
-    int rc = 0;
-    char *text = res ? te_content_encode(res, 1 << 20, &len, &rc) : NULL;
-    CHECK_STR(text, want);
-    free(text);
-    json_decref(res);
+    content_of("error", TE_RESULT_ERROR, reason, want);
 }
 
 /* text through te_json_loads() and te_json_dumps() */
