@@ -202,7 +202,7 @@ static struct {
         char *kids[64];
     } fresh[2];
     int nfresh;
-    char *text; /* the view as the fork frame gave it, to see it unchanged */
+    json_t *given; /* the view as the fork frame gave it, to see it unchanged */
 } view;
 static unsigned view_gen; /* one more at each change of the view */
 
@@ -336,7 +336,7 @@ static void view_clear(void)
         for (size_t k = 0; k < view.fresh[i].nkids; k++)
             free(view.fresh[i].kids[k]);
     }
-    free(view.text);
+    json_decref(view.given);
     memset(&view, 0, sizeof(view));
 }
 
@@ -349,18 +349,19 @@ static char *abs_path(const json_t *v)
 /* A fork request's "view" (NULL: none): 0 or -1 when it is not one. */
 static int parse_view(const json_t *v)
 {
-    /* the same for every call of a template: kept, with its plans, while
-     * the frames say the same */
-    char *text = v && !json_is_null(v) ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    if (text && view.text && strcmp(text, view.text) == 0) {
-        free(text);
+    /* the same for every call of a template: kept, with its plans (and a
+     * spare made in it: view_gen), while the frames say the same, no view
+     * included */
+    static bool known;
+    bool none = !v || json_is_null(v);
+    if (known && (none ? !view.given : view.given && json_equal(v, view.given)))
         return 0;
-    }
     view_clear();
     view_gen++;
-    view.text = text;
-    if (!v || json_is_null(v))
+    known = true;
+    if (none)
         return 0;
+    view.given = json_incref((json_t *)v);
     json_t *fresh = json_object_get(v, "fresh"), *write = json_object_get(v, "write"), *x;
     json_t *ll = json_object_get(v, "landlock");
     size_t i;

@@ -130,6 +130,7 @@ WARM_TOOLS = [
     py_tool("py_thread", "warm_state.py", start="warm", extra_env={"WARM_THREAD": "1"}),
     worker_tool("w_max", "echo", start="warm", max_forks=2),
     worker_tool("w_spare", None, start="warm", max_forks=3),
+    worker_tool("w_spare_host", None, start="warm", filesystem="host"),
     worker_tool("w_nonet", "connect", start="warm", network=False),
     worker_tool("w_kill", "sleep", start="warm", timeout_ms=60000),
     py_tool("h_crash", "warm_hostile.py", "crash-start", start="warm"),
@@ -487,6 +488,22 @@ class Warm(WarmCase):
         os.kill(t2["pid"], signal.SIGKILL)
         deadline_wait(lambda: gone(spare3), what="a killed template's spare to be gone")
         wait_ready(self.d, "w_spare", other_than=t2["pid"])
+
+    def test_a_spare_pid_1_serves_a_tool_without_a_view(self):
+        """"filesystem": "host": no view in the fork requests, the same for
+        every call, so the spare made after one call serves the next."""
+        if harness.SANITIZED:
+            self.skipTest("no spare under the sanitizers (P1 is a copy)")
+        t = wait_ready(self.d, "w_spare_host")
+        self.warm1("w_spare_host", {"mode": "isolation"})
+
+        def one_spare():
+            kids = [k for k in children(t["pid"]) if not gone(k)]
+            return kids if len(kids) == 1 else None
+        spare = deadline_wait(one_spare, what="the spare PID 1 of w_spare_host")[0]
+        ns = os.readlink("/proc/%d/ns/pid" % spare)
+        second = self.warm1("w_spare_host", {"mode": "isolation"}).result("a")["ok"]
+        self.assertEqual(second["pidns"], ns)
 
 
 def children(pid):
