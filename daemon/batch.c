@@ -698,8 +698,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
     char err[256];
     te_run_request r;
     if (te_run_request_parse(req, &r, err, sizeof(err)) < 0) {
-        json_t *bid = json_object_get(req, "batch"); /* echoed only when a string */
-        ops->error(conn, te_json_is_text(bid) ? json_string_value(bid) : NULL, "request_error",
+        /* the batch id echoed only when it is a string */
+        ops->error(conn, te_json_text_value(json_object_get(req, "batch")), "request_error",
                    "invalid_request", err, NULL);
         return;
     }

@@ -512,8 +512,7 @@ static void metrics_op(struct td_conn *c)
  * double (te_json_loadb() keeps it as a marked string), is none. */
 static const char *req_text(const json_t *req, const char *key)
 {
-    const json_t *v = json_object_get(req, key);
-    return te_json_is_text(v) ? json_string_value(v) : NULL;
+    return te_json_text_value(json_object_get(req, key));
 }
 
 static void handle_line(struct td_conn *c, char *line, size_t len)

@@ -45,6 +45,11 @@ bool te_json_is_text(const json_t *v)
     return json_is_string(v) && !te_json_is_rawnum(v);
 }
 
+const char *te_json_text_value(const json_t *v)
+{
+    return te_json_is_text(v) ? json_string_value(v) : NULL;
+}
+
 const char *te_json_rawnum_text(const json_t *v)
 {
     return te_json_is_rawnum(v) ? json_string_value(v) + RAW_MARK_LEN : NULL;

@@ -147,6 +147,8 @@ const char *te_json_rawnum_text(const json_t *v);
 /* A string as sent: json_is_string() and not a raw number (which is held as
  * one). What a request or a response must hold where it wants a string. */
 bool te_json_is_text(const json_t *v);
+/* Its text when te_json_is_text(v), else NULL. */
+const char *te_json_text_value(const json_t *v);
 /* d in its shortest round-tripping form, as te_json_dumps() writes it. */
 size_t te_json_real_text(double d, char *buf, size_t size);
 
