@@ -172,7 +172,7 @@ done
 out=$(printf '%s' '[{"id":"c1","name":"calc","arguments":{"expression":"6*7"}},{"id":"c2","name":"cat","arguments":{"k":"v"}}]' |
     env -u LD_LIBRARY_PATH toolexec -s "$sock" run -j -)
 rc=$?
-if [ $rc -eq 0 ] && echo "$out" | grep -q '"content":"42"' && echo "$out" | grep -q 'batch_completed'; then
+if [ $rc -eq 0 ] && grep -q '"content":"42"' <<<"$out" && grep -q 'batch_completed' <<<"$out"; then
     ok "a batch through the installed toolexec and toolexecd (calc 6*7 = 42, cat)"
 else
     bad "the batch (exit $rc):"

@@ -104,8 +104,8 @@ if ready; then ok "toolexecd, the TLS front and the client's local socket listen
 out=$(printf '%s' '[{"id":"c1","name":"cat","arguments":{"over":"tls"}}]' |
     "$build/daemon/cli/toolexec" -s "$tmp/remote.sock" run -j -b tls-1 - 2>&1)
 rc=$?
-if [ $rc -eq 0 ] && echo "$out" | grep -q '"event":"batch_completed"' &&
-    echo "$out" | grep -q 'over.*tls'; then
+if [ $rc -eq 0 ] && grep -q '"event":"batch_completed"' <<<"$out" &&
+    grep -q 'over.*tls' <<<"$out"; then
     ok "a batch through TLS with a valid client certificate (toolexec via socat OPENSSL)"
 else
     bad "the batch through TLS (exit $rc): $out"
