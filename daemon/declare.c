@@ -116,7 +116,7 @@ int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, cha
         return -EINVAL;
 
     json_t *v = json_object_get(def, "title");
-    if (v && (!json_is_string(v) || json_string_length(v) == 0))
+    if (v && (!te_json_is_text(v) || json_string_length(v) == 0))
         return fail(err, errlen, "%s: title: expected a non-empty string", file);
     if (v && !(t->title = strdup(json_string_value(v))))
         return -ENOMEM;

@@ -132,10 +132,12 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
         problem(c, path, err);
         if (!json_is_object(def) || !named_key(err, path, key, sizeof(key)))
             break;
-        if (json_object_get(def, key))
-            json_object_del(def, key);
-        else if (strcmp(key, "name") == 0 && !stand_in) /* missing: a stand-in, to go on */
+        /* a bad or missing name: a stand-in, to go on (deleted, it would be
+         * reported again as missing) */
+        if (strcmp(key, "name") == 0 && !stand_in)
             stand_in = !json_object_set_new(def, "name", json_string("unnamed"));
+        else if (json_object_get(def, key))
+            json_object_del(def, key);
         else if (strcmp(key, "description") == 0)
             json_object_set_new(def, "description", json_string("-"));
         else

@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 
 #include "egress.h"
+#include "toolexec.h"
 
 /* ---- the policy ----------------------------------------------------------- */
 
@@ -167,7 +168,7 @@ int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen)
     json_array_foreach(allow, i, x)
     {
         char why[400];
-        if (!json_is_string(x) || json_string_length(x) == 0) {
+        if (!te_json_is_text(x) || json_string_length(x) == 0) {
             snprintf(err, errlen, "allow[%zu]: expected a host name", i);
             goto fail;
         }

@@ -131,7 +131,7 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
     json_array_foreach(v, i, a)
     {
         char why[PATH_MAX + 64];
-        const char *p = json_string_value(a), *bad;
+        const char *p = te_json_text_value(a), *bad;
         if (!p || strlen(p) != json_string_length(a))
             return fail(err, errlen, "%s: filesystem.%s[%zu]: expected a path", file, key, i);
         if ((bad = path_problem(p, why, sizeof(why))))
@@ -151,7 +151,7 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
     int rc = 0;
     if (!v) {
         f->dflt = true;
-    } else if (json_is_string(v) && strcmp(json_string_value(v), "host") == 0) {
+    } else if (te_json_is_text(v) && strcmp(json_string_value(v), "host") == 0) {
         f->host = true;
         td_log(TD_LOG_WARN,
                "%s: \"filesystem\": \"host\": this tool sees the host's file "
@@ -170,7 +170,7 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
             }
         }
         json_t *root = json_object_get(v, "root");
-        const char *r = json_string_value(root);
+        const char *r = te_json_text_value(root);
         if (rc == 0 && root && (!r || (strcmp(r, "host") && strcmp(r, "minimal"))))
             rc = fail(err, errlen, "%s: filesystem.root: expected \"host\" or \"minimal\"", file);
         f->minimal = r && strcmp(r, "minimal") == 0;
@@ -448,8 +448,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
             realpath(norm, real) && strcmp(real, norm) == 0)
             add(&it, norm, I_RO);
     }
-    if (init && (minimal || left_out(&it, init)) && realpath(init, real) &&
-        strcmp(real, init) == 0)
+    if (init && (minimal || left_out(&it, init)) && realpath(init, real) && strcmp(real, init) == 0)
         add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {
         struct stat st;

@@ -143,7 +143,7 @@ static void emit(int level, const char *batch, const char *call, const char *fmt
 /* A field's value as text: a string itself, anything else compact JSON. */
 static char *field_text(const json_t *v)
 {
-    if (json_is_string(v))
+    if (te_json_is_text(v))
         return strdup(json_string_value(v));
     return te_json_dumps(v, JSON_ENCODE_ANY, NULL);
 }

@@ -113,14 +113,12 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {
-        "name",    "description", "schema",     "command",    "protocol",
-        "context", "timeout_ms",  "env",        "limits",     "user",
-        "group",   "network",     "allow_uids", "allow_gids", "max_content_bytes",
-        "coerce",  "spill",
-        "syscalls", "deny_syscalls",
-        "filesystem",
-        "title", "annotations", "output_schema", "strict",
-        "start", "max_forks"}; /* template.c */
+        "name",     "description", "schema",        "command",       "protocol",
+        "context",  "timeout_ms",  "env",           "limits",        "user",
+        "group",    "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
+        "coerce",   "spill",       "syscalls",      "deny_syscalls", "filesystem",
+        "title",    "annotations", "output_schema", "strict",        "start",
+        "max_forks"}; /* template.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -147,13 +145,13 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     } while (0)
 
     v = json_object_get(def, "name");
-    if (!json_is_string(v) || !te_tool_name_valid(json_string_value(v)))
+    if (!te_json_is_text(v) || !te_tool_name_valid(json_string_value(v)))
         BAD("%s: name: required, [A-Za-z0-9_.-]{1,64}", file);
     t->name = strdup(json_string_value(v));
     t->file = strdup(file);
 
     v = json_object_get(def, "description");
-    if (v && !json_is_string(v))
+    if (v && !te_json_is_text(v))
         BAD("%s: description: expected a string", file);
     t->description = strdup(v ? json_string_value(v) : "");
 
@@ -188,7 +186,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         }
         json_array_foreach(v, i, a)
         {
-            if (!json_is_string(a) || (i == 0 && json_string_length(a) == 0) ||
+            if (!te_json_is_text(a) || (i == 0 && json_string_length(a) == 0) ||
                 strlen(json_string_value(a)) != json_string_length(a))
                 BAD("%s: command[%zu]: expected a non-empty string without NUL", file, i);
             t->argv[i] =
@@ -203,7 +201,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     t->protocol = TD_PROTO_FRAMED;
     v = json_object_get(def, "protocol");
     if (v) {
-        const char *p = json_string_value(v);
+        const char *p = te_json_text_value(v);
         if (p && strcmp(p, "framed") == 0)
             t->protocol = TD_PROTO_FRAMED;
         else if (p && strcmp(p, "plain") == 0)
@@ -237,7 +235,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             BAD("%s: env: invalid variable name \"%s\"", file, key);
         if (strncmp(key, "TOOLEXEC_", 9) == 0)
             BAD("%s: env.%s: TOOLEXEC_* variables are set by the daemon", file, key);
-        if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
+        if (!te_json_is_text(val) || strlen(json_string_value(val)) != json_string_length(val))
             BAD("%s: env.%s: expected a string", file, key);
         if (asprintf(&t->env[t->nenv], "%s=%s", key, json_string_value(val)) < 0) {
             t->env[t->nenv] = NULL;
@@ -309,7 +307,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {
         v = json_object_get(def, names[k]);
-        if (v && (!json_is_string(v) || json_string_length(v) == 0))
+        if (v && (!te_json_is_text(v) || json_string_length(v) == 0))
             BAD("%s: %s: expected a user or group name", file, names[k]);
         bool known = !v || (k == 0 ? getpwnam(json_string_value(v)) != NULL
                                    : getgrnam(json_string_value(v)) != NULL);

@@ -609,7 +609,7 @@ static void handle_line(struct td_conn *c, char *line, size_t len)
         if (watch)
             c->watch_tools = json_is_true(watch);
         json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
-                       : json_is_string(f)   ? td_registry_list_as(td_tools, json_string_value(f))
+                       : te_json_is_text(f)  ? td_registry_list_as(td_tools, json_string_value(f))
                                              : NULL;
         if (!list)
             td_conn_error(c, NULL, "request_error", "invalid_request",

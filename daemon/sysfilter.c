@@ -73,6 +73,7 @@
 
 #include "log.h"
 #include "sysfilter.h"
+#include "toolexec.h"
 
 /* Denied by default (EPERM, reported). Names this libseccomp or this
  * architecture does not know are skipped. */
@@ -94,15 +95,15 @@ static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIP
 
 struct td_sysfilter_conf {
     bool off;
-    struct td_sysfilter *own[TD_NET_COUNT]; /* by network; NULL: a common one */
+    struct td_sysfilter *own[TD_NET_COUNT];     /* by network; NULL: a common one */
     struct td_sysfilter *own_tpl[TD_NET_COUNT]; /* for its warm template */
 };
 
 /* What a template may do that its calls may not: lib/warm.c's stacked
  * filter refuses these again in each call. */
 static const char *const template_allowed[] = {
-    "mount",   "umount2",   "pivot_root", "fsopen",        "fsconfig", "fsmount",
-    "fspick",  "move_mount", "open_tree", "mount_setattr", "unshare",  "setns"};
+    "mount",  "umount2",    "pivot_root", "fsopen",        "fsconfig", "fsmount",
+    "fspick", "move_mount", "open_tree",  "mount_setattr", "unshare",  "setns"};
 
 static bool for_template_only(const char *name)
 {
@@ -302,7 +303,7 @@ int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_
     *out = NULL;
     const json_t *mode = json_object_get(def, "syscalls");
     const json_t *deny = json_object_get(def, "deny_syscalls");
-    const char *m = json_string_value(mode);
+    const char *m = te_json_text_value(mode);
     if (mode && (!m || (strcmp(m, "default") != 0 && strcmp(m, "off") != 0))) {
         snprintf(err, errlen, "%s: syscalls: expected \"default\" or \"off\"", file);
         return -EINVAL;
@@ -319,7 +320,7 @@ int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_
     struct td_sysfilter_conf *c = calloc(1, sizeof(*c));
     int rc = nrs && c ? 0 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const char *name = json_string_value(json_array_get(deny, i));
+        const char *name = te_json_text_value(json_array_get(deny, i));
         nrs[i] = name ? seccomp_syscall_resolve_name(name) : __NR_SCMP_ERROR;
         if (nrs[i] < 0) { /* pseudo-numbers: not a call of this ABI */
             snprintf(err, errlen, "%s: deny_syscalls[%zu]: %s%s%s", file, i,
@@ -376,8 +377,7 @@ const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, e
     return common[off][net].prog.filter ? &common[off][net] : NULL;
 }
 
-const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c,
-                                                 enum td_net net)
+const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c, enum td_net net)
 {
     if (c && c->own_tpl[net])
         return c->own_tpl[net];

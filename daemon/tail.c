@@ -142,7 +142,7 @@ static json_t *make_set(const char *field, const json_t *list, bool *bad, char *
     json_t *v;
     json_array_foreach(list, i, v)
     {
-        if (!json_is_string(v)) {
+        if (!te_json_is_text(v)) {
             snprintf(err, errlen, "%s: expected an array of strings", field);
             json_decref(set);
             goto fail;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "warmdef.h"
+#include "toolexec.h"
 
 #define MAX_FORKS_DEFAULT 1000
 
@@ -14,7 +15,7 @@ int td_warmdef_parse(const char *file, const json_t *def, bool framed_command,
                      struct td_warmdef *t, char *err, size_t errlen)
 {
     const json_t *v = json_object_get(def, "start");
-    const char *s = json_string_value(v);
+    const char *s = te_json_text_value(v);
     if (v && (!s || (strcmp(s, "cold") && strcmp(s, "warm")))) {
         snprintf(err, errlen, "%s: start: expected \"cold\" or \"warm\"", file);
         return -1;

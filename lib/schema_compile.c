@@ -196,7 +196,7 @@ static int check_string_array(compiler *cc, const json_t *arr, const char *kw, c
     int rc = cc->ptr.oom ? cc_oom(cc) : 0;
     for (size_t i = 0; rc == 0 && i < json_array_size(arr); i++) {
         const json_t *e = json_array_get(arr, i);
-        if (!json_is_string(e)) {
+        if (!te_json_is_text(e)) {
             rc = cc_fail(cc, "expected an array of strings");
             break;
         }
@@ -249,12 +249,12 @@ static int compile_type(compiler *cc, const json_t *v, node *n)
     sbuf text = {0};
     unsigned types = 0;
     size_t count = json_is_array(v) ? json_array_size(v) : 1;
-    if (!json_is_string(v) && !(json_is_array(v) && count > 0))
+    if (!te_json_is_text(v) && !(json_is_array(v) && count > 0))
         return kw_fail(cc, "type", expected);
     int rc = 0;
     for (size_t i = 0; i < count && rc == 0; i++) {
         const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
-        if (!json_is_string(e)) {
+        if (!te_json_is_text(e)) {
             rc = kw_fail(cc, "type", expected);
             break;
         }

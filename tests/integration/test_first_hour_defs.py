@@ -70,6 +70,44 @@ class Check(unittest.TestCase):
         self.assertFalse(any("/good.json" in l.split(":")[0] for l in lines), text)
         self.assertRegex(lines[-1], r"7 problems in 5 of 6 definitions")
 
+    def test_a_number_past_a_double_is_no_string(self):
+        # te_json_loadb() keeps 1e999 as a marked string (for schemas that
+        # compare beyond a double); where a definition wants text it is a
+        # number like any other, not text with the mark's bytes in it
+        base = ('"description": "d", "schema": {"type": "object"}, "command": ["/bin/cat"],'
+                ' "protocol": "plain"')
+        cases = {
+            "name": ('"name": 1e999, ' + base, "name: required"),
+            "description": ('"name": "n1", ' + base.replace('"d"', "1e999"),
+                            "description: expected a string"),
+            "command": ('"name": "n2", ' + base.replace('["/bin/cat"]', '["/bin/cat", 1e999]'),
+                        "command[1]: expected"),
+            "env": ('"name": "n3", "env": {"X": 1e999}, ' + base, "env.X: expected a string"),
+            "user": ('"name": "n4", "user": 1e999, ' + base, "user: expected"),
+            "start": ('"name": "n5", "start": 1e999, ' + base, "start: expected"),
+            "syscalls": ('"name": "n6", "deny_syscalls": [1e999], ' + base,
+                         "deny_syscalls[0]: expected a system call name"),
+            "filesystem": ('"name": "n7", "filesystem": {"read": [1e999]}, ' + base,
+                           "filesystem.read[0]: expected a path"),
+            "title": ('"name": "n8", "title": 1e999, ' + base, "title: expected"),
+            "network": ('"name": "n9", "network": {"allow": [1e999]}, ' + base,
+                        "allow[0]: expected a host name"),
+            "required": ('"name": "n10", ' + base.replace('{"type": "object"}',
+                                                          '{"type": "object", "required": [1e999]}'),
+                         "schema/required: expected an array of strings"),
+            "type": ('"name": "n11", ' + base.replace('{"type": "object"}', '{"type": 1e999}'),
+                     "schema/type: expected a string"),
+        }
+        for key, (text, _) in cases.items():
+            write(self.dir, key + ".json", "{" + text + "}")
+        status, lines = self.check()
+        self.assertEqual(status, 1, lines)
+        for key, (_, what) in cases.items():
+            mine = [l for l in lines if "/%s.json: " % key in l]
+            self.assertEqual(len(mine), 1, (key, lines))
+            self.assertIn(what, mine[0], key)
+        self.assertRegex(lines[-1], r"12 problems in 12 of 12 definitions")
+
     def test_clean_directory(self):
         write(self.dir, "good.json", '{"name": "good", "description": "fine",'
                                      ' "command": ["/bin/cat"], "protocol": "plain"}')
