@@ -38,8 +38,8 @@ void td_denials_syscall(struct td_denials *d, const char *name)
 
 void td_denials_network(struct td_denials *d, const char *host, unsigned port)
 {
-    td_denials_add(d, json_pack("{s:s,s:s,s:i}", "kind", "network", "host", host, "port",
-                                (int)port));
+    td_denials_add(d,
+                   json_pack("{s:s,s:s,s:i}", "kind", "network", "host", host, "port", (int)port));
 }
 
 void td_denials_filesystem(struct td_denials *d, const char *path, const char *op)

@@ -50,8 +50,9 @@
  *     can run in the child before the dispositions are reset. Only the
  *     signals the daemon changed need it (snapshot_signals()).
  *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
- *  6. Everything above fd 3 (fd 4 with a hand-over socket) closed: no daemon descriptor (client sockets,
- *     other workers' pipes) leaks into a worker.
+ *  6. Everything above fd 3 (fd 4 with a hand-over socket) closed: no
+ *     daemon descriptor (client sockets, other workers' pipes) leaks into
+ *     a worker.
  *  7. In a new user namespace (unprivileged daemon): map our own uid and
  *     gid, so the worker keeps its identity and may use its directory.
  *  7b. In the call's own mount namespace (CLONE_NEWNS, with its PID
@@ -434,7 +435,7 @@ struct child_args {
     const struct td_spawn *s;
     pid_t parent;
     int in, out, err, ex;
-    int ho; /* the child's end of the hand-over socket; -1: none */
+    int ho;   /* the child's end of the hand-over socket; -1: none */
     int join; /* cgroup.procs to write, when not born in the cgroup */
 };
 
@@ -607,8 +608,8 @@ int td_sandbox_hand_over(int kind, int fd)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                       .msg_controllen = sizeof(u.buf)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -628,7 +629,9 @@ static void collect_handed(int sock, int handed[TD_HAND_COUNT])
             char buf[CMSG_SPACE(sizeof(int))];
             struct cmsghdr align;
         } u;
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = u.buf,
                            .msg_controllen = sizeof(u.buf)};
         ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
@@ -656,8 +659,7 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
     *what = "pipe";
     if ((s->in_socket ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in)
                       : pipe2(in, O_CLOEXEC)) < 0 ||
-        pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-        pipe2(ex, O_CLOEXEC) < 0) {
+        pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
         int e = errno;
         pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
         return -e;

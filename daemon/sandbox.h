@@ -68,7 +68,7 @@ struct td_spawn {
     int cgroup_dir;                  /* the call's cgroup, born into; -1: none */
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
-    bool hand_over; /* the child hands descriptors up (report.h, TD_HAND_*) */
+    bool hand_over;                  /* the child hands descriptors up (report.h, TD_HAND_*) */
     /* f3: load filter with a notification listener and hand it up
      * (TD_HAND_SECCOMP); needs hand_over */
     bool filter_notify;

@@ -11,8 +11,8 @@
 
 #define MAX_FORKS_DEFAULT 1000
 
-int td_warmdef_parse(const char *file, const json_t *def, bool framed_command,
-                     struct td_warmdef *t, char *err, size_t errlen)
+int td_warmdef_parse(const char *file, const json_t *def, bool framed_command, struct td_warmdef *t,
+                     char *err, size_t errlen)
 {
     const json_t *v = json_object_get(def, "start");
     const char *s = te_json_text_value(v);

@@ -92,11 +92,11 @@ struct td_worker {
     void *cb_data;
     json_t *pending; /* the result, waiting for the killed worker's reaping */
     bool cancelling;
-    uid_t call_uid;       /* its own uid (identity.c), (uid_t)-1 for none */
-    bool paused;          /* its client is not reading: stdout is left in the pipe */
-    struct td_cgroup *cg; /* the call's cgroup, NULL without one */
-    bool cg_memory;       /* memory_mb is its memory.max */
-    struct td_denials denied; /* what its confinement refused (denials.h) */
+    uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
+    bool paused;               /* its client is not reading: stdout is left in the pipe */
+    struct td_cgroup *cg;      /* the call's cgroup, NULL without one */
+    bool cg_memory;            /* memory_mb is its memory.max */
+    struct td_denials denied;  /* what its confinement refused (denials.h) */
     struct td_sysnotify *sysn; /* f3: answers its denied system calls; NULL: none */
     /* issue 14: under toolexecd-init, what it reported (the tool's status
      * and resource use), read once at its exit */
@@ -286,10 +286,10 @@ static void finish(struct td_worker *w, json_t *result)
     /* Under an init only the tool is killed: the init reaps it and reports
      * its resource use, then its exit ends the namespace. A warm call's
      * PID 1 (lib/warm.c) is such an init too, known by its pidfd. */
-    bool tool_killed = !w->cancelling &&
-                       (w->init     ? td_sandbox_kill_tool(w->pid) == 0
-                        : w->warm && w->pidfd >= 0 ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
-                                                   : false);
+    bool tool_killed =
+        !w->cancelling && (w->init                    ? td_sandbox_kill_tool(w->pid) == 0
+                           : w->warm && w->pidfd >= 0 ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
+                                                      : false);
     if (!tool_killed)
         kill_group(w);
     if (w->cancelling) {
@@ -947,8 +947,8 @@ static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, stru
     int theirs[4] = {in[0], out[1], err[1], ex[1]};
     int ours[4] = {in[1], out[0], err[0], ex[0]};
     /* theirs are taken in every case */
-    w->warm = td_template_call(s->tool, s->call_id, s->batch_id, !network, theirs, &warm_ops, w,
-                               workdir);
+    w->warm =
+        td_template_call(s->tool, s->call_id, s->batch_id, !network, theirs, &warm_ops, w, workdir);
     if (!w->warm) {
         for (int i = 0; i < 4; i++)
             close(ours[i]);
@@ -986,8 +986,8 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
         return -ENOMEM;
     if (td_containment == TD_CONTAIN_CGROUP || cg_memory || cg_pids) {
         *what = "cgroup";
-        *cg = td_cgroup_new(cg_memory ? lim.memory_mb : 0, cg_pids ? lim.processes + pidns : 0,
-                            &err);
+        *cg =
+            td_cgroup_new(cg_memory ? lim.memory_mb : 0, cg_pids ? lim.processes + pidns : 0, &err);
         if (!*cg)
             goto out;
     }

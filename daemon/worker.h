@@ -40,7 +40,7 @@ struct td_worker_spec {
     json_t *request; /* the request frame's object */
     uint64_t timeout_ms;
     td_progress_cb progress; /* NULL: a progress frame is an invalid response */
-    const char **start; /* warm tools: set to "warm" or "cold" (may be NULL) */
+    const char **start;      /* warm tools: set to "warm" or "cold" (may be NULL) */
 };
 /* Start a worker. The result callback runs exactly once, never from inside
  * this call; on failure to spawn returns NULL and *result is the call's

@@ -67,8 +67,8 @@ static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "20
 struct mcp_call {
     json_t *id; /* the JSON-RPC request's id */
     char *batch;
-    json_t *result; /* from tool_execution_completed, once it came */
-    bool cancelled; /* by the client, or at the end of input: no response */
+    json_t *result;                /* from tool_execution_completed, once it came */
+    bool cancelled;                /* by the client, or at the end of input: no response */
     json_t *elicit_id;             /* our elicitation/create for its ask_user, in flight */
     json_t *progress_token;        /* the request's _meta.progressToken; NULL: none */
     double progress;               /* the last progress sent (MCP: it must increase) */
@@ -103,13 +103,13 @@ struct mcp {
     json_int_t tool_timeout; /* 0: the daemon's default */
     struct mcp_call *calls;
     struct mcp_listing *listings, **listings_tail;
-    unsigned long long seq; /* tools/call requests so far */
-    te_lines in;            /* the line of standard input being read */
-    bool eof;               /* the host is gone: no more input */
-    bool hangup;            /* writing to standard output failed */
-    int lost;               /* an exit code once the daemon connection failed */
-    bool elicitation;       /* the host declared the elicitation capability */
-    const char *version;    /* the protocol revision agreed on; NULL before */
+    unsigned long long seq;      /* tools/call requests so far */
+    te_lines in;                 /* the line of standard input being read */
+    bool eof;                    /* the host is gone: no more input */
+    bool hangup;                 /* writing to standard output failed */
+    int lost;                    /* an exit code once the daemon connection failed */
+    bool elicitation;            /* the host declared the elicitation capability */
+    const char *version;         /* the protocol revision agreed on; NULL before */
     struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
     struct mcp_route *routes;
     unsigned long long elicits; /* elicitation/create requests so far */

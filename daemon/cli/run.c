@@ -667,8 +667,8 @@ static json_t *load_arguments(const char *text, char *err, size_t errlen)
 {
     json_error_t jerr;
     int flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
-    json_t *args =
-        strcmp(text, "-") == 0 ? cli_json_loadf(stdin, flags, &jerr) : te_json_loads(text, flags, &jerr);
+    json_t *args = strcmp(text, "-") == 0 ? cli_json_loadf(stdin, flags, &jerr)
+                                          : te_json_loads(text, flags, &jerr);
     if (!args) {
         snprintf(err, errlen, "ARGS-JSON is not valid JSON (column %d): %s", jerr.column,
                  jerr.text);

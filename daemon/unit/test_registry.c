@@ -183,10 +183,8 @@ static void test_ref_null(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_null),
-        cmocka_unit_test(test_full_definition),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_duplicate_name),
+        cmocka_unit_test(test_ref_null),    cmocka_unit_test(test_full_definition),
+        cmocka_unit_test(test_errors),      cmocka_unit_test(test_duplicate_name),
         cmocka_unit_test(test_unsafe_file),
     };
     return cmocka_run_group_tests(tests, dir_setup, dir_teardown);

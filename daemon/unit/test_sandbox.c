@@ -26,8 +26,13 @@ static void spawn_listing(bool hand_over, char *out, size_t outlen, struct td_ch
 {
     char cwd[4096];
     assert_non_null(getcwd(cwd, sizeof(cwd)));
-    struct td_spawn s = {.argv = sh_argv, .envp = no_env, .cwd = cwd, .uid = (uid_t)-1,
-                         .gid = (gid_t)-1, .cgroup_dir = -1, .cgroup_procs = -1,
+    struct td_spawn s = {.argv = sh_argv,
+                         .envp = no_env,
+                         .cwd = cwd,
+                         .uid = (uid_t)-1,
+                         .gid = (gid_t)-1,
+                         .cgroup_dir = -1,
+                         .cgroup_procs = -1,
                          .hand_over = hand_over};
     const char *what = NULL;
     assert_int_equal(td_sandbox_spawn(&s, c, &what), 0);

@@ -37,8 +37,8 @@ static int run_one(te_client *c, const char *tool, const char *args_text)
         json_decref(args);
         return 2;
     }
-    json_t *req = json_pack("{s:s,s:s,s:[{s:s,s:s,s:o}]}", "op", "run", "batch", "t", "calls",
-                            "id", "c0", "name", tool, "arguments", args);
+    json_t *req = json_pack("{s:s,s:s,s:[{s:s,s:s,s:o}]}", "op", "run", "batch", "t", "calls", "id",
+                            "c0", "name", tool, "arguments", args);
     int rc = req ? te_client_send(c, req) : -1;
     json_decref(req);
     json_t *done = NULL, *result = NULL, *ev;

@@ -176,8 +176,8 @@ static void send_with_fds(void)
         char c[CMSG_SPACE(4 * sizeof(int))];
     } cb;
     struct iovec iov = {buf, sizeof(buf)};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.c,
-                       .msg_controllen = sizeof(cb.c)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.c, .msg_controllen = sizeof(cb.c)};
     ssize_t n = recvmsg(sv[1], &m, MSG_CMSG_CLOEXEC);
     CHECK(n == 12 && memcmp(buf, "\0\0\0\x08{\"ok\":1}", 12) == 0);
     struct cmsghdr *cm = CMSG_FIRSTHDR(&m);

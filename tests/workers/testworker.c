@@ -504,8 +504,12 @@ static json_t *setsid_grandchild(const te_call *call)
         char fd[16], burn[24];
         snprintf(fd, sizeof fd, "%d", ready[1]);
         snprintf(burn, sizeof burn, "%lld", arg_int(args, "burn_ms", 0));
-        char *const argv[] = {(char *)"testworker", (char *)"linger", (char *)token, fd,
-                              arg_int(args, "burn_ms", 0) ? burn : NULL, NULL};
+        char *const argv[] = {(char *)"testworker",
+                              (char *)"linger",
+                              (char *)token,
+                              fd,
+                              arg_int(args, "burn_ms", 0) ? burn : NULL,
+                              NULL};
         execv("/proc/self/exe", argv);
         execv(g_argv[0], argv);
         _exit(126);
