@@ -29,6 +29,9 @@ def main():
     if not exe:
         print("clang-format is not installed: not checked")
         return 77
+    if not os.path.exists(os.path.join(root, ".clang-format")):
+        print("no .clang-format in %s (a copy of the tree without it): not checked" % root)
+        return 77
     files = list(sources(root))
     if not files:
         print("no C sources under %s" % root)
