@@ -153,6 +153,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "report.h"
 #include "sandbox.h"
 #include "toolexec.h"
@@ -604,17 +605,9 @@ int td_sandbox_hand_over(int kind, int fd)
 {
     int k = kind;
     struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    te_fds_space u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_put(&m, &u, &fd, 1);
     return sendmsg(TD_HANDOVER_FD, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(k) ? 0 : -1;
 }
 
@@ -625,25 +618,16 @@ static void collect_handed(int sock, int handed[TD_HAND_COUNT])
     for (;;) {
         int kind;
         struct iovec iov = {.iov_base = &kind, .iov_len = sizeof(kind)};
-        union {
-            char buf[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        struct msghdr m = {.msg_iov = &iov,
-                           .msg_iovlen = 1,
-                           .msg_control = u.buf,
-                           .msg_controllen = sizeof(u.buf)};
+        te_fds_space u;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_room(&m, &u, 1);
         ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return;
         int fd = -1;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-            cm->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-        if (fd < 0)
+        if (te_fds_take(&m, &fd, 1) == 0)
             continue;
         if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT && handed[kind] < 0 &&
             !(m.msg_flags & MSG_CTRUNC))

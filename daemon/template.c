@@ -38,6 +38,7 @@
 #include "config.h"
 #include "containment.h"
 #include "egress.h"
+#include "fdpass.h"
 #include "fsview.h"
 #include "identity.h"
 #include "log.h"
@@ -371,33 +372,18 @@ static void on_ctl(uv_poll_t *p, int status, int events)
         return;
     }
     for (;;) {
-        union {
-            struct cmsghdr h;
-            char buf[CMSG_SPACE(8 * sizeof(int))];
-        } c;
+        te_fds_space c;
         struct iovec iov = {ctl_buf, sizeof(ctl_buf)};
-        struct msghdr m = {.msg_iov = &iov,
-                           .msg_iovlen = 1,
-                           .msg_control = c.buf,
-                           .msg_controllen = sizeof(c.buf)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_room(&m, &c, TE_FDS_MAX);
         ssize_t n = recvmsg(in->ctl, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); n >= 0 && cm; cm = CMSG_NXTHDR(&m, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                if (in->nfdq < (int)(sizeof(in->fdq) / sizeof(in->fdq[0])))
-                    in->fdq[in->nfdq++] = fd;
-                else
-                    close(fd);
-            }
-        }
+        if (n >= 0)
+            in->nfdq += (int)te_fds_take(&m, in->fdq + in->nfdq,
+                                         sizeof(in->fdq) / sizeof(in->fdq[0]) - (size_t)in->nfdq);
         if (n <= 0) { /* it closed its end: it is ending (its exit says more) */
             uv_poll_stop(p);
             return;

@@ -9,7 +9,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "fdpass.h"
 #include "toolexec.h"
+
+_Static_assert(TE_FRAME_FDS_MAX <= TE_FDS_MAX, "a frame's descriptors fit in te_fds_space");
 
 int te_frame_send(int sock, const char *body, size_t len, const int *fds, int nfds, int flags)
 {
@@ -18,21 +21,9 @@ int te_frame_send(int sock, const char *body, size_t len, const int *fds, int nf
     uint8_t hdr[TE_FRAME_HEADER_LEN];
     te_frame_header((uint32_t)len, hdr);
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(char *)body, len}};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(TE_FRAME_FDS_MAX * sizeof(int))];
-    } c;
-    memset(&c, 0, sizeof(c));
+    te_fds_space c;
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    if (nfds) {
-        m.msg_control = c.buf;
-        m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-    }
+    te_fds_put(&m, &c, fds, (size_t)nfds);
     size_t total = sizeof(hdr) + len, sent = 0;
     while (sent < total) {
         ssize_t n = sendmsg(sock, &m, MSG_NOSIGNAL | flags);

@@ -81,6 +81,7 @@
 
 #include "toolexec.h"
 
+#include "fdpass.h"
 #include "initwait.h" /* the report records, and P1's last duty as init.c's */
 
 enum { REPORT_FD = TE_REC_FD };
@@ -233,33 +234,16 @@ static int recv_frame(json_t **msg, int fds[4], int *nfds)
     *nfds = 0;
     *msg = NULL;
     while (have < sizeof(hdr)) {
-        union {
-            struct cmsghdr h;
-            char buf[CMSG_SPACE(8 * sizeof(int))];
-        } c;
+        te_fds_space c;
         struct iovec iov = {hdr + have, sizeof(hdr) - have};
-        struct msghdr m = {.msg_iov = &iov,
-                           .msg_iovlen = 1,
-                           .msg_control = c.buf,
-                           .msg_controllen = sizeof(c.buf)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_room(&m, &c, TE_FDS_MAX);
         ssize_t n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return -errno;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                if (*nfds < 4)
-                    fds[(*nfds)++] = fd;
-                else
-                    close(fd);
-            }
-        }
+        *nfds += (int)te_fds_take(&m, fds + *nfds, 4 - (size_t)*nfds);
         if (n == 0)
             return have ? -EBADMSG : -ENODATA;
         have += (size_t)n;
@@ -544,22 +528,10 @@ static int call_proxy(int port)
 {
     int fd = te_loopback_listener(port), rc = fd >= 0 ? 0 : -1;
     int e = rc == 0 ? 0 : errno;
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } c;
-    memset(&c, 0, sizeof(c));
+    te_fds_space c;
     struct iovec iov = {&e, sizeof(e)};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (rc == 0) {
-        m.msg_control = c.buf;
-        m.msg_controllen = sizeof(c.buf);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
+    te_fds_put(&m, &c, &fd, rc == 0 ? 1 : 0);
     if (sendmsg(HAND_FD, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(e) && rc == 0) {
         rc = -1;
         e = errno;
@@ -585,31 +557,17 @@ static long sys_recvmsg(int fd, struct msghdr *m)
 static int recv_proxy(int hand)
 {
     int e = EPIPE, fd = -1;
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(2 * sizeof(int))];
-    } c;
+    te_fds_space c;
     struct iovec iov = {&e, sizeof(e)};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_room(&m, &c, 1);
     long n = sys_recvmsg(hand, &m); /* raw: P1 runs the C library meanwhile */
-    for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k; i++) {
-            int got;
-            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            if (fd < 0)
-                fd = got;
-            else
-                close(got);
-        }
-    }
+    if (n > 0)
+        te_fds_take(&m, &fd, 1);
     if (n == (long)sizeof(e) && e == 0 && fd >= 0)
         return fd;
     if (fd >= 0)
-        close(fd);
+        te_sys(SYS_close, fd, 0, 0, 0);
     errno = n < 0 ? (int)-n : n != (long)sizeof(e) || e == 0 ? EPIPE : e;
     return -1;
 }
@@ -1045,39 +1003,22 @@ struct p1_args {
  * -1 when the template closed its end instead (it dropped this P1, or died). */
 static int wait_call(const te_fork_request **r, int fds[4])
 {
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-    } c;
+    te_fds_space c;
     struct iovec iov = {(void *)r, sizeof(*r)};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
-    struct cmsghdr *cm;
-    if (sys_recvmsg(HAND_FD, &m) != (long)sizeof(*r) || !(cm = CMSG_FIRSTHDR(&m)) ||
-        cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-        cm->cmsg_len != CMSG_LEN(4 * sizeof(int)))
-        return -1;
-    __builtin_memcpy(fds, CMSG_DATA(cm), 4 * sizeof(int));
-    return 0;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_room(&m, &c, 4);
+    long n = sys_recvmsg(HAND_FD, &m);
+    return n >= 0 && te_fds_take(&m, fds, 4) == 4 && n == (long)sizeof(*r) ? 0 : -1;
 }
 
 /* In the template: P1's call sent (wait_call()). 0, or -errno (P1 is gone). */
 static int hand_over(int hand, const te_fork_request *r)
 {
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-    } c;
-    memset(&c, 0, sizeof(c));
+    te_fds_space c;
     int fds[4] = {r->in, r->out, r->err, r->report};
     struct iovec iov = {(void *)&r, sizeof(r)};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf)};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(fds));
-    memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_put(&m, &c, fds, 4);
     long n;
     while ((n = te_sys(SYS_sendmsg, hand, (long)&m, MSG_NOSIGNAL, 0)) == -EINTR)
         ;
