@@ -142,7 +142,9 @@ class Requests(DaemonTestCase):
                 ('{"op":"run","calls":[{"id":"a","name":1e999}]}', "invalid_request",
                  "calls[0].name"),
                 ('{"op":5e1021}', "unknown_op", "op"),
-                ('{"op":"cancel","batch":5e1021}', "invalid_request", "batch")):
+                ('{"op":"cancel","batch":5e1021}', "invalid_request", "batch"),
+                ('{"op":"tools","format":1e999}', "invalid_request", "format"),
+                ('{"op":"tail","tools":[1e999]}', "invalid_request", "tools")):
             with self.subTest(line=line):
                 self.c.send_raw(line + "\n")
                 ev = self.c.recv()
