@@ -1196,19 +1196,27 @@ static pid_t p1_make(bool newnet, struct p1 *out)
     return pid;
 }
 
-/* A P1 that will get no call: its end closed, so it exits (wait_call());
- * reaped without a word to the daemon. */
-static void p1_drop(struct p1 *p)
+/* A P1 killed and reaped here and now. */
+static void p1_kill(struct p1 *p)
 {
     close(p->hand);
-    if (nkids < MAX_KIDS) {
-        kids[nkids++] = (struct kid){p->pid, 0, p->stack, true};
-    } else {
-        kill(p->pid, SIGKILL);
-        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        p1_stack_free(p->stack);
+    kill(p->pid, SIGKILL);
+    while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    p1_stack_free(p->stack);
+    p->pid = 0;
+}
+
+/* A P1 that will get no call: its end closed, so it exits (wait_call());
+ * reaped without a word to the daemon (at once where kids[] is full). */
+static void p1_drop(struct p1 *p)
+{
+    if (nkids == MAX_KIDS) {
+        p1_kill(p);
+        return;
     }
+    close(p->hand);
+    kids[nkids++] = (struct kid){p->pid, 0, p->stack, true};
     p->pid = 0;
 }
 
@@ -1278,11 +1286,7 @@ int te_template_fork(const te_fork_request *r)
         if (fds[1] < 0) { /* P1 has told the report pipe too: reaped here */
             e = errno;
             sigprocmask(SIG_SETMASK, &old, NULL);
-            close(p.hand);
-            kill(p.pid, SIGKILL);
-            while (waitpid(p.pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-            p1_stack_free(p.stack);
+            p1_kill(&p);
             return fork_failed(r, "the call's proxy listener", e);
         }
     }
