@@ -46,9 +46,12 @@
  *     checking getppid() afterwards closes the race where the daemon died
  *     before the prctl (in a new PID namespace the parent shows as 0).
  *  4. Signal dispositions to default, then the mask cleared. The parent
- *     blocked every signal around clone(), so none of the daemon's handlers
- *     can run in the child before the dispositions are reset. Only the
- *     signals the daemon changed need it (snapshot_signals()).
+ *     blocked every signal around clone() but the faults (SIGSEGV, SIGBUS,
+ *     SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT, as libuv's process.c), so
+ *     none of the daemon's handlers can run in the child before the
+ *     dispositions are reset, while a fault in either still reaches its
+ *     handler rather than killing silently. Only the signals the daemon
+ *     changed need it (snapshot_signals()).
  *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
  *  6. Everything above fd 3 (fd 4 with a hand-over socket) closed: no
  *     daemon descriptor (client sockets, other workers' pipes) leaks into
@@ -99,9 +102,20 @@
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
  *     daemon can set hard limits above its own soft ones.
+ *  9b. The capability bounding set emptied (PR_CAPBSET_DROP, every
+ *     capability up to the kernel's last): nothing the call execs can ever
+ *     gain one. Harmless to keep while no_new_privs holds, but nothing
+ *     needs it (issue 20, item 5). While we still hold CAP_SETPCAP: as
+ *     root, or in the call's user namespace; an unprivileged daemon without
+ *     one (--containment pgroup) has no capability to give away.
  * 10. The worker's user: supplementary groups dropped, then gid, then uid
  *     (in that order: after setuid we could no longer change the others).
- *     Changing credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
+ *     Raw system calls, not glibc's setgroups/setgid/setuid: those make
+ *     every thread of the process change its credentials too (a signal
+ *     and a lock per thread), and this child shares the daemon's memory,
+ *     whose threads (libuv's pool) are the daemon's, not ours; glibc's own
+ *     posix_spawn makes the raw calls for the same reason. Changing
+ *     credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
  * 11a. Landlock, where the kernel has it and the call has a view: writes
  *     only beneath its directory and what the view makes writable (/tmp,
@@ -130,7 +144,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
@@ -154,6 +167,7 @@
 #include <unistd.h>
 
 #include "fdpass.h"
+#include "rawsys.h"
 #include "report.h"
 #include "sandbox.h"
 #include "toolexec.h"
@@ -436,9 +450,40 @@ struct child_args {
     const struct td_spawn *s;
     pid_t parent;
     int in, out, err, ex;
-    int ho;   /* the child's end of the hand-over socket; -1: none */
-    int join; /* cgroup.procs to write, when not born in the cgroup */
+    int ho;    /* the child's end of the hand-over socket; -1: none */
+    int join;  /* cgroup.procs to write, when not born in the cgroup */
+    bool root; /* the daemon runs as root: the child may drop capabilities */
 };
+
+/* Step 9b (see the top): up to the first EINVAL, which is past the
+ * kernel's last capability; -1 with errno set. */
+static int drop_bounding_set(void)
+{
+    for (long cap = 0;; cap++) {
+        long r = te_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0);
+        if (r == -EINVAL && cap > 0)
+            return 0;
+        if (TE_SYS_FAILED(r)) {
+            errno = (int)-r;
+            return -1;
+        }
+    }
+}
+
+/* Step 10 (see the top), raw; -1 with errno set. */
+static int drop_user(uid_t uid, gid_t gid)
+{
+    long r = te_sys(SYS_setgroups, 0, 0, 0, 0);
+    if (!TE_SYS_FAILED(r))
+        r = te_sys(SYS_setresgid, gid, gid, gid, 0);
+    if (!TE_SYS_FAILED(r))
+        r = te_sys(SYS_setresuid, uid, uid, uid, 0);
+    if (TE_SYS_FAILED(r)) {
+        errno = (int)-r;
+        return -1;
+    }
+    return 0;
+}
 
 /* Step 11b (see the top); -1 with errno set. With a listener, nothing
  * between loading the filter and exec may be a denied call: the daemon
@@ -507,8 +552,10 @@ static int child(void *arg)
     for (size_t i = 0; i < s->nrlimits; i++)
         if (setrlimit(s->rlimits[i].resource, &s->rlimits[i].lim) < 0)
             child_fail(TD_STEP_RLIMIT);
+    if ((a->root || (s->ns_flags & CLONE_NEWUSER)) && drop_bounding_set() < 0)
+        child_fail(TD_STEP_CAPS);
     if (s->uid != (uid_t)-1) {
-        if (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0)
+        if (drop_user(s->uid, s->gid) < 0)
             child_fail(TD_STEP_USER);
         /* A credential change clears the parent-death signal: set it again,
          * and check again that the daemon did not die in between. */
@@ -529,8 +576,11 @@ static int child(void *arg)
     return 127; /* not reached */
 }
 
-/* The child's stack while it shares our memory. One is enough: CLONE_VFORK
- * suspends the (single) loop thread until the child has exec'd or exited. */
+/* The child's stack while it shares our memory. One is enough: only the
+ * loop thread spawns, and CLONE_VFORK suspends it until the child has
+ * exec'd or exited. The daemon's other threads (libuv's pool) run on
+ * meanwhile, in the memory the child shares: hence no lock, no malloc and
+ * no glibc call that signals every thread (the setuid family) in it. */
 static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
 #if defined(__x86_64__)
@@ -677,8 +727,11 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
         snapshot_signals();
     sigset_t all, old;
     sigfillset(&all);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+        sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1], ho[1], -1};
+    struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1], ho[1], -1, geteuid() == 0};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
