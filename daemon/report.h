@@ -41,6 +41,7 @@ enum {
     TD_STEP_SPAWN,
     TD_STEP_LANDLOCK, /* issue 11 (f1): step 11a */
     TD_STEP_EGRESS,   /* step 7c, listed last to keep the others' numbers */
+    TD_STEP_CAPS,     /* step 9b */
     TD_STEP_COUNT
 };
 
@@ -48,7 +49,7 @@ enum {
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
             "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn",            \
-            "landlock", "egress"                                                                   \
+            "landlock", "egress", "capability bounding set"                                        \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

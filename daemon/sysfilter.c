@@ -4,13 +4,12 @@
  * The default filter (every call, unless its tool says "syscalls": "off")
  * denies what a tool has no business doing and what has been the way out
  * of sandboxes: tracing or reading other processes (ptrace,
- * process_vm_*), loading kernel code (modules, kexec, bpf), the big attack
- * surfaces unprivileged code rarely needs (perf_event_open, userfaultfd,
- * io_uring_*, the key rings), mounting and building namespaces of its own
- * (mount and the new mount API, umount2, pivot_root, unshare, setns, and
- * clone with any CLONE_NEW* flag), acct, swap, reboot, setting the clocks,
- * and sockets of any family but AF_UNIX, AF_INET and AF_INET6. A tool's
- * "deny_syscalls" adds names. A denied call fails with EPERM.
+ * process_vm_*, pidfd_getfd, kcmp, process_madvise), loading kernel code (modules, kexec, bpf), the
+ * big attack surfaces unprivileged code rarely needs (perf_event_open, userfaultfd, io_uring_*, the
+ * key rings), mounting and building namespaces of its own (mount and the new mount API, umount2,
+ * pivot_root, unshare, setns, and clone with any CLONE_NEW* flag), acct, swap, reboot, setting the
+ * clocks, and sockets of any family but AF_UNIX, AF_INET and AF_INET6. A tool's "deny_syscalls"
+ * adds names. A denied call fails with EPERM.
  *
  * clone3() passes its flags behind a pointer, which a filter cannot read:
  * it fails with ENOSYS (not reported, not a denial), and the C library
@@ -84,6 +83,9 @@ static const char *const default_deny[] = {
     "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
     "open_tree", "mount_setattr", "unshare", "setns", "acct", "swapon", "swapoff", "reboot",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    /* reaching into another process of the call (its init above all, whose
+     * report pipe a call took with pidfd_getfd: issue 20, item 2) */
+    "pidfd_getfd", "kcmp", "process_madvise",
     /* the same spirit, from container runtimes' default profiles */
     "open_by_handle_at", "iopl", "ioperm", "syslog", "quotactl", "lookup_dcookie", "vhangup",
     "uselib", "nfsservctl", "create_module", "get_kernel_syms", "query_module", "_sysctl"};

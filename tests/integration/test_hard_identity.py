@@ -210,7 +210,7 @@ class RootPgroup(VictimMixin, unittest.TestCase):
     ARGS = ["--containment", "pgroup"]
 
     def test_start_up_log_says_what_calls_share(self):
-        self.assertIn("calls share the host's /proc and mounts (--containment pgroup)",
+        self.assertIn("calls share the host's /proc, mounts and System V IPC (--containment pgroup)",
                       self.d.stderr())
 
     def test_hostile_call_cannot_kill_or_read_a_running_victim(self):
