@@ -21,6 +21,7 @@
 #include "config.h"
 #include "defcheck.h"
 #include "containment.h"
+#include "spawner.h"
 #include "fsview.h"
 #include "identity.h"
 #include "listener.h"
@@ -60,6 +61,8 @@ static void usage(FILE *f)
                "      --max-request-bytes N  longest request line (default 16777216)\n"
                "      --log-level LEVEL      error, warn, info or debug (default info)\n"
                "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
+               "      --spawner yes|no       calls started by a process of their own, off\n"
+               "                             the loop (default yes; no: by the loop)\n"
                "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
                "                             (default: our own cgroup if it is delegated)\n"
                "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
@@ -116,6 +119,8 @@ static void usage(FILE *f)
  * close our own handles so uv_run returns. */
 static void start_flush(void);
 
+static bool use_spawner = true;
+
 static void maybe_exit(void)
 {
     if (!td_shutting_down || signals_closed || td_workers_alive())
@@ -139,6 +144,7 @@ static void maybe_exit(void)
     uv_close((uv_handle_t *)&shutdown_timer, NULL);
     td_metrics_http_stop();
     td_notify_close();
+    td_spawner_stop();
     td_reaper_stop();
     td_spill_stop();
 }
@@ -316,7 +322,8 @@ int main(int argc, char **argv)
         OPT_FILESYSTEM, /* issue 11 (f1) */
         OPT_REQUIRE_CONFINEMENT,
         OPT_METRICS_LISTEN,
-        OPT_AUDIT_ARGS
+        OPT_AUDIT_ARGS,
+        OPT_SPAWNER
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -353,6 +360,7 @@ int main(int argc, char **argv)
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
+        {"spawner", required_argument, NULL, OPT_SPAWNER},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -437,6 +445,13 @@ int main(int argc, char **argv)
             break;
         case OPT_GROUP:
             td_cfg.group = optarg;
+            break;
+        case OPT_SPAWNER:
+            if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
+                fprintf(stderr, "toolexecd: --spawner: expected yes or no\n");
+                return 2;
+            }
+            use_spawner = strcmp(optarg, "yes") == 0;
             break;
         case OPT_NETWORK:
             if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
@@ -640,6 +655,10 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
+    /* Early: its fork copies the fewest of our descriptors and pages. Not
+     * having one is no reason to stop: the loop starts calls itself. */
+    if (use_spawner && td_spawner_start() < 0)
+        td_log(TD_LOG_WARN, "no spawner: calls are started by the loop itself");
     /* After the sockets: "another toolexecd is listening" says more than
      * its work directory being in use. */
     if (td_listeners_start() < 0 || td_calldir_setup(work_dir) < 0) {

@@ -687,37 +687,59 @@ static void collect_handed(int sock, int handed[TD_HAND_COUNT])
     }
 }
 
-int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what)
+static void close_ends(int fds[], size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+}
+
+int td_sandbox_pipes(bool in_socket, struct td_child *c, int theirs[TD_SANDBOX_ENDS])
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
-    *what = "pipe";
-    if ((s->in_socket ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in)
-                      : pipe2(in, O_CLOEXEC)) < 0 ||
+    if ((in_socket ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in)
+                   : pipe2(in, O_CLOEXEC)) < 0 ||
         pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
         int e = errno;
         pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
         return -e;
     }
+    fcntl(ex[0], F_SETFL, O_NONBLOCK);
+    *c = (struct td_child){.pid = 0, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
+    for (int k = 0; k < TD_HAND_COUNT; k++)
+        c->handed[k] = -1;
+    theirs[0] = in[0], theirs[1] = out[1], theirs[2] = err[1], theirs[3] = ex[1];
+    return 0;
+}
+
+pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
+                       int handed[TD_HAND_COUNT], const char **what)
+{
+    for (int k = 0; k < TD_HAND_COUNT; k++)
+        handed[k] = -1;
     /* The hand-over socket: only for a child that will use it (a datagram
      * socket pair costs ~3 us). */
     int ho[2] = {-1, -1};
+    *what = "pipe";
     if (s->hand_over && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ho) < 0) {
         int e = errno;
-        pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex);
+        close_ends(theirs, TD_SANDBOX_ENDS);
         return -e;
     }
     /* The child needs fds 0-4 free for its own use (report.h); pipes are
      * always above 2 because main() makes sure 0, 1 and 2 are open. Any of
      * the child's ends on 3 or 4 is moved above, so that the child's dup2
      * onto 3 and 4 overwrites none of them. */
-    int *ends[] = {&in[0], &out[1], &err[1], &ex[1], &ho[1]};
+    int *ends[] = {&theirs[0], &theirs[1], &theirs[2], &theirs[3], &ho[1]};
     for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
         if (*ends[i] < 0 || *ends[i] > TD_HANDOVER_FD)
             continue;
         int moved = fcntl(*ends[i], F_DUPFD_CLOEXEC, TD_HANDOVER_FD + 1);
         if (moved < 0) {
             int e = errno;
-            pipe_close(in), pipe_close(out), pipe_close(err), pipe_close(ex), pipe_close(ho);
+            close_ends(theirs, TD_SANDBOX_ENDS), pipe_close(ho);
             return -e;
         }
         close(*ends[i]);
@@ -731,15 +753,15 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
         sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s, getpid(), in[0], out[1], err[1], ex[1], ho[1], -1, geteuid() == 0};
+    struct child_args args = {s,         getpid(), theirs[0], theirs[1],     theirs[2],
+                              theirs[3], ho[1],    -1,        geteuid() == 0};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(in[0]), close(out[1]), close(err[1]), close(ex[1]);
+    close_ends(theirs, TD_SANDBOX_ENDS);
     if (ho[1] >= 0)
         close(ho[1]);
     if (pid < 0) {
-        close(in[1]), close(out[0]), close(err[0]), close(ex[0]);
         if (ho[0] >= 0)
             close(ho[0]);
         *what = "clone";
@@ -747,16 +769,29 @@ int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **
     }
     /* No setpgid() from here: with CLONE_VFORK we run again only once the
      * child has exec'd or died, so its setsid() came first. */
-    fcntl(ex[0], F_SETFL, O_NONBLOCK);
-    *c = (struct td_child){.pid = pid, .in = in[1], .out = out[0], .err = err[0], .report = ex[0]};
-    for (int k = 0; k < TD_HAND_COUNT; k++)
-        c->handed[k] = -1;
     if (ho[0] >= 0) {
         /* Everything the child handed up is queued already: it ran to exec
          * (or died) before clone() returned. */
-        collect_handed(ho[0], c->handed);
+        collect_handed(ho[0], handed);
         close(ho[0]);
     }
+    return pid;
+}
+
+int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what)
+{
+    int theirs[TD_SANDBOX_ENDS];
+    *what = "pipe";
+    int rc = td_sandbox_pipes(s->in_socket, c, theirs);
+    if (rc < 0)
+        return rc;
+    pid_t pid = td_sandbox_start(s, theirs, c->handed, what);
+    if (pid < 0) {
+        int ours[] = {c->in, c->out, c->err, c->report};
+        close_ends(ours, 4);
+        return (int)pid;
+    }
+    c->pid = pid;
     return 0;
 }
 

@@ -91,8 +91,20 @@ struct td_child {
      * Close-on-exec, owned by the caller from here. */
     int handed[TD_HAND_COUNT];
 };
-/* 0 or -errno (the step that failed in *what). */
+/* 0 or -errno (the step that failed in *what): td_sandbox_pipes() and
+ * td_sandbox_start() in one process (the templates; calls go through the
+ * spawner, spawner.c, which runs the second half). */
 int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what);
+/* The daemon's half: the call's pipes (stdin a socket with in_socket), our
+ * ends in *c (pid 0, nothing handed), the child's in theirs: its stdin,
+ * stdout, stderr and report pipe. 0 or -errno. */
+#define TD_SANDBOX_ENDS 4
+int td_sandbox_pipes(bool in_socket, struct td_child *c, int theirs[TD_SANDBOX_ENDS]);
+/* The other half: the child started with theirs (closed here in every
+ * case) as the steps of sandbox.c; what it handed up in handed. The pid, or
+ * -errno (the step in *what). */
+pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
+                       int handed[TD_HAND_COUNT], const char **what);
 /* What the child and its init reported, read without blocking at exit. */
 struct td_report {
     bool failed;      /* set-up or exec failed: */

@@ -44,6 +44,7 @@
 #include "sandbox.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
+#include "spawner.h"
 #include "template.h"
 #include "toolexec.h"
 #include "util.h"
@@ -118,7 +119,12 @@ struct td_worker {
     td_progress_cb progress_cb; /* issue 13: progress frames before the response */
     /* warm start (template.c): a fork of the tool's template */
     struct td_warm_call *warm;
-    int pidfd;         /* the call's PID 1, once forked; -1 before */
+    int pidfd; /* the call's PID 1, once forked; -1 before */
+    /* issue 21: started by the spawner (spawner.c), off the loop: its pid
+     * and pidfd (ours to close) come later, its end from the spawner */
+    bool via_spawner;
+    bool spawn_failed; /* it never started: warm_why says why */
+    uint64_t spawn_t0;
     bool kill_pending; /* killed before it was forked */
     char *warm_why;    /* it never ran, or its template died */
 };
@@ -163,6 +169,8 @@ static void on_handle_closed(uv_handle_t *h)
     free(w->batch_id);
     free(w->call_id);
     free(w->warm_why);
+    if (w->via_spawner && w->pidfd >= 0)
+        close(w->pidfd);
     free(w);
     if (worker_gone_cb)
         worker_gone_cb();
@@ -212,7 +220,7 @@ static void kill_group(struct td_worker *w)
 {
     /* Warm: the call's PID 1 (lib/warm.c); its end takes the namespace's
      * every process with it. */
-    if (w->warm || w->pidfd >= 0) {
+    if (w->warm || w->via_spawner || w->pidfd >= 0) {
         if (w->pidfd >= 0 && !w->reaped)
             syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
         else if (!w->reaped)
@@ -287,9 +295,10 @@ static void finish(struct td_worker *w, json_t *result)
      * its resource use, then its exit ends the namespace. A warm call's
      * PID 1 (lib/warm.c) is such an init too, known by its pidfd. */
     bool tool_killed =
-        !w->cancelling && (w->init                    ? td_sandbox_kill_tool(w->pid) == 0
-                           : w->warm && w->pidfd >= 0 ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
-                                                      : false);
+        !w->cancelling &&
+        (w->pidfd >= 0 && (w->init || w->warm) ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
+         : w->init && !w->via_spawner          ? td_sandbox_kill_tool(w->pid) == 0
+                                               : false);
     if (!tool_killed)
         kill_group(w);
     if (w->cancelling) {
@@ -542,9 +551,16 @@ static void drain(struct td_worker *w, uv_pipe_t *p,
 static void decide_on_exit(struct td_worker *w)
 {
     char detail[512];
+    if (w->warm_why && w->spawn_failed) { /* as a spawn that failed at once (spawn_error()) */
+        snprintf(detail, sizeof(detail), "could not start the worker: %s", w->warm_why);
+        fail(w, TE_HANDLER_EXIT, detail, json_pack("{s:s}", "spawn_error", w->warm_why), NULL);
+        return;
+    }
     if (w->warm_why) {
         fail(w, TE_HANDLER_EXIT, w->warm_why,
-             json_pack("{s:s,s:o}", "warm_error", w->warm_why, "stderr", stderr_tail(w)), NULL);
+             json_pack("{s:s,s:o}", w->warm ? "warm_error" : "spawner_error", w->warm_why, "stderr",
+                       stderr_tail(w)),
+             NULL);
         return;
     }
     struct td_report rep = w->rep;
@@ -928,6 +944,56 @@ static void on_warm_listener(void *data, int fd)
 
 static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited, on_warm_listener};
 
+/* ---- started by the spawner (spawner.c) ------------------------------------- */
+
+static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAND_COUNT], int err,
+                       const char *what)
+{
+    struct td_worker *w = data;
+    if (err) { /* it never ran: ends as a spawn that failed here would */
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+        td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "%s", msg);
+        w->warm_why = strdup(msg);
+        w->spawn_failed = true;
+        static const struct rusage none;
+        on_worker_reaped(w);
+        on_worker_exit(w, 127 << 8, &none);
+        return;
+    }
+    w->pid = pid;
+    w->pidfd = pidfd;
+    /* from the request to the child's exec: the spawn cost, queueing included */
+    td_bus_publish(&(struct td_bus_msg){
+        .kind = TD_BUS_SPAWN, .tool = w->tool->name, .us = (uv_hrtime() - w->spawn_t0) / 1000});
+    td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "started %s as pid %d", w->tool->name, (int)pid);
+    if (handed[TD_HAND_PROXY] >= 0 && (w->finished || !w->tool->egress))
+        close(handed[TD_HAND_PROXY]);
+    else if (handed[TD_HAND_PROXY] >= 0)
+        w->egress = td_proxy_start(w->tool->egress, handed[TD_HAND_PROXY], &w->denied, w->batch_id,
+                                   w->call_id);
+    /* a finished call's listener is closed: its denied calls then fail
+     * (ENOSYS) rather than wait for an answer */
+    if (handed[TD_HAND_SECCOMP] >= 0 && w->finished)
+        close(handed[TD_HAND_SECCOMP]);
+    else if (handed[TD_HAND_SECCOMP] >= 0)
+        w->sysn = td_sysnotify_start(handed[TD_HAND_SECCOMP], &w->denied);
+    if (w->kill_pending)
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+}
+
+static void on_spawner_exited(void *data, int status, const struct rusage *ru, const char *why)
+{
+    struct td_worker *w = data;
+    static const struct rusage none;
+    if (why && !w->warm_why)
+        w->warm_why = strdup(why);
+    on_worker_reaped(w);
+    on_worker_exit(w, status, ru ? ru : &none);
+}
+
+static const struct td_spawner_ops spawner_ops = {on_spawned, on_spawner_exited};
+
 /* A warm call: the template forks its process; false when it cannot (not
  * ready): the call runs cold. */
 static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, struct td_child *c,
@@ -1160,10 +1226,23 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     sp.landlock_abi = ll_write ? td_fsview_landlock_abi() : 0;
     sp.ll_write = ll_write;
     uint64_t t0 = uv_hrtime();
-    int rc = argv ? td_sandbox_spawn(&sp, &child, &what) : -ENOMEM;
-    if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
-        td_bus_publish(&(struct td_bus_msg){
-            .kind = TD_BUS_SPAWN, .tool = s->tool->name, .us = (uv_hrtime() - t0) / 1000});
+    int rc = argv ? 0 : -ENOMEM;
+    bool via = argv && td_spawner_active();
+    if (via) { /* off the loop: the spawner starts it (spawner.c) */
+        int theirs[TD_SANDBOX_ENDS];
+        what = "pipe";
+        rc = td_sandbox_pipes(false, &child, theirs);
+        if (rc == 0 && (rc = td_spawner_call(&sp, theirs, &spawner_ops, w, &what)) < 0) {
+            close(child.in), close(child.out), close(child.err), close(child.report);
+        }
+    } else if (rc == 0) {
+        rc = td_sandbox_spawn(&sp, &child, &what);
+        if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
+            td_bus_publish(&(struct td_bus_msg){
+                .kind = TD_BUS_SPAWN, .tool = s->tool->name, .us = (uv_hrtime() - t0) / 1000});
+    }
+    w->via_spawner = via;
+    w->spawn_t0 = t0;
     free(argv);
     for (char **e = env; *e; e++)
         free(*e);
@@ -1177,8 +1256,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
 
 started:
     w->call_uid = taken;
-    if (s->tool->egress && !w->warm) /* NULL if the child failed before handing it up;
-                                        warm: on_warm_listener() */
+    if (s->tool->egress && !w->warm && !w->via_spawner) /* NULL if the child failed before
+                                                           handing it up; warm:
+                                                           on_warm_listener(), spawner:
+                                                           on_spawned() */
         w->egress = td_proxy_start(s->tool->egress, child.handed[TD_HAND_PROXY], &w->denied,
                                    s->batch_id, s->call_id);
     else if (child.handed[TD_HAND_PROXY] >= 0)
@@ -1212,7 +1293,7 @@ started:
     w->timer.data = w;
     w->handles++;
     nworkers++;
-    if (!w->warm)
+    if (!w->warm && !w->via_spawner)
         td_reaper_watch(w->pid, on_worker_reaped, on_worker_exit, w);
 
     /* The request: one frame, then stdin is closed. */

@@ -1,0 +1,386 @@
+/*
+ * spawner.c - the daemon's side of the spawner (spawner.h): the process
+ * forked and restarted, requests sent, replies read and handed to each
+ * call's worker. The spawner's own loop is spawnproc.c.
+ *
+ * Calls are slots (an index and a generation, so that a late reply for a
+ * slot reused since is recognised and dropped); a request the socket
+ * cannot take now waits in a queue, sent when it can, and one not yet sent
+ * when the spawner dies goes to the next.
+ *
+ * If the spawner dies, the calls it had started die with it (their
+ * parent-death signal): each ends with why (its worker makes it a
+ * handler_exit), those sent but not started fail to start, and a new
+ * spawner is forked at once; its death is logged as an error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fdpass.h"
+#include "log.h"
+#include "reaper.h"
+#include "spawner.h"
+#include "spawnmsg.h"
+#include "spawnproc.h"
+
+#define MAX_REPLY_FDS (1 + TD_HAND_COUNT)
+#define MAX_REQ_FDS (TD_SANDBOX_ENDS + 2)
+
+struct slot {
+    const struct td_spawner_ops *ops;
+    void *data;
+    uint32_t gen;
+    bool busy, sent, started;
+};
+
+struct queued {
+    STAILQ_ENTRY(queued) link;
+    uint32_t id;
+    uint8_t *msg;
+    size_t len;
+    int fds[MAX_REQ_FDS];
+    size_t nfds;
+};
+
+static struct slot *slots;
+static uint32_t nslots, *free_ids, nfree;
+static STAILQ_HEAD(, queued) queue = STAILQ_HEAD_INITIALIZER(queue);
+static int sock = -1;
+static pid_t spid;
+static uv_poll_t *io; /* one per spawner: closed with it */
+static bool active, stopping;
+static unsigned restarts, in_flight;
+
+static void fork_spawner(void);
+static void on_io(uv_poll_t *h, int status, int events);
+
+static void free_slot(uint32_t id)
+{
+    slots[id].busy = false;
+    slots[id].gen++;
+    free_ids[nfree++] = id;
+    in_flight--;
+}
+
+static void drop_queued(struct queued *q)
+{
+    for (size_t i = 0; i < q->nfds; i++)
+        close(q->fds[i]);
+    free(q->msg);
+    free(q);
+}
+
+static void watch_io(void)
+{
+    if (io)
+        uv_poll_start(io, UV_READABLE | (STAILQ_EMPTY(&queue) ? 0 : UV_WRITABLE), on_io);
+}
+
+/* Send what the queue holds, in order, until the socket is full. */
+static void flush(void)
+{
+    while (sock >= 0 && !STAILQ_EMPTY(&queue)) {
+        struct queued *q = STAILQ_FIRST(&queue);
+        struct iovec iov = {.iov_base = q->msg, .iov_len = q->len};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_space u;
+        te_fds_put(&m, &u, q->fds, q->nfds);
+        if (sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EPIPE && errno != ECONNRESET)
+                td_log(TD_LOG_ERR, "spawner: send: %s", strerror(errno));
+            return; /* full, or the spawner is gone: its restart resends */
+        }
+        STAILQ_REMOVE_HEAD(&queue, link);
+        slots[q->id].sent = true;
+        drop_queued(q);
+    }
+}
+
+static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
+{
+    size_t used = 0;
+    if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen) {
+        struct slot *s = &slots[r->id];
+        if (r->type == TD_SPAWN_STARTED && !s->started) {
+            int handed[TD_HAND_COUNT], pidfd = -1;
+            if (!r->err && nfds > 0)
+                pidfd = fds[used++];
+            for (int k = 0; k < TD_HAND_COUNT; k++)
+                handed[k] = !r->err && (r->handed & (1u << k)) && used < nfds ? fds[used++] : -1;
+            char what[sizeof(r->what) + 1];
+            memcpy(what, r->what, sizeof(r->what));
+            what[sizeof(r->what)] = '\0';
+            if (r->err || pidfd < 0) {
+                free_slot(r->id);
+                s->ops->started(s->data, 0, -1, handed, r->err ? r->err : EBADMSG,
+                                what[0] ? what : "spawner");
+            } else {
+                s->started = true;
+                s->ops->started(s->data, r->pid, pidfd, handed, 0, NULL);
+            }
+        } else if (r->type == TD_SPAWN_EXITED && s->started) {
+            struct rusage ru = {0};
+            ru.ru_utime = (struct timeval){r->user_us / 1000000, r->user_us % 1000000};
+            ru.ru_stime = (struct timeval){r->sys_us / 1000000, r->sys_us % 1000000};
+            ru.ru_maxrss = r->maxrss_kb;
+            const struct td_spawner_ops *ops = s->ops;
+            void *data = s->data;
+            free_slot(r->id);
+            ops->exited(data, r->status, &ru, NULL);
+        }
+    }
+    for (size_t i = used; i < nfds; i++)
+        close(fds[i]);
+}
+
+/* Every reply queued on the socket, handed on. */
+static void drain(void)
+{
+    while (sock >= 0) {
+        struct td_spawn_reply r;
+        struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_space u;
+        te_fds_room(&m, &u, MAX_REPLY_FDS);
+        ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0 && io) /* the spawner is gone: its reaping decides */
+                uv_poll_stop(io);
+            return;
+        }
+        int fds[MAX_REPLY_FDS];
+        size_t nfds = te_fds_take(&m, fds, MAX_REPLY_FDS);
+        if (n != (ssize_t)sizeof(r)) {
+            for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+            continue;
+        }
+        on_reply(&r, fds, nfds);
+    }
+}
+
+static void on_io(uv_poll_t *h, int status, int events)
+{
+    (void)h;
+    if (status < 0 || (events & UV_READABLE))
+        drain();
+    if (events & UV_WRITABLE)
+        flush();
+    watch_io();
+}
+
+static void on_io_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* The spawner exited: what it still said is read, its calls end, and, but
+ * at shutdown, the next one starts. */
+static void on_spawner_exit(void *data, int status, const struct rusage *ru)
+{
+    (void)ru;
+    if ((pid_t)(intptr_t)data != spid)
+        return;
+    drain();
+    if (io)
+        uv_close((uv_handle_t *)io, on_io_closed);
+    io = NULL;
+    close(sock);
+    sock = -1;
+    spid = 0;
+    if (!stopping)
+        td_log(TD_LOG_ERR, "the spawner exited (%s %d) with %u calls: they end; starting another",
+               WIFSIGNALED(status) ? "signal" : "status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), in_flight);
+    for (uint32_t id = 0; id < nslots; id++) {
+        struct slot *s = &slots[id];
+        if (!s->busy || !s->sent)
+            continue; /* free, or still queued: sent to the next spawner */
+        const struct td_spawner_ops *ops = s->ops;
+        void *data2 = s->data;
+        bool started = s->started;
+        free_slot(id);
+        if (started)
+            ops->exited(data2, SIGKILL, NULL, "the spawner died, and the call with it");
+        else
+            ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
+    }
+    if (stopping)
+        return;
+    restarts++;
+    fork_spawner();
+}
+
+static void fork_spawner(void)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        td_log(TD_LOG_ERR, "spawner: socketpair: %s", strerror(errno));
+        return;
+    }
+    pid_t daemon = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        td_spawnproc_main(sv[1], daemon);
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        td_log(TD_LOG_ERR, "spawner: fork: %s", strerror(errno));
+        close(sv[0]);
+        return;
+    }
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    sock = sv[0];
+    spid = pid;
+    io = malloc(sizeof(*io));
+    if (!io || uv_poll_init(td_loop, io, sock) < 0) {
+        free(io);
+        io = NULL;
+        td_log(TD_LOG_ERR, "spawner: cannot watch its socket");
+    } else {
+        uv_poll_start(io, UV_READABLE, on_io);
+    }
+    td_reaper_watch(pid, NULL, on_spawner_exit, (void *)(intptr_t)pid);
+    flush();
+    watch_io();
+}
+
+int td_spawner_start(void)
+{
+    fork_spawner();
+    active = spid > 0;
+    if (active)
+        td_log(TD_LOG_INFO, "calls started by the spawner, pid %d, off the loop", (int)spid);
+    return active ? 0 : -ECHILD;
+}
+
+void td_spawner_stop(void)
+{
+    stopping = true;
+    while (!STAILQ_EMPTY(&queue)) {
+        struct queued *q = STAILQ_FIRST(&queue);
+        STAILQ_REMOVE_HEAD(&queue, link);
+        drop_queued(q);
+    }
+    if (io)
+        uv_close((uv_handle_t *)io, on_io_closed);
+    io = NULL;
+    if (sock >= 0)
+        close(sock); /* the spawner leaves on this end's close */
+    sock = -1;
+    free(slots);
+    free(free_ids);
+    slots = NULL;
+    free_ids = NULL;
+    nslots = nfree = 0;
+    active = false;
+}
+
+bool td_spawner_active(void)
+{
+    return active;
+}
+
+pid_t td_spawner_pid(void)
+{
+    return spid;
+}
+
+unsigned td_spawner_restarts(void)
+{
+    return restarts;
+}
+
+unsigned td_spawner_in_flight(void)
+{
+    return in_flight;
+}
+
+static int take_slot(uint32_t *id)
+{
+    if (!nfree) {
+        uint32_t n = nslots ? nslots * 2 : 64;
+        struct slot *s = realloc(slots, n * sizeof(*s));
+        if (!s)
+            return -ENOMEM;
+        slots = s;
+        uint32_t *f = realloc(free_ids, n * sizeof(*f));
+        if (!f)
+            return -ENOMEM;
+        free_ids = f;
+        for (uint32_t i = n; i > nslots; i--) {
+            slots[i - 1] = (struct slot){0};
+            free_ids[nfree++] = i - 1;
+        }
+        nslots = n;
+    }
+    *id = free_ids[--nfree];
+    in_flight++;
+    return 0;
+}
+
+int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
+                    const struct td_spawner_ops *ops, void *data, const char **what)
+{
+    struct queued *q = calloc(1, sizeof(*q));
+    uint8_t *body = NULL;
+    size_t blen = 0;
+    uint32_t id = 0;
+    struct td_spawn_req req = {0};
+    int rc = q ? 0 : -ENOMEM;
+    *what = "spawn request";
+    if (q)
+        for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+            q->fds[q->nfds++] = theirs[i];
+    /* the cgroup's descriptors are its worker's: copies travel */
+    int cg[2] = {s->cgroup_dir, s->cgroup_procs};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (cg[i] < 0)
+            continue;
+        int fd = fcntl(cg[i], F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+            rc = -errno;
+        else
+            q->fds[q->nfds++] = fd;
+        req.flags |= i ? TD_SPAWN_CGROUP_PROCS : TD_SPAWN_CGROUP_DIR;
+    }
+    if (rc == 0)
+        rc = td_spawnmsg_pack(s, &body, &blen);
+    if (rc == 0 && !(q->msg = malloc(sizeof(req) + blen)))
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = take_slot(&id);
+    if (rc < 0) {
+        free(body);
+        if (q)
+            drop_queued(q);
+        else
+            for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+                close(theirs[i]);
+        return rc;
+    }
+    req.id = id;
+    req.gen = slots[id].gen;
+    memcpy(q->msg, &req, sizeof(req));
+    memcpy(q->msg + sizeof(req), body, blen);
+    free(body);
+    q->len = sizeof(req) + blen;
+    q->id = id;
+    slots[id] = (struct slot){.ops = ops, .data = data, .gen = req.gen, .busy = true};
+    STAILQ_INSERT_TAIL(&queue, q, link);
+    flush();
+    watch_io();
+    return 0;
+}
