@@ -687,6 +687,7 @@ int main(int argc, char **argv)
     goto out_loop_closed;
 
 out_loop:
+    td_spawner_stop(); /* its socket's handle would keep the loop running */
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
     uv_close((uv_handle_t *)&sighup, NULL);

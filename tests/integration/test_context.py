@@ -151,7 +151,7 @@ class Isolation(DaemonTestCase):
             # plain process-group containment: the core issue's set-up
             self.assertEqual(r["pgid"], r["pid"], "worker is not in its own process group")
             self.assertEqual(r["pdeathsig"], 9, "PR_SET_PDEATHSIG(SIGKILL) missing")
-            self.assertEqual(r["ppid"], self.daemon.proc.pid, "worker is not the daemon's child")
+            assert_daemons_child(self, r["ppid"], self.daemon.proc.pid)
         else:
             # a PID namespace per call: the worker's tree dies with the
             # namespace's init, which is the daemon's child
@@ -159,6 +159,17 @@ class Isolation(DaemonTestCase):
 
 
 @unittest.skipUnless(daemon_supports("--containment"), "no --containment option")
+def assert_daemons_child(test, ppid, daemon):
+    """The worker's parent is the daemon's spawner (daemon/spawner.c), the
+    daemon's own child, named toolexecd-spawn."""
+    with open("/proc/%d/stat" % ppid) as f:
+        stat = f.read()
+    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+    parent = int(stat[stat.rindex(")") + 2:].split()[1])
+    test.assertEqual((comm, parent), ("toolexecd-spawn", daemon),
+                     "worker %d's parent %d is not the daemon's spawner" % (ppid, ppid))
+
+
 class ProcessGroupContainment(DaemonTestCase):
     """The core issue's worker set-up, exactly: own process group, PDEATHSIG,
     forked by the daemon; a grandchild still dies with the call."""
@@ -174,7 +185,7 @@ class ProcessGroupContainment(DaemonTestCase):
         self.assertEqual(r["pidns"], os.readlink("/proc/self/ns/pid"))
         self.assertEqual(r["pgid"], r["pid"], "worker is not in its own process group")
         self.assertEqual(r["pdeathsig"], 9, "PR_SET_PDEATHSIG(SIGKILL) missing")
-        self.assertEqual(r["ppid"], self.daemon.proc.pid, "worker is not the daemon's child")
+        assert_daemons_child(self, r["ppid"], self.daemon.proc.pid)
         self.assertEqual(r["no_new_privs"], 1)
         self.assertEqual(r["core_limit"], 0)
         self.assertEqual(int(r["sigblk"], 16), 0)
