@@ -292,19 +292,18 @@ static void on_written(uv_write_t *req, int status)
 
 int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg)
 {
-    struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
-    if (!w) {
-        free(data);
+    te_autofree char *owned = data; /* both freed on a failure */
+    te_autofree struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
+    if (!w)
         return -1;
-    }
     *w = (struct write_req){.data = data, .len = len, .cb = cb, .arg = arg};
     uv_buf_t buf = uv_buf_init(data, (unsigned)len);
     if (uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written) < 0) {
-        free(data);
-        free(w);
         c->dead = true;
         return -1;
     }
+    (void)te_steal(&owned); /* on_written frees them */
+    (void)te_steal(&w);
     c->pending_writes++;
     if (!cb)
         c->pending_bytes += len;
@@ -313,15 +312,11 @@ int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, v
 
 void td_conn_send(struct td_conn *c, json_t *event)
 {
-    if (!event)
+    te_autojson json_t *ev = event;
+    if (!ev || c->dead || c->closing)
         return;
-    if (c->dead || c->closing) {
-        json_decref(event);
-        return;
-    }
     size_t n;
-    char *s = te_lines_dump(event, &n);
-    json_decref(event);
+    char *s = te_lines_dump(ev, &n);
     if (!s) {
         td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
         c->dead = true;
