@@ -722,6 +722,23 @@ static int make_chain_at(int dir, const char *rel, bool file)
 }
 
 /* "k=v,k=v" into the tmpfs being configured */
+/* The root of a tmpfs being configured owned by the call's uid and gid
+ * (id->set; those of the namespace's, the template's, otherwise): with a
+ * uid of its own, the call may use its fresh /dev, /tmp and cover as a cold
+ * call of that uid does. */
+static int own_root(int fs, const struct te_warm_id *id)
+{
+    char u[16], g[16];
+    if (!id->set)
+        return 0;
+    snprintf(u, sizeof(u), "%u", (unsigned)id->uid);
+    snprintf(g, sizeof(g), "%u", (unsigned)id->gid);
+    return fsconfig(fs, FSCONFIG_SET_STRING, "uid", u, 0) < 0 ||
+                   fsconfig(fs, FSCONFIG_SET_STRING, "gid", g, 0) < 0
+               ? -1
+               : 0;
+}
+
 static int configure(int fs, const char *options)
 {
     char o[256];
@@ -793,7 +810,7 @@ static void plan_fresh(int which)
  * call's directory goes, may be below a mount cloned here: *cd is then
  * reopened in the clone, so that nothing the call can reach (not even "..")
  * is of the template's mounts underneath. */
-static int refresh(int which, const char *cdpath, int *cd)
+static int refresh(int which, const char *cdpath, int *cd, const struct te_warm_id *id)
 {
     const __typeof__(view.fresh[0]) *f = &view.fresh[which];
     const char *path = f->path, *options = f->options;
@@ -804,7 +821,7 @@ static int refresh(int which, const char *cdpath, int *cd)
     bool dev = strcmp(path, "/dev") == 0;
     int fs = -1, mnt = -1, rc = -1;
     if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 || configure(fs, options) < 0 ||
-        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+        own_root(fs, id) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
         (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
                        MOUNT_ATTR_NOSUID | (dev ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NODEV))) < 0)
         goto out;
@@ -872,7 +889,7 @@ out:;
  * its call is known. *here: the template's directory itself, below the
  * cover (the way to the call's); *cover: the cover as the call will see it,
  * reopened through a fresh /tmp cloned over it. */
-static int base_mounts(int *here, int *cover)
+static int base_mounts(int *here, int *cover, const struct te_warm_id *id)
 {
     int fs = -1, rc = -1;
     char tpath[PATH_MAX];
@@ -884,7 +901,7 @@ static int base_mounts(int *here, int *cover)
         (fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0711", 0) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
-        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 || own_root(fs, id) < 0 ||
         fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
         (*cover = fsmount(fs, FSMOUNT_CLOEXEC,
                           MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
@@ -892,7 +909,7 @@ static int base_mounts(int *here, int *cover)
         goto out;
     mode_t mask = umask(0); /* the modes as the view's (1777 for /dev/shm) */
     for (int i = 0; i < view.nfresh; i++)
-        if (refresh(i, tpath, cover) < 0) {
+        if (refresh(i, tpath, cover, id) < 0) {
             int e = errno;
             umask(mask);
             errno = e;
@@ -1122,7 +1139,7 @@ static int call_process(void *arg)
     if (a.mapr >= 0)
 #endif
         te_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);
-    PREP(STEP_MOUNT, fail || base_mounts(&here, &cover) == 0);
+    PREP(STEP_MOUNT, fail || base_mounts(&here, &cover, &id) == 0);
 #undef PREP
     /* From "p" to the call's hand-over the template runs: raw calls only. */
     te_sys(SYS_write, HAND_FD, (long)"p", 1, 0);

@@ -11,7 +11,8 @@ its own PID 1 or of the host. Its handler does {"op": ...}:
              to the FIFO "ready", then waits for the FIFO "gate" to open
   hostile    tries its PID 1's report pipe (fd 3): pidfd_getfd, /proc/1/fd/3
              and /proc/1/mem; writes a forged CPU/RSS/status record to
-             whatever it got, then burns "cpu_ms" of CPU
+             whatever it got; reads /proc/1/fd/3's link and /proc/1/maps;
+             then burns "cpu_ms" of CPU
 """
 import ctypes
 import errno
@@ -70,6 +71,17 @@ def hostile(arguments):
         if path.endswith("/3"):
             forge(fd)
         os.close(fd)
+    # what needs only read access to it (Yama's ptrace_scope 1 leaves
+    # that to the same uid): its descriptors' names, its memory map
+    try:
+        out["readlink /proc/1/fd/3"] = os.readlink("/proc/1/fd/3") and "got it"
+    except OSError as e:
+        out["readlink /proc/1/fd/3"] = err(e.errno)
+    try:
+        with open("/proc/1/maps") as f:
+            out["/proc/1/maps"] = f.read(1) and "got it"
+    except OSError as e:
+        out["/proc/1/maps"] = err(e.errno)
     t0 = time.process_time()
     while time.process_time() - t0 < arguments.get("cpu_ms", 300) / 1000.0:
         pass
