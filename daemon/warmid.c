@@ -126,10 +126,14 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
     l->pidfd = pidfd;
     l->uid = uid;
     l->poll.data = l;
-    LIST_INSERT_HEAD(&lents, l, link);
-    uv_poll_init(td_loop, &l->poll, pidfd);
-    uv_poll_start(&l->poll, UV_READABLE, on_p1_exit);
-    pidfd = -1;
+    if (uv_poll_init(td_loop, &l->poll, pidfd) < 0) {
+        /* not watched: the uid stays lent (never given to another call) */
+        free(l);
+    } else {
+        LIST_INSERT_HEAD(&lents, l, link);
+        uv_poll_start(&l->poll, UV_READABLE, on_p1_exit);
+        pidfd = -1;
+    }
     unsigned v[2] = {(unsigned)uid, (unsigned)gid};
     if (write(answer, v, sizeof(v)) != (ssize_t)sizeof(v))
         rc = -EPIPE; /* P1 is gone: its lent uid comes back with its exit */
