@@ -208,6 +208,28 @@ class Hard3Nobody(Hard3):
         return harness.nobody_daemon(tools())
 
 
+class Hard3C(unittest.TestCase):
+    """Item 3 with the C SDK (which also runs under the sanitizers, where
+    the Python SDK cannot load the build's library): each warm call its own
+    uid and gid, none of them the template's."""
+
+    def test_warm_calls_each_their_own_uid(self):
+        harness.require_env()
+        with Daemon(tools=[harness.worker_tool("h3_c", "identity", start="warm")]) as d:
+            seen = []
+            for _ in range(3):
+                wait_ready(d, "h3_c")
+                res = d.client().run([{"id": "a", "name": "h3_c", "arguments": {}}])
+                self.assertEqual(completed(res).get("start"), "warm", completed(res))
+                seen.append(res.result("a")["ok"])
+            with open("/proc/%d/status" % template(d, "h3_c")["pid"]) as f:
+                tuid = int([l.split()[1] for l in f if l.startswith("Uid:")][0])
+            uids = [i["uid"] for i in seen]
+            self.assertEqual(len(set(uids)), 3, seen)
+            self.assertNotIn(tuid, uids)
+            self.assertEqual([i["gid"] for i in seen], uids, seen)
+
+
 del Hard3  # its tests run as Hard3Root's and Hard3Nobody's
 
 
