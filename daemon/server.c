@@ -47,11 +47,12 @@
 #define TURN_BYTES_MAX (256u << 10)
 
 /* What one uid holds across its connections (--max-clients-per-uid,
- * --max-queued-calls). */
+ * --max-queued-calls, its share of the worker slots). */
 struct uid_use {
     uid_t uid;
     unsigned conns;
     size_t calls; /* calls of its unfinished batches */
+    struct td_uid_sched sched;
     LIST_ENTRY(uid_use) link;
 };
 
@@ -789,8 +790,10 @@ void td_conn_accept(int fd, bool events)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
     LIST_INSERT_HEAD(&conns, c, link);
     nconns++;
-    if ((c->uid = uid_use_get(c->cred.uid)))
+    if ((c->uid = uid_use_get(c->cred.uid))) {
         c->uid->conns++;
+        c->sched.user = &c->uid->sched;
+    }
     char msg[160];
     if (nconns > td_cfg.max_clients || !c->uid) {
         td_log(TD_LOG_WARN, "client pid %d uid %d: refused: %u clients connected (--max-clients)",
