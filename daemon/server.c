@@ -49,11 +49,12 @@
 #define TURN_BYTES_MAX (256u << 10)
 
 /* What one uid holds across its connections (--max-clients-per-uid,
- * --max-queued-calls). */
+ * --max-queued-calls, its share of the worker slots). */
 struct uid_use {
     uid_t uid;
     unsigned conns;
     size_t calls; /* calls of its unfinished batches */
+    struct td_uid_sched sched;
     LIST_ENTRY(uid_use) link;
 };
 
@@ -84,7 +85,8 @@ struct td_conn {
     uv_idle_t rest;       /* resumes reading after a turn's worth of requests */
     size_t turn_bytes;    /* read since it last rested */
     struct td_conn_sched sched;
-    bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
+    struct td_spill_owner spills; /* removed when it closes */
+    bool idle_closing;            /* told it was idle; closed at the next expiry at the latest */
     LIST_ENTRY(td_conn) link;
     bool watch_tools; /* {"op": "tools", "watch": true}: told of each reload */
 };
@@ -143,6 +145,8 @@ static void on_conn_closed(uv_handle_t *h)
         c->uid->conns--;
         uid_use_put(c->uid);
     }
+    /* its batches are done, their spills written: nobody else reads them */
+    td_spill_release(&c->spills);
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
     td_tail_free(c->tail);
     te_lines_free(&c->in);
@@ -441,6 +445,11 @@ static void batch_error(void *data, const char *batch, const char *type, const c
     td_conn_error(data, batch, type, reason, message, metadata);
 }
 
+static struct td_spill_owner *batch_spills(void *data)
+{
+    return &((struct td_conn *)data)->spills;
+}
+
 static const struct td_batch_ops batch_ops = {
     .event = batch_event,
     .done = batch_done,
@@ -449,6 +458,7 @@ static const struct td_batch_ops batch_ops = {
     .admit = batch_admit,
     .release = batch_release,
     .add = batch_add,
+    .spills = batch_spills,
 };
 
 /* Make c a subscriber to the event stream; again: the new filters replace
@@ -784,8 +794,10 @@ void td_conn_accept(int fd, bool events)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
     LIST_INSERT_HEAD(&conns, c, link);
     nconns++;
-    if ((c->uid = uid_use_get(c->cred.uid)))
+    if ((c->uid = uid_use_get(c->cred.uid))) {
         c->uid->conns++;
+        c->sched.user = &c->uid->sched;
+    }
     char msg[160];
     if (nconns > td_cfg.max_clients || !c->uid) {
         td_log(TD_LOG_WARN, "client pid %d uid %d: refused: %u clients connected (--max-clients)",
