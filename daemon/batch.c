@@ -225,7 +225,9 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     if (sw) {
         *sw = (struct spill_wait){
             .c = c, .result = result, .truncated = truncated, .halting = halting};
-        if (td_spill_start(b->id, c->id, full, full_len, b->owner.cred.uid, spilled, sw) == 0)
+        struct td_spill_owner *o =
+            b->owner.ops->spills ? b->owner.ops->spills(b->owner.data) : NULL;
+        if (td_spill_start(b->id, c->id, full, full_len, b->owner.cred.uid, o, spilled, sw) == 0)
             return;
         full = NULL; /* taken */
     }

@@ -17,6 +17,7 @@
 #define TD_CONTENT_BYTES_DEFAULT 100000
 
 #include "scheduler.h" /* struct td_conn_sched */
+#include "spill.h"     /* struct td_spill_owner */
 
 struct td_conn;
 struct td_batch;
@@ -40,6 +41,9 @@ struct td_batch_ops {
     int (*admit)(void *data, size_t ncalls, char *err, size_t errlen);
     void (*release)(void *data, size_t ncalls);
     bool (*add)(void *data, struct td_batch *b, const char *id);
+    /* The owner's spill files (spill.c), removed when it goes; NULL: they
+     * only age out. */
+    struct td_spill_owner *(*spills)(void *data);
 };
 struct td_batch_owner {
     const struct td_batch_ops *ops;

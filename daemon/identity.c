@@ -114,6 +114,11 @@ bool td_identity_active(void)
     return ring != NULL;
 }
 
+bool td_identity_in_range(uid_t uid)
+{
+    return ring && uid >= first && uid <= last;
+}
+
 int td_identity_take(uid_t *uid)
 {
     if (!count)

@@ -18,6 +18,8 @@ int td_identity_parse(const char *spec, char *err, size_t errlen);
  * group of the system. 0, or -1 logged. */
 int td_identity_setup(void);
 bool td_identity_active(void);
+/* uid is in the range (held by a call now or not). */
+bool td_identity_in_range(uid_t uid);
 /* A uid (the gid is the same number) no running call holds; -EAGAIN when
  * every one is held. */
 int td_identity_take(uid_t *uid);

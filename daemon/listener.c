@@ -24,6 +24,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "cleanup.h"
 #include "config.h"
 #include "listener.h"
 #include "log.h"
@@ -107,7 +108,24 @@ static void on_ready(uv_poll_t *p, int status, int events)
     }
 }
 
-/* Bind and listen on path with the configured mode and group. */
+/* A name beside path to bind first: path.tmpPID, or DIR/.tdPID where that
+ * is too long; NULL when neither fits in a socket address. A live process
+ * owns its pid, so a file of that name is a dead one's leftover. */
+static const char *temp_name(const char *path, char *buf, size_t len)
+{
+    if ((size_t)snprintf(buf, len, "%s.tmp%d", path, (int)getpid()) < len)
+        return buf;
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path) : 1;
+    if ((size_t)snprintf(buf, len, "%.*s/.td%d", dir, slash ? path : ".", (int)getpid()) < len)
+        return buf;
+    return NULL;
+}
+
+/* Bind and listen on path with the configured mode and group. The socket
+ * is bound to a temporary name and renamed to path once it listens, mode
+ * and group set: a client that waits for path to appear and connects at
+ * once is never refused (issue 20). */
 static int bind_socket(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -119,37 +137,50 @@ static int bind_socket(const char *path)
     int rc = check_existing(path);
     if (rc < 0)
         return rc;
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    char tmpbuf[sizeof(sa.sun_path)];
+    const char *tmp = temp_name(path, tmpbuf, sizeof(tmpbuf));
+    if (!tmp)
+        td_log(TD_LOG_INFO, "%s: no room for a temporary name beside it; binding it directly",
+               path);
+    const char *name = tmp ? tmp : path;
+    strcpy(sa.sun_path, name);
+    te_autofd int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     const char *step = "socket";
     if (fd < 0)
         goto fail;
     step = "bind";
+    if (tmp && unlink(tmp) < 0 && errno != ENOENT)
+        goto fail;
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
         goto fail;
     step = "chmod";
-    if (chmod(path, td_cfg.socket_mode) < 0)
-        goto fail;
+    if (chmod(name, td_cfg.socket_mode) < 0)
+        goto bound;
     if (td_cfg.socket_group) {
         struct group *gr = getgrnam(td_cfg.socket_group);
         step = "--socket-group";
         if (!gr)
             errno = ENOENT;
-        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) < 0)
-            goto fail;
+        if (!gr || chown(name, (uid_t)-1, gr->gr_gid) < 0)
+            goto bound;
     }
     step = "listen";
     if (listen(fd, LISTEN_BACKLOG) < 0)
-        goto fail;
-    return fd;
+        goto bound;
+    /* no replacing: a socket that took path since check_existing is another
+     * daemon's, as bind's EADDRINUSE said before */
+    step = "rename";
+    if (tmp && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0 &&
+        (errno != EINVAL || rename(tmp, path) < 0))
+        goto bound;
+    return te_steal_fd(&fd);
+bound:
+    rc = -errno;
+    unlink(name);
+    errno = -rc;
 fail:
     rc = -errno;
     td_log(TD_LOG_ERR, "cannot listen on %s: %s: %s", path, step, strerror(errno));
-    if (fd >= 0) {
-        close(fd);
-        if (strcmp(step, "socket") && strcmp(step, "bind"))
-            unlink(path);
-    }
     return rc;
 }
 

@@ -96,10 +96,13 @@ static void usage(FILE *f)
                "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
                "                             before they are cancelled (default 10)\n"
                "      --log-format FORMAT    text or json (default text)\n"
-               "      --spill-max-age S      spill files are removed S seconds after they are\n"
-               "                             written (default 3600; 0: when the daemon stops)\n"
+               "      --spill-max-age S      spill files are removed when their client\n"
+               "                             disconnects or S seconds after they are written\n"
+               "                             (default 3600; 0: only when it disconnects)\n"
                "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
                "                             http://ADDR:PORT/metrics (default: off)\n"
+               "      --metrics-timeout S    close a metrics connection idle S seconds\n"
+               "                             (default 10)\n"
                "      --audit-arguments      audit records carry each call's arguments, not\n"
                "                             only their SHA-256\n"
                "      --check                print what isolation the host offers and exit\n"
@@ -322,6 +325,7 @@ int main(int argc, char **argv)
         OPT_FILESYSTEM, /* issue 11 (f1) */
         OPT_REQUIRE_CONFINEMENT,
         OPT_METRICS_LISTEN,
+        OPT_METRICS_TIMEOUT,
         OPT_AUDIT_ARGS,
         OPT_SPAWNER
     };
@@ -359,6 +363,7 @@ int main(int argc, char **argv)
         {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+        {"metrics-timeout", required_argument, NULL, OPT_METRICS_TIMEOUT},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
         {"spawner", required_argument, NULL, OPT_SPAWNER},
         {"help", no_argument, NULL, 'h'},
@@ -371,6 +376,7 @@ int main(int argc, char **argv)
     bool tools_given = false; /* --check --tools DIR: check the definitions */
     const char *log_format = "text";
     const char *metrics_listen = NULL; /* --metrics-listen: off by default */
+    unsigned metrics_timeout = 10;     /* --metrics-timeout */
     bool audit_arguments = false;
     char lerr[256];
     int opt;
@@ -505,6 +511,13 @@ int main(int argc, char **argv)
             break;
         case OPT_METRICS_LISTEN:
             metrics_listen = optarg;
+            break;
+        case OPT_METRICS_TIMEOUT:
+            if (!td_config_parse_size(optarg, 3600, &v)) {
+                fprintf(stderr, "toolexecd: --metrics-timeout: expected seconds (1 to 3600)\n");
+                return 2;
+            }
+            metrics_timeout = (unsigned)v;
             break;
         case OPT_AUDIT_ARGS:
             audit_arguments = true;
@@ -667,8 +680,8 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     td_worker_setup(); /* once the paths a call must not reach are known */
-    if (metrics_listen &&
-        td_metrics_http_start(metrics_listen, metrics_render, err, sizeof(err)) < 0) {
+    if (metrics_listen && td_metrics_http_start(metrics_listen, metrics_timeout, metrics_render,
+                                                err, sizeof(err)) < 0) {
         td_log(TD_LOG_ERR, "%s", err);
         td_listeners_stop();
         td_reaper_stop();

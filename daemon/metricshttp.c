@@ -9,29 +9,64 @@
  * MHD creates its descriptors close-on-exec, and workers close every
  * descriptor above their report pipe anyway (sandbox.c).
  *
- * A scraper that stalls holds one of CONN_LIMIT connections for at most
- * CONN_TIMEOUT_S; the rest of the daemon never waits for it.
+ * The listening socket is ours: we accept, look up who made the other end
+ * (peerowner.c) and hand MHD only what may scrape. A call with the host's
+ * network reaches 127.0.0.1 as any process does, and neither seccomp nor
+ * Landlock can single out one address and port cheaply, so the endpoint
+ * tells calls apart by the owner of the peer's socket: a root daemon's calls
+ * run as a uid of --call-uids or as the workers' default user; an
+ * unprivileged daemon's calls run as the daemon's own uid, so it refuses
+ * that uid (scrape as another user). A peer the kernel cannot place
+ * (elsewhere, another network namespace) is not a call of ours.
+ *
+ * A scraper that stalls holds a connection for at most --metrics-timeout
+ * seconds; one local uid (or one remote address) holds at most
+ * OWNER_LIMIT connections, so idle connections of one user cannot lock
+ * the scraper of another out; the rest of the daemon never waits for any.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 #include <uv.h>
 
 #include "config.h"
+#include "identity.h"
 #include "log.h"
 #include "metrics.h"
 #include "metricshttp.h"
+#include "peerowner.h"
 
-#define CONN_LIMIT 16
-#define CONN_TIMEOUT_S 10
+#define CONN_LIMIT 128
+#define OWNER_LIMIT 8
+#define ACCEPT_BURST 32 /* accepted per readiness, so a flood cannot hold the loop */
 
+/* Connections of one local uid or one remote address. */
+struct owner {
+    bool local;
+    uid_t uid;
+    struct in6_addr addr;
+    unsigned n;
+};
+static struct owner owners[CONN_LIMIT];
+/* Accepted and handed to MHD, not yet started by it: fd -> owner. */
+static struct {
+    int fd;
+    struct owner *o;
+} pending[CONN_LIMIT];
+static unsigned npending;
+
+static int listen_fd = -1;
+static uv_poll_t listen_h;
+static uid_t worker_uid = (uid_t)-1;
 static struct MHD_Daemon *mhd;
 static uv_poll_t poll_h;
 static uv_timer_t timer_h;
@@ -150,43 +185,181 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, char *err, siz
     return 0;
 }
 
-int td_metrics_http_start(const char *addr, td_metrics_render_fn render, char *err, size_t errlen)
+/* A socket made by one of our calls (see the top of the file). */
+static bool is_call(uid_t uid)
+{
+    if (geteuid() != 0)
+        return uid == geteuid();
+    return td_identity_in_range(uid) || uid == worker_uid;
+}
+
+static struct owner *owner_of(bool local, uid_t uid, const struct sockaddr_storage *ss)
+{
+    struct in6_addr a = IN6ADDR_ANY_INIT;
+    if (!local && ss->ss_family == AF_INET6)
+        a = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+    else if (!local)
+        memcpy(&a.s6_addr[12], &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    struct owner *free_slot = NULL;
+    for (size_t i = 0; i < CONN_LIMIT; i++) {
+        struct owner *o = &owners[i];
+        if (!o->n) {
+            if (!free_slot)
+                free_slot = o;
+        } else if (o->local == local &&
+                   (local ? o->uid == uid : !memcmp(&o->addr, &a, sizeof(a)))) {
+            return o;
+        }
+    }
+    if (free_slot)
+        *free_slot = (struct owner){.local = local, .uid = uid, .addr = a};
+    return free_slot;
+}
+
+static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
+                    enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *ctx = NULL;
+        for (unsigned i = 0; ci && i < npending; i++)
+            if (pending[i].fd == ci->connect_fd) {
+                struct owner *o = pending[i].o;
+                o->n++;
+                *ctx = o;
+                pending[i] = pending[--npending];
+                break;
+            }
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+        ((struct owner *)*ctx)->n--;
+        *ctx = NULL;
+    }
+}
+
+/* Hand fd to MHD, or close it: a call's, or one owner's too many. */
+static void admit(int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+    uid_t uid = (uid_t)-1;
+    int local = td_peer_owner(fd, &uid);
+    const char *why = NULL;
+    struct owner *o = NULL;
+    if (local < 0)
+        why = "cannot tell whose it is";
+    else if (local && is_call(uid))
+        why = "made by a call";
+    else if (!(o = owner_of(local, uid, ss)) || o->n >= OWNER_LIMIT || npending >= CONN_LIMIT)
+        why = "too many connections of its user or address";
+    if (why) {
+        /* debug: a call could otherwise fill the log */
+        td_log(TD_LOG_DEBUG, "metrics listener: refused a connection of uid %ld: %s",
+               local > 0 ? (long)uid : -1L, why);
+        close(fd);
+        return;
+    }
+    pending[npending].fd = fd;
+    pending[npending].o = o;
+    npending++;
+    if (MHD_add_connection(mhd, fd, (const struct sockaddr *)ss, sl) != MHD_YES) {
+        /* closed by MHD; not started, or started and closed already */
+        for (unsigned i = 0; i < npending; i++)
+            if (pending[i].fd == fd) {
+                pending[i] = pending[--npending];
+                break;
+            }
+    }
+}
+
+static void on_listen(uv_poll_t *p, int status, int events)
+{
+    (void)p, (void)status, (void)events;
+    for (int i = 0; i < ACCEPT_BURST && mhd; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN)
+                td_log(TD_LOG_DEBUG, "metrics listener: accept: %s", strerror(errno));
+            break;
+        }
+        admit(fd, &ss, sl);
+    }
+    run();
+}
+
+static int listen_on(const struct sockaddr_storage *ss)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    socklen_t sl =
+        ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        (ss->ss_family == AF_INET6 &&
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+        bind(fd, (const struct sockaddr *)ss, sl) < 0 || listen(fd, 64) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int td_metrics_http_start(const char *addr, unsigned timeout_s, td_metrics_render_fn render,
+                          char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     if (parse_addr(addr, &ss, err, errlen) < 0)
         return -1;
     render_fn = render;
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    errno = 0;
-    mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &ss,
-                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
-                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-                           MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
-    if (!mhd) {
-        snprintf(err, errlen, "--metrics-listen %.64s: cannot listen%s%s", addr, errno ? ": " : "",
-                 errno ? strerror(errno) : "");
+    if (geteuid() == 0) {
+        const char *u = td_cfg.user ? td_cfg.user : getpwnam("toolexec") ? "toolexec" : "nobody";
+        struct passwd *pw = getpwnam(u);
+        worker_uid = pw ? pw->pw_uid : (uid_t)-1;
+    }
+    listen_fd = listen_on(&ss);
+    if (listen_fd < 0) {
+        snprintf(err, errlen, "--metrics-listen %.64s: cannot listen: %s", addr, strerror(errno));
         return -1;
     }
-    const union MHD_DaemonInfo *ep = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD);
-    const union MHD_DaemonInfo *port = MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_BIND_PORT);
-    if (!ep || uv_poll_init(td_loop, &poll_h, ep->epoll_fd) < 0) {
-        MHD_stop_daemon(mhd);
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
+    errno = 0;
+    mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_LIMIT,
+                           (unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+                           MHD_OPTION_NOTIFY_CONNECTION, on_conn, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+                           mhd_log, NULL, MHD_OPTION_END);
+    const union MHD_DaemonInfo *ep =
+        mhd ? MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    if (!ep || uv_poll_init(td_loop, &poll_h, ep->epoll_fd) < 0 ||
+        uv_poll_init(td_loop, &listen_h, listen_fd) < 0) {
+        if (mhd)
+            MHD_stop_daemon(mhd);
         mhd = NULL;
+        close(listen_fd);
+        listen_fd = -1;
         snprintf(err, errlen, "--metrics-listen: cannot watch the listener");
         return -1;
     }
     uv_timer_init(td_loop, &timer_h);
     handles_open = true;
     uv_poll_start(&poll_h, UV_READABLE, on_poll);
+    uv_poll_start(&listen_h, UV_READABLE, on_listen);
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof(bound);
+    if (getsockname(listen_fd, (struct sockaddr *)&bound, &bl) < 0)
+        bound = ss;
     char host[INET6_ADDRSTRLEN];
     const void *a = ss.ss_family == AF_INET
                         ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
                         : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+    unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&bound)->sin_port
+                                                  : ((struct sockaddr_in6 *)&bound)->sin6_port);
     inet_ntop(ss.ss_family, a, host, sizeof(host));
-    snprintf(where, sizeof(where), ss.ss_family == AF_INET ? "%s:%u" : "[%s]:%u", host,
-             port ? (unsigned)port->port : 0);
+    snprintf(where, sizeof(where), ss.ss_family == AF_INET ? "%s:%u" : "[%s]:%u", host, port);
     run();
     return 0;
 }
@@ -202,10 +375,15 @@ void td_metrics_http_stop(void)
         return;
     handles_open = false;
     uv_poll_stop(&poll_h);
+    uv_poll_stop(&listen_h);
     uv_close((uv_handle_t *)&poll_h, NULL);
+    uv_close((uv_handle_t *)&listen_h, NULL);
     uv_close((uv_handle_t *)&timer_h, NULL);
-    /* after the poll handle stopped watching its descriptor */
+    /* after the poll handles stopped watching their descriptors */
     MHD_stop_daemon(mhd);
     mhd = NULL;
+    close(listen_fd);
+    listen_fd = -1;
+    npending = 0;
     where[0] = '\0';
 }

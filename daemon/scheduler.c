@@ -1,7 +1,8 @@
 /*
- * scheduler.c - the worker-slot scheduler. Calls beyond --max-workers wait here:
- * batches in round-robin order, one call started per turn, so a big batch
- * cannot starve the others.
+ * scheduler.c - the worker-slot scheduler. Calls beyond --max-workers wait here,
+ * one call started per turn, shared fairly first across client uids, then
+ * across a uid's connections, then across a connection's batches: neither a
+ * big batch nor a uid with many connections can starve the others.
  */
 #include <stddef.h>
 
@@ -33,6 +34,7 @@ void td_sched_take(struct td_sched *s, struct td_sched_entry *e)
     s->used++;
     e->slots++;
     e->client->slots++;
+    e->client->user->slots++;
 }
 
 void td_sched_release(struct td_sched *s, struct td_sched_entry *e)
@@ -40,33 +42,42 @@ void td_sched_release(struct td_sched *s, struct td_sched_entry *e)
     s->used--;
     e->slots--;
     e->client->slots--;
+    e->client->user->slots--;
 }
 
-/* The client's slots and last service are kept on the connection: summing
- * them over all batches for every waiting batch made each handout
- * O(waiting x batches), and 4,096 one-call batches held the loop for
- * minutes. */
+/* Whether x goes before b: its uid holds fewer slots, or as many and was
+ * served longer ago; within one uid the same for its connection. */
+static bool goes_before(const struct td_conn_sched *x, const struct td_conn_sched *b)
+{
+    if (x->user != b->user) {
+        if (x->user->slots != b->user->slots)
+            return x->user->slots < b->user->slots;
+        return x->user->served < b->user->served;
+    }
+    if (x->slots != b->slots)
+        return x->slots < b->slots;
+    return x->served < b->served;
+}
+
+/* The slots and last service of a client and of its uid are kept on the
+ * connection and the uid's record: summing them over all batches for every
+ * waiting batch made each handout O(waiting x batches), and 4,096 one-call
+ * batches held the loop for minutes. One pass over the waiting batches,
+ * each compared in O(1), is what a handout costs. */
 struct td_sched_entry *td_sched_next(struct td_sched *s, unsigned max)
 {
     if (s->used >= max || TAILQ_EMPTY(&s->waiting))
         return NULL;
-    /* Fair across clients: the waiting batch whose client holds the fewest
-     * slots, then whose client was served least recently, then the one
-     * waiting longest. */
+    /* Fair across uids (one uid with 120 connections kept another's call
+     * waiting behind all of them), then across the uid's connections, then
+     * the batch waiting longest. */
     struct td_sched_entry *b = TAILQ_FIRST(&s->waiting);
-    unsigned best = b->client->slots;
-    uint64_t best_seq = b->client->served;
-    for (struct td_sched_entry *x = TAILQ_NEXT(b, wlink); x; x = TAILQ_NEXT(x, wlink)) {
-        unsigned n = x->client->slots;
-        uint64_t q = x->client->served;
-        if (n < best || (n == best && q < best_seq)) {
+    for (struct td_sched_entry *x = TAILQ_NEXT(b, wlink); x; x = TAILQ_NEXT(x, wlink))
+        if (goes_before(x->client, b->client))
             b = x;
-            best = n;
-            best_seq = q;
-        }
-    }
     b->served_seq = ++s->counter;
     b->client->served = b->served_seq;
+    b->client->user->served = b->served_seq;
     td_sched_remove(s, b);
     return b;
 }

@@ -10,11 +10,20 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-/* The scheduler's state for a client (kept on its connection): worker slots
- * its calls hold, and when a call of it last left the queue. */
+/* The scheduler's state for a client uid (kept with the server's record of
+ * the uid, shared by its connections): worker slots its calls hold, and when
+ * a call of it last left the queue. */
+struct td_uid_sched {
+    unsigned slots;
+    uint64_t served;
+};
+
+/* The scheduler's state for a client (kept on its connection): the same,
+ * for this connection alone, and its uid's. */
 struct td_conn_sched {
     unsigned slots;
     uint64_t served;
+    struct td_uid_sched *user; /* never NULL once it runs a batch */
 };
 
 /* One batch, as the scheduler sees it; embedded in the batch. */

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "cleanup.h"
 #include "config.h"
 #include "log.h"
 #include "registry.h"
+#include "request.h"
 #include "server.h"
 #include "stats.h"
 #include "metrics.h"
@@ -47,11 +49,12 @@
 #define TURN_BYTES_MAX (256u << 10)
 
 /* What one uid holds across its connections (--max-clients-per-uid,
- * --max-queued-calls). */
+ * --max-queued-calls, its share of the worker slots). */
 struct uid_use {
     uid_t uid;
     unsigned conns;
     size_t calls; /* calls of its unfinished batches */
+    struct td_uid_sched sched;
     LIST_ENTRY(uid_use) link;
 };
 
@@ -82,7 +85,8 @@ struct td_conn {
     uv_idle_t rest;       /* resumes reading after a turn's worth of requests */
     size_t turn_bytes;    /* read since it last rested */
     struct td_conn_sched sched;
-    bool idle_closing; /* told it was idle; closed at the next expiry at the latest */
+    struct td_spill_owner spills; /* removed when it closes */
+    bool idle_closing;            /* told it was idle; closed at the next expiry at the latest */
     LIST_ENTRY(td_conn) link;
     bool watch_tools; /* {"op": "tools", "watch": true}: told of each reload */
 };
@@ -141,6 +145,8 @@ static void on_conn_closed(uv_handle_t *h)
         c->uid->conns--;
         uid_use_put(c->uid);
     }
+    /* its batches are done, their spills written: nobody else reads them */
+    td_spill_release(&c->spills);
     td_log(TD_LOG_DEBUG, "client pid %d: closed", (int)c->cred.pid);
     td_tail_free(c->tail);
     te_lines_free(&c->in);
@@ -290,19 +296,18 @@ static void on_written(uv_write_t *req, int status)
 
 int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg)
 {
-    struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
-    if (!w) {
-        free(data);
+    te_autofree char *owned = data; /* both freed on a failure */
+    te_autofree struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
+    if (!w)
         return -1;
-    }
     *w = (struct write_req){.data = data, .len = len, .cb = cb, .arg = arg};
     uv_buf_t buf = uv_buf_init(data, (unsigned)len);
     if (uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written) < 0) {
-        free(data);
-        free(w);
         c->dead = true;
         return -1;
     }
+    (void)te_steal(&owned); /* on_written frees them */
+    (void)te_steal(&w);
     c->pending_writes++;
     if (!cb)
         c->pending_bytes += len;
@@ -311,15 +316,11 @@ int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, v
 
 void td_conn_send(struct td_conn *c, json_t *event)
 {
-    if (!event)
+    te_autojson json_t *ev = event;
+    if (!ev || c->dead || c->closing)
         return;
-    if (c->dead || c->closing) {
-        json_decref(event);
-        return;
-    }
     size_t n;
-    char *s = te_lines_dump(event, &n);
-    json_decref(event);
+    char *s = te_lines_dump(ev, &n);
     if (!s) {
         td_log(TD_LOG_ERR, "client pid %d: out of memory; closing", (int)c->cred.pid);
         c->dead = true;
@@ -444,6 +445,11 @@ static void batch_error(void *data, const char *batch, const char *type, const c
     td_conn_error(data, batch, type, reason, message, metadata);
 }
 
+static struct td_spill_owner *batch_spills(void *data)
+{
+    return &((struct td_conn *)data)->spills;
+}
+
 static const struct td_batch_ops batch_ops = {
     .event = batch_event,
     .done = batch_done,
@@ -452,6 +458,7 @@ static const struct td_batch_ops batch_ops = {
     .admit = batch_admit,
     .release = batch_release,
     .add = batch_add,
+    .spills = batch_spills,
 };
 
 /* Make c a subscriber to the event stream; again: the new filters replace
@@ -459,7 +466,7 @@ static const struct td_batch_ops batch_ops = {
 static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
 {
     char err[160];
-    json_t *tools_set, *batches_set;
+    te_autojson json_t *tools_set = NULL, *batches_set = NULL;
     if (td_tail_filters(tools, batches, &tools_set, &batches_set, err, sizeof(err)) < 0) {
         td_conn_error(c, NULL, "request_error", "invalid_request", err, NULL);
         return;
@@ -467,13 +474,11 @@ static void subscribe(struct td_conn *c, json_t *tools, json_t *batches)
     uv_os_fd_t fd = -1;
     uv_fileno((uv_handle_t *)&c->h, &fd);
     if (!c->tail && !(c->tail = td_tail_new(td_conn_write, c, &c->cred, fd))) {
-        json_decref(tools_set);
-        json_decref(batches_set);
         td_conn_error(c, NULL, "request_error", "invalid_request",
                       "out of memory subscribing to the event stream", NULL);
         return;
     }
-    td_tail_set_filters(c->tail, tools_set, batches_set);
+    td_tail_set_filters(c->tail, te_steal(&tools_set), te_steal(&batches_set));
     td_conn_send(c, json_pack("{s:s,s:O?,s:O?}", "event", "tailing", "tools",
                               json_is_null(tools) ? NULL : tools, "batches",
                               json_is_null(batches) ? NULL : batches));
@@ -492,140 +497,140 @@ void td_server_gauges(struct td_stats_gauges *g)
     };
 }
 
+/* The ops. Each answers on c; req is a JSON object it borrows
+ * (td_request_handle frees it, the one place that does), so a handler may
+ * return anywhere. */
+
+static void op_run(struct td_conn *c, json_t *req)
+{
+    td_batch_run(
+        &(struct td_batch_owner){.ops = &batch_ops, .data = c, .cred = c->cred, .sched = &c->sched},
+        req);
+}
+
+static struct batch_entry *find_batch(struct td_conn *c, const char *id)
+{
+    struct batch_entry *e;
+    LIST_FOREACH(e, &c->batches, link)
+        if (strcmp(e->id, id) == 0)
+            return e;
+    return NULL;
+}
+
+static void op_cancel(struct td_conn *c, json_t *req)
+{
+    const char *id = td_req_text(req, "batch");
+    if (!id) {
+        td_conn_error(c, NULL, "request_error", "invalid_request",
+                      "batch: expected the id of a running batch", NULL);
+        return;
+    }
+    struct batch_entry *e = find_batch(c, id);
+    if (!e || e->cancelled) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
+        td_conn_error(c, id, "request_error", "unknown_batch", msg, NULL);
+        return;
+    }
+    e->cancelled = true;
+    td_batch_cancel(e->b);
+}
+
+static void op_decide(struct td_conn *c, json_t *req)
+{
+    const char *id = td_req_text(req, "batch");
+    const char *call = td_req_text(req, "id");
+    json_t *decision = json_object_get(req, "decision");
+    char msg[256];
+    if (!id || !call || !decision) {
+        td_conn_error(c, NULL, "request_error", "invalid_request",
+                      "decide: expected \"batch\", \"id\" and \"decision\"", NULL);
+        return;
+    }
+    struct batch_entry *e = find_batch(c, id);
+    if (!e) {
+        snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
+        td_conn_error(c, NULL, "request_error", "unknown_batch", msg, NULL);
+        return;
+    }
+    if (td_batch_decide(e->b, call, decision, msg, sizeof(msg)) < 0)
+        td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
+}
+
+static void op_tools(struct td_conn *c, json_t *req)
+{
+    json_t *f = json_object_get(req, "format");
+    json_t *watch = json_object_get(req, "watch");
+    if (watch && !json_is_boolean(watch)) {
+        td_conn_error(c, NULL, "request_error", "invalid_request", "watch: expected true or false",
+                      NULL);
+        return;
+    }
+    if (watch)
+        c->watch_tools = json_is_true(watch);
+    json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
+                   : te_json_is_text(f)  ? td_registry_list_as(td_tools, json_string_value(f))
+                                         : NULL;
+    if (!list) {
+        td_conn_error(c, NULL, "request_error", "invalid_request",
+                      "format: expected \"openai\", \"openai_responses\", \"anthropic\" or \"mcp\"",
+                      NULL);
+        return;
+    }
+    td_conn_send(c, json_pack("{s:s,s:o}", "event", "tools", "tools", list));
+}
+
+static void op_tail(struct td_conn *c, json_t *req)
+{
+    subscribe(c, json_object_get(req, "tools"), json_object_get(req, "batches"));
+}
+
+static void op_stats(struct td_conn *c, json_t *req)
+{
+    struct td_stats_gauges g;
+    td_server_gauges(&g);
+    json_t *ev = td_stats_event(&g);
+    te_autojson json_t *warm = td_template_stats(); /* warm tools' templates, when any */
+    if (ev && json_object_size(warm))
+        json_object_set_new(ev, "templates", te_steal(&warm));
+    td_conn_send(c, ev);
+}
+
 /* {"event": "metrics", "content_type": ..., "text": ...}: what /metrics serves. */
-static void metrics_op(struct td_conn *c)
+static void op_metrics(struct td_conn *c, json_t *req)
 {
     struct td_stats_gauges g;
     size_t len;
     td_server_gauges(&g);
-    char *text = td_metrics_text(&g, &len);
+    te_autofree char *text = td_metrics_text(&g, &len);
     if (!text) {
         td_conn_error(c, NULL, "engine_error", "internal", "metrics: out of memory", NULL);
         return;
     }
     td_conn_send(c, json_pack("{s:s,s:s,s:s%}", "event", "metrics", "content_type",
                               TD_METRICS_CONTENT_TYPE, "text", text, len));
-    free(text);
 }
 
-/* A request's string member, or NULL: a number, even one too large for a
- * double (te_json_loadb() keeps it as a marked string), is none. */
-static const char *req_text(const json_t *req, const char *key)
+/* Every op, written once (the unknown-op message lists them from here).
+ * Who may call it: any client of the main socket, every op (the events
+ * socket only talks: its lines are ignored before this table); new_work:
+ * refused once the daemon is shutting down, the others still answered. */
+static const struct td_op ops[] = {
+    {"run", op_run, true},          {"cancel", op_cancel, false}, {"decide", op_decide, false},
+    {"tools", op_tools, false},     {"tail", op_tail, false},     {"stats", op_stats, false},
+    {"metrics", op_metrics, false},
+};
+
+static void request_error(struct td_conn *c, const char *batch, const char *reason,
+                          const char *message)
 {
-    return te_json_text_value(json_object_get(req, key));
+    td_conn_error(c, batch, "request_error", reason, message, NULL);
 }
 
 static void handle_line(struct td_conn *c, char *line, size_t len)
 {
-    if (c->events_only)
-        return; /* the events socket only talks */
-    size_t i = 0;
-    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
-        i++;
-    if (i == len)
-        return; /* blank lines are harmless; socat users type them */
-    json_error_t jerr;
-    json_t *req = te_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    char msg[256];
-    if (!req) {
-        snprintf(msg, sizeof(msg), "request is not valid JSON (column %d): %s", jerr.column,
-                 jerr.text);
-        td_conn_error(c, NULL, "request_error", "invalid_json", msg, NULL);
-        return;
-    }
-    if (!json_is_object(req)) {
-        td_conn_error(c, NULL, "request_error", "not_an_object", "request is not a JSON object",
-                      NULL);
-        json_decref(req);
-        return;
-    }
-    const char *op = req_text(req, "op");
-    if (!op) {
-        td_conn_error(c, NULL, "request_error", "unknown_op",
-                      "op: missing or not a string (expected run, cancel, decide, tools, tail, "
-                      "stats or metrics)",
-                      NULL);
-    } else if (strcmp(op, "run") == 0 && td_shutting_down) {
-        td_conn_error(c, req_text(req, "batch"), "request_error", "shutting_down",
-                      "toolexecd is shutting down; no new batches", NULL);
-    } else if (strcmp(op, "run") == 0) {
-        td_batch_run(
-            &(struct td_batch_owner){
-                .ops = &batch_ops, .data = c, .cred = c->cred, .sched = &c->sched},
-            req);
-    } else if (strcmp(op, "cancel") == 0) {
-        const char *id = req_text(req, "batch");
-        struct batch_entry *e = LIST_FIRST(&c->batches);
-        while (e && id && strcmp(e->id, id) != 0)
-            e = LIST_NEXT(e, link);
-        if (!id) {
-            td_conn_error(c, NULL, "request_error", "invalid_request",
-                          "batch: expected the id of a running batch", NULL);
-        } else if (!e || e->cancelled) {
-            snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
-            td_conn_error(c, id, "request_error", "unknown_batch", msg, NULL);
-        } else {
-            e->cancelled = true;
-            td_batch_cancel(e->b);
-        }
-    } else if (strcmp(op, "tail") == 0) {
-        subscribe(c, json_object_get(req, "tools"), json_object_get(req, "batches"));
-    } else if (strcmp(op, "decide") == 0) {
-        const char *id = req_text(req, "batch");
-        const char *call = req_text(req, "id");
-        struct batch_entry *e = LIST_FIRST(&c->batches);
-        while (e && id && strcmp(e->id, id) != 0)
-            e = LIST_NEXT(e, link);
-        if (!id || !call || !json_object_get(req, "decision")) {
-            td_conn_error(c, NULL, "request_error", "invalid_request",
-                          "decide: expected \"batch\", \"id\" and \"decision\"", NULL);
-        } else if (!e) {
-            snprintf(msg, sizeof(msg), "batch: no running batch \"%.64s\" on this connection", id);
-            td_conn_error(c, NULL, "request_error", "unknown_batch", msg, NULL);
-        } else if (td_batch_decide(e->b, call, json_object_get(req, "decision"), msg, sizeof(msg)) <
-                   0) {
-            td_conn_error(c, NULL, "request_error", "no_pending_decision", msg, NULL);
-        }
-    } else if (strcmp(op, "stats") == 0) {
-        struct td_stats_gauges g;
-        td_server_gauges(&g);
-        json_t *ev = td_stats_event(&g);
-        json_t *warm = td_template_stats(); /* warm tools' templates, when any */
-        if (ev && json_object_size(warm))
-            json_object_set_new(ev, "templates", warm);
-        else
-            json_decref(warm);
-        td_conn_send(c, ev);
-    } else if (strcmp(op, "metrics") == 0) {
-        metrics_op(c);
-    } else if (strcmp(op, "tools") == 0) {
-        json_t *f = json_object_get(req, "format");
-        json_t *watch = json_object_get(req, "watch");
-        if (watch && !json_is_boolean(watch)) {
-            td_conn_error(c, NULL, "request_error", "invalid_request",
-                          "watch: expected true or false", NULL);
-            return;
-        }
-        if (watch)
-            c->watch_tools = json_is_true(watch);
-        json_t *list = !f || json_is_null(f) ? td_registry_list(td_tools)
-                       : te_json_is_text(f)  ? td_registry_list_as(td_tools, json_string_value(f))
-                                             : NULL;
-        if (!list)
-            td_conn_error(c, NULL, "request_error", "invalid_request",
-                          "format: expected \"openai\", \"openai_responses\", \"anthropic\" "
-                          "or \"mcp\"",
-                          NULL);
-        else
-            td_conn_send(c, json_pack("{s:s,s:o}", "event", "tools", "tools", list));
-    } else {
-        snprintf(msg, sizeof(msg),
-                 "op: unknown op \"%.64s\" (expected run, cancel, decide, tools, tail, stats or "
-                 "metrics)",
-                 op);
-        td_conn_error(c, NULL, "request_error", "unknown_op", msg, NULL);
-    }
-    json_decref(req);
+    if (!c->events_only) /* the events socket only talks */
+        td_request_handle(ops, sizeof(ops) / sizeof(ops[0]), c, line, len, request_error);
 }
 
 static void too_long(struct td_conn *c)
@@ -789,8 +794,10 @@ void td_conn_accept(int fd, bool events)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));
     LIST_INSERT_HEAD(&conns, c, link);
     nconns++;
-    if ((c->uid = uid_use_get(c->cred.uid)))
+    if ((c->uid = uid_use_get(c->cred.uid))) {
         c->uid->conns++;
+        c->sched.user = &c->uid->sched;
+    }
     char msg[160];
     if (nconns > td_cfg.max_clients || !c->uid) {
         td_log(TD_LOG_WARN, "client pid %d uid %d: refused: %u clients connected (--max-clients)",

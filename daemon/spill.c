@@ -1,9 +1,12 @@
 /*
  * spill.c - spill files: the full content of a cut result, for the client
  * that ran the call, in WORK/results. td_spill_write runs in the threadpool;
- * the files are removed --spill-max-age seconds after they were written
+ * a file is removed when the connection that ran its batch closes (the
+ * daemon cannot see when the client has read it, and after the client is
+ * gone it is nobody's), or --spill-max-age seconds after it was written
  * (times kept here, since the client owns its file and could reset its
- * mtime and ctime), so a long-running daemon does not fill its disk.
+ * mtime and ctime) for a client that stays, so a long-running daemon does
+ * not fill its disk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +90,7 @@ struct spill {
     size_t len;
     uid_t uid;
     int err;
+    struct td_spill_owner *owner;
     void (*done)(void *data, const char *path);
     void *data;
 };
@@ -114,13 +118,14 @@ static void spill_done(uv_work_t *req, int status)
         td_logc(TD_LOG_WARN, sp->batch_id, sp->call_id, "cannot spill to %s: %s", sp->path,
                 strerror(sp->err));
     else
-        td_spill_track(sp->path);
+        td_spill_track(sp->path, sp->owner);
     sp->done(sp->data, sp->err ? NULL : sp->path);
     spill_free(sp);
 }
 
 int td_spill_start(const char *batch_id, const char *call_id, char *text, size_t len, uid_t uid,
-                   void (*done)(void *data, const char *path), void *data)
+                   struct td_spill_owner *owner, void (*done)(void *data, const char *path),
+                   void *data)
 {
     static unsigned long long spills;
     struct spill *sp = calloc(1, sizeof(*sp));
@@ -131,6 +136,7 @@ int td_spill_start(const char *batch_id, const char *call_id, char *text, size_t
     sp->text = text;
     sp->len = len;
     sp->uid = uid;
+    sp->owner = owner;
     sp->done = done;
     sp->data = data;
     sp->req.data = sp;
@@ -146,31 +152,45 @@ int td_spill_start(const char *batch_id, const char *call_id, char *text, size_t
     return -1;
 }
 
-/* ---- ageing out ---------------------------------------------------------- */
+/* ---- removal ------------------------------------------------------------ */
 
-/* Files in the order they were written, so the oldest is always first. */
-struct spilled {
+/* Files in the order they were written, so the oldest is always first; each
+ * also on its owner's list. */
+struct td_spilled {
     char *path;
     uint64_t written_ms;
     int err; /* of the unlink */
-    STAILQ_ENTRY(spilled) link;
+    TAILQ_ENTRY(td_spilled) link;
+    LIST_ENTRY(td_spilled) olink;
+    bool owned; /* on an owner's list */
 };
-STAILQ_HEAD(spill_list, spilled);
+TAILQ_HEAD(spill_list, td_spilled);
 
 struct sweep {
     uv_work_t req;
+    const char *why; /* NULL: they aged out */
     struct spill_list files;
 };
 
-static struct spill_list files = STAILQ_HEAD_INITIALIZER(files);
+static struct spill_list files = TAILQ_HEAD_INITIALIZER(files);
 static uv_timer_t timer;
 static bool timer_ready, stopped;
 
+/* Off its owner's list (each owner's list stays valid after the files are
+ * gone). */
+static void disown(struct td_spilled *s)
+{
+    if (s->owned)
+        LIST_REMOVE(s, olink);
+    s->owned = false;
+}
+
 static void free_list(struct spill_list *l)
 {
-    struct spilled *s;
-    while ((s = STAILQ_FIRST(l))) {
-        STAILQ_REMOVE_HEAD(l, link);
+    struct td_spilled *s;
+    while ((s = TAILQ_FIRST(l))) {
+        TAILQ_REMOVE(l, s, link);
+        disown(s);
         free(s->path);
         free(s);
     }
@@ -179,18 +199,20 @@ static void free_list(struct spill_list *l)
 static void sweep_work(uv_work_t *req)
 {
     struct sweep *sw = req->data;
-    struct spilled *s;
-    STAILQ_FOREACH(s, &sw->files, link)
+    struct td_spilled *s;
+    TAILQ_FOREACH(s, &sw->files, link)
         s->err = unlink(s->path) < 0 && errno != ENOENT ? errno : 0;
 }
 
 static void sweep_done(uv_work_t *req, int status)
 {
     struct sweep *sw = req->data;
-    struct spilled *s;
-    STAILQ_FOREACH(s, &sw->files, link)
+    struct td_spilled *s;
+    TAILQ_FOREACH(s, &sw->files, link)
         if (s->err)
             td_log(TD_LOG_WARN, "cannot remove spill file %s: %s", s->path, strerror(s->err));
+        else if (sw->why)
+            td_log(TD_LOG_DEBUG, "removed spill file %s (%s)", s->path, sw->why);
         else
             td_log(TD_LOG_DEBUG, "removed spill file %s (older than %u s)", s->path,
                    td_cfg.spill_max_age_s);
@@ -198,47 +220,55 @@ static void sweep_done(uv_work_t *req, int status)
     free(sw);
 }
 
-static void arm(void);
-
-/* Hand every file past its age to the threadpool (an unlink of a large
- * file may take a while) and wait for the next one. */
-static void on_timer(uv_timer_t *t)
+/* Hand the files of due to the threadpool (an unlink of a large file may
+ * take a while); what cannot be handed over is left for the next start. */
+static void sweep(struct spill_list *due, const char *why)
 {
-    uint64_t now = uv_now(td_loop), age = td_cfg.spill_max_age_s * 1000ULL;
-    struct spill_list due = STAILQ_HEAD_INITIALIZER(due);
-    struct spilled *s;
-    while ((s = STAILQ_FIRST(&files)) && s->written_ms + age <= now) {
-        STAILQ_REMOVE_HEAD(&files, link);
-        STAILQ_INSERT_TAIL(&due, s, link);
-    }
-    struct sweep *sw = !STAILQ_EMPTY(&due) ? calloc(1, sizeof(*sw)) : NULL;
+    struct sweep *sw = !TAILQ_EMPTY(due) ? calloc(1, sizeof(*sw)) : NULL;
     if (sw) {
-        STAILQ_INIT(&sw->files);
-        STAILQ_CONCAT(&sw->files, &due);
+        TAILQ_INIT(&sw->files);
+        TAILQ_CONCAT(&sw->files, due, link);
+        sw->why = why;
         sw->req.data = sw;
         if (uv_queue_work(td_loop, &sw->req, sweep_work, sweep_done) != 0) {
-            STAILQ_CONCAT(&due, &sw->files);
+            TAILQ_CONCAT(due, &sw->files, link);
             free(sw);
         }
     }
-    free_list(&due); /* what could not be handed over: left for the exit */
+    free_list(due);
+}
+
+static void arm(void);
+
+/* Every file past its age goes; then wait for the next one. */
+static void on_timer(uv_timer_t *t)
+{
+    uint64_t now = uv_now(td_loop), age = td_cfg.spill_max_age_s * 1000ULL;
+    struct spill_list due = TAILQ_HEAD_INITIALIZER(due);
+    struct td_spilled *s;
+    while ((s = TAILQ_FIRST(&files)) && s->written_ms + age <= now) {
+        TAILQ_REMOVE(&files, s, link);
+        disown(s);
+        TAILQ_INSERT_TAIL(&due, s, link);
+    }
+    sweep(&due, NULL);
     arm();
 }
 
 static void arm(void)
 {
-    if (STAILQ_EMPTY(&files) || stopped)
+    if (TAILQ_EMPTY(&files) || stopped || !td_cfg.spill_max_age_s)
         return;
     uint64_t now = uv_now(td_loop),
-             due = STAILQ_FIRST(&files)->written_ms + td_cfg.spill_max_age_s * 1000ULL;
+             due = TAILQ_FIRST(&files)->written_ms + td_cfg.spill_max_age_s * 1000ULL;
     uv_timer_start(&timer, on_timer, due > now ? due - now : 0, 0);
 }
 
-void td_spill_track(const char *path)
+void td_spill_track(const char *path, struct td_spill_owner *owner)
 {
-    if (!td_cfg.spill_max_age_s || stopped)
+    if ((!td_cfg.spill_max_age_s && !owner) || stopped)
         return;
-    struct spilled *s = calloc(1, sizeof(*s));
+    struct td_spilled *s = calloc(1, sizeof(*s));
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return;
@@ -250,10 +280,29 @@ void td_spill_track(const char *path)
         timer_ready = true;
     }
     s->written_ms = uv_now(td_loop);
-    bool first = STAILQ_EMPTY(&files);
-    STAILQ_INSERT_TAIL(&files, s, link);
+    if (owner) {
+        LIST_INSERT_HEAD(&owner->files, s, olink);
+        s->owned = true;
+    }
+    bool first = TAILQ_EMPTY(&files);
+    TAILQ_INSERT_TAIL(&files, s, link);
     if (first)
         arm();
+}
+
+void td_spill_release(struct td_spill_owner *owner)
+{
+    struct spill_list due = TAILQ_HEAD_INITIALIZER(due);
+    struct td_spilled *s;
+    while ((s = LIST_FIRST(&owner->files))) {
+        disown(s);
+        TAILQ_REMOVE(&files, s, link);
+        TAILQ_INSERT_TAIL(&due, s, link);
+    }
+    sweep(&due, "its client is gone");
+    /* the oldest may have been among them */
+    if (timer_ready && TAILQ_EMPTY(&files))
+        uv_timer_stop(&timer);
 }
 
 void td_spill_stop(void)

@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -48,6 +49,7 @@
 #include "sysnotify.h"
 #include "template.h"
 #include "toolexec.h"
+#include "warmid.h"
 
 #define START_MS 10000     /* from spawn to "ready" */
 #define FORK_MS 2000       /* from a fork request to its answer */
@@ -295,6 +297,26 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
         }
         if (fd >= 0)
             close(fd);
+    } else if ((v = json_object_get(m, "map"))) {
+        /* a P1's id maps, with a uid of its call's own (warmid.c) */
+        int pidfd = take_fd(in), answer = take_fd(in);
+        if (pidfd < 0 || answer < 0 || in->uid == (uid_t)-1 || in->tpid <= 0) {
+            snprintf(why, whylen, "\"map\" out of turn");
+            ok = false;
+            if (pidfd >= 0)
+                close(pidfd);
+            if (answer >= 0)
+                close(answer);
+        } else {
+            int rc = td_warmid_map(pidfd, answer, in->tpid, in->uid, in->gid, !in->tool->group);
+            if (rc == -EPERM) {
+                snprintf(why, whylen, "\"map\" for a process not its call's PID 1");
+                ok = false;
+            } else if (rc < 0) {
+                td_log(TD_LOG_WARN, "tool %s: no uid for a warm call: %s", in->tool->name,
+                       strerror(-rc));
+            }
+        }
     } else if ((v = json_object_get(m, "forked")) || (v = json_object_get(m, "fork_failed")) ||
                (v = json_object_get(m, "exited"))) {
         const char *kind = json_object_iter_key(json_object_iter(m));
@@ -842,6 +864,7 @@ void td_template_shutdown(void)
 {
     struct warm *w;
     struct inst *in, *inext;
+    td_warmid_close();
     while ((w = SLIST_FIRST(&all))) {
         SLIST_REMOVE_HEAD(&all, link);
         if (w->cur)
@@ -875,6 +898,16 @@ void td_template_shutdown(void)
 }
 
 /* ---- calls -------------------------------------------------------------- */
+
+/* An unprivileged daemon cannot give a limit above its own hard one (as
+ * worker.c's build_rlimits()). */
+static uint64_t warm_nproc(uint64_t n)
+{
+    struct rlimit own;
+    if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &own) == 0 && own.rlim_max < n)
+        n = own.rlim_max;
+    return n;
+}
 
 static struct warm *find_warm(const struct td_tool *t)
 {
@@ -929,9 +962,14 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
     /* an egress allow-list: P1 makes the proxy's listener in the call's
      * own network namespace (a newnet one) and "forked" brings it */
     c->proxy = t->egress && newnet;
-    json_t *req =
-        json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O*}}", "fork", "id", (json_int_t)c->id, "dir", name,
-                  "newnet", newnet, "call_id", call_id, "batch", batch_id, "view", in->view);
+    /* uid_map: each call's PID 1 asks us for a uid of the call's own, as a
+     * cold call of the tool gets (warmid.c); nproc: the call's own process
+     * limit, as a cold call's (its PID 1 counted) */
+    uint64_t nproc = t->limits.processes ? t->limits.processes : td_cfg.limits.processes;
+    json_t *req = json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O*,s:b,s:I}}", "fork", "id",
+                            (json_int_t)c->id, "dir", name, "newnet", newnet, "call_id", call_id,
+                            "batch", batch_id, "view", in->view, "uid_map", in->uid != (uid_t)-1,
+                            "nproc", (json_int_t)(nproc ? warm_nproc(nproc + 1) : 0));
     if (req && c->proxy)
         json_object_set_new(json_object_get(req, "fork"), "proxy", json_integer(TD_EGRESS_PORT));
     if (send_ctl(in, req, fds, 4) < 0) {

@@ -1060,6 +1060,14 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
     struct td_rlimit rl[6];
     size_t nrl = 0;
     build_rlimits(&lim, cg_memory, cg_pids, rl, &nrl);
+    /* Its process limit soft only: each call's user namespace is made with
+     * the hard one (lib/warm.c p1_make()), or the kernel would count every
+     * call's processes together against it; each call sets its own. */
+    struct rlimit own;
+    for (size_t i = 0; i < nrl; i++)
+        if (rl[i].resource == RLIMIT_NPROC && getrlimit(RLIMIT_NPROC, &own) == 0 &&
+            own.rlim_max > rl[i].lim.rlim_max)
+            rl[i].lim.rlim_max = own.rlim_max;
     int network = t->network >= 0 ? t->network : td_cfg.network;
     const char **argv = init_argv(t->argv);
     struct td_spawn sp = {

@@ -83,6 +83,7 @@
 
 #include "fdpass.h"
 #include "initwait.h" /* the report records, and P1's last duty as init.c's */
+#include "warmcall.h"
 
 enum { REPORT_FD = TE_REC_FD };
 /* Its step numbers (TD_STEP_*), so a failure names the step. */
@@ -184,6 +185,14 @@ static void spare_ahead(void);
 
 static int sigfd = -1;
 static bool ready_sent;
+
+/* As the fork requests say (the same for every call of a template):
+ * daemon_maps, the daemon writes each P1's id maps, with a uid of the
+ * call's own (a root daemon's --call-uids; P1 asks with {"map"} and waits);
+ * call_nproc, each call's own RLIMIT_NPROC (0: none). ll_abi: Landlock's. */
+static bool daemon_maps;
+static unsigned long call_nproc;
+static int ll_abi = -1;
 
 /* The tool's file-system view, as the last fork request gave it (the same
  * for every call of a template): on when the template was started in one
@@ -446,6 +455,9 @@ int te_template_next(te_fork_request *r)
         r->id = (unsigned)json_integer_value(id);
         r->in = fds[0], r->out = fds[1], r->err = fds[2], r->report = fds[3];
         r->newnet = json_is_true(json_object_get(f, "newnet"));
+        daemon_maps = json_is_true(json_object_get(f, "uid_map"));
+        json_int_t nproc = json_integer_value(json_object_get(f, "nproc"));
+        call_nproc = nproc > 0 ? (unsigned long)nproc : 0;
         strcpy(r->dir, dir);
         json_int_t port = json_integer_value(json_object_get(f, "proxy"));
         r->proxy_port = r->newnet && port > 0 && port < 65536 ? (int)port : 0;
@@ -710,6 +722,23 @@ static int make_chain_at(int dir, const char *rel, bool file)
 }
 
 /* "k=v,k=v" into the tmpfs being configured */
+/* The root of a tmpfs being configured owned by the call's uid and gid
+ * (id->set; those of the namespace's, the template's, otherwise): with a
+ * uid of its own, the call may use its fresh /dev, /tmp and cover as a cold
+ * call of that uid does. */
+static int own_root(int fs, const struct te_warm_id *id)
+{
+    char u[16], g[16];
+    if (!id->set)
+        return 0;
+    snprintf(u, sizeof(u), "%u", (unsigned)id->uid);
+    snprintf(g, sizeof(g), "%u", (unsigned)id->gid);
+    return fsconfig(fs, FSCONFIG_SET_STRING, "uid", u, 0) < 0 ||
+                   fsconfig(fs, FSCONFIG_SET_STRING, "gid", g, 0) < 0
+               ? -1
+               : 0;
+}
+
 static int configure(int fs, const char *options)
 {
     char o[256];
@@ -781,7 +810,7 @@ static void plan_fresh(int which)
  * call's directory goes, may be below a mount cloned here: *cd is then
  * reopened in the clone, so that nothing the call can reach (not even "..")
  * is of the template's mounts underneath. */
-static int refresh(int which, const char *cdpath, int *cd)
+static int refresh(int which, const char *cdpath, int *cd, const struct te_warm_id *id)
 {
     const __typeof__(view.fresh[0]) *f = &view.fresh[which];
     const char *path = f->path, *options = f->options;
@@ -792,7 +821,7 @@ static int refresh(int which, const char *cdpath, int *cd)
     bool dev = strcmp(path, "/dev") == 0;
     int fs = -1, mnt = -1, rc = -1;
     if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 || configure(fs, options) < 0 ||
-        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+        own_root(fs, id) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
         (mnt = fsmount(fs, FSMOUNT_CLOEXEC,
                        MOUNT_ATTR_NOSUID | (dev ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NODEV))) < 0)
         goto out;
@@ -860,7 +889,7 @@ out:;
  * its call is known. *here: the template's directory itself, below the
  * cover (the way to the call's); *cover: the cover as the call will see it,
  * reopened through a fresh /tmp cloned over it. */
-static int base_mounts(int *here, int *cover)
+static int base_mounts(int *here, int *cover, const struct te_warm_id *id)
 {
     int fs = -1, rc = -1;
     char tpath[PATH_MAX];
@@ -872,7 +901,7 @@ static int base_mounts(int *here, int *cover)
         (fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0711", 0) < 0 ||
         fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
-        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) < 0 || own_root(fs, id) < 0 ||
         fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
         (*cover = fsmount(fs, FSMOUNT_CLOEXEC,
                           MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
@@ -880,7 +909,7 @@ static int base_mounts(int *here, int *cover)
         goto out;
     mode_t mask = umask(0); /* the modes as the view's (1777 for /dev/shm) */
     for (int i = 0; i < view.nfresh; i++)
-        if (refresh(i, tpath, cover) < 0) {
+        if (refresh(i, tpath, cover, id) < 0) {
             int e = errno;
             umask(mask);
             errno = e;
@@ -995,7 +1024,8 @@ static void *p2_back[5]; /* __builtin_setjmp's buffer: frame, label, stack */
 struct p1_args {
     uid_t uid;
     gid_t gid;
-    int hand; /* P1's end of the socketpair (HAND_FD) */
+    int hand;       /* P1's end of the socketpair (HAND_FD) */
+    int mapr, mapw; /* daemon_maps: the pipe the daemon answers on, -1 */
 };
 
 /* In P1: its call, as hand_over() sends it: the request (in the template's
@@ -1060,6 +1090,23 @@ static int call_process(void *arg)
     /* the template's frame is gone by the time a spare gets its call */
     const struct p1_args a = *(const struct p1_args *)arg;
     int fail = 0, fail_errno = 0, here = -1, cover = -1;
+    /* With daemon_maps, first the daemon's answer (raw: the template is
+     * sending it our pidfd meanwhile): the call's uid and gid, mapped into
+     * our user namespace beside the template's; EOF: it would not. */
+    struct te_warm_id id = {false, 0, 0};
+    int map_err = 0;
+    if (a.mapr >= 0) {
+        unsigned v[2];
+        long n;
+        te_sys(SYS_close, a.mapw, 0, 0, 0);
+        while ((n = te_sys(SYS_read, a.mapr, (long)v, sizeof(v), 0)) == -EINTR)
+            ;
+        te_sys(SYS_close, a.mapr, 0, 0, 0);
+        if (n == (long)sizeof(v))
+            id = (struct te_warm_id){true, (uid_t)v[0], (gid_t)v[1]};
+        else
+            map_err = EPERM;
+    }
     int keep[] = {-1, -1, -1, -1, a.hand}; /* the template's descriptors closed */
     if (place(keep, 5) < 0)
         _exit(127);
@@ -1070,13 +1117,29 @@ static int call_process(void *arg)
     } while (0)
     PREP(STEP_SETSID, setsid() >= 0);
     PREP(STEP_PDEATHSIG, prctl(PR_SET_PDEATHSIG, SIGKILL) >= 0);
-    char map[64];
-    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.uid, (unsigned)a.uid);
-    PREP(STEP_USERNS, write_file("/proc/self/setgroups", "deny") == 0 &&
-                          write_file("/proc/self/uid_map", map) == 0);
-    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.gid, (unsigned)a.gid);
-    PREP(STEP_USERNS, write_file("/proc/self/gid_map", map) == 0);
-    PREP(STEP_MOUNT, fail || base_mounts(&here, &cover) == 0);
+    if (a.mapr >= 0) {
+        errno = map_err;
+        PREP(STEP_USERNS, !map_err);
+    } else {
+        char map[64];
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.uid, (unsigned)a.uid);
+        PREP(STEP_USERNS, write_file("/proc/self/setgroups", "deny") == 0 &&
+                              write_file("/proc/self/uid_map", map) == 0);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)a.gid, (unsigned)a.gid);
+        PREP(STEP_USERNS, write_file("/proc/self/gid_map", map) == 0);
+    }
+    /* Not dumpable: no process of the call (the template's uid where the
+     * daemon maps, ours otherwise) may open our /proc/1/mem or fd 3 or take
+     * it with pidfd_getfd. The flag is of the memory, which we share with
+     * the template where P1_SHARES_MEMORY: then only where the daemon
+     * writes our maps, since a P1 that writes its own needs the memory
+     * dumpable to open its /proc/self/uid_map (te_warm_fence() keeps the
+     * call out there instead). */
+#ifdef P1_SHARES_MEMORY
+    if (a.mapr >= 0)
+#endif
+        te_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);
+    PREP(STEP_MOUNT, fail || base_mounts(&here, &cover, &id) == 0);
 #undef PREP
     /* From "p" to the call's hand-over the template runs: raw calls only. */
     te_sys(SYS_write, HAND_FD, (long)"p", 1, 0);
@@ -1101,6 +1164,9 @@ static int call_process(void *arg)
     int m = call_dir(here, cover, r->dir);
     if (m < 0)
         p1_fail(m == -2 ? STEP_CHDIR : STEP_MOUNT);
+    /* the call's directory, the template's uid's until now, the call's */
+    if (id.set && fchownat(here, r->dir, id.uid, id.gid, AT_SYMLINK_NOFOLLOW) < 0)
+        p1_fail(STEP_USERNS);
     close(here), close(cover);
     /* P2: a copy of the template's memory (libc's fork() in a process that
      * shares it: the template is waiting, so it is consistent). */
@@ -1113,6 +1179,11 @@ static int call_process(void *arg)
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
             p1_fail(STEP_SIGNALS);
+        /* its own uid, limit and bounding set while it has the
+         * capabilities for them; then the death signal, which a uid change
+         * clears */
+        if (te_warm_call_identity(&id, call_nproc) < 0)
+            p1_fail(STEP_USERNS);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             p1_fail(STEP_PDEATHSIG);
         if (drop_caps() < 0)
@@ -1121,6 +1192,8 @@ static int call_process(void *arg)
          * the mounts: Landlock forbids them to its domain) */
         if (view.landlock > 0 &&
             te_landlock_writes(view.landlock, (const char *const *)view.write) < 0)
+            p1_fail(STEP_LANDLOCK);
+        if (view.landlock <= 0 && te_warm_fence(ll_abi) < 0)
             p1_fail(STEP_LANDLOCK);
         if (stack_filter() < 0)
             p1_fail(STEP_SECCOMP);
@@ -1158,13 +1231,34 @@ static pid_t p1_make(bool newnet, struct p1 *out)
 {
     for (int i = 0; i < view.nfresh; i++)
         plan_fresh(i); /* once: a failure is P1's to report, as before */
-    int flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (newnet ? CLONE_NEWNET : 0);
+    /* CLONE_NEWIPC: SysV IPC and POSIX message queues of the call's own,
+     * gone with it (issue 20) */
+    int flags =
+        CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | (newnet ? CLONE_NEWNET : 0);
+    if (ll_abi < 0)
+        ll_abi = te_landlock_abi();
     /* "p", the call, with a proxy the listener, and "go" go on this (a
      * record each; its end seen closed when P1 dies first) */
     int hand[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hand) < 0)
         return -errno;
-    struct p1_args args = {geteuid(), getegid(), hand[1]};
+    int mp[2] = {-1, -1};
+    if (daemon_maps && pipe2(mp, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(hand[0]), close(hand[1]);
+        return -e;
+    }
+    struct p1_args args = {geteuid(), getegid(), hand[1], mp[0], mp[1]};
+    /* The call's user namespace counts its processes against the limit we
+     * have when we make it, for every call of ours together (the kernel's
+     * ucounts: the namespace's creator's uid, one level up): made with our
+     * hard limit, which the daemon leaves high, so that only each call's
+     * own limit (call_nproc, set in P2) binds its processes. */
+    struct rlimit np, np_hi;
+    bool np_raised = getrlimit(RLIMIT_NPROC, &np) == 0 && np.rlim_cur < np.rlim_max;
+    np_hi = (struct rlimit){np.rlim_max, np.rlim_max};
+    if (np_raised)
+        np_raised = setrlimit(RLIMIT_NPROC, &np_hi) == 0;
     void *stack = NULL;
 #ifdef P1_SHARES_MEMORY
     /* P1 shares our memory: one copy of the template's page tables per call
@@ -1174,6 +1268,10 @@ static pid_t p1_make(bool newnet, struct p1 *out)
     if (!(stack = p1_stack())) {
         int e = errno;
         close(hand[0]), close(hand[1]);
+        if (mp[0] >= 0)
+            close(mp[0]), close(mp[1]);
+        if (np_raised)
+            setrlimit(RLIMIT_NPROC, &np);
         return -e;
     }
     pid_t pid =
@@ -1185,7 +1283,19 @@ static pid_t p1_make(bool newnet, struct p1 *out)
         return 0; /* P2 */
 #endif
     int e = errno;
+    if (np_raised)
+        setrlimit(RLIMIT_NPROC, &np);
     close(hand[1]);
+    if (pid > 0 && mp[0] >= 0) {
+        /* P1 waits (raw) for the daemon's answer: ask for its maps */
+        int fds[2] = {(int)syscall(SYS_pidfd_open, pid, 0), mp[1]};
+        if (fds[0] >= 0) {
+            send_frame_fds(json_pack("{s:{}}", "map"), fds, 2);
+            close(fds[0]);
+        } /* else: P1 reads EOF and fails its call */
+    }
+    if (mp[0] >= 0)
+        close(mp[0]), close(mp[1]);
     if (pid < 0) {
         close(hand[0]);
         p1_stack_free(stack);

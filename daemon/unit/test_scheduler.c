@@ -1,5 +1,6 @@
 /* Unit tests of the worker-slot scheduler (scheduler.c): the order in which
- * waiting batches of several clients get the daemon's slots. */
+ * waiting batches of several clients, and of several uids, get the daemon's
+ * slots. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,7 +42,8 @@ static int queue_len(const struct td_sched *s)
 static void test_may_start(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched a = {0};
+    struct td_uid_sched ua = {0};
+    struct td_conn_sched a = {.user = &ua};
     struct batch b;
     batch_init(&b, &a, 'A', 1);
     assert_true(td_sched_may_start(&s, 1, false));
@@ -49,6 +51,7 @@ static void test_may_start(void **state)
     assert_int_equal(s.used, 1);
     assert_int_equal(b.e.slots, 1);
     assert_int_equal(a.slots, 1);
+    assert_int_equal(ua.slots, 1);
     assert_false(td_sched_may_start(&s, 1, false)); /* full */
     assert_false(td_sched_may_start(&s, 1, true));
     assert_true(td_sched_may_start(&s, 2, false));
@@ -60,12 +63,14 @@ static void test_may_start(void **state)
     assert_int_equal(s.used, 0);
     assert_int_equal(b.e.slots, 0);
     assert_int_equal(a.slots, 0);
+    assert_int_equal(ua.slots, 0);
 }
 
 static void test_queue_ops(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched a = {0};
+    struct td_uid_sched ua = {0};
+    struct td_conn_sched a = {.user = &ua};
     struct batch b[3];
     for (int i = 0; i < 3; i++) {
         batch_init(&b[i], &a, 'A', 1);
@@ -94,7 +99,8 @@ static void test_queue_ops(void **state)
 static void test_fewest_slots_first(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched A = {0}, B = {0}, C = {0};
+    struct td_uid_sched uA = {0}, uB = {0}, uC = {0};
+    struct td_conn_sched A = {.user = &uA}, B = {.user = &uB}, C = {.user = &uC};
     struct batch a, b, c;
     batch_init(&a, &A, 'A', 10);
     batch_init(&b, &B, 'B', 10);
@@ -120,7 +126,8 @@ static void test_fewest_slots_first(void **state)
 static void test_least_recently_served(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched A = {0}, B = {0};
+    struct td_uid_sched uA = {0}, uB = {0};
+    struct td_conn_sched A = {.user = &uA}, B = {.user = &uB};
     struct batch a1, a2, b1;
     batch_init(&a1, &A, 'A', 1);
     batch_init(&a2, &A, 'A', 1);
@@ -143,7 +150,8 @@ static void test_least_recently_served(void **state)
 static void test_longest_waiting(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched A = {0};
+    struct td_uid_sched uA = {0};
+    struct td_conn_sched A = {.user = &uA};
     struct batch a[4];
     for (int i = 0; i < 4; i++) {
         batch_init(&a[i], &A, 'A', 1);
@@ -161,7 +169,8 @@ static void test_longest_waiting(void **state)
 static void test_fair_run(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_conn_sched A = {0}, B = {0}, C = {0};
+    struct td_uid_sched uA = {0}, uB = {0}, uC = {0};
+    struct td_conn_sched A = {.user = &uA}, B = {.user = &uB}, C = {.user = &uC};
     struct batch bs[5];
     batch_init(&bs[0], &A, 'A', 4);
     batch_init(&bs[1], &A, 'A', 4);
@@ -202,12 +211,118 @@ static void test_fair_run(void **state)
     assert_string_equal(order, "ABCABCABABAAAAAAAA");
 }
 
+/* One uid with many connections (the flood of issue 20, item 6) against
+ * another uid's one call: the other uid goes first when a slot frees, though
+ * each of the flood's connections holds no more slots than it does and all
+ * came first. */
+static void test_uid_before_its_connections(void **state)
+{
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
+    struct td_uid_sched flood = {0}, other = {0};
+    struct td_conn_sched A[6], B = {.user = &other};
+    struct batch a[6], b;
+    for (int i = 0; i < 6; i++) {
+        A[i] = (struct td_conn_sched){.user = &flood};
+        batch_init(&a[i], &A[i], 'A', 1);
+    }
+    batch_init(&b, &B, 'B', 1);
+    /* two slots: A0 and A1 run, A2..A5 wait, then B comes */
+    for (int i = 0; i < 6; i++)
+        td_sched_enqueue(&s, &a[i].e);
+    for (int i = 0; i < 2; i++) {
+        struct td_sched_entry *e = td_sched_next(&s, 2);
+        assert_ptr_equal(e, &a[i].e);
+        td_sched_take(&s, e);
+    }
+    assert_int_equal(flood.slots, 2);
+    assert_int_equal(A[0].slots, 1);
+    td_sched_enqueue(&s, &b.e);
+    assert_null(td_sched_next(&s, 2));
+    td_sched_release(&s, &a[0].e); /* A0's call ends */
+    assert_int_equal(flood.slots, 1);
+    struct td_sched_entry *e = td_sched_next(&s, 2);
+    assert_ptr_equal(e, &b.e); /* B's uid holds none, the flood's one */
+    assert_int_equal(other.served, B.served);
+    td_sched_take(&s, e);
+    td_sched_release(&s, &a[1].e);
+    assert_ptr_equal(td_sched_next(&s, 2), &a[2].e); /* then the flood, in order */
+}
+
+/* Equal slots across uids: the uid served least recently goes first, even
+ * when the connection that waits was never served itself. */
+static void test_uid_least_recently_served(void **state)
+{
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
+    struct td_uid_sched U = {0}, V = {0};
+    struct td_conn_sched u1 = {.user = &U}, u2 = {.user = &U}, v1 = {.user = &V};
+    struct batch a, b, c;
+    batch_init(&a, &u1, 'A', 1);
+    batch_init(&b, &u2, 'A', 1);
+    batch_init(&c, &v1, 'B', 1);
+    td_sched_enqueue(&s, &a.e);
+    td_sched_enqueue(&s, &b.e);
+    td_sched_enqueue(&s, &c.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &a.e);
+    assert_int_equal(U.served, 1);
+    /* u2 was never served, but its uid was, after V's never */
+    assert_ptr_equal(td_sched_next(&s, 1), &c.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &b.e);
+}
+
+/* A whole run with two uids: U with four connections of 3 calls each, V
+ * with one connection of 6 calls, three slots, the oldest call ending before
+ * each handout once all slots are taken. While both wait, neither uid holds
+ * more than one slot beyond the other's. */
+static void test_fair_run_uids(void **state)
+{
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
+    struct td_uid_sched U = {0}, V = {0};
+    struct td_conn_sched cu[4], cv = {.user = &V};
+    struct batch bs[5];
+    for (int i = 0; i < 4; i++) {
+        cu[i] = (struct td_conn_sched){.user = &U};
+        batch_init(&bs[i], &cu[i], 'U', 3);
+    }
+    batch_init(&bs[4], &cv, 'V', 6);
+    for (int i = 0; i < 5; i++)
+        td_sched_enqueue(&s, &bs[i].e);
+    struct batch *running[32];
+    int nrun = 0, first = 0;
+    char order[32] = "";
+    size_t n = 0;
+    for (;;) {
+        struct td_sched_entry *pick = td_sched_next(&s, 3);
+        if (!pick) {
+            if (first == nrun)
+                break;
+            td_sched_release(&s, &running[first++]->e);
+            continue;
+        }
+        struct batch *b = batch_of(pick);
+        td_sched_take(&s, pick);
+        running[nrun++] = b;
+        order[n++] = b->client;
+        if (--b->left > 0)
+            td_sched_enqueue(&s, pick);
+    }
+    assert_int_equal(n, 18);
+    assert_int_equal(U.slots + V.slots, 0);
+    /* V's six are not kept behind U's twelve */
+    assert_string_equal(order, "UVUVUVUVUVUVUUUUUU");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_may_start),          cmocka_unit_test(test_queue_ops),
-        cmocka_unit_test(test_fewest_slots_first), cmocka_unit_test(test_least_recently_served),
-        cmocka_unit_test(test_longest_waiting),    cmocka_unit_test(test_fair_run),
+        cmocka_unit_test(test_may_start),
+        cmocka_unit_test(test_queue_ops),
+        cmocka_unit_test(test_fewest_slots_first),
+        cmocka_unit_test(test_least_recently_served),
+        cmocka_unit_test(test_longest_waiting),
+        cmocka_unit_test(test_fair_run),
+        cmocka_unit_test(test_uid_before_its_connections),
+        cmocka_unit_test(test_uid_least_recently_served),
+        cmocka_unit_test(test_fair_run_uids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,45 @@ REQUEST_RAW = {
     "big-int": b'{"op":"run","calls":[],"tool_timeout":9223372036854775807}',
 }
 
+# Request lines the daemon answers with exactly one request_error, one per
+# line of corpus/request_errors.jsonl: a shape for each error of each op.
+# tests/integration/request_leakcheck.py feeds them (and the fuzz_request
+# seeds) to a daemon built with LeakSanitizer (issue 20: one of them leaked).
+GOOD = {"id": "c0", "name": "echo"}
+REQUEST_ERRORS = [
+    b"this is not json", b'{"op": "tools"', b"\xff\xfe", b'{"op":"tools"} trailing', b"{]",
+    b"\x00\x01\x02", b'{"op":"run","op":"run","calls":[]}', b'{"op":"x","pad":"\ud800"',
+    b"[1, 2]", b'"run"', b"42", b"null", b"true",
+    {"op": "dance"}, {}, {"op": 5}, {"op": None}, {"calls": []}, {"op": "RUN", "calls": []},
+    {"op": ["run"]}, b'{"op":5e1021}',
+    {"op": "run"}, {"op": "run", "calls": "c0"}, {"op": "run", "calls": None},
+    {"op": "run", "calls": ["c0"]}, {"op": "run", "calls": [{"name": "echo"}]},
+    {"op": "run", "calls": [{"id": 5, "name": "echo"}]}, {"op": "run", "calls": [{"id": "a"}]},
+    {"op": "run", "calls": [{"id": "a", "name": "echo", "arguments": [1]}]},
+    {"op": "run", "calls": [GOOD, {"id": "c1", "name": "echo"}, GOOD]},
+    {"op": "run", "calls": [GOOD], "on_tool_error": "explode"},
+    {"op": "run", "calls": [GOOD], "on_tool_error": {"echo": "nope"}},
+    {"op": "run", "calls": [GOOD], "max_concurrency": 0},
+    {"op": "run", "calls": [GOOD], "max_concurrency": 1.5},
+    {"op": "run", "calls": [GOOD], "tool_timeout": "fast"},
+    {"op": "run", "calls": [GOOD], "tool_timeout": -5},
+    {"op": "run", "calls": [GOOD], "bogus_key": {"deep": [1, {"x": "y"}]}},
+    {"op": "run", "batch": 5, "calls": [GOOD]}, {"op": "run", "batch": "", "calls": []},
+    b'{"op":"run","batch":5e1021,"calls":[{"id":"c0","name":"echo"}]}',
+    b'{"op":"run","calls":[{"id":6e1021,"name":"echo"}]}',
+    {"op": "cancel"}, {"op": "cancel", "batch": 5}, {"op": "cancel", "batch": "no-such"},
+    b'{"op":"cancel","batch":5e1021}',
+    {"op": "decide"}, {"op": "decide", "batch": "x", "id": "y"},
+    {"op": "decide", "batch": "no-such", "id": "a", "decision": "continue"},
+    {"op": "tools", "watch": 1}, {"op": "tools", "watch": "yes"}, {"op": "tools", "watch": None},
+    {"op": "tools", "watch": [True]}, {"op": "tools", "watch": {"a": 1}},
+    {"op": "tools", "format": "nope"}, {"op": "tools", "format": 5},
+    {"op": "tools", "format": {"a": [1]}}, b'{"op":"tools","format":1e999}',
+    {"op": "tools", "watch": 0, "format": "nope"},
+    {"op": "tail", "tools": "x"}, {"op": "tail", "tools": [1]}, {"op": "tail", "batches": 5},
+    b'{"op":"tail","tools":[1e999]}',
+]
+
 RESPONSE = {
     "ok-string": b'{"ok":"hello"}',
     "ok-value": b'{"ok":[1,null,true,{"a":1.5}]}',
@@ -159,8 +198,15 @@ def json_line(obj):
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def write_lines(name, lines):
+    with open(os.path.join(HERE, "corpus", name), "wb") as f:
+        for line in lines:
+            f.write((line if isinstance(line, bytes) else json_line(line)) + b"\n")
+
+
 if __name__ == "__main__":
     write("fuzz_frame", FRAME)
     write("fuzz_lines", LINES)
     write("fuzz_request", {**REQUEST, **REQUEST_RAW})
     write("fuzz_response", RESPONSE)
+    write_lines("request_errors.jsonl", REQUEST_ERRORS)

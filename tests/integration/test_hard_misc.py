@@ -87,17 +87,20 @@ class Spill(unittest.TestCase):
             "for line in f:\n"
             "    ev = json.loads(line)\n"
             "    if ev['event'] == 'tool_execution_completed':\n"
-            "        print(ev['truncated']['spill_path'])\n"
+            "        print(ev['truncated']['spill_path'], flush=True)\n"
             "    if ev['event'] in ('batch_completed', 'error'):\n"
-            "        break\n")
+            "        break\n"
+            "sys.stdin.read()  # connected (its spill file kept) until told\n")
         nb = pwd.getpwnam("nobody")
         other = pwd.getpwnam("daemon").pw_uid
         with Daemon([plain_sh("nul", NUL_SCRIPT, max_content_bytes=100, spill=True)],
                     args=["--socket-mode", "0666"]) as d:
-            out = subprocess.run(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+            p = subprocess.Popen(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
                                   "--clear-groups", sys.executable, "-c", client, d.sock],
-                                 stdout=subprocess.PIPE, timeout=harness.WAIT, check=True)
-            path = out.stdout.decode().strip()
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self.addCleanup(p.wait)
+            self.addCleanup(p.stdin.close)
+            path = p.stdout.readline().decode().strip()
             st = os.lstat(path)
             self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (nb.pw_uid, 0o600))
             cat = subprocess.run(["setpriv", "--reuid=%d" % other, "--regid=%d" % other,

@@ -1,0 +1,34 @@
+/*
+ * warmcall.h - what makes a warm call's process (P2, lib/warm.c) a call of
+ * its own rather than a copy of its template (issue 20): its own uid where
+ * the daemon gave one, its own process limit, an empty capability bounding
+ * set, and no reach into its PID 1 or the template. Internal to libtoolexec.
+ */
+#ifndef TE_WARMCALL_H
+#define TE_WARMCALL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The uid and gid the daemon mapped into P1's user namespace for the call
+ * (a root daemon's --call-uids); set false: the template's are kept. */
+struct te_warm_id {
+    bool set;
+    uid_t uid;
+    gid_t gid;
+};
+
+/* In P2, with P1's capabilities in the call's user namespace still held:
+ * the bounding set emptied, id taken (setresgid, setresuid), dumpable again
+ * (a uid change clears it; P2's memory is its own, unlike P1's), and
+ * RLIMIT_NPROC nproc (0: none) as soft and hard limit. 0, or -1 with errno. */
+int te_warm_call_identity(const struct te_warm_id *id, unsigned long nproc);
+
+/* In P2 where no view's Landlock domain is coming (ll_abi > 0): a Landlock
+ * domain of its own, which the kernel bars from ptrace access (/proc/PID/mem,
+ * /proc/PID/fd, pidfd_getfd) to what is outside it: P1 and the template,
+ * whose memory P1 shares and so cannot be made non-dumpable where P1 maps
+ * its own ids (an unprivileged daemon). 0, or -1 with errno. */
+int te_warm_fence(int ll_abi);
+
+#endif
