@@ -18,6 +18,7 @@
 #include "bus.h"
 #include "metrics.h"
 #include "outcome.h"
+#include "spawner.h"
 #include "toolexec.h"
 
 /* Seconds. Calls: 1 ms to 5 min (timeouts are up to minutes). Spawns:
@@ -302,6 +303,12 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     gauge(f, "toolexecd_clients", "Client connections.", g->clients);
     gauge(f, "toolexecd_tail_subscribers", "Event subscribers (tail).", g->subscribers);
     gauge(f, "toolexecd_batches_running", "Batches not yet completed.", g->batches);
+    if (td_spawner_active()) {
+        gauge(f, "toolexecd_spawner_calls", "Calls the spawner holds (sent, not yet ended).",
+              td_spawner_in_flight());
+        head(f, "toolexecd_spawner_restarts_total", "counter", "Times the spawner died.");
+        fprintf(f, "toolexecd_spawner_restarts_total %u\n", td_spawner_restarts());
+    }
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "bus.h"
+#include "spawner.h"
 #include "stats.h"
 #include "toolexec.h"
 
@@ -214,6 +215,12 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
         (int)g->queued, "max", (int)g->max_workers, "clients", (int)g->clients, "subscribers",
         (int)g->subscribers, "batches", "running", (int)g->batches, "served",
         (json_int_t)batches_served, "calls", (json_int_t)calls_total, "tools", tools);
+    /* the spawner (spawner.c): none when calls start on the loop */
+    if (td_spawner_active())
+        json_object_set_new(ev, "spawner",
+                            json_pack("{s:i,s:i,s:i}", "pid", (int)td_spawner_pid(), "restarts",
+                                      (int)td_spawner_restarts(), "calls",
+                                      (int)td_spawner_in_flight()));
     json_t *denied = denied_json(denied_total);
     json_object_set_new(denied, "more", json_integer((json_int_t)denied_more));
     json_object_set_new(denied, "syscall_names",

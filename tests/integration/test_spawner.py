@@ -93,6 +93,10 @@ class Checks:
             what="a new spawner")
         self.assertNotEqual(new, sp)
         self.assertIn("the spawner exited", self.daemon.stderr())
+        c.send({"op": "stats"})
+        st = c.recv_for(lambda e: e.get("event") == "stats")["spawner"]
+        self.assertEqual((st["pid"], st["calls"]), (new, 0), st)
+        self.assertGreaterEqual(st["restarts"], 1, st)
         res = c.run([{"id": "e", "name": "echo", "arguments": {"n": 1}}],
                     batch=harness.new_token("after"))
         self.assertEqual(res.result("e"), {"ok": {"n": 1}})

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""bench/spawn.py - issue 21's spawn-path goals, as ratios from one run.
+
+  bench/spawn.py [--build DIR] [--calls N] [--rounds R] [--inflight K]
+
+Two daemons run side by side, one starting calls through the spawner
+(daemon/spawner.c, the default) and one with --spawner no (the loop starts
+them, as before issue 21), each with the C echo worker under the default
+confinement. R rounds, interleaved so drift hits all alike, of N calls:
+
+  plain      a bare fork+exec+pipe loop of the worker (bench --plain)
+  nsfloor    (root) the same with each worker in a new mount and PID
+             namespace, every mount private, a /proc of its own (BENCH_NS=1)
+  spawner    one batch of N calls through the spawner daemon (toolexec run)
+  loop       the same through the --spawner no daemon
+  pool       a Python asyncio pool doing a bare fork+exec of the worker, one
+             request frame each (no isolation)
+
+at concurrency 1 and 16 (per-call time), and calls/s at 1, 2, 4, 16, 64,
+256. Then, for each daemon, K calls that sleep started in one batch (the
+time until the last has started), and the throughput of echo calls while
+they are in flight against none in flight.
+
+Goals (issue 21): spawner <= 1.15 x plain serial, <= 1.10 x nsfloor at 16;
+calls/s >= the pool's at every concurrency, c256 >= 0.9 x c16; with 1,000
+in flight >= 0.9 x the throughput of none, 1,000 started in <= 1 s.
+A benchmark to run by hand, never a pass/fail test.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def timed(cmd, env=None):
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.monotonic() - t0
+
+
+async def pool_run(worker, calls, conc):
+    sem = asyncio.Semaphore(conc)
+    body = b'{"tool":"echo","arguments":{"x":1}}'
+    frame = struct.pack(">I", len(body)) + body
+
+    async def one():
+        async with sem:
+            p = await asyncio.create_subprocess_exec(worker, stdin=subprocess.PIPE,
+                                                     stdout=subprocess.PIPE)
+            await p.communicate(frame)
+
+    await asyncio.gather(*(one() for _ in range(calls)))
+
+
+def pool(worker, calls, conc):
+    t0 = time.monotonic()
+    asyncio.run(pool_run(worker, calls, conc))
+    return time.monotonic() - t0
+
+
+class Daemon:
+    def __init__(self, build, tmp, name, args):
+        self.dir = os.path.join(tmp, name)
+        os.mkdir(self.dir, 0o755)
+        tools = os.path.join(self.dir, "tools")
+        os.mkdir(tools, 0o755)
+        worker = os.path.join(build, "contrib", "tools", "c", "echo")
+        tw = os.path.join(build, "tests", "workers", "testworker")
+        for n, cmd, extra in (("echo", [worker], {}),
+                              ("sleep", [tw, "sleep"], {"timeout_ms": 600000})):
+            with open(os.path.join(tools, n + ".json"), "w") as f:
+                json.dump(dict({"name": n, "command": cmd}, **extra), f)
+        self.work = tempfile.mkdtemp(prefix="te-spawn-", dir="/dev/shm"
+                                     if os.path.isdir("/dev/shm") else None)
+        os.chmod(self.work, 0o755)
+        self.sock = os.path.join(self.dir, "s.sock")
+        self.proc = subprocess.Popen(
+            [os.path.join(build, "daemon", "toolexecd"), "--socket", self.sock, "--tools", tools,
+             "--work-dir", self.work, "--log-level", "warn", "--max-batch-calls", "1000000",
+             "--max-workers", "1100", "--max-queued-calls", "1000000"] + args)
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None:
+                raise SystemExit("toolexecd %s did not start" % name)
+            time.sleep(0.01)
+        self.batches = {}
+
+    def batch(self, tool, n, conc):
+        key = (tool, n, conc)
+        if key not in self.batches:
+            path = os.path.join(self.dir, "%s-%d-%d.json" % key)
+            with open(path, "w") as f:
+                json.dump({"op": "run", "max_concurrency": conc, "calls": [
+                    {"id": "c%d" % i, "name": tool, "arguments": {}} for i in range(n)]}, f)
+            self.batches[key] = path
+        return self.batches[key]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def lines(sock):
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield json.loads(line)
+
+
+def inflight(d, cli, k, calls):
+    """Seconds to start k sleeping calls; echo calls/s with them in flight
+    and with none."""
+    none = calls / timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", calls, 16)])
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.sock)
+    req = {"op": "run", "batch": "hold", "max_concurrency": k,
+           "calls": [{"id": "s%d" % i, "name": "sleep", "arguments": {}} for i in range(k)]}
+    t0 = time.monotonic()
+    s.sendall(json.dumps(req).encode() + b"\n")
+    started = 0
+    for ev in lines(s):
+        if ev.get("event") == "tool_execution_started":
+            started += 1
+            if started == k:
+                break
+    start_s = time.monotonic() - t0
+    busy = calls / timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", calls, 16)])
+    s.sendall(b'{"op":"cancel","batch":"hold"}\n')
+    for ev in lines(s):
+        if ev.get("batch") == "hold" and ev.get("event") in ("batch_completed", "error"):
+            break
+    s.close()
+    return start_s, none, busy
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--inflight", type=int, default=1000)
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    cli = os.path.join(build, "daemon", "cli", "toolexec")
+    bench = os.path.join(build, "bench", "bench")
+    worker = os.path.join(build, "contrib", "tools", "c", "echo")
+    tmp = tempfile.mkdtemp(prefix="te-spawnb-")
+    os.chmod(tmp, 0o755)
+    ds = {"spawner": Daemon(build, tmp, "spawner", []),
+          "loop": Daemon(build, tmp, "loop", ["--spawner", "no"])}
+    try:
+        print("toolexecd, %d CPUs, %s; %d calls x %d rounds" % (
+            os.cpu_count(), os.uname().release, a.calls, a.rounds))
+        kinds = {
+            "plain": lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)]),
+            "spawner": lambda c: timed([cli, "-s", ds["spawner"].sock, "run", "-j",
+                                        ds["spawner"].batch("echo", a.calls, c)]),
+            "loop": lambda c: timed([cli, "-s", ds["loop"].sock, "run", "-j",
+                                     ds["loop"].batch("echo", a.calls, c)]),
+            "pool": lambda c: pool(worker, a.calls, c),
+        }
+        if os.geteuid() == 0:
+            ns_env = dict(os.environ, BENCH_NS="1")
+            kinds["nsfloor"] = lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)],
+                                               env=ns_env)
+        rates = {}
+        for conc in (1, 2, 4, 16, 64, 256):
+            times = {k: [] for k in kinds}
+            for k, f in kinds.items():  # warm-up
+                f(conc)
+            for _ in range(a.rounds):
+                for k, f in kinds.items():
+                    times[k].append(f(conc) / a.calls * 1e6)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            rates[conc] = {k: 1e6 / v for k, v in med.items()}
+            if conc in (1, 16):
+                print("\nconcurrency %d: median us per call (min-max)" % conc)
+                for k, v in times.items():
+                    print("  %-8s %9.1f  (%.1f-%.1f)" % (k, med[k], min(v), max(v)))
+                print("  spawner / plain    %.2f" % (med["spawner"] / med["plain"]))
+                print("  loop / plain       %.2f" % (med["loop"] / med["plain"]))
+                print("  spawner / loop     %.2f" % (med["spawner"] / med["loop"]))
+                if "nsfloor" in med:
+                    print("  spawner / nsfloor  %.2f" % (med["spawner"] / med["nsfloor"]))
+                    print("  nsfloor / plain    %.2f" % (med["nsfloor"] / med["plain"]))
+        print("\ncalls/s by concurrency (median of %d rounds)" % a.rounds)
+        print("  conc " + "".join("%10s" % k for k in kinds) + "   spawner/pool")
+        for conc, r in rates.items():
+            print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
+                  "   %.2f" % (r["spawner"] / r["pool"]))
+        for k in ("spawner", "loop"):
+            print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
+        print("\n%d calls in flight (each sleeping, in one batch)" % a.inflight)
+        for k, d in ds.items():
+            start_s, none, busy = inflight(d, cli, a.inflight, a.calls)
+            print("  %-8s started in %.2f s; echo calls/s: %.0f none in flight, %.0f with "
+                  "them: %.2f" % (k, start_s, none, busy, busy / none))
+    finally:
+        for d in ds.values():
+            d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
