@@ -21,6 +21,7 @@
 #include "config.h"
 #include "defcheck.h"
 #include "containment.h"
+#include "spares.h"
 #include "spawner.h"
 #include "fsview.h"
 #include "identity.h"
@@ -63,6 +64,8 @@ static void usage(FILE *f)
                "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
                "      --spawner yes|no       calls started by a process of their own, off\n"
                "                             the loop (default yes; no: by the loop)\n"
+               "      --spares N             sandboxes the spawner keeps ready per tool\n"
+               "                             called lately (0-16, default 2; 0: none)\n"
                "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
                "                             (default: our own cgroup if it is delegated)\n"
                "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
@@ -147,6 +150,7 @@ static void maybe_exit(void)
     uv_close((uv_handle_t *)&shutdown_timer, NULL);
     td_metrics_http_stop();
     td_notify_close();
+    td_spares_stop();
     td_spawner_stop();
     td_reaper_stop();
     td_spill_stop();
@@ -238,6 +242,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
         td_server_tools_changed();
         td_template_sync();
+        td_spares_drop_all(); /* made for the old definitions */
     }
     td_notify_ready(notify_status);
 }
@@ -327,7 +332,8 @@ int main(int argc, char **argv)
         OPT_METRICS_LISTEN,
         OPT_METRICS_TIMEOUT,
         OPT_AUDIT_ARGS,
-        OPT_SPAWNER
+        OPT_SPAWNER,
+        OPT_SPARES
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -366,6 +372,7 @@ int main(int argc, char **argv)
         {"metrics-timeout", required_argument, NULL, OPT_METRICS_TIMEOUT},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
         {"spawner", required_argument, NULL, OPT_SPAWNER},
+        {"spares", required_argument, NULL, OPT_SPARES},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -452,6 +459,16 @@ int main(int argc, char **argv)
         case OPT_GROUP:
             td_cfg.group = optarg;
             break;
+        case OPT_SPARES: {
+            char *end;
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || n > 16) {
+                fprintf(stderr, "toolexecd: --spares: expected 0 to 16\n");
+                return 2;
+            }
+            td_spares_per_tool = (unsigned)n;
+            break;
+        }
         case OPT_SPAWNER:
             if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
                 fprintf(stderr, "toolexecd: --spawner: expected yes or no\n");
@@ -700,6 +717,7 @@ int main(int argc, char **argv)
     goto out_loop_closed;
 
 out_loop:
+    td_spares_stop();
     td_spawner_stop(); /* its socket's handle would keep the loop running */
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);

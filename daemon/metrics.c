@@ -18,6 +18,7 @@
 #include "bus.h"
 #include "metrics.h"
 #include "outcome.h"
+#include "spares.h"
 #include "spawner.h"
 #include "toolexec.h"
 
@@ -306,6 +307,8 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     if (td_spawner_active()) {
         gauge(f, "toolexecd_spawner_calls", "Calls the spawner holds (sent, not yet ended).",
               td_spawner_in_flight());
+        gauge(f, "toolexecd_spares", "Sandboxes prepared ahead, held (ready or being made).",
+              td_spares_count());
         head(f, "toolexecd_spawner_restarts_total", "counter", "Times the spawner died.");
         fprintf(f, "toolexecd_spawner_restarts_total %u\n", td_spawner_restarts());
     }

@@ -453,9 +453,10 @@ struct child_args {
     const struct td_spawn *s;
     pid_t parent;
     int in, out, err, ex;
-    int ho;    /* the child's end of the hand-over socket; -1: none */
-    int join;  /* cgroup.procs to write, when not born in the cgroup */
-    bool root; /* the daemon runs as root: the child may drop capabilities */
+    int ho;     /* the child's end of the hand-over socket; -1: none */
+    int join;   /* cgroup.procs to write, when not born in the cgroup */
+    bool root;  /* the daemon runs as root: the child may drop capabilities */
+    bool spare; /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
 };
 
 /* Step 9b (see the top): up to the first EINVAL, which is past the
@@ -506,8 +507,51 @@ static int attach_filter(const struct td_spawn *s)
     return rc;
 }
 
+/* A spare, once set up to its user (step 10): "ready" on fd 4, then its
+ * call: the call's stdin, stdout, stderr and report pipe, with its
+ * environment (NUL-terminated strings, one after another). The report pipe
+ * goes onto fd 3 in place of the one it was made with (its failures from
+ * here on are the call's). A spare runs in a copy of the spawner's memory,
+ * not in it (td_sandbox_prepare()), so it may allocate. The spawner's end
+ * closing (the spare dropped) ends it quietly. */
+static char *const *spare_take(const struct td_spawn *s)
+{
+    if (write(TD_HANDOVER_FD, "R", 1) != 1)
+        child_exit(0);
+    static char buf[TD_SPARE_ENV_MAX];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+    te_fds_space u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_room(&m, &u, TD_SANDBOX_ENDS);
+    ssize_t n;
+    while ((n = recvmsg(TD_HANDOVER_FD, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    int fds[TD_SANDBOX_ENDS];
+    size_t nfds = n > 0 ? te_fds_take(&m, fds, TD_SANDBOX_ENDS) : 0;
+    if (n <= 0 || nfds != TD_SANDBOX_ENDS || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+        child_exit(0);
+    buf[n] = '\0';
+    if (dup3(fds[3], TD_REPORT_FD, s->init ? 0 : O_CLOEXEC) < 0)
+        child_exit(127);
+    if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0)
+        child_fail(TD_STEP_DUP);
+    for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+        close(fds[i]);
+    size_t count = 0;
+    for (ssize_t i = 0; i < n; i++)
+        count += buf[i] == '\0';
+    char **env = calloc(count + 1, sizeof(*env));
+    if (!env)
+        child_fail(TD_STEP_EXEC);
+    size_t k = 0;
+    for (ssize_t i = 0; i < n && k < count; i += (ssize_t)strlen(buf + i) + 1)
+        env[k++] = buf + i;
+    return env;
+}
+
 /* Runs in the child, on its own stack but in the parent's memory (see the
- * clone() below): it may only make system calls and touch its own locals. */
+ * clone() below): it may only make system calls and touch its own locals.
+ * A spare runs it in a copy of the memory instead (td_sandbox_prepare). */
 static int child(void *arg)
 {
     const struct child_args *a = arg;
@@ -522,6 +566,8 @@ static int child(void *arg)
         child_exit(127);
     if (a->join >= 0 && write(a->join, "0", 1) != 1)
         child_fail(TD_STEP_CGROUP);
+    if (a->spare) /* told apart from the spawner in ps until its exec */
+        prctl(PR_SET_NAME, "toolexecd-spare");
     if (setsid() < 0)
         child_fail(TD_STEP_SETSID);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -535,7 +581,7 @@ static int child(void *arg)
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
         child_fail(TD_STEP_SIGNALS);
-    if (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
+    if (!a->spare && (dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0))
         child_fail(TD_STEP_DUP);
     if (close_range(a->ho >= 0 ? TD_HANDOVER_FD + 1 : TD_REPORT_FD + 1, ~0U, 0) < 0)
         child_fail(TD_STEP_CLOSE);
@@ -570,6 +616,9 @@ static int child(void *arg)
         if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
             child_exit(127);
     }
+    char *const *envp = s->envp;
+    if (a->spare)
+        envp = spare_take(s);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
     /* step 11a: lib/landlock.c, shared with warm calls (lib/warm.c) */
@@ -577,7 +626,7 @@ static int child(void *arg)
         child_fail(TD_STEP_LANDLOCK);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
-    execve(s->argv[0], s->argv, s->envp);
+    execve(s->argv[0], s->argv, envp);
     child_fail(TD_STEP_EXEC);
     return 127; /* not reached */
 }
@@ -631,10 +680,13 @@ static bool clone3_works = false;
  * move itself. The pid, or -1 with errno set. */
 static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int cgroup_procs)
 {
+    /* a call: our memory, and we wait until it has exec'd; a spare: a copy
+     * of it (it lives on), and we go on at once */
+    int share = args->spare ? 0 : CLONE_VM | CLONE_VFORK;
     args->join = cgroup_procs;
     if (cgroup_dir >= 0 && clone3_works) {
         struct clone_args ca = {
-            .flags = (uint64_t)(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP | flags),
+            .flags = (uint64_t)(share | CLONE_INTO_CGROUP | flags),
             .exit_signal = SIGCHLD,
             .stack = (uint64_t)(uintptr_t)child_stack,
             .stack_size = sizeof(child_stack),
@@ -653,8 +705,7 @@ static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int
         clone3_works = false;
         args->join = cgroup_procs;
     }
-    return clone(child, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD | flags,
-                 args);
+    return clone(child, child_stack + sizeof(child_stack), share | SIGCHLD | flags, args);
 }
 
 int td_sandbox_hand_over(int kind, int fd)
@@ -759,8 +810,8 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
         sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s,         getpid(), theirs[0], theirs[1],     theirs[2],
-                              theirs[3], ho[1],    -1,        geteuid() == 0};
+    struct child_args args = {s,         getpid(), theirs[0], theirs[1],      theirs[2],
+                              theirs[3], ho[1],    -1,        geteuid() == 0, false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -782,6 +833,32 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
         close(ho[0]);
     }
     return pid;
+}
+
+pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const char **what)
+{
+    *what = "pipe";
+    int ends[2] = {ctl, report};
+    for (int i = 0; i < 2; i++) {
+        if (ends[i] > TD_HANDOVER_FD)
+            continue;
+        int moved = fcntl(ends[i], F_DUPFD_CLOEXEC, TD_HANDOVER_FD + 1);
+        if (moved < 0) {
+            int e = errno;
+            close_ends(ends, 2);
+            return -e;
+        }
+        close(ends[i]);
+        ends[i] = moved;
+    }
+    if (n_changed < 0)
+        snapshot_signals();
+    struct child_args args = {s, getpid(), -1, -1, -1, ends[1], ends[0], -1, geteuid() == 0, true};
+    pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
+    int e = errno;
+    close_ends(ends, 2);
+    *what = "clone";
+    return pid < 0 ? -e : pid;
 }
 
 int td_sandbox_spawn(const struct td_spawn *s, struct td_child *c, const char **what)

@@ -105,6 +105,17 @@ int td_sandbox_pipes(bool in_socket, struct td_child *c, int theirs[TD_SANDBOX_E
  * -errno (the step in *what). */
 pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
                        int handed[TD_HAND_COUNT], const char **what);
+/* A spare (issue 21): s's steps up to its user (10) run now, in a process
+ * of its own (a copy of our memory, not a share of it), which then waits on
+ * ctl (its end of a SOCK_SEQPACKET pair, taken) for its call. Its report
+ * pipe until then is report (taken). On ctl it says "R" (one byte) once
+ * ready and hands up what it makes (td_sandbox_hand_over); it takes one
+ * message: the call's four ends (td_sandbox_pipes' theirs) as descriptors
+ * and its environment as the bytes (NUL-terminated strings, at most
+ * TD_SPARE_ENV_MAX in all), and goes on to exec; ctl closes at exec. The
+ * pid, or -errno (*what). */
+#define TD_SPARE_ENV_MAX (128 * 1024)
+pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const char **what);
 /* What the child and its init reported, read without blocking at exit. */
 struct td_report {
     bool failed;      /* set-up or exec failed: */

@@ -35,6 +35,7 @@
 
 struct slot {
     const struct td_spawner_ops *ops;
+    const struct td_spare_ops *spare; /* a spare's slot, not a call's */
     void *data;
     uint32_t gen;
     bool busy, sent, started;
@@ -56,14 +57,17 @@ static int sock = -1;
 static pid_t spid;
 static uv_poll_t *io; /* one per spawner: closed with it */
 static bool active, stopping;
-static unsigned restarts, in_flight;
+static unsigned restarts, in_flight, spares_held;
 
 static void fork_spawner(void);
 static void on_io(uv_poll_t *h, int status, int events);
 
 static void free_slot(uint32_t id)
 {
+    if (slots[id].spare)
+        spares_held--;
     slots[id].busy = false;
+    slots[id].spare = NULL;
     slots[id].gen++;
     free_ids[nfree++] = id;
     in_flight--;
@@ -108,7 +112,24 @@ static void flush(void)
 static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
 {
     size_t used = 0;
-    if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen) {
+    if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen && slots[r->id].spare) {
+        struct slot *s = &slots[r->id];
+        const struct td_spare_ops *ops = s->spare;
+        void *data = s->data;
+        if (r->type == TD_SPAWN_PREPARED && r->err) {
+            char what[sizeof(r->what) + 1];
+            memcpy(what, r->what, sizeof(r->what));
+            what[sizeof(r->what)] = '\0';
+            free_slot(r->id);
+            ops->prepared(data, r->err, what);
+        } else if (r->type == TD_SPAWN_PREPARED) {
+            s->started = true;
+            ops->prepared(data, 0, NULL);
+        } else if (r->type == TD_SPAWN_SPARE_GONE) {
+            free_slot(r->id);
+            ops->gone(data);
+        }
+    } else if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen) {
         struct slot *s = &slots[r->id];
         if (r->type == TD_SPAWN_STARTED && !s->started) {
             int handed[TD_HAND_COUNT], pidfd = -1;
@@ -208,10 +229,15 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
         if (!s->busy || !s->sent)
             continue; /* free, or still queued: sent to the next spawner */
         const struct td_spawner_ops *ops = s->ops;
+        const struct td_spare_ops *sops = s->spare;
         void *data2 = s->data;
         bool started = s->started;
         free_slot(id);
-        if (started)
+        if (sops && started)
+            sops->gone(data2);
+        else if (sops)
+            sops->prepared(data2, ECHILD, "spawner");
+        else if (started)
             ops->exited(data2, SIGKILL, NULL, "the spawner died, and the call with it");
         else
             ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
@@ -285,6 +311,7 @@ void td_spawner_stop(void)
     slots = NULL;
     free_ids = NULL;
     nslots = nfree = 0;
+    in_flight = spares_held = 0;
     active = false;
 }
 
@@ -305,7 +332,7 @@ unsigned td_spawner_restarts(void)
 
 unsigned td_spawner_in_flight(void)
 {
-    return in_flight;
+    return in_flight - spares_held;
 }
 
 static int take_slot(uint32_t *id)
@@ -331,21 +358,24 @@ static int take_slot(uint32_t *id)
     return 0;
 }
 
-int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
-                    const struct td_spawner_ops *ops, void *data, const char **what)
+static int request(uint32_t type, const struct td_spawn *s, int *theirs, uint32_t id,
+                   uint64_t spare, const char **what)
 {
     struct queued *q = calloc(1, sizeof(*q));
     uint8_t *body = NULL;
     size_t blen = 0;
-    uint32_t id = 0;
-    struct td_spawn_req req = {0};
+    struct td_spawn_req req = {.type = type,
+                               .id = id,
+                               .gen = slots[id].gen,
+                               .spare_id = spare ? (uint32_t)(spare - 1) : TD_SPAWN_NO_SPARE,
+                               .spare_gen = (uint32_t)(spare >> 32)};
     int rc = q ? 0 : -ENOMEM;
     *what = "spawn request";
-    if (q)
+    if (q && theirs)
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             q->fds[q->nfds++] = theirs[i];
     /* the cgroup's descriptors are its worker's: copies travel */
-    int cg[2] = {s->cgroup_dir, s->cgroup_procs};
+    int cg[2] = {s ? s->cgroup_dir : -1, s ? s->cgroup_procs : -1};
     for (int i = 0; i < 2 && rc == 0; i++) {
         if (cg[i] < 0)
             continue;
@@ -356,31 +386,75 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
             q->fds[q->nfds++] = fd;
         req.flags |= i ? TD_SPAWN_CGROUP_PROCS : TD_SPAWN_CGROUP_DIR;
     }
-    if (rc == 0)
+    if (rc == 0 && s)
         rc = td_spawnmsg_pack(s, &body, &blen);
     if (rc == 0 && !(q->msg = malloc(sizeof(req) + blen)))
         rc = -ENOMEM;
-    if (rc == 0)
-        rc = take_slot(&id);
     if (rc < 0) {
         free(body);
         if (q)
             drop_queued(q);
-        else
+        else if (theirs)
             for (int i = 0; i < TD_SANDBOX_ENDS; i++)
                 close(theirs[i]);
         return rc;
     }
-    req.id = id;
-    req.gen = slots[id].gen;
     memcpy(q->msg, &req, sizeof(req));
-    memcpy(q->msg + sizeof(req), body, blen);
+    if (blen)
+        memcpy(q->msg + sizeof(req), body, blen);
     free(body);
     q->len = sizeof(req) + blen;
     q->id = id;
-    slots[id] = (struct slot){.ops = ops, .data = data, .gen = req.gen, .busy = true};
     STAILQ_INSERT_TAIL(&queue, q, link);
     flush();
     watch_io();
     return 0;
+}
+
+int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
+                    const struct td_spawner_ops *ops, void *data, uint64_t spare, const char **what)
+{
+    uint32_t id;
+    int rc = take_slot(&id);
+    if (rc < 0) {
+        for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+            close(theirs[i]);
+        *what = "spawn request";
+        return rc;
+    }
+    slots[id] = (struct slot){.ops = ops, .data = data, .gen = slots[id].gen, .busy = true};
+    /* a spare's slot is the call's from here: nothing more is said of it */
+    uint32_t sid = spare ? (uint32_t)(spare - 1) : 0;
+    if (spare && sid < nslots && slots[sid].busy && slots[sid].spare &&
+        slots[sid].gen == (uint32_t)(spare >> 32))
+        free_slot(sid);
+    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
+    if (rc < 0)
+        free_slot(id);
+    return rc;
+}
+
+uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,
+                            const char **what)
+{
+    uint32_t id;
+    *what = "spare";
+    if (!active || take_slot(&id) < 0)
+        return TD_NO_SPARE;
+    slots[id] = (struct slot){.spare = ops, .data = data, .gen = slots[id].gen, .busy = true};
+    spares_held++;
+    if (request(TD_SPAWN_REQ_PREPARE, s, NULL, id, TD_NO_SPARE, what) < 0) {
+        free_slot(id);
+        return TD_NO_SPARE;
+    }
+    return ((uint64_t)slots[id].gen << 32) | (id + 1);
+}
+
+void td_spawner_drop(uint64_t spare)
+{
+    uint32_t id = (uint32_t)(spare & 0xffffffffu) - 1, gen = (uint32_t)(spare >> 32);
+    const char *what;
+    if (spare && id < nslots && slots[id].busy && slots[id].spare && slots[id].gen == gen) {
+        request(TD_SPAWN_REQ_DROP, NULL, NULL, id, TD_NO_SPARE, &what);
+    }
 }

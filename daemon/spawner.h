@@ -12,6 +12,7 @@
 #ifndef TD_SPAWNER_H
 #define TD_SPAWNER_H
 
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -32,6 +33,16 @@ struct td_spawner_ops {
     void (*exited)(void *data, int status, const struct rusage *ru, const char *why);
 };
 
+/* A spare (spares.c), seen by its owner. */
+struct td_spare_ops {
+    /* made (err 0: it gets ready on its own), or not (err, what: the
+     * step); gone() does not follow a failure */
+    void (*prepared)(void *data, int err, const char *what);
+    /* it died unused (dropped, failed, or the spawner died): the last
+     * callback */
+    void (*gone)(void *data);
+};
+
 /* Start the spawner (once at start, after the signals are set up). 0 or
  * -errno. */
 int td_spawner_start(void);
@@ -44,7 +55,16 @@ bool td_spawner_active(void);
  * taken in every case); s's descriptors (cgroup) are sent as copies. 0, or
  * -errno (*what: the step) and no callback will run. */
 int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
-                    const struct td_spawner_ops *ops, void *data, const char **what);
+                    const struct td_spawner_ops *ops, void *data, uint64_t spare,
+                    const char **what);
+/* A spare made for s (its descriptors sent as copies; s->envp empty): a
+ * handle (never 0) for td_spawner_call() to take it with, or to drop it by;
+ * 0 with *what when it cannot be asked for. Once taken, no callback of its
+ * ops runs again. */
+#define TD_NO_SPARE 0
+uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,
+                            const char **what);
+void td_spawner_drop(uint64_t spare);
 /* For stats and tests: the spawner's pid (0: none), its restarts, and the
  * calls it holds (sent, not yet ended). */
 pid_t td_spawner_pid(void);

@@ -21,14 +21,22 @@
  * description; descriptors: the child's four ends, then the cgroup's
  * directory and cgroup.procs where flags say so. */
 enum { TD_SPAWN_CGROUP_DIR = 1, TD_SPAWN_CGROUP_PROCS = 2 };
+/* START: a call (with a spare to take, when spare_id is not NONE; the
+ * spawner starts it afresh if that spare is gone); PREPARE: a spare for
+ * the description, under id; DROP: the spare id (no body, no descriptors). */
+enum { TD_SPAWN_REQ_START = 1, TD_SPAWN_REQ_PREPARE = 2, TD_SPAWN_REQ_DROP = 3 };
+#define TD_SPAWN_NO_SPARE 0xffffffffu
 struct td_spawn_req {
-    uint32_t id, gen; /* the daemon's slot for the call */
+    uint32_t type;
+    uint32_t id, gen; /* the daemon's slot for the call or the spare */
     uint32_t flags;
-    uint32_t pad;
+    uint32_t spare_id, spare_gen;
 };
 /* Replies: STARTED (descriptors: its pidfd, then those it handed up, in
- * the order of their bits in handed) or EXITED. */
-enum { TD_SPAWN_STARTED = 1, TD_SPAWN_EXITED = 2 };
+ * the order of their bits in handed) or EXITED, for a call; PREPARED (err
+ * set when it could not be made) or SPARE_GONE (it died unused; status),
+ * for a spare. */
+enum { TD_SPAWN_STARTED = 1, TD_SPAWN_EXITED = 2, TD_SPAWN_PREPARED = 3, TD_SPAWN_SPARE_GONE = 4 };
 struct td_spawn_reply {
     uint32_t type, id, gen;
     int32_t pid, err, status;

@@ -33,7 +33,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+
 #include "fdpass.h"
+#include "report.h"
 #include "spawnmsg.h"
 #include "spawnproc.h"
 
@@ -48,6 +52,73 @@ struct running {
 static struct running *run;
 static size_t nrun, caprun;
 
+/* Spares made and not yet taken (PREPARE): a handful. */
+struct spare {
+    uint32_t id, gen;
+    pid_t pid;
+    int pidfd, ctl, report; /* ctl: its end of our pair; report: the pipe it fails on */
+    bool ready;
+    int handed[TD_HAND_COUNT];
+};
+#define MAX_SPARES 256
+static struct spare spares[MAX_SPARES];
+static size_t nspares;
+
+static void spare_close(struct spare *sp)
+{
+    if (sp->pidfd >= 0)
+        close(sp->pidfd);
+    if (sp->ctl >= 0)
+        close(sp->ctl);
+    if (sp->report >= 0)
+        close(sp->report);
+    for (int k = 0; k < TD_HAND_COUNT; k++)
+        if (sp->handed[k] >= 0)
+            close(sp->handed[k]);
+    *sp = spares[--nspares];
+}
+
+static struct spare *spare_find(uint32_t id, uint32_t gen)
+{
+    for (size_t i = 0; i < nspares; i++)
+        if (spares[i].id == id && spares[i].gen == gen)
+            return &spares[i];
+    return NULL;
+}
+
+/* What a spare says on ctl: "R" once ready, or a descriptor handed up (its
+ * kind as an int). 0 for more, -1 at its end (exec'd or dead). */
+static int spare_read(struct spare *sp, int flags)
+{
+    for (;;) {
+        int kind;
+        struct iovec iov = {.iov_base = &kind, .iov_len = sizeof(kind)};
+        te_fds_space u;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        te_fds_room(&m, &u, 1);
+        ssize_t n = recvmsg(sp->ctl, &m, flags | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0)
+            return -1;
+        int fd = -1;
+        if (te_fds_take(&m, &fd, 1) == 1) {
+            if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT &&
+                sp->handed[kind] < 0)
+                sp->handed[kind] = fd;
+            else
+                close(fd);
+        } else if (n == 1) {
+            sp->ready = true;
+        }
+        if (flags & MSG_DONTWAIT)
+            continue;
+        return 0;
+    }
+}
+
 static void say(int sock, const struct td_spawn_reply *r, int *fds, size_t nfds)
 {
     struct iovec iov = {.iov_base = (void *)r, .iov_len = sizeof(*r)};
@@ -59,6 +130,67 @@ static void say(int sock, const struct td_spawn_reply *r, int *fds, size_t nfds)
      * rather than lose a call's end. EINTR: none is caught here. */
     while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0 && errno == EINTR)
         ;
+}
+
+/* A call started by its spare: the four ends and the environment sent, then
+ * what it hands up read until its end of ctl closes at exec. Its pid, or 0
+ * when the spare is not there to take (killed, or dead: the caller starts
+ * the call afresh), or -errno. */
+static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *ends, int *handed)
+{
+    if (!sp->ready && spare_read(sp, MSG_DONTWAIT) < 0)
+        return 0;
+    if (!sp->ready)
+        return 0; /* not yet: a fresh start costs what waiting would */
+    static char env[TD_SPARE_ENV_MAX];
+    size_t n = 0;
+    for (char *const *e = s->envp; *e; e++) {
+        size_t l = strlen(*e) + 1;
+        if (n + l > sizeof(env) - 1)
+            return -E2BIG;
+        memcpy(env + n, *e, l);
+        n += l;
+    }
+    struct iovec iov = {.iov_base = env, .iov_len = n ? n : 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    te_fds_space u;
+    te_fds_put(&m, &u, ends, TD_SANDBOX_ENDS);
+    ssize_t w;
+    while ((w = sendmsg(sp->ctl, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    if (w < 0)
+        return 0;
+    /* Like a fresh start, the reply waits for its exec: what it hands up
+     * (a seccomp listener) is all there by then. */
+    while (spare_read(sp, 0) == 0)
+        ;
+    for (int k = 0; k < TD_HAND_COUNT; k++) {
+        handed[k] = sp->handed[k];
+        sp->handed[k] = -1;
+    }
+    return sp->pid;
+}
+
+static pid_t take_spare(struct spare *sp, const struct td_spawn *s, int *ends, int *handed,
+                        const char **what)
+{
+    pid_t pid = take_spare_once(sp, s, ends, handed);
+    if (pid > 0) {
+        for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+            close(ends[i]);
+        sp->pid = 0; /* a call's now: not killed with the record */
+        spare_close(sp);
+        return pid;
+    }
+    if (sp->pid > 0)
+        kill(sp->pid, SIGKILL);
+    if (pid < 0) {
+        for (int i = 0; i < TD_SANDBOX_ENDS; i++)
+            close(ends[i]);
+        *what = "spare";
+        return pid;
+    }
+    return td_sandbox_start(s, ends, handed, what);
 }
 
 static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_t len, int *fds,
@@ -75,7 +207,10 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
         m.s.cgroup_dir = (q->flags & TD_SPAWN_CGROUP_DIR) ? fds[k++] : -1;
         m.s.cgroup_procs = (q->flags & TD_SPAWN_CGROUP_PROCS) ? fds[k++] : -1;
         int handed[TD_HAND_COUNT];
-        pid_t pid = td_sandbox_start(&m.s, fds, handed, &what); /* takes the four ends */
+        struct spare *sp =
+            q->spare_id != TD_SPAWN_NO_SPARE ? spare_find(q->spare_id, q->spare_gen) : NULL;
+        pid_t pid = sp ? take_spare(sp, &m.s, fds, handed, &what)
+                       : td_sandbox_start(&m.s, fds, handed, &what); /* takes the four ends */
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             fds[i] = -1;
         td_spawnmsg_free(&m);
@@ -136,6 +271,25 @@ static void reap(int sock)
             continue;
         if (pid <= 0)
             return;
+        size_t s2 = 0;
+        while (s2 < nspares && spares[s2].pid != pid)
+            s2++;
+        if (s2 < nspares) { /* a spare, dead unused (dropped, or failed) */
+            struct td_spawn_reply r = {.type = TD_SPAWN_SPARE_GONE,
+                                       .id = spares[s2].id,
+                                       .gen = spares[s2].gen,
+                                       .pid = pid,
+                                       .status = status};
+            struct td_report_rec rec;
+            if (spares[s2].report >= 0 &&
+                read(spares[s2].report, &rec, sizeof(rec)) == (ssize_t)sizeof(rec) &&
+                rec.type == TD_REPORT_FAILED)
+                r.err = rec.b, snprintf(r.what, sizeof(r.what), "step %d", rec.a);
+            spares[s2].pid = 0;
+            spare_close(&spares[s2]);
+            say(sock, &r, NULL, 0);
+            continue;
+        }
         size_t i = 0;
         while (i < nrun && run[i].pid != pid)
             i++;
@@ -155,6 +309,60 @@ static void reap(int sock)
         run[i] = run[--nrun];
         say(sock, &r, NULL, 0);
     }
+}
+
+static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_t len, int *fds,
+                    size_t nfds)
+{
+    struct td_spawn_reply r = {.type = TD_SPAWN_PREPARED, .id = q->id, .gen = q->gen};
+    struct td_spawnmsg m;
+    size_t need = !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
+    const char *what = "spare";
+    int rc = nfds != need || nspares == MAX_SPARES ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
+    int ctl[2] = {-1, -1}, rep[2] = {-1, -1};
+    if (rc == 0) {
+        size_t k = 0;
+        m.s.cgroup_dir = (q->flags & TD_SPAWN_CGROUP_DIR) ? fds[k++] : -1;
+        m.s.cgroup_procs = (q->flags & TD_SPAWN_CGROUP_PROCS) ? fds[k++] : -1;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 ||
+            pipe2(rep, O_CLOEXEC | O_NONBLOCK) < 0) {
+            rc = -errno;
+            for (int i = 0; i < 2; i++) {
+                if (ctl[i] >= 0)
+                    close(ctl[i]);
+                if (rep[i] >= 0)
+                    close(rep[i]);
+            }
+        } else {
+            pid_t pid = td_sandbox_prepare(&m.s, ctl[1], rep[1], &what); /* takes both */
+            int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+            if (pid > 0 && pidfd < 0)
+                kill(pid, SIGKILL); /* reaped as a stray */
+            if (pid > 0 && pidfd >= 0) {
+                struct spare *sp = &spares[nspares++];
+                *sp = (struct spare){.id = q->id,
+                                     .gen = q->gen,
+                                     .pid = pid,
+                                     .pidfd = pidfd,
+                                     .ctl = ctl[0],
+                                     .report = rep[0]};
+                for (int k2 = 0; k2 < TD_HAND_COUNT; k2++)
+                    sp->handed[k2] = -1;
+                r.pid = pid;
+            } else {
+                rc = pid < 0 ? (int)pid : -errno;
+                close(ctl[0]), close(rep[0]);
+            }
+        }
+        td_spawnmsg_free(&m);
+    }
+    if (rc < 0) {
+        r.err = -rc;
+        strncpy(r.what, what, sizeof(r.what) - 1);
+    }
+    say(sock, &r, NULL, 0);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
 }
 
 void td_spawnproc_main(int sock, pid_t daemon)
@@ -182,12 +390,25 @@ void td_spawnproc_main(int sock, pid_t daemon)
     if (sfd < 0)
         _exit(1);
     static uint8_t buf[sizeof(struct td_spawn_req) + TD_SPAWNMSG_MAX] __attribute__((aligned(8)));
-    struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    struct pollfd p[2 + MAX_SPARES] = {{.fd = sock, .events = POLLIN},
+                                       {.fd = sfd, .events = POLLIN}};
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
+        /* spares still getting ready: what they say is read as it comes */
+        nfds_t np = 2;
+        for (size_t i = 0; i < nspares; i++)
+            if (!spares[i].ready)
+                p[np++] = (struct pollfd){.fd = spares[i].ctl, .events = POLLIN};
+        if (poll(p, np, -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(1);
+        }
+        for (nfds_t j = 2; j < np; j++) {
+            if (!p[j].revents)
+                continue;
+            for (size_t i = 0; i < nspares; i++)
+                if (spares[i].ctl == p[j].fd)
+                    spare_read(&spares[i], MSG_DONTWAIT);
         }
         if (p[1].revents) {
             struct signalfd_siginfo si;
@@ -215,6 +436,16 @@ void td_spawnproc_main(int sock, pid_t daemon)
             continue; /* not ours to answer: no slot to name */
         }
         memcpy(&q, buf, sizeof(q));
-        started(sock, &q, buf + sizeof(q), (size_t)n - sizeof(q), fds, nfds);
+        if (q.type == TD_SPAWN_REQ_PREPARE) {
+            prepare(sock, &q, buf + sizeof(q), (size_t)n - sizeof(q), fds, nfds);
+        } else if (q.type == TD_SPAWN_REQ_DROP) {
+            struct spare *sp = spare_find(q.id, q.gen);
+            if (sp) /* reaped next, and said SPARE_GONE */
+                syscall(SYS_pidfd_send_signal, sp->pidfd, SIGKILL, NULL, 0);
+            for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+        } else {
+            started(sock, &q, buf + sizeof(q), (size_t)n - sizeof(q), fds, nfds);
+        }
     }
 }

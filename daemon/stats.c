@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "bus.h"
+#include "spares.h"
 #include "spawner.h"
 #include "stats.h"
 #include "toolexec.h"
@@ -221,6 +222,8 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
                             json_pack("{s:i,s:i,s:i}", "pid", (int)td_spawner_pid(), "restarts",
                                       (int)td_spawner_restarts(), "calls",
                                       (int)td_spawner_in_flight()));
+    if (td_spawner_active())
+        json_object_set_new(json_object_get(ev, "spawner"), "spares", td_spares_stats());
     json_t *denied = denied_json(denied_total);
     json_object_set_new(denied, "more", json_integer((json_int_t)denied_more));
     json_object_set_new(denied, "syscall_names",

@@ -44,6 +44,8 @@
 #include "sandbox.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
+#include "spares.h"
+#include "spawndesc.h"
 #include "spawner.h"
 #include "template.h"
 #include "toolexec.h"
@@ -801,70 +803,6 @@ static char **build_env(const struct td_worker_spec *s)
     return env;
 }
 
-static void merge_limits(struct td_limits *out, const struct td_limits *tool)
-{
-    const struct td_limits *d = &td_cfg.limits;
-#define PICK(k) out->k = tool->k ? tool->k : d->k
-    PICK(cpu_ms);
-    PICK(memory_mb);
-    PICK(processes);
-    PICK(open_files);
-    PICK(file_size_mb);
-    PICK(output_mb);
-#undef PICK
-}
-
-/* cg_memory, cg_pids: those two limits are the call's cgroup's instead. */
-static void build_rlimits(const struct td_limits *l, bool cg_memory, bool cg_pids,
-                          struct td_rlimit *rl, size_t *n)
-{
-    if (l->cpu_ms) {
-        /* SIGXCPU at the soft limit, SIGKILL a second later if ignored */
-        rlim_t sec = (l->cpu_ms + 999) / 1000;
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_CPU, {sec, sec + 1}};
-    }
-    if (l->memory_mb && !cg_memory)
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_AS, {l->memory_mb << 20, l->memory_mb << 20}};
-    /* the init of the call's PID namespace counts as one */
-    rlim_t nproc = l->processes + (td_call_ns ? 1 : 0);
-    if (l->processes && !cg_pids)
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_NPROC, {nproc, nproc}};
-    if (l->open_files)
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, {l->open_files, l->open_files}};
-    else if (td_cfg.worker_nofile.rlim_cur) /* not the soft limit we raised for ourselves */
-        rl[(*n)++] = (struct td_rlimit){RLIMIT_NOFILE, td_cfg.worker_nofile};
-    if (l->file_size_mb)
-        rl[(*n)++] =
-            (struct td_rlimit){RLIMIT_FSIZE, {l->file_size_mb << 20, l->file_size_mb << 20}};
-    /* An unprivileged daemon cannot raise a hard limit: one below a limit
-     * (the default processes=1024 under a lower RLIMIT_NPROC) holds as is. */
-    for (size_t i = 0; geteuid() != 0 && i < *n; i++) {
-        struct rlimit own;
-        if (getrlimit(rl[i].resource, &own) == 0 && own.rlim_max < rl[i].lim.rlim_max)
-            rl[i].lim.rlim_cur = rl[i].lim.rlim_max = own.rlim_max;
-    }
-}
-
-/* [init, tool argv...]: the init is PID 1 of the call's namespace. */
-static const char **init_argv(char *const *tool)
-{
-    size_t n = 0;
-    while (tool[n])
-        n++;
-    const char **argv = calloc(n + 2, sizeof(char *));
-    if (!argv)
-        return NULL;
-    argv[0] = td_init_path;
-    for (size_t i = 0; i < n; i++)
-        argv[i + 1] = tool[i];
-    return argv;
-}
-
-/* "uid uid 1": an unprivileged daemon's user namespace maps only itself. */
-static char uid_map[32], gid_map[32];
-/* What a call's mount namespace covers with /dev/null: the daemon's sockets. */
-static const char *hidden[3];
-
 void td_worker_on_gone(void (*cb)(void))
 {
     worker_gone_cb = cb;
@@ -876,14 +814,7 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
 void td_worker_setup(void)
 {
     td_template_setup(spawn_template);
-    size_t n = 0;
-    if (td_cfg.socket_path)
-        hidden[n++] = td_cfg.socket_path;
-    if (td_cfg.events_socket_path)
-        hidden[n++] = td_cfg.events_socket_path;
-    hidden[n] = NULL;
-    snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
-    snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+    td_spawndesc_setup();
 }
 
 static json_t *spawn_error(const struct td_worker_spec *s, const char *what, int err)
@@ -1028,97 +959,36 @@ static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, stru
     return true;
 }
 
-/* The template's spawn: a cold worker's description, in its directory. */
+/* The template's spawn: a cold worker's description, in its directory. A
+ * warm call's processes share the template's limit: the template, the
+ * spare PID 1 it keeps for the next call and the call's PID 1 are not the
+ * call's (lib/warm.c), so one call may have as many as a cold one (+3). */
 static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
                           struct td_child *c, struct td_cgroup **cg, const char **what)
 {
     struct td_worker_spec spec = {.tool = t, .batch_id = "", .call_id = ""};
     char **env = build_env(&spec);
-    struct td_limits lim;
-    memset(&lim, 0, sizeof(lim));
-    merge_limits(&lim, &t->limits);
-    /* A warm call's processes share the template's limit: the template, the
-     * spare PID 1 it keeps for the next call and the call's PID 1 are not
-     * the call's (lib/warm.c), so one call may have as many as a cold one. */
-    if (lim.processes)
-        lim.processes += 3;
-    bool pidns = td_call_ns != 0;
-    bool cg_memory = lim.memory_mb && td_cgroup_memory();
-    bool cg_pids = lim.processes && td_cgroup_pids();
-    int err = ENOMEM;
     *cg = NULL;
     *what = "malloc";
     if (!env)
         return -ENOMEM;
-    if (td_containment == TD_CONTAIN_CGROUP || cg_memory || cg_pids) {
-        *what = "cgroup";
-        *cg =
-            td_cgroup_new(cg_memory ? lim.memory_mb : 0, cg_pids ? lim.processes + pidns : 0, &err);
-        if (!*cg)
-            goto out;
+    struct td_limits lim;
+    struct td_spawndesc d;
+    *what = "cgroup";
+    int rc = td_spawndesc_cgroup(t, 3, &lim, cg);
+    if (rc == 0 && (rc = td_spawndesc_build(&d, TD_SPAWN_TEMPLATE, t, &lim, *cg, cwd, uid, gid, env,
+                                            what)) == 0) {
+        rc = td_sandbox_spawn(&d.sp, c, what);
+        td_spawndesc_free(&d);
     }
-    struct td_rlimit rl[6];
-    size_t nrl = 0;
-    build_rlimits(&lim, cg_memory, cg_pids, rl, &nrl);
-    /* Its process limit soft only: each call's user namespace is made with
-     * the hard one (lib/warm.c p1_make()), or the kernel would count every
-     * call's processes together against it; each call sets its own. */
-    struct rlimit own;
-    for (size_t i = 0; i < nrl; i++)
-        if (rl[i].resource == RLIMIT_NPROC && getrlimit(RLIMIT_NPROC, &own) == 0 &&
-            own.rlim_max > rl[i].lim.rlim_max)
-            rl[i].lim.rlim_max = own.rlim_max;
-    int network = t->network >= 0 ? t->network : td_cfg.network;
-    const char **argv = init_argv(t->argv);
-    struct td_spawn sp = {
-        .argv = pidns ? (char *const *)argv : t->argv,
-        .init = pidns,
-        .envp = env,
-        .cwd = cwd,
-        .ns_flags = td_call_ns | (network ? 0 : CLONE_NEWNET),
-        .work_dir = td_cfg.work_dir,
-        .hide = hidden,
-        .uid_map = uid_map,
-        .gid_map = gid_map,
-        .uid = uid,
-        .gid = gid,
-        .rlimits = rl,
-        .nrlimits = nrl,
-        .cgroup_dir = td_cgroup_dir_fd(*cg),
-        .cgroup_procs = td_cgroup_procs_fd(*cg),
-        .in_socket = true,
-    };
-    /* the tool's filter less what the template needs for its calls'
-     * namespaces, which each call's stacked filter refuses again */
-    const struct td_sysfilter *sf = td_sysfilter_template(t->sysfilter, t->egress ? TD_NET_PROXY
-                                                                        : network ? TD_NET_HOST
-                                                                                  : TD_NET_NONE);
-    sp.filter = sf ? &sf->prog : NULL;
-    /* its listener serves the template and all its calls (template.c) */
-    sp.filter_notify = sp.hand_over = sf && sf->notify;
-    if (sp.ns_flags)
-        sp.ns_flags |= td_userns_flag;
-    /* the view of a cold call of the tool (step 7c), in which each warm
-     * call refreshes /tmp and /dev and hides the template's directory; but
-     * no Landlock, which forbids the mounts that takes: each warm call
-     * applies it (template.c sends the write paths, lib/warm.c) */
-    const char *const *ll_write;
-    *what = "filesystem view";
-    int rc = td_fsview_plan(t->fs, t->argv ? t->argv[0] : NULL, td_init_path,
-                            sp.ns_flags & CLONE_NEWNS, &sp.fs, &ll_write);
-    if (rc == 0)
-        rc = argv ? td_sandbox_spawn(&sp, c, what) : -ENOMEM;
-    free(argv);
-    err = -rc;
     if (rc < 0) {
         td_cgroup_release(*cg);
         *cg = NULL;
     }
-out:
     for (char **e = env; *e; e++)
         free(*e);
     free(env);
-    return -err;
+    return rc;
 }
 
 struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb cb, void *data,
@@ -1145,7 +1015,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         if (s->start)
             *s->start = warm ? "warm" : "cold";
         if (warm) {
-            merge_limits(&w->limits, &s->tool->limits);
+            td_spawndesc_limits(s->tool, 0, &w->limits);
             uint64_t ob = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
             w->max_output = ob > UINT32_MAX ? UINT32_MAX : (uint32_t)ob;
             goto started;
@@ -1155,103 +1025,70 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     if (!env)
         goto fail;
     /* The call's identity: a root daemon runs a tool that names no user as
-     * a uid and gid no other call holds (a group the tool names is kept). */
+     * a uid and gid no other call holds (a group the tool names is kept);
+     * its directory; a cgroup where it gets one. All three made ahead with a
+     * spare (spares.c), which is then the call's alone. */
     uid_t uid = s->tool->uid;
     gid_t gid = s->tool->gid;
-    if (s->tool->switch_user && !s->tool->user && td_identity_active()) {
-        what = "call uid";
-        if ((err = -td_identity_take(&taken)) > 0)
+    struct td_spare_grant grant = {.handle = TD_NO_SPARE};
+    bool via = td_spawner_active();
+    if (via && td_spares_take(s->tool, &grant)) {
+        td_logc(TD_LOG_DEBUG, s->batch_id, s->call_id, "takes a spare of %s", s->tool->name);
+        taken = grant.taken;
+        uid = grant.uid;
+        gid = grant.gid;
+        workdir = grant.dir;
+        w->cg = grant.cg;
+        w->limits = grant.limits;
+    } else {
+        if (s->tool->switch_user && !s->tool->user && td_identity_active()) {
+            what = "call uid";
+            if ((err = -td_identity_take(&taken)) > 0)
+                goto fail;
+            uid = taken;
+            gid = s->tool->group ? s->tool->gid : (gid_t)taken;
+        }
+        int mk = s->tool->switch_user ? td_calldir_make(uid, gid, &workdir, &what)
+                                      : td_calldir_make((uid_t)-1, (gid_t)-1, &workdir, &what);
+        if (mk < 0) {
+            err = -mk;
             goto fail;
-        uid = taken;
-        gid = s->tool->group ? s->tool->gid : (gid_t)taken;
-    }
-    int mk = s->tool->switch_user ? td_calldir_make(uid, gid, &workdir, &what)
-                                  : td_calldir_make((uid_t)-1, (gid_t)-1, &workdir, &what);
-    if (mk < 0) {
-        err = -mk;
-        goto fail;
-    }
-    merge_limits(&w->limits, &s->tool->limits);
-    bool pidns = td_call_ns != 0;
-    /* A cgroup of its own when it is the containment, or when it carries a
-     * limit the call sets; the PID namespace's init counts as a process. */
-    bool cg_memory = w->limits.memory_mb && td_cgroup_memory();
-    bool cg_pids = w->limits.processes && td_cgroup_pids();
-    if (td_containment == TD_CONTAIN_CGROUP || cg_memory || cg_pids) {
+        }
         what = "cgroup";
-        w->cg = td_cgroup_new(cg_memory ? w->limits.memory_mb : 0,
-                              cg_pids ? w->limits.processes + pidns : 0, &err);
-        if (!w->cg) {
+        if ((err = -td_spawndesc_cgroup(s->tool, 0, &w->limits, &w->cg)) > 0) {
             rmdir(workdir);
             goto fail;
         }
-        w->cg_memory = cg_memory;
     }
-    struct td_rlimit rl[6];
-    size_t nrl = 0;
-    build_rlimits(&w->limits, cg_memory, cg_pids, rl, &nrl);
     /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
     uint64_t out_bytes = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
     w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
-    int network = s->tool->network >= 0 ? s->tool->network : td_cfg.network;
-    const char **argv = init_argv(s->tool->argv);
-    struct td_spawn sp = {
-        .argv = pidns ? (char *const *)argv : s->tool->argv,
-        .init = pidns,
-        .envp = env,
-        .cwd = workdir,
-        .ns_flags = td_call_ns | (network ? 0 : CLONE_NEWNET),
-        .work_dir = td_cfg.work_dir,
-        .hide = hidden,
-        .uid_map = uid_map,
-        .gid_map = gid_map,
-        .uid = s->tool->switch_user ? uid : (uid_t)-1,
-        .gid = gid,
-        .rlimits = rl,
-        .nrlimits = nrl,
-        .cgroup_dir = td_cgroup_dir_fd(w->cg),
-        .cgroup_procs = td_cgroup_procs_fd(w->cg),
-        .hand_over = s->tool->egress != NULL,
-        .proxy_port = s->tool->egress ? TD_EGRESS_PORT : 0,
-    };
-    const struct td_sysfilter *sf =
-        td_sysfilter_get(s->tool->sysfilter, s->tool->egress ? TD_NET_PROXY
-                                             : network       ? TD_NET_HOST
-                                                             : TD_NET_NONE);
-    sp.filter = sf ? &sf->prog : NULL;
-    sp.filter_notify = sf && sf->notify;
-    sp.hand_over = sp.hand_over || sp.filter_notify;
-    if (sp.ns_flags)
-        sp.ns_flags |= td_userns_flag;
-    const char *const *ll_write;
-    what = "filesystem view";
-    if ((err = -td_fsview_plan(s->tool->fs, s->tool->argv ? s->tool->argv[0] : NULL, td_init_path,
-                               sp.ns_flags & CLONE_NEWNS, &sp.fs, &ll_write)) > 0) {
-        free(argv);
+    struct td_spawndesc d;
+    if ((err = -td_spawndesc_build(&d, TD_SPAWN_CALL, s->tool, &w->limits, w->cg, workdir,
+                                   s->tool->switch_user ? uid : (uid_t)-1, gid, env, &what)) > 0) {
         rmdir(workdir);
         goto fail;
     }
-    sp.landlock_abi = ll_write ? td_fsview_landlock_abi() : 0;
-    sp.ll_write = ll_write;
+    w->cg_memory = d.cg_memory;
     uint64_t t0 = uv_hrtime();
-    int rc = argv ? 0 : -ENOMEM;
-    bool via = argv && td_spawner_active();
+    int rc;
     if (via) { /* off the loop: the spawner starts it (spawner.c) */
         int theirs[TD_SANDBOX_ENDS];
         what = "pipe";
         rc = td_sandbox_pipes(false, &child, theirs);
-        if (rc == 0 && (rc = td_spawner_call(&sp, theirs, &spawner_ops, w, &what)) < 0) {
+        if (rc == 0 &&
+            (rc = td_spawner_call(&d.sp, theirs, &spawner_ops, w, grant.handle, &what)) < 0) {
             close(child.in), close(child.out), close(child.err), close(child.report);
         }
-    } else if (rc == 0) {
-        rc = td_sandbox_spawn(&sp, &child, &what);
+    } else {
+        rc = td_sandbox_spawn(&d.sp, &child, &what);
         if (rc == 0) /* clone returns once the child has exec'd: the spawn cost */
             td_bus_publish(&(struct td_bus_msg){
                 .kind = TD_BUS_SPAWN, .tool = s->tool->name, .us = (uv_hrtime() - t0) / 1000});
     }
+    td_spawndesc_free(&d);
     w->via_spawner = via;
     w->spawn_t0 = t0;
-    free(argv);
     for (char **e = env; *e; e++)
         free(*e);
     free(env);
@@ -1261,6 +1098,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         rmdir(workdir);
         goto fail;
     }
+    if (via && !s->tool->warm) /* the next call's, made while this one runs */
+        td_spares_refill(s->tool);
 
 started:
     w->call_uid = taken;

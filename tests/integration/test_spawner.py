@@ -15,13 +15,23 @@ Root and unprivileged daemon.
 import os
 import shutil
 import signal
+import sys
 import unittest
 
 import harness
 from harness import Daemon, DaemonTestCase, worker_tool
 
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+WHO = r"""
+import json, os, sys
+sys.stdin.readline()
+print(json.dumps({"uid": os.getuid(), "cwd": os.getcwd(), "tmp": os.listdir("/tmp")}))
+open("/tmp/mine", "w").write("x")
+"""
 TOOLS = [worker_tool("echo", "echo"),
-         worker_tool("sleep", "sleep", timeout_ms=60000)]
+         worker_tool("sleep", "sleep", timeout_ms=60000),
+         {"name": "who", "description": "who am I", "schema": {"type": "object"},
+          "command": [PYTHON, "-c", WHO], "protocol": "plain"}]
 
 
 def stat_of(pid):
@@ -41,6 +51,17 @@ def children(pid):
             if int(fields[1]) == pid:
                 out.append((int(name), comm))
     return out
+
+
+def calls_of(sp):
+    """The spawner's children that run a call: its init (a spare that has
+    not been taken has not exec'd: toolexecd-spare, or for a moment the
+    spawner's own name)."""
+    return [p for p, comm in children(sp) if comm not in ("toolexecd-spare", "toolexecd-spawn")]
+
+
+def spares_of(sp):
+    return [p for p, comm in children(sp) if comm == "toolexecd-spare"]
 
 
 def spawner_of(daemon_pid):
@@ -66,14 +87,16 @@ class Checks:
         calls = [{"id": "s%d" % i, "name": "sleep"} for i in range(6)]
         c.start_batch(calls, batch="hold", max_concurrency=6)
         kids = harness.deadline_wait(
-            lambda: (lambda k: k if len(k) == 6 else None)(
-                [p for p, _ in children(sp)]), what="six calls under the spawner")
+            lambda: (lambda k: k if len(k) == 6 else None)(calls_of(sp)),
+            what="six calls under the spawner")
         # each call's process is the spawner's, none the daemon's own
         self.assertEqual([p for p, comm in children(self.daemon.proc.pid)
                           if comm != "toolexecd-spawn" and p in kids], [])
-        # its table: 0-2, its socket and its signalfd, however many run
-        self.assertLessEqual(len(os.listdir("/proc/%d/fd" % sp)), 5,
-                             os.listdir("/proc/%d/fd" % sp))
+        # its table: 0-2, its socket and its signalfd, however many run, and
+        # three for each spare it holds (its control socket, the pipe it
+        # fails on, a pidfd) and what a spare handed up
+        fds = len(os.listdir("/proc/%d/fd" % sp))
+        self.assertLessEqual(fds, 5 + 4 * len(spares_of(sp)), os.listdir("/proc/%d/fd" % sp))
         c.send({"op": "cancel", "batch": "hold"})
         c.finish_batch("hold")
 
@@ -81,8 +104,11 @@ class Checks:
         sp = self.spawner()
         c = self.daemon.client()
         calls = [{"id": "s", "name": "sleep"}]
+        before = self.daemon.stderr().count("testworker: sleeping")
         c.start_batch(calls, batch="victim")
-        harness.deadline_wait(lambda: children(sp), what="the call to run")
+        harness.deadline_wait(
+            lambda: self.daemon.stderr().count("testworker: sleeping") > before,
+            what="the call to run")
         os.kill(sp, signal.SIGKILL)
         res = harness.BatchResult(calls, c.finish_batch("victim"))
         te = res.result("s")["tool_error"]
@@ -103,13 +129,74 @@ class Checks:
         self.assertEqual(self.daemon.proc.poll(), None)
 
 
-class RootDaemon(Checks, DaemonTestCase):
+class SpareChecks:
+    """Sandboxes prepared ahead (daemon/spares.c): made after a call of a
+    tool, each taken by one call, with its own uid and directory."""
+
+    def spares(self, sp, n=2):
+        return harness.deadline_wait(lambda: (lambda s: s if len(s) >= n else None)(spares_of(sp)),
+                                     what="%d spares" % n)
+
+    def spare_dirs(self, sp):
+        out = {}
+        for p in spares_of(sp):
+            try:
+                out[os.readlink("/proc/%d/cwd" % p)] = p
+            except OSError:
+                pass
+        return out
+
+    def test_each_call_takes_a_spare_of_its_own(self):
+        sp = self.spawner()
+        c = self.daemon.client()
+        c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
+        seen = set()
+        for i in range(4):
+            # the spares ready now (of any tool), by the directory each has
+            # entered: the directory of the call that takes it
+            harness.deadline_wait(lambda: len(self.spare_dirs(sp)) >= 2, what="spares")
+            dirs = self.spare_dirs(sp)
+            res = c.run([{"id": "a", "name": "who"}, {"id": "b", "name": "who"}],
+                        batch=harness.new_token("pair"), max_concurrency=2)
+            a, b = res.result("a")["ok"], res.result("b")["ok"]
+            # one call's directory and /tmp are never another's
+            self.assertNotEqual(a["cwd"], b["cwd"])
+            self.assertNotIn("mine", a["tmp"] + b["tmp"])  # another call's /tmp file
+            self.assertFalse({a["cwd"], b["cwd"]} & seen)
+            seen |= {a["cwd"], b["cwd"]}
+            if os.geteuid() == 0 and self.ROOT:
+                self.assertNotEqual(a["uid"], b["uid"])  # each its own uid
+            # at least one of the two ran in a spare made before it (a call
+            # that finds none ready starts afresh), and that spare is gone
+            taken = [dirs[x["cwd"]] for x in (a, b) if x["cwd"] in dirs]
+            self.assertTrue(taken, "no call took a spare: %s, %s not in %s"
+                            % (a["cwd"], b["cwd"], sorted(dirs)))
+            for p in taken:
+                harness.deadline_wait(lambda: not alive(p), what="a taken spare's call to end")
+
+    def test_a_reload_drops_the_spares(self):
+        sp = self.spawner()
+        c = self.daemon.client()
+        c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
+        old = self.spares(sp)
+        os.kill(self.daemon.proc.pid, signal.SIGHUP)
+        harness.deadline_wait(lambda: not any(alive(p) for p in old),
+                              what="the spares made before the reload to go")
+        res = c.run([{"id": "w", "name": "who"}], batch=harness.new_token("after"))
+        self.assertIn("ok", res.result("w"))
+        self.assertFalse(set(self.spares(sp)) & set(old))
+
+
+class RootDaemon(Checks, SpareChecks, DaemonTestCase):
+    ROOT = True
     TOOLS = TOOLS
 
 
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
                      "needs root (to drop to nobody) and setpriv")
-class UnprivilegedDaemon(Checks, unittest.TestCase):
+class UnprivilegedDaemon(Checks, SpareChecks, unittest.TestCase):
+    ROOT = False
+
     @classmethod
     def setUpClass(cls):
         harness.require_env()
@@ -121,13 +208,16 @@ class UnprivilegedDaemon(Checks, unittest.TestCase):
 
 
 class Lifetime(unittest.TestCase):
-    def test_no_spawner_outlives_the_daemon(self):
+    def test_no_spawner_or_spare_outlives_the_daemon(self):
         d = Daemon(TOOLS)
         try:
             sp = harness.deadline_wait(lambda: spawner_of(d.proc.pid), what="the spawner")
+            d.client().run([{"id": "w", "name": "who"}])
+            spares = harness.deadline_wait(lambda: spares_of(sp), what="spares")
             d.proc.send_signal(signal.SIGKILL)
             d.proc.wait()
-            harness.deadline_wait(lambda: not alive(sp), what="the spawner to die with the daemon")
+            harness.deadline_wait(lambda: not alive(sp) and not any(alive(p) for p in spares),
+                                  what="the spawner and its spares to die with the daemon")
         finally:
             d.kill()
             d.stop(check=False)
