@@ -3,15 +3,18 @@
 
   bench/spawn.py [--build DIR] [--calls N] [--rounds R] [--inflight K]
 
-Two daemons run side by side, one starting calls through the spawner
-(daemon/spawner.c, the default) and one with --spawner no (the loop starts
-them, as before issue 21), each with the C echo worker under the default
+Three daemons run side by side, starting calls through the spawner with its
+spares (daemon/spawner.c, spares.c: the default), through the spawner
+without spares, and with --spawner no (the loop starts them, as before
+issue 21), each with the C echo worker under the default
 confinement. R rounds, interleaved so drift hits all alike, of N calls:
 
   plain      a bare fork+exec+pipe loop of the worker (bench --plain)
   nsfloor    (root) the same with each worker in a new mount and PID
              namespace, every mount private, a /proc of its own (BENCH_NS=1)
-  spawner    one batch of N calls through the spawner daemon (toolexec run)
+  spawner    one batch of N calls through the spawner daemon (toolexec run),
+             with its spares (daemon/spares.c, --spares 2)
+  nospare    the same with --spares 0 (the spawner, no spares)
   loop       the same through the --spawner no daemon
   pool       a Python asyncio pool doing a bare fork+exec of the worker, one
              request frame each (no isolation)
@@ -163,6 +166,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="te-spawnb-")
     os.chmod(tmp, 0o755)
     ds = {"spawner": Daemon(build, tmp, "spawner", []),
+          "nospare": Daemon(build, tmp, "nospare", ["--spares", "0"]),
           "loop": Daemon(build, tmp, "loop", ["--spawner", "no"])}
     try:
         print("toolexecd, %d CPUs, %s; %d calls x %d rounds" % (
@@ -171,6 +175,8 @@ def main():
             "plain": lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)]),
             "spawner": lambda c: timed([cli, "-s", ds["spawner"].sock, "run", "-j",
                                         ds["spawner"].batch("echo", a.calls, c)]),
+            "nospare": lambda c: timed([cli, "-s", ds["nospare"].sock, "run", "-j",
+                                        ds["nospare"].batch("echo", a.calls, c)]),
             "loop": lambda c: timed([cli, "-s", ds["loop"].sock, "run", "-j",
                                      ds["loop"].batch("echo", a.calls, c)]),
             "pool": lambda c: pool(worker, a.calls, c),
@@ -196,6 +202,7 @@ def main():
                 print("  spawner / plain    %.2f" % (med["spawner"] / med["plain"]))
                 print("  loop / plain       %.2f" % (med["loop"] / med["plain"]))
                 print("  spawner / loop     %.2f" % (med["spawner"] / med["loop"]))
+                print("  nospare / loop     %.2f" % (med["nospare"] / med["loop"]))
                 if "nsfloor" in med:
                     print("  spawner / nsfloor  %.2f" % (med["spawner"] / med["nsfloor"]))
                     print("  nsfloor / plain    %.2f" % (med["nsfloor"] / med["plain"]))
@@ -204,7 +211,7 @@ def main():
         for conc, r in rates.items():
             print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
                   "   %.2f" % (r["spawner"] / r["pool"]))
-        for k in ("spawner", "loop"):
+        for k in ("spawner", "nospare", "loop"):
             print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
         print("\n%d calls in flight (each sleeping, in one batch)" % a.inflight)
         for k, d in ds.items():

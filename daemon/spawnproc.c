@@ -147,7 +147,7 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     for (char *const *e = s->envp; *e; e++) {
         size_t l = strlen(*e) + 1;
         if (n + l > sizeof(env) - 1)
-            return -E2BIG;
+            return 0; /* more than a spare takes: started afresh */
         memcpy(env + n, *e, l);
         n += l;
     }

@@ -178,6 +178,43 @@ def assert_token_gone(token, timeout=3.0 * SCALE, what="process"):
                 pass
 
 
+def _stat(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    return s[s.index("(") + 1:s.rindex(")")], int(s[s.rindex(")") + 2:].split()[1])
+
+
+def _children(pid, comm):
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                c, ppid = _stat(int(name))
+            except (OSError, ValueError):
+                continue
+            if ppid == pid and c == comm:
+                out.append(int(name))
+    return out
+
+
+def spare_pids(daemon_pid):
+    """The sandboxes the daemon's spawner holds ready (daemon/spares.c):
+    processes named toolexecd-spare, each with a directory (its cwd) and,
+    where calls get one, a cgroup made for the call that will take it."""
+    return [p for sp in _children(daemon_pid, "toolexecd-spawn")
+            for p in _children(sp, "toolexecd-spare")]
+
+
+def spare_dirs(daemon_pid):
+    out = set()
+    for p in spare_pids(daemon_pid):
+        try:
+            out.add(os.path.basename(os.readlink("/proc/%d/cwd" % p)))
+        except OSError:
+            pass
+    return out
+
+
 def worker_tool(name, mode=None, *argv, **fields):
     """A tool definition running the testworker with argv [mode, *argv]."""
     cmd = [TESTWORKER] + ([mode] if mode else []) + list(argv)
