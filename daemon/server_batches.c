@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "config.h"
+#include "server.h"
 #include "server_int.h"
 
 /* The batch ops (td_batch_ops) of a connection: how its batches report

@@ -2,11 +2,11 @@
  * server_int.h - the parts of the server (server.h) and the connection
  * they share. Each calls only those below it:
  *
- *   server.c          accepting a client, reading its request lines
+ *   server_read.c     accepting a client, reading its request lines
  *   server_ops.c      the ops (a table): what each request does
  *   server_batches.c  a connection's batches: how they report back
  *                     (td_batch_ops) and are admitted
- *   server_conn.c     a connection's life (idle, hang-up, lost, closed), its
+ *   server.c          a connection's life (idle, hang-up, lost, closed), its
  *                     writes and back-pressure; the server-wide counts
  */
 #ifndef TD_SERVER_INT_H
@@ -21,7 +21,6 @@
 #include <uv.h>
 
 #include "batch.h"
-#include "server.h"
 #include "toolexec.h"
 
 /* What one uid holds across its connections (--max-clients-per-uid,
@@ -67,7 +66,7 @@ struct td_conn {
     bool watch_tools; /* {"op": "tools", "watch": true}: told of each reload */
 };
 
-/* server_conn.c */
+/* server.c */
 /* Its request line buffer, within --max-request-buffer. */
 void td_conn_lines_init(struct td_conn *c);
 /* Counted among the connections (and its uid's): how many there are now. */

@@ -13,6 +13,7 @@
 #include "stats.h"
 #include "tail.h"
 #include "template.h"
+#include "server.h"
 #include "server_int.h"
 
 /* Make c a subscriber to the event stream; again: the new filters replace

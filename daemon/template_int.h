@@ -4,9 +4,9 @@
  * (struct inst), and the calls it forks (struct td_warm_call). Each part
  * calls only those below it:
  *
- *   template.c        the tools' templates (started, retired or replaced at
+ *   template_tools.c  the tools' templates (started, retired or replaced at
  *                     a reload), a warm call's fork request and end, stats
- *   template_inst.c   a template process's life: spawned, its control
+ *   template.c        a template process's life: spawned, its control
  *                     frames, its timers, stopped, retired, reaped
  *   template_deny.c   whose a denial on a template's listener is
  */
@@ -21,8 +21,13 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "template.h"
 #include "toolexec.h"
+
+struct td_cgroup;
+struct td_denials;
+struct td_sysnotify;
+struct td_tool;
+struct td_warm_ops;
 
 #define CTL_MAX 65536 /* largest control frame */
 
@@ -96,7 +101,7 @@ struct warm {
     bool backoff_running;
 };
 
-/* template_inst.c */
+/* template.c */
 /* A fresh template for w (none while one runs, or at shutdown); on a
  * failure, w backs off. */
 void td_warm_start(struct warm *w);
