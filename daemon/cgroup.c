@@ -46,6 +46,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -93,17 +94,6 @@ const char *td_cgroup_base(void)
 }
 
 /* ---- small file helpers --------------------------------------------------- */
-
-static int write_at(int dirfd, const char *file, const char *text)
-{
-    int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = write(fd, text, strlen(text));
-    int e = n < 0 ? errno : EIO;
-    close(fd);
-    return n == (ssize_t)strlen(text) ? 0 : -e;
-}
 
 static ssize_t read_at(int dirfd, const char *file, char *buf, size_t len)
 {
@@ -268,7 +258,7 @@ static void remove_stale(void)
         int cfd = openat(base_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cfd < 0)
             continue;
-        write_at(cfd, "cgroup.kill", "1");
+        td_write_at(cfd, "cgroup.kill", "1");
         close(cfd);
         /* Their processes die within moments; a start-up may wait that
          * long, and what cannot be removed yet is logged. */
@@ -309,7 +299,7 @@ int td_cgroup_setup(const char *want)
         char self[16];
         snprintf(self, sizeof(self), "%d", (int)getpid());
         int sfd = rc == 0 ? openat(base_fd, "supervisor", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        rc = sfd < 0 ? -errno : write_at(sfd, "cgroup.procs", self);
+        rc = sfd < 0 ? -errno : td_write_at(sfd, "cgroup.procs", self);
         if (sfd >= 0)
             close(sfd);
         if (rc < 0)
@@ -317,9 +307,9 @@ int td_cgroup_setup(const char *want)
                    strerror(-rc));
     }
     char on[64] = "";
-    if (in.memory && write_at(base_fd, "cgroup.subtree_control", "+memory") == 0)
+    if (in.memory && td_write_at(base_fd, "cgroup.subtree_control", "+memory") == 0)
         have_memory = true;
-    if (in.pids && write_at(base_fd, "cgroup.subtree_control", "+pids") == 0)
+    if (in.pids && td_write_at(base_fd, "cgroup.subtree_control", "+pids") == 0)
         have_pids = true;
     snprintf(on, sizeof(on), "%s%s", have_memory ? " memory" : "", have_pids ? " pids" : "");
     remove_stale();
@@ -352,7 +342,7 @@ static int write_limit(int dirfd, const char *file, uint64_t v)
     char num[32] = "max";
     if (v)
         snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-    return write_at(dirfd, file, num);
+    return td_write_at(dirfd, file, num);
 }
 
 static void cg_destroy(struct td_cgroup *c)
@@ -384,7 +374,7 @@ static struct td_cgroup *cg_make(int *err)
     if (c->dirfd >= 0)
         c->procs = openat(c->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
     /* an OOM kill takes the whole call, not one process of it */
-    if (c->procs < 0 || (have_memory && write_at(c->dirfd, "memory.oom.group", "1") < 0)) {
+    if (c->procs < 0 || (have_memory && td_write_at(c->dirfd, "memory.oom.group", "1") < 0)) {
         *err = errno;
         cg_destroy(c);
         return NULL;
@@ -407,7 +397,7 @@ struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
         rc = write_limit(c->dirfd, "memory.max", memory_mb << 20);
         /* the limit is memory, not memory plus swap; the file is absent
          * without swap accounting, and then there is nothing to cap */
-        int sw = rc == 0 ? write_at(c->dirfd, "memory.swap.max", memory_mb ? "0" : "max") : 0;
+        int sw = rc == 0 ? td_write_at(c->dirfd, "memory.swap.max", memory_mb ? "0" : "max") : 0;
         if (sw < 0 && sw != -ENOENT)
             rc = sw;
         c->oom_base = td_cgroup_oom_kills(c);
@@ -447,7 +437,7 @@ static bool populated(const struct td_cgroup *c)
 static void cg_kill(struct td_cgroup *c)
 {
     c->killed = true;
-    int rc = write_at(c->dirfd, "cgroup.kill", "1");
+    int rc = td_write_at(c->dirfd, "cgroup.kill", "1");
     if (rc < 0)
         td_log(TD_LOG_WARN, "cgroup %s/%s: cgroup.kill: %s", base_path, c->name, strerror(-rc));
 }

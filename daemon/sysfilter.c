@@ -40,7 +40,7 @@
  * same set less what it needs to set up each call's namespaces (the
  * namespace flags of clone(), unshare, setns and the mount calls): each
  * call's process stacks a filter of its own that refuses exactly those
- * again (lib/warm.c), so a warm call ends under the same rules as a cold
+ * again (lib/warmcall.c), so a warm call ends under the same rules as a cold
  * one. The template's filter is loaded with the listener, like a cold
  * call's: it serves the template and every call forked from it (a filter
  * is inherited), and the daemon tells them apart by PID namespace
@@ -101,7 +101,7 @@ struct td_sysfilter_conf {
     struct td_sysfilter *own_tpl[TD_NET_COUNT]; /* for its warm template */
 };
 
-/* What a template may do that its calls may not: lib/warm.c's stacked
+/* What a template may do that its calls may not: lib/warmcall.c's stacked
  * filter refuses these again in each call. */
 static const char *const template_allowed[] = {
     "mount",  "umount2",    "pivot_root", "fsopen",        "fsconfig", "fsmount",

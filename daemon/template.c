@@ -1,10 +1,8 @@
 /*
- * template.c - warm start (proto/PROTOCOL.md, "Warm start"): for each tool
- * with "start": "warm", a template process started like a cold worker of the
- * tool (worker.c's spawn description: user, limits, PID and mount namespace,
- * filter), told by its first frame that it is a template; per call a fork
- * request carrying the call's descriptors over the control socket (its
- * stdin). The set-up of each call's process is the SDKs' (lib/warm.c).
+ * template.c - a warm template process's life (template_int.h): spawned
+ * as a cold worker of its tool, then read: its control frames (ready, map,
+ * forked, fork_failed, exited), its stdout and stderr (logged); timed at
+ * start and at each fork request; stopped, retired, reaped.
  *
  * A template that dies, says garbage, or does not answer (at start within
  * START_MS, a fork request within FORK_MS) is killed and started again after
@@ -17,16 +15,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/sockios.h> /* SIOCGSKNS */
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <linux/sockios.h> /* SIOCGSKNS */
-#include <netinet/in.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -48,100 +43,22 @@
 #include "sandbox.h"
 #include "sysnotify.h"
 #include "template.h"
-#include "toolexec.h"
+#include "template_int.h"
 #include "warmid.h"
 
 #define START_MS 10000     /* from spawn to "ready" */
 #define FORK_MS 2000       /* from a fork request to its answer */
 #define BACKOFF_MIN_MS 100 /* first restart after a failure */
 #define BACKOFF_MAX_MS 30000
-#define CTL_MAX 65536 /* largest control frame */
 
-enum inst_state { I_STARTING, I_READY, I_RETIRING, I_DEAD };
-
-struct td_warm_call {
-    TAILQ_ENTRY(td_warm_call) link;
-    struct inst *inst;
-    unsigned id;
-    char *dir; /* name in the template's directory */
-    const struct td_warm_ops *ops;
-    void *data; /* NULL once its worker is gone */
-    bool forked, exited;
-    bool proxy; /* its tool's egress allow-list: "forked" brings the listener */
-    int pidfd;
-    uint64_t asked_ns;
-    /* wd: its denied system calls go there (NULL: nowhere, its result is
-     * out); ns: its PID namespace (inode), 0 until asked */
-    struct td_denials *denied;
-    uint64_t ns;
-};
-TAILQ_HEAD(call_list, td_warm_call);
-
-/* One template process. Lives until its process is reaped and every call
- * it served has ended (refs). */
-struct inst {
-    LIST_ENTRY(inst) ilink; /* every instance not yet freed */
-    struct warm *owner;     /* NULL once retired */
-    struct td_tool *tool;
-    enum inst_state state;
-    int refs;
-    pid_t pid;  /* as spawned (toolexecd-init in a PID namespace) */
-    pid_t tpid; /* the template itself, from its pidfd */
-    int ctl, out, err, report;
-    uv_poll_t poll, *outp, *errp; /* its stdout and stderr: logged */
-    uv_timer_t timer;
-    int handles;
-    te_frame_decoder dec;
-    int fdq[16]; /* descriptors received, in order, for ready/forked */
-    int nfdq;
-    char *dir; /* its directory (WORK/...) */
-    int dirfd;
-    uid_t uid; /* from the identity pool, (uid_t)-1 none */
-    gid_t gid;
-    struct td_cgroup *cg;
-    uint64_t started_ns;
-    unsigned served, next_id;
-    struct call_list calls;
-    /* wd: the listener of its filter, for it and its calls (sysnotify.c);
-     * its PID namespace (inode), 0 unknown */
-    struct td_sysnotify *sysn;
-    uint64_t ns;
-    /* the last process that had a denial routed: its pid, a pidfd of it
-     * (-1: none) and its PID namespace */
-    pid_t last_pid;
-    int last_pidfd;
-    uint64_t last_ns;
-    /* its tool's file-system view, sent with each fork request: NULL
-     * where it sees the host's */
-    json_t *view;
-};
-
-/* Per warm tool. */
-struct warm {
-    SLIST_ENTRY(warm) link;
-    char *name;
-    struct td_tool *tool;
-    struct inst *cur;
-    unsigned restarts, failures;
-    uv_timer_t backoff;
-    bool backoff_running;
-};
-static SLIST_HEAD(, warm) all = SLIST_HEAD_INITIALIZER(all);
 static LIST_HEAD(, inst) insts = LIST_HEAD_INITIALIZER(insts);
 static td_template_spawn_fn spawn_fn;
 static char ctl_buf[CTL_MAX];
-
-static void inst_stop(struct inst *in, const char *why);
-static void start(struct warm *w);
-static int route_denial(void *ctx, pid_t pid, struct td_denials **d);
-static uint64_t pidns_of(pid_t pid);
 
 void td_template_setup(td_template_spawn_fn spawn)
 {
     spawn_fn = spawn;
 }
-
-/* ---- instances ---------------------------------------------------------------- */
 
 static void inst_maybe_free(struct inst *in)
 {
@@ -169,7 +86,7 @@ static void on_inst_handle_closed(uv_handle_t *h)
     inst_maybe_free(in);
 }
 
-static void inst_unref(struct inst *in)
+void td_inst_unref(struct inst *in)
 {
     in->refs--;
     inst_maybe_free(in);
@@ -197,7 +114,7 @@ static void inst_close(struct inst *in)
     in->last_pidfd = -1;
 }
 
-static int send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
+int td_inst_send_ctl(struct inst *in, json_t *msg, const int *fds, int nfds)
 {
     char *body = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
@@ -228,7 +145,7 @@ static void call_exit(struct td_warm_call *c, int status, const struct rusage *r
         c->ops->exited(c->data, status, ru, why);
 }
 
-static void arm_fork_timer(struct inst *in);
+void td_inst_arm_fork_timer(struct inst *in);
 
 static int take_fd(struct inst *in)
 {
@@ -350,7 +267,7 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             td_sysnotify_retry(in->sysn);
             if (lfd >= 0)
                 close(lfd);
-            arm_fork_timer(in);
+            td_inst_arm_fork_timer(in);
         } else if (strcmp(kind, "fork_failed") == 0) {
             const char *e = json_string_value(json_object_get(v, "error"));
             char text[256];
@@ -358,9 +275,9 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             td_log(TD_LOG_WARN, "tool %s: %s", in->tool->name, text);
             c->forked = true;
             call_exit(c, W_EXITCODE(127, 0), NULL, text);
-            arm_fork_timer(in);
+            td_inst_arm_fork_timer(in);
             /* a template that cannot fork (threads) is replaced */
-            inst_stop(in, NULL);
+            td_inst_stop(in, NULL);
         } else {
             json_t *st = json_object_get(v, "status");
             struct rusage ru;
@@ -390,7 +307,7 @@ static void on_ctl(uv_poll_t *p, int status, int events)
     struct inst *in = p->data;
     (void)events;
     if (status < 0) {
-        inst_stop(in, "control socket failed");
+        td_inst_stop(in, "control socket failed");
         return;
     }
     for (;;) {
@@ -426,13 +343,13 @@ static void on_ctl(uv_poll_t *p, int status, int events)
                 if (!ok) {
                     char text[200];
                     snprintf(text, sizeof(text), "answered garbage: %s", why);
-                    inst_stop(in, text);
+                    td_inst_stop(in, text);
                     return;
                 }
                 if (in->state == I_DEAD)
                     return;
             } else if (rc < 0) {
-                inst_stop(in, "answered garbage: not a control frame");
+                td_inst_stop(in, "answered garbage: not a control frame");
                 return;
             }
         }
@@ -463,13 +380,13 @@ static void on_timer(uv_timer_t *t)
 {
     struct inst *in = t->data;
     if (in->state == I_STARTING)
-        inst_stop(in, "hung: not ready in time");
+        td_inst_stop(in, "hung: not ready in time");
     else
-        inst_stop(in, "hung: a fork request was not answered in time");
+        td_inst_stop(in, "hung: a fork request was not answered in time");
 }
 
 /* The oldest unanswered fork request bounds the next answer. */
-static void arm_fork_timer(struct inst *in)
+void td_inst_arm_fork_timer(struct inst *in)
 {
     if (in->state == I_STARTING || in->state == I_DEAD)
         return;
@@ -488,7 +405,7 @@ static void backoff_done(uv_timer_t *t)
     struct warm *w = t->data;
     w->backoff_running = false;
     if (!w->cur && w->tool)
-        start(w);
+        td_warm_start(w);
 }
 
 static void on_inst_reaped(void *data)
@@ -516,7 +433,7 @@ static void on_inst_exit(void *data, int status, const struct rusage *ru)
         snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(status));
     in->pid = 0; /* reaped: the number may be another's now */
     if (in->state != I_DEAD)
-        inst_stop(in, retired ? NULL : why);
+        td_inst_stop(in, retired ? NULL : why);
     /* every process of it is gone: its calls too (PR_SET_PDEATHSIG) */
     /* (a worker may end its call, and free it, from the callback) */
     struct td_warm_call *c, *cnext;
@@ -532,12 +449,12 @@ static void on_inst_exit(void *data, int status, const struct rusage *ru)
     close(in->report);
     in->report = -1;
     inst_close(in);
-    inst_unref(in);
+    td_inst_unref(in);
 }
 
 /* Kill it (why: a failure to log and back off from; NULL: retired or
  * replaced, no back-off). Its calls end with it. */
-static void inst_stop(struct inst *in, const char *why)
+void td_inst_stop(struct inst *in, const char *why)
 {
     if (in->state == I_DEAD)
         return;
@@ -568,13 +485,13 @@ static void inst_stop(struct inst *in, const char *why)
 }
 
 /* No new calls; it exits once those in flight have ended. */
-static void inst_retire(struct inst *in)
+void td_inst_retire(struct inst *in)
 {
     if (in->state == I_DEAD || in->state == I_RETIRING)
         return;
     struct warm *w = in->owner;
     if (in->state == I_STARTING) {
-        inst_stop(in, NULL);
+        td_inst_stop(in, NULL);
         return;
     }
     in->state = I_RETIRING;
@@ -582,7 +499,7 @@ static void inst_retire(struct inst *in)
     if (w && w->cur == in) {
         w->cur = NULL;
         w->restarts++;
-        start(w);
+        td_warm_start(w);
     }
 }
 
@@ -626,7 +543,7 @@ static int view_of(struct inst *in)
     return in->view ? 0 : -ENOMEM;
 }
 
-static void start(struct warm *w)
+void td_warm_start(struct warm *w)
 {
     if (w->cur || !spawn_fn || td_shutting_down)
         return;
@@ -674,11 +591,12 @@ static void start(struct warm *w)
     in->pid = ch.pid;
     /* its init is PID 1 of the template's namespace; the listener serves
      * the template and all its calls, told apart by namespace */
-    in->ns = pidns_of(in->pid);
+    in->ns = td_pidns_of(in->pid);
     if (ch.handed[TD_HAND_SECCOMP] >= 0) {
         char label[300];
         snprintf(label, sizeof(label), "tool %s", in->tool->name);
-        in->sysn = td_sysnotify_start_routed(ch.handed[TD_HAND_SECCOMP], route_denial, in, label);
+        in->sysn =
+            td_sysnotify_start_routed(ch.handed[TD_HAND_SECCOMP], td_inst_route_denial, in, label);
     }
     in->ctl = ch.in;
     in->report = ch.report;
@@ -709,9 +627,10 @@ static void start(struct warm *w)
     /* "lib": where libtoolexec is, for an SDK that loads it (Python's) */
     Dl_info dl;
     const char *lib = dladdr((void *)te_frame_header, &dl) && dl.dli_fname ? dl.dli_fname : NULL;
-    rc = send_ctl(in, json_pack("{s:{s:i,s:s?}}", "template", "version", 1, "lib", lib), NULL, 0);
+    rc = td_inst_send_ctl(in, json_pack("{s:{s:i,s:s?}}", "template", "version", 1, "lib", lib),
+                          NULL, 0);
     if (rc < 0)
-        inst_stop(in, "would not take its first frame");
+        td_inst_stop(in, "would not take its first frame");
     td_log(TD_LOG_DEBUG, "tool %s: warm template started (pid %d)", in->tool->name, (int)in->pid);
     return;
 fail:
@@ -720,161 +639,16 @@ fail:
     if (in->uid != (uid_t)-1)
         td_identity_give(in->uid);
     in->uid = (uid_t)-1;
-    inst_unref(in);
+    td_inst_unref(in);
     w->failures++;
     w->backoff_running = true;
     unsigned delay = BACKOFF_MIN_MS << (w->failures < 9 ? w->failures : 9);
     uv_timer_start(&w->backoff, backoff_done, delay > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay, 0);
 }
 
-/* ---- the tools ------------------------------------------------------------ */
-
-static bool same_strv(char **a, char **b)
+void td_inst_kill_all(void)
 {
-    for (; a && b && *a && *b; a++, b++)
-        if (strcmp(*a, *b))
-            return false;
-    return (!a || !*a) == (!b || !*b);
-}
-
-static bool same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static bool same_fs(const struct td_fsview *a, const struct td_fsview *b)
-{
-    return (!a || !b) ? a == b
-                      : a->dflt == b->dflt && a->host == b->host && a->minimal == b->minimal &&
-                            same_strv(a->read, b->read) && same_strv(a->write, b->write) &&
-                            same_strv(a->hide, b->hide);
-}
-
-/* Would a template started from b differ from one started from a? */
-static bool same_def(const struct td_tool *a, const struct td_tool *b)
-{
-    return same_strv(a->argv, b->argv) && same_strv(a->env, b->env) &&
-           memcmp(&a->limits, &b->limits, sizeof(a->limits)) == 0 && a->network == b->network &&
-           same_str(a->user, b->user) && same_str(a->group, b->group) &&
-           a->switch_user == b->switch_user && a->uid == b->uid && a->gid == b->gid &&
-           a->max_forks == b->max_forks && a->timeout_ms == b->timeout_ms &&
-           same_fs(a->fs, b->fs) &&
-           !a->egress == !b->egress; /* its filter lets AF_INET through for the proxy */
-}
-
-static void warm_free_closed(uv_handle_t *h)
-{
-    struct warm *w = h->data;
-    free(w->name);
-    free(w);
-}
-
-/* A warm call gets what a cold call of its tool would, or the tool runs
- * cold: what a template cannot give its calls yet is named here (the
- * egress proxy's listener is made by each call's P1 (lib/warm.c); the
- * file-system view is the template's, redone per call where it must be:
- * view_of()). NULL: nothing missing. */
-static const char *warm_gap(const struct td_tool *t)
-{
-    size_t len = 0; /* each fork request carries them: within a control frame */
-    for (char **p = t->fs ? t->fs->write : NULL; p && *p; p++)
-        len += strlen(*p) + 8;
-    if (len > CTL_MAX / 2)
-        return "its \"write\" paths are too long to send with each fork request";
-    return NULL;
-}
-
-static bool warm_ok(const struct td_tool *t)
-{
-    return t->warm && !warm_gap(t);
-}
-
-void td_template_sync(void)
-{
-    for (size_t i = 0; i < td_tools->n; i++) {
-        const char *gap = td_tools->tools[i]->warm ? warm_gap(td_tools->tools[i]) : NULL;
-        if (gap)
-            td_log(TD_LOG_WARN, "tool %s: %s; its calls run cold", td_tools->tools[i]->name, gap);
-    }
-    if (!td_call_ns) {
-        for (size_t i = 0; i < td_tools->n; i++)
-            if (td_tools->tools[i]->warm)
-                td_log(TD_LOG_WARN,
-                       "tool %s: warm start needs a PID namespace per call, which this kernel "
-                       "does not give; its calls run cold",
-                       td_tools->tools[i]->name);
-        return;
-    }
-    struct warm *w, *next;
-    /* gone, no longer warm, or changed: retired */
-    for (w = SLIST_FIRST(&all); w; w = next) {
-        next = SLIST_NEXT(w, link);
-        struct td_tool *t = td_registry_find(td_tools, w->name);
-        if (t && warm_ok(t) && same_def(w->tool, t)) {
-            td_tool_unref(w->tool);
-            w->tool = td_tool_ref(t);
-            if (w->cur) {
-                td_tool_unref(w->cur->tool);
-                w->cur->tool = td_tool_ref(t);
-            }
-            continue;
-        }
-        if (w->cur)
-            inst_retire(w->cur);
-        if (w->cur) /* retire started a fresh one: not for a changed or gone tool */
-            inst_stop(w->cur, NULL);
-        td_tool_unref(w->tool);
-        w->tool = NULL;
-        if (t && warm_ok(t)) { /* changed: a fresh one from the new definition */
-            w->tool = td_tool_ref(t);
-            td_log(TD_LOG_INFO, "tool %s: definition changed; its warm template is replaced",
-                   w->name);
-            uv_timer_stop(&w->backoff);
-            w->backoff_running = false;
-            w->failures = 0;
-            start(w);
-            continue;
-        }
-        SLIST_REMOVE(&all, w, warm, link);
-        uv_close((uv_handle_t *)&w->backoff, warm_free_closed);
-    }
-    for (size_t i = 0; i < td_tools->n; i++) {
-        struct td_tool *t = td_tools->tools[i];
-        if (!warm_ok(t))
-            continue;
-        SLIST_FOREACH(w, &all, link)
-            if (strcmp(w->name, t->name) == 0)
-                break;
-        if (w)
-            continue;
-        w = calloc(1, sizeof(*w));
-        if (!w || !(w->name = strdup(t->name))) {
-            free(w);
-            continue;
-        }
-        w->tool = td_tool_ref(t);
-        uv_timer_init(td_loop, &w->backoff);
-        w->backoff.data = w;
-        SLIST_INSERT_HEAD(&all, w, link);
-        start(w);
-    }
-}
-
-void td_template_shutdown(void)
-{
-    struct warm *w;
     struct inst *in, *inext;
-    td_warmid_close();
-    while ((w = SLIST_FIRST(&all))) {
-        SLIST_REMOVE_HEAD(&all, link);
-        if (w->cur)
-            inst_retire(w->cur);
-        if (w->cur)
-            inst_stop(w->cur, NULL);
-        td_tool_unref(w->tool);
-        w->tool = NULL;
-        uv_close((uv_handle_t *)&w->backoff, warm_free_closed);
-    }
     /* The daemon is leaving (its calls have ended, the reaper stops): each
      * template is killed and forgotten; PR_SET_PDEATHSIG covers the rest. */
     for (in = LIST_FIRST(&insts); in; in = inext) {
@@ -895,249 +669,4 @@ void td_template_shutdown(void)
         in->state = I_DEAD;
         inst_close(in);
     }
-}
-
-/* ---- calls -------------------------------------------------------------- */
-
-/* An unprivileged daemon cannot give a limit above its own hard one (as
- * worker.c's build_rlimits()). */
-static uint64_t warm_nproc(uint64_t n)
-{
-    struct rlimit own;
-    if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &own) == 0 && own.rlim_max < n)
-        n = own.rlim_max;
-    return n;
-}
-
-static struct warm *find_warm(const struct td_tool *t)
-{
-    struct warm *w;
-    SLIST_FOREACH(w, &all, link)
-        if (strcmp(w->name, t->name) == 0)
-            return w;
-    return NULL;
-}
-
-struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, const char *batch_id,
-                                      bool newnet, int fds[4], const struct td_warm_ops *ops,
-                                      void *data, char **dir)
-{
-    struct warm *w = find_warm(t);
-    struct inst *in = w ? w->cur : NULL;
-    struct td_warm_call *c = NULL;
-    *dir = NULL;
-    if (!in || in->state != I_READY || in->tool != t)
-        goto fail;
-    c = calloc(1, sizeof(*c));
-    if (!c)
-        goto fail;
-    /* its directory, in the template's: the only place the template's
-     * mount namespace shows of the work directory */
-    char name[40];
-    for (int tries = 0;; tries++) {
-        uint8_t r[8];
-        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-            goto fail;
-        snprintf(name, sizeof(name), "c%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-                 r[4], r[5], r[6], r[7]);
-        if (mkdirat(in->dirfd, name, 0700) == 0)
-            break;
-        if (errno != EEXIST || tries == 4)
-            goto fail;
-    }
-    if ((in->tool->switch_user &&
-         fchownat(in->dirfd, name, in->uid != (uid_t)-1 ? in->uid : in->tool->uid, in->gid,
-                  AT_SYMLINK_NOFOLLOW) < 0) ||
-        !(c->dir = strdup(name)) || asprintf(dir, "%s/%s", in->dir, name) < 0) {
-        unlinkat(in->dirfd, name, AT_REMOVEDIR);
-        *dir = NULL;
-        goto fail;
-    }
-    c->inst = in;
-    c->id = ++in->next_id;
-    c->ops = ops;
-    c->data = data;
-    c->pidfd = -1;
-    c->asked_ns = uv_hrtime();
-    /* an egress allow-list: P1 makes the proxy's listener in the call's
-     * own network namespace (a newnet one) and "forked" brings it */
-    c->proxy = t->egress && newnet;
-    /* uid_map: each call's PID 1 asks us for a uid of the call's own, as a
-     * cold call of the tool gets (warmid.c); nproc: the call's own process
-     * limit, as a cold call's (its PID 1 counted) */
-    uint64_t nproc = t->limits.processes ? t->limits.processes : td_cfg.limits.processes;
-    json_t *req = json_pack("{s:{s:I,s:s,s:b,s:s,s:s,s:O*,s:b,s:I}}", "fork", "id",
-                            (json_int_t)c->id, "dir", name, "newnet", newnet, "call_id", call_id,
-                            "batch", batch_id, "view", in->view, "uid_map", in->uid != (uid_t)-1,
-                            "nproc", (json_int_t)(nproc ? warm_nproc(nproc + 1) : 0));
-    if (req && c->proxy)
-        json_object_set_new(json_object_get(req, "fork"), "proxy", json_integer(TD_EGRESS_PORT));
-    if (send_ctl(in, req, fds, 4) < 0) {
-        unlinkat(in->dirfd, name, AT_REMOVEDIR);
-        free(*dir);
-        *dir = NULL;
-        inst_stop(in, "would not take a fork request");
-        goto fail;
-    }
-    for (int i = 0; i < 4; i++)
-        close(fds[i]);
-    TAILQ_INSERT_TAIL(&in->calls, c, link);
-    in->refs++;
-    in->served++;
-    arm_fork_timer(in);
-    if (in->served >= in->tool->max_forks)
-        inst_retire(in);
-    return c;
-fail:
-    if (c)
-        free(c->dir);
-    free(c);
-    if (w && !w->cur && !w->backoff_running)
-        start(w);
-    return NULL;
-}
-
-void td_template_call_denials(struct td_warm_call *c, struct td_denials *d)
-{
-    c->denied = d;
-}
-
-void td_template_call_end(struct td_warm_call *c)
-{
-    struct inst *in = c->inst;
-    c->data = NULL;
-    if (c->pidfd >= 0)
-        close(c->pidfd);
-    TAILQ_REMOVE(&in->calls, c, link);
-    /* (off the loop when it is not empty: td_calldir_remove_async's way) */
-    char *path = NULL;
-    if (asprintf(&path, "%s/%s", in->dir, c->dir) >= 0)
-        td_calldir_remove_in_async(in->dirfd, path);
-    else if (unlinkat(in->dirfd, c->dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        td_log(TD_LOG_WARN, "cannot remove %s/%s: out of memory", in->dir, c->dir);
-    free(c->dir);
-    free(c);
-    arm_fork_timer(in);
-    inst_unref(in);
-}
-
-/* ---- denials (issue 12: reported as a cold call's) ------------------------ */
-
-/* The PID namespace of pid, as its inode; 0 when it cannot be read (gone). */
-static uint64_t pidns_of(pid_t pid)
-{
-    char path[64];
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-    return pid > 0 && stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
-static bool pidfd_alive(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
-}
-
-/* A forked call's namespace: its PID 1's, through the pidfd; asked only
- * when a denial needs it, and only while PID 1 lives (after the stat: so
- * the pid read was not reused meanwhile). */
-static uint64_t call_ns(struct td_warm_call *c)
-{
-    if (c->ns || c->pidfd < 0)
-        return c->ns;
-    uint64_t ns = pidns_of(td_sandbox_pidfd_pid(c->pidfd));
-    if (ns && pidfd_alive(c->pidfd))
-        c->ns = ns;
-    return c->ns;
-}
-
-/* pid's namespace, remembered for the last pid asked: a tool looping on a
- * denied call costs a poll() per call rather than a walk of /proc. 100,000
- * denied calls in a row, daemon CPU per call (loaded 2-CPU VM, 3 runs):
- * 8.1-9.6 us without, 3.9-4.3 us with, a cold call's 3.7-3.8 us. A pid's
- * namespace never changes, and while the process the pidfd holds lives,
- * its pid is not another's. */
-static uint64_t pidns_cached(struct inst *in, pid_t pid)
-{
-    if (in->last_pidfd >= 0 && in->last_pid == pid && pidfd_alive(in->last_pidfd))
-        return in->last_ns;
-    if (in->last_pidfd >= 0)
-        close(in->last_pidfd);
-    in->last_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    uint64_t ns = pidns_of(pid);
-    /* alive after the stat: the stat was of the process the pidfd holds */
-    if (in->last_pidfd >= 0 && (!ns || !pidfd_alive(in->last_pidfd))) {
-        close(in->last_pidfd);
-        in->last_pidfd = -1;
-    }
-    in->last_pid = pid;
-    in->last_ns = ns;
-    return ns;
-}
-
-/* sysnotify.c's router for a template's listener: whose is pid's denial?
- * A process of a call is in the call's PID namespace (its stacked filter
- * refuses it any other), one of the template in the template's. */
-static int route_denial(void *ctx, pid_t pid, struct td_denials **d)
-{
-    struct inst *in = ctx;
-    if (pid == in->tpid || pid == in->pid)
-        return TD_SYSNOTIFY_OWN;
-    uint64_t ns = pidns_cached(in, pid);
-    if (!in->ns)
-        in->ns = pidns_of(in->pid);
-    if (!ns || ns == in->ns)
-        return TD_SYSNOTIFY_OWN;
-    struct td_warm_call *c;
-    bool unforked = false;
-    TAILQ_FOREACH(c, &in->calls, link) {
-        if (call_ns(c) == ns) {
-            *d = c->denied;
-            return TD_SYSNOTIFY_CALL;
-        }
-        unforked |= !c->forked;
-    }
-    /* a call whose "forked" is still on its way, or none of ours (the
-     * template may make namespaces of its own) */
-    return unforked ? TD_SYSNOTIFY_LATER : TD_SYSNOTIFY_OWN;
-}
-
-/* ---- stats ----------------------------------------------------------------- */
-
-static long long pss_kb(pid_t pid)
-{
-    char path[64], line[128];
-    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-    FILE *f = fopen(path, "re");
-    long long kb = -1, v;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "Pss: %lld kB", &v) == 1)
-            kb = v;
-    if (f)
-        fclose(f);
-    return kb;
-}
-
-json_t *td_template_stats(void)
-{
-    json_t *o = json_object();
-    struct warm *w;
-    SLIST_FOREACH(w, &all, link) {
-        struct inst *in = w->cur;
-        bool up = in && in->state == I_READY;
-        long long pss = up && in->tpid > 0 ? pss_kb(in->tpid) : -1;
-        json_object_set_new(
-            o, w->name,
-            json_pack("{s:s,s:o,s:o,s:I,s:I,s:o}", "state",
-                      !in                       ? "down"
-                      : in->state == I_STARTING ? "starting"
-                                                : "ready",
-                      "pid", up ? json_integer(in->tpid) : json_null(), "age_ms",
-                      in ? json_integer((json_int_t)((uv_hrtime() - in->started_ns) / 1000000))
-                         : json_null(),
-                      "children", (json_int_t)(in ? in->served : 0), "restarts",
-                      (json_int_t)w->restarts, "pss_kb",
-                      pss >= 0 ? json_integer(pss) : json_null()));
-    }
-    return o;
 }

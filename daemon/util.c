@@ -2,9 +2,11 @@
  * util.c - small JSON helpers shared by the daemon's modules (a leaf).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "toolexec.h"
 #include "util.h"
@@ -60,4 +62,15 @@ json_t *td_base64_value(const char *p, size_t n)
                             (json_int_t)n);
     free(out);
     return obj;
+}
+
+int td_write_at(int dirfd, const char *file, const char *text)
+{
+    int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = n < 0 ? errno : EIO;
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -e;
 }

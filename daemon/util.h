@@ -1,5 +1,5 @@
 /*
- * util.h - small JSON helpers (a leaf).
+ * util.h - small JSON and file helpers (a leaf).
  */
 #ifndef TD_UTIL_H
 #define TD_UTIL_H
@@ -15,5 +15,9 @@
 json_t *td_json_text(const char *p, size_t n);
 /* {"encoding": "base64", "data", "size_bytes"} for bytes that are not text. */
 json_t *td_base64_value(const char *p, size_t n);
+
+/* text written whole to dirfd/file (a cgroup or /proc file: one write);
+ * 0 or -errno. */
+int td_write_at(int dirfd, const char *file, const char *text);
 
 #endif

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "identity.h"
 #include "sandbox.h"
+#include "util.h"
 #include "warmid.h"
 
 /* A uid lent to a P1: given back when its pidfd says it has exited (a PID
@@ -52,17 +53,6 @@ static void on_p1_exit(uv_poll_t *p, int status, int events)
 {
     (void)status, (void)events;
     lent_end(p->data, true);
-}
-
-static int write_at(int dir, const char *name, const char *text)
-{
-    int fd = openat(dir, name, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = write(fd, text, strlen(text));
-    int e = n < 0 ? errno : EIO;
-    close(fd);
-    return n == (ssize_t)strlen(text) ? 0 : -e;
 }
 
 /* pid's parent, from /proc/PID/stat (the field after the name's ')') */
@@ -116,9 +106,9 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
         snprintf(gmap, sizeof(gmap), "%u %u 1\n", (unsigned)tgid, (unsigned)tgid);
     /* (the uid_map of a namespace is written once: a second request for
      * the same P1 fails here) */
-    if ((rc = write_at(dir, "setgroups", "deny")) < 0 ||
-        (rc = write_at(dir, "uid_map", umap)) < 0 || (rc = write_at(dir, "gid_map", gmap)) < 0 ||
-        !(l = calloc(1, sizeof(*l)))) {
+    if ((rc = td_write_at(dir, "setgroups", "deny")) < 0 ||
+        (rc = td_write_at(dir, "uid_map", umap)) < 0 ||
+        (rc = td_write_at(dir, "gid_map", gmap)) < 0 || !(l = calloc(1, sizeof(*l)))) {
         td_identity_give(uid);
         rc = rc < 0 ? rc : -ENOMEM;
         goto out;

@@ -1,7 +1,7 @@
 /*
  * initwait.h - the last duty of a call's PID 1, written once for both kinds:
  * toolexecd-init (daemon/init.c, a cold call's init) and a warm call's P1
- * (lib/warm.c). Once the tool (PID 2) has been started: wait for it, kill
+ * (lib/warmp1.c). Once the tool (PID 2) has been started: wait for it, kill
  * and reap every other process left in the namespace, report the tool's
  * resource use and wait status on the report pipe (fd 3), exit.
  *

@@ -10,7 +10,8 @@
  *   shapes.c   the LLM APIs' message shapes (tool calls, results, declarations)
  *   client.c   a small blocking client for the daemon's Unix socket
  *   worker_sdk.c the worker SDK: write a tool in C
- *   warm.c     the template side of warm start (both SDKs)
+ *   warm.c     the template side of warm start (both SDKs); a call's PID 1
+ *              in warmp1.c, its view in warmview.c, its process in warmcall.c
  *   landlock.c the Landlock layer of a call's file-system view
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *

@@ -1,8 +1,10 @@
 /*
- * warmcall.h - what makes a warm call's process (P2, lib/warm.c) a call of
+ * warmcall.h - what makes a warm call's process (P2, lib/warmp1.c) a call of
  * its own rather than a copy of its template (issue 20): its own uid where
  * the daemon gave one, its own process limit, an empty capability bounding
- * set, and no reach into its PID 1 or the template. Internal to libtoolexec.
+ * set, and no reach into its PID 1 or the template; its capabilities in the
+ * call's user namespace dropped and a second filter stacked on the tool's.
+ * Internal to libtoolexec.
  */
 #ifndef TE_WARMCALL_H
 #define TE_WARMCALL_H
@@ -30,5 +32,15 @@ int te_warm_call_identity(const struct te_warm_id *id, unsigned long nproc);
  * whose memory P1 shares and so cannot be made non-dumpable where P1 maps
  * its own ids (an unprivileged daemon). 0, or -1 with errno. */
 int te_warm_fence(int ll_abi);
+
+/* In P2: every capability dropped (those P1 held in the call's user
+ * namespace). 0, or -1 with errno. */
+int te_warm_drop_caps(void);
+
+/* What only the set-up needed, refused from the call's process on; with
+ * EPERM, unreported: a stacked filter cannot notify the daemon (one
+ * listener per chain, the template's; daemon/sysfilter.c). 0, or
+ * -1 with errno (ENOSYS on an architecture it does not know). */
+int te_warm_stack_filter(void);
 
 #endif

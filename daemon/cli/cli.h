@@ -8,6 +8,7 @@
  *   info.c      tools, stats and tail
  *   term.c      terminal text: widths, sanitising, tables, durations
  *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
+ *               (its parts: mcp_int.h)
  */
 #ifndef CLI_H
 #define CLI_H

@@ -1,0 +1,329 @@
+/*
+ * mcp_requests.c - what the host sends to `toolexec mcp` (mcp_int.h): lines
+ * of standard input, each a JSON-RPC request, notification or response, or
+ * a batch of them; the requests initialize, ping, tools/list and
+ * tools/call, and notifications/cancelled.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp_int.h"
+
+#ifndef CLI_VERSION
+#define CLI_VERSION "unknown"
+#endif
+
+/* The newest revision of MCP this server speaks; offered to a client that
+ * asks for one it does not know. */
+#define MCP_LATEST_VERSION "2025-11-25"
+
+/* Characters of a request id kept in a batch id, for people reading tail. */
+#define MCP_BATCH_ID_CHARS 40
+
+static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                 "2025-11-25", NULL};
+
+static bool is_id(const json_t *id)
+{
+    return json_is_string(id) || json_is_number(id);
+}
+
+/* "mcp-N-ID": N counts the session's calls, so the id is unique whatever
+ * the client's ids; ID (cut, odd characters as '_') lets a person reading
+ * `toolexec tail` match the batch to the host's request. */
+static char *batch_id_for(struct mcp *m, const json_t *id)
+{
+    char *text = json_is_string(id) ? strdup(json_string_value(id))
+                                    : te_json_dumps(id, JSON_ENCODE_ANY, NULL);
+    if (!text)
+        return NULL;
+    size_t n = 0;
+    for (; text[n] && n < MCP_BATCH_ID_CHARS; n++) {
+        char ch = text[n];
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':';
+        if (!plain)
+            text[n] = '_';
+    }
+    text[n] = '\0';
+    char *batch = NULL;
+    if (asprintf(&batch, "mcp-%llu-%s", ++m->seq, text) < 0)
+        batch = NULL;
+    free(text);
+    return batch;
+}
+
+static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *version = MCP_LATEST_VERSION;
+    for (const char *const *v = supported_versions; asked && *v; v++)
+        if (strcmp(asked, *v) == 0)
+            version = *v;
+    m->version = version;
+    m->elicitation =
+        json_is_object(json_object_get(json_object_get(params, "capabilities"), "elicitation"));
+    mcp_put_result(m, id,
+                   json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
+                             "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
+                             "toolexec", "version", CLI_VERSION));
+}
+
+static void on_tools_list(struct mcp *m, json_t *id)
+{
+    /* A cursor is accepted and ignored: the whole list comes in one page. */
+    struct mcp_listing *l = calloc(1, sizeof(*l));
+    /* watch: the daemon says when a reload changed its tools */
+    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
+    if (!l || !req) {
+        free(l);
+        json_decref(req);
+        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    l->id = json_incref(id);
+    *m->listings_tail = l;
+    m->listings_tail = &l->next;
+    mcp_send_daemon(m, req);
+    json_decref(req);
+}
+
+static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    if (!name) {
+        mcp_put_error(m, id, RPC_INVALID_PARAMS, "params.name: expected the name of a tool", NULL);
+        return;
+    }
+    if (args && !json_is_object(args) && !json_is_null(args)) {
+        mcp_put_error(m, id, RPC_INVALID_PARAMS, "params.arguments: expected an object", NULL);
+        return;
+    }
+    if (mcp_call_by_id(m, id)) {
+        mcp_put_error(m, id, RPC_INVALID_REQUEST, "the request id is in use by a call in progress",
+                      NULL);
+        return;
+    }
+    struct mcp_call *c = calloc(1, sizeof(*c));
+    char *batch = batch_id_for(m, id);
+    json_t *req = NULL;
+    if (c && batch)
+        req = json_pack("{s:s,s:s,s:[{s:s,s:s,s:o}]}", "op", "run", "batch", batch, "calls", "id",
+                        "c0", "name", name, "arguments",
+                        json_is_object(args) ? json_incref(args) : json_object());
+    if (!req) {
+        free(c);
+        free(batch);
+        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    if (m->tool_timeout)
+        json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
+    c->id = json_incref(id);
+    c->batch = batch;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (is_id(token))
+        c->progress_token = json_incref(token);
+    c->started_ms = mcp_now_ms();
+    c->next = m->calls;
+    m->calls = c;
+    mcp_send_daemon(m, req);
+    json_decref(req);
+}
+
+static void on_cancelled(struct mcp *m, const json_t *params)
+{
+    json_t *id = json_object_get(params, "requestId");
+    if (!is_id(id))
+        return;
+    struct mcp_call *c = mcp_call_by_id(m, id);
+    if (c && c->elicit_id) {
+        mcp_call_remove(m, c); /* its batch is over; the host's answer is ignored */
+        return;
+    }
+    if (c) {
+        mcp_cancel_call(m, c);
+        return;
+    }
+    /* A tools/list cannot be stopped, but its answer can be kept back. */
+    for (struct mcp_listing *l = m->listings; l; l = l->next)
+        if (json_equal(l->id, id))
+            l->cancelled = true;
+    /* Otherwise it has been answered already: nothing to do. */
+}
+
+static void on_notification(struct mcp *m, const char *method, const json_t *params)
+{
+    if (strcmp(method, "notifications/cancelled") == 0)
+        on_cancelled(m, params);
+    /* notifications/initialized and any other notification: nothing to do,
+     * and a notification never gets a response. */
+}
+
+static void on_request(struct mcp *m, json_t *id, const char *method, const json_t *params)
+{
+    /* Requests before initialize are answered all the same. */
+    if (strcmp(method, "initialize") == 0) {
+        on_initialize(m, id, params);
+    } else if (strcmp(method, "ping") == 0) {
+        mcp_put_result(m, id, json_object());
+    } else if (strcmp(method, "tools/list") == 0) {
+        on_tools_list(m, id);
+    } else if (strcmp(method, "tools/call") == 0) {
+        on_tools_call(m, id, params);
+    } else {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "Method not found: %.200s", method);
+        mcp_put_error(m, id, RPC_METHOD_NOT_FOUND, msg, NULL);
+    }
+}
+
+static void on_message(struct mcp *m, json_t *msg);
+
+/* A JSON-RPC batch: MCP 2025-03-26 requires them to be accepted; 2025-06-18
+ * removed them. The responses go out as one array. */
+static void on_rpc_batch(struct mcp *m, json_t *msgs)
+{
+    if (!m->version || strcmp(m->version, "2025-03-26") != 0 || !json_array_size(msgs)) {
+        mcp_put_error(m, NULL, RPC_INVALID_REQUEST,
+                      json_array_size(msgs) ? "Invalid Request: batches are not supported after "
+                                              "protocol revision 2025-03-26"
+                                            : "Invalid Request: an empty batch",
+                      NULL);
+        return;
+    }
+    struct mcp_rpcbatch *rb = calloc(1, sizeof(*rb));
+    if (!rb || !(rb->out = json_array())) {
+        free(rb);
+        mcp_put_error(m, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    rb->pending = 1; /* until every element has been read */
+    size_t i;
+    json_t *el;
+    json_array_foreach(msgs, i, el)
+    {
+        json_t *id = json_object_get(el, "id");
+        struct mcp_route *r = NULL;
+        if (json_object_get(el, "method") && is_id(id) && (r = calloc(1, sizeof(*r)))) {
+            r->id = json_incref(id);
+            r->rb = rb;
+            r->next = m->routes;
+            m->routes = r;
+            rb->pending++;
+        }
+        m->cur_rb = rb;
+        on_message(m, json_incref(el));
+        m->cur_rb = NULL;
+    }
+    mcp_rb_release(m, rb);
+}
+
+/* One line of input: a JSON-RPC request, notification or response. */
+static void on_line(struct mcp *m, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len)
+        return; /* a blank line */
+    json_error_t jerr;
+    json_t *msg = te_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    if (!msg) {
+        char text[256];
+        snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);
+        mcp_put_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+        return;
+    }
+    if (json_is_array(msg)) {
+        on_rpc_batch(m, msg);
+        json_decref(msg);
+        return;
+    }
+    on_message(m, msg);
+}
+
+/* One message (stolen). */
+static void on_message(struct mcp *m, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
+    json_t *method_v = json_object_get(msg, "method");
+    const char *method = json_string_value(method_v);
+    json_t *params = json_object_get(msg, "params");
+    const char *bad = NULL;
+    if (!json_is_object(msg))
+        bad = "Invalid Request: expected a JSON object";
+    else if (id && !is_id(id))
+        bad = "Invalid Request: id: expected a string or a number";
+    else if (!version || strcmp(version, "2.0") != 0)
+        bad = "Invalid Request: jsonrpc: expected \"2.0\"";
+    else if (!method_v && id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+        bad = ""; /* a response: to our elicitation/create, or stray */
+    else if (!method)
+        bad = "Invalid Request: method: expected a string";
+    if (bad && !*bad) {
+        for (struct mcp_call *c = m->calls; c; c = c->next)
+            if (c->elicit_id && json_equal(c->elicit_id, id)) {
+                mcp_on_elicit_response(m, c, msg);
+                break;
+            }
+    }
+    if (bad) {
+        if (*bad)
+            mcp_put_error(m, is_id(id) ? id : NULL, RPC_INVALID_REQUEST, bad, NULL);
+        json_decref(msg);
+        return;
+    }
+    if (!id) {
+        on_notification(m, method, json_is_object(params) ? params : NULL);
+    } else if (params && !json_is_object(params) && !json_is_null(params)) {
+        mcp_put_error(m, id, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+    } else {
+        on_request(m, id, method, json_is_object(params) ? params : NULL);
+    }
+    json_decref(msg);
+}
+
+/* Read what standard input has and handle every whole line in it. */
+void mcp_read_input(struct mcp *m)
+{
+    char chunk[65536];
+    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        /* a last line without its newline still counts */
+        size_t len;
+        const char *line = te_lines_finish(&m->in, &len);
+        if (line)
+            on_line(m, line, len);
+        te_lines_free(&m->in);
+        mcp_end_of_input(m);
+        return;
+    }
+    const char *p = chunk;
+    size_t left = (size_t)n;
+    while (left) {
+        size_t used;
+        int rc = te_lines_feed(&m->in, p, left, &used);
+        p += used;
+        left -= used;
+        if (rc == TE_LINES_LINE) {
+            size_t len;
+            const char *line = te_lines_line(&m->in, &len);
+            on_line(m, line, len);
+            te_lines_next(&m->in);
+        } else if (rc == -EMSGSIZE) {
+            mcp_put_error(m, NULL, RPC_PARSE_ERROR,
+                          "Parse error: the message is longer than 16 MiB", NULL);
+        } else if (rc < 0) {
+            cli_err("mcp: out of memory reading standard input");
+            mcp_end_of_input(m);
+            return;
+        }
+    }
+}

@@ -1,0 +1,182 @@
+/*
+ * mcp_write.c - `toolexec mcp`'s messages to the host (mcp_int.h): one JSON
+ * line each on standard output, or gathered into the array answering a
+ * JSON-RPC batch; and the progress notifications of running calls.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "mcp_int.h"
+
+static void put_line(struct mcp *m, json_t *msg);
+
+void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb)
+{
+    if (--rb->pending)
+        return;
+    if (json_array_size(rb->out))
+        put_line(m, rb->out);
+    else
+        json_decref(rb->out);
+    free(rb);
+}
+
+/* The route of a response to id, unlinked; NULL when it has none. */
+static struct mcp_route *route_take(struct mcp *m, const json_t *id)
+{
+    for (struct mcp_route **p = &m->routes; *p; p = &(*p)->next)
+        if (json_equal((*p)->id, id)) {
+            struct mcp_route *r = *p;
+            *p = r->next;
+            return r;
+        }
+    return NULL;
+}
+
+/* A request of a JSON-RPC batch that gets no response (cancelled). */
+void mcp_route_drop(struct mcp *m, const json_t *id)
+{
+    struct mcp_route *r = m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        mcp_rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+    }
+}
+
+/* Write one message (stolen): a response to a request of a JSON-RPC batch
+ * goes into that batch's array. */
+void mcp_put_message(struct mcp *m, json_t *msg)
+{
+    bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+    json_t *id = response ? json_object_get(msg, "id") : NULL;
+    struct mcp_route *r = id && m->routes ? route_take(m, id) : NULL;
+    if (r) {
+        json_array_append_new(r->rb->out, msg);
+        mcp_rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
+        return;
+    }
+    if (response && !id && m->cur_rb) {
+        /* an element of the batch being read that had no usable id */
+        json_array_append_new(m->cur_rb->out, msg);
+        return;
+    }
+    put_line(m, msg);
+}
+
+/* Write one message (stolen) as a line on standard output. */
+static void put_line(struct mcp *m, json_t *msg)
+{
+    char *s = msg ? te_json_dumps(msg, 0, NULL) : NULL;
+    json_decref(msg);
+    if (!s) {
+        cli_err("mcp: out of memory; a response is lost");
+        return;
+    }
+    if (!m->hangup && (fputs(s, stdout) == EOF || putchar('\n') == EOF || fflush(stdout) == EOF)) {
+        /* the host closed its end: as good as the end of input */
+        m->hangup = true;
+    }
+    free(s);
+}
+
+/* A response with result (stolen). */
+void mcp_put_result(struct mcp *m, json_t *id, json_t *result)
+{
+    mcp_put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+}
+
+/* An error response; id NULL (a message whose id could not be read) leaves
+ * "id" out: the schema of 2025-06-18 and later has no null id. data (stolen)
+ * may be NULL. */
+void mcp_put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
+{
+    json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
+    if (!err)
+        err = json_pack("{s:i,s:s}", "code", code, "message", "(message not valid UTF-8)");
+    if (err && data)
+        json_object_set(err, "data", data);
+    json_decref(data);
+    json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
+    if (msg && id)
+        json_object_set(msg, "id", id);
+    mcp_put_message(m, msg);
+}
+
+/* A tools/call result: one text content, whether the call failed, and
+ * the structured result (an object; NULL: none). */
+void mcp_put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
+                         const json_t *structured)
+{
+    json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
+    if (!content) {
+        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
+        return;
+    }
+    json_t *r = json_pack("{s:o,s:b}", "content", content, "isError", is_error);
+    if (r && json_is_object(structured))
+        json_object_set(r, "structuredContent", (json_t *)structured);
+    mcp_put_result(m, id, r);
+}
+
+long long mcp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* notifications/progress for call c: the worker's (p its progress object)
+ * or, p NULL, a heartbeat. Progress must increase with each notification:
+ * a heartbeat before any progress of the worker's counts the seconds the
+ * call has run; after, it adds 0.001 (and, like a worker's value that
+ * does not increase, carries no total). */
+void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
+{
+    long long now = mcp_now_ms();
+    double v = p             ? json_number_value(json_object_get(p, "progress"))
+               : c->reported ? c->progress + 0.001
+                             : (double)((now - c->started_ms) / 1000);
+    json_t *total = p ? json_object_get(p, "total") : NULL;
+    if (v <= c->progress && (c->sent_ms || v <= 0)) {
+        v = c->progress + 0.001;
+        total = NULL;
+    }
+    json_t *params = json_pack("{s:O,s:f}", "progressToken", c->progress_token, "progress", v);
+    if (params && total)
+        json_object_set(params, "total", total);
+    char msg[64];
+    if (params && p && json_object_get(p, "message"))
+        json_object_set(params, "message", json_object_get(p, "message"));
+    else if (params && !p) {
+        snprintf(msg, sizeof(msg), "running for %lld s", (now - c->started_ms) / 1000);
+        json_object_set_new(params, "message", json_string(msg));
+    }
+    c->progress = v;
+    c->sent_ms = now;
+    if (p)
+        c->reported = true;
+    mcp_put_message(m, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method",
+                                 "notifications/progress", "params", params));
+}
+
+/* Heartbeats due now; returns the ms until the next one, -1 for none. */
+int mcp_heartbeats(struct mcp *m)
+{
+    long long now = mcp_now_ms(), next = -1;
+    for (struct mcp_call *c = m->calls; c; c = c->next) {
+        if (!c->progress_token || c->cancelled || c->elicit_id)
+            continue;
+        long long last = c->sent_ms ? c->sent_ms : c->started_ms;
+        if (now - last >= m->heartbeat_ms) {
+            mcp_put_progress(m, c, NULL);
+            last = now;
+        }
+        long long wait = last + m->heartbeat_ms - now;
+        if (next < 0 || wait < next)
+            next = wait;
+    }
+    return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
+}
