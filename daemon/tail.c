@@ -30,6 +30,7 @@
 #include "bus.h"
 #include "log.h"
 #include "metrics.h"
+#include "bigres.h"
 #include "tail.h"
 #include "toolexec.h"
 
@@ -350,6 +351,7 @@ static void on_bus(void *data, const struct td_bus_msg *m)
              * each event names its client (batch_started has it already). */
             json_t *named =
                 json_object_get(ev, "client") ? json_incref((json_t *)ev) : json_copy((json_t *)ev);
+            named = td_big_materialize(named); /* a copy: only when someone tails */
             if (named && !json_object_get(ev, "client"))
                 json_object_set_new(named, "client",
                                     json_pack("{s:i,s:i}", "pid", (int)m->pid, "uid", (int)m->uid));
