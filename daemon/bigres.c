@@ -540,7 +540,6 @@ int td_content_check(const json_t *result, size_t limit)
 }
 
 struct line_hold {
-    char *line;
     unsigned nbig;
     struct td_big **bigs;
     uv_buf_t bufs[];
@@ -561,7 +560,6 @@ void *td_big_split(char *line, size_t len, uv_buf_t **bufs, unsigned *n, size_t 
         free(h);
         return NULL;
     }
-    h->line = line;
     unsigned nb = 0;
     size_t total = 0;
     const char *at = line;
@@ -592,7 +590,6 @@ void td_big_line_free(void *hold)
     for (unsigned i = 0; i < h->nbig; i++)
         td_big_unref(h->bigs[i]);
     free(h->bigs);
-    free(h->line);
     free(h);
 }
 

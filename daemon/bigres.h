@@ -65,10 +65,11 @@ json_t *td_content_make(const json_t *result, size_t limit, bool spill, json_t *
  * another negative errno): without building it when the result is big. */
 int td_content_check(const json_t *result, size_t limit);
 
-/* A line (malloc'd, taken) to write as parts: *bufs (n of them) with the
+/* A line to write as parts: *bufs (n of them, pointing into line) with the
  * big results its markers name in place; NULL when it names none (write
- * the line as it is). Free the returned holder with td_big_line_free once
- * the write is done; *bytes is the line's length as written. */
+ * the line as it is). Free the returned holder (it holds those big
+ * results) with td_big_line_free (NULL-safe) once the write is done, the
+ * line apart; *bytes is the line's length as written. */
 void *td_big_split(char *line, size_t len, uv_buf_t **bufs, unsigned *n, size_t *bytes);
 void td_big_line_free(void *hold);
 /* ev with each marker replaced by its string (a copy; ev itself when it has
