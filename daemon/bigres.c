@@ -290,7 +290,7 @@ json_t *td_big_frame(char *body, size_t len, struct td_big **big)
     size_t j = ws(s, from + (size_t)end + 1, len);
     if (j >= len || s[j] != '}' || ws(s, j + 1, len) != len)
         return NULL;
-    json_t *res;
+    json_t *res = NULL;
     struct td_big *b = big_new(&res);
     if (!b)
         return NULL;
@@ -324,7 +324,7 @@ json_t *td_big_plain(char **bufp, size_t len, struct td_big **big)
             k += q;
         }
     }
-    json_t *res;
+    json_t *res = NULL;
     struct td_big *b = big_new(&res);
     char *grown = b ? realloc(*bufp, n + extra + 1) : NULL;
     if (!grown) {
