@@ -68,5 +68,7 @@ int main(int argc, char **argv)
             return 1;
         off += (size_t)w;
     }
-    return 0;
+    /* not exit(): in a sanitized build LeakSanitizer's exit check fails
+     * where the filter refuses it ptrace(), and a plain tool's status counts */
+    _exit(0);
 }
