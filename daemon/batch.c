@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "bigres.h"
 #include "bus.h"
 #include "config.h"
 #include "denials.h"
@@ -42,10 +43,11 @@ struct call {
     struct td_tool *tool;
     struct td_worker *worker;
     enum call_state state;
-    json_t *content; /* JSON string, once done */
-    json_t *halt;    /* this call's halt candidate, if it halts */
-    bool is_error;   /* its result is an error (Anthropic's is_error) */
-    bool slot;       /* holds one of the daemon's --max-workers slots */
+    json_t *content;    /* JSON string, once done */
+    struct td_big *big; /* the result's big text (bigres.h) while an event may name it */
+    json_t *halt;       /* this call's halt candidate, if it halts */
+    bool is_error;      /* its result is an error (Anthropic's is_error) */
+    bool slot;          /* holds one of the daemon's --max-workers slots */
     uint64_t started_ns, done_ns;
     uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
     struct rusage ru;    /* the worker's, from wait4() */
@@ -161,22 +163,6 @@ static void complete(struct td_batch *b)
 static void pump(struct td_batch *b);
 static void schedule(void);
 
-static json_t *content_string(const char *s, size_t n)
-{
-    return td_json_text(s, n);
-}
-
-/* Content longer than the limit: cut (cut.c), and say so. */
-static char *truncate_content(char *text, size_t *len, size_t limit, json_t **info)
-{
-    size_t orig = *len, kept;
-    if (!td_cut(&text, len, limit, &kept))
-        return text;
-    *info =
-        json_pack("{s:I,s:I}", "original_bytes", (json_int_t)orig, "kept_bytes", (json_int_t)kept);
-    return text;
-}
-
 static json_t *ms(uint64_t ns)
 {
     return json_real((double)ns / 1e6);
@@ -205,22 +191,13 @@ static void spilled(void *data, const char *path)
 static void finish_call(struct call *c, json_t *result, bool halting)
 {
     struct td_batch *b = c->b;
-    size_t len;
-    int rc;
-    char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
-    json_t *truncated = NULL;
+    json_t *truncated;
     size_t limit = td_cut_limit(b->r.max_content_bytes, c->tool ? c->tool->max_content_bytes : 0,
                                 TD_CONTENT_BYTES_DEFAULT);
-    char *full = NULL;
-    size_t full_len = len;
-    if (text && len > limit) {
-        /* by length: content may hold NUL bytes */
-        if (c->tool && c->tool->spill && (full = malloc(len)))
-            memcpy(full, text, len);
-        text = truncate_content(text, &len, limit, &truncated);
-    }
-    c->content = content_string(text ? text : "", text ? len : 0);
-    free(text);
+    char *full;
+    size_t full_len = 0;
+    c->content =
+        td_content_make(result, limit, c->tool && c->tool->spill, &truncated, &full, &full_len);
     struct spill_wait *sw = full ? malloc(sizeof(*sw)) : NULL;
     if (sw) {
         *sw = (struct spill_wait){
@@ -320,6 +297,10 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
                                         .completed = done});
     json_decref(done);
     json_decref(result);
+    if (!td_big_of(c->content)) { /* the events that name it hold their own */
+        td_big_unref(c->big);
+        c->big = NULL;
+    }
     b->done++;
     pump(b);
 }
@@ -438,9 +419,8 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     const struct rusage *ru = f ? f->ru : NULL;
     struct call *c = data;
     struct td_batch *b = c->b;
-    size_t len;
-    int rc;
     c->done_ns = uv_hrtime();
+    c->big = f ? f->big : NULL;
     c->worker = NULL;
     result = td_declare_check_output(c->tool, c->id, result);
     if (ru) {
@@ -448,8 +428,8 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
         c->have_ru = true;
     }
     c->denied = td_denials_fields(f ? f->denied : NULL);
-    char *text = te_content_encode(result, td_cfg.max_content, &len, &rc);
-    if (!text) {
+    int rc = td_content_check(result, td_cfg.max_content);
+    if (rc < 0) {
         char detail[128];
         snprintf(detail, sizeof(detail), "content exceeds the limit of %zu bytes",
                  td_cfg.max_content);
@@ -459,7 +439,6 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
                               rc == -E2BIG ? detail : "content could not be encoded",
                               json_pack("{s:I}", "limit", (json_int_t)td_cfg.max_content), NULL);
     }
-    free(text);
     /* the worker is done: its slot and the batch's concurrency are free */
     bool freed_slot = c->slot;
     c->slot = false;
@@ -953,6 +932,7 @@ void td_batch_free(struct td_batch *b)
         json_decref(c->awaiting);
         ask_free(c);
         json_decref(c->content);
+        td_big_unref(c->big);
         json_decref(c->halt);
         json_decref(c->denied);
     }

@@ -20,4 +20,15 @@ size_t td_cut_limit(uint64_t batch_limit, uint64_t tool_limit, size_t dflt);
  * memory) leaves all as they were. */
 bool td_cut(char **text, size_t *len, size_t limit, size_t *kept);
 
+/* The cut of orig bytes (more than limit) whose byte i is byte(ctx, i):
+ * head bytes kept from the start, the marker, the bytes from tail_from on.
+ * byte() is asked only near head and tail_from (a big result's text is
+ * not in one piece: bigres.c). */
+struct td_cut_plan {
+    char marker[200];
+    size_t mlen, head, tail_from;
+};
+void td_cut_plan(size_t orig, size_t limit, unsigned char (*byte)(void *ctx, size_t i), void *ctx,
+                 struct td_cut_plan *p);
+
 #endif

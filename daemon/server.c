@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "bigres.h"
 #include "cleanup.h"
 #include "config.h"
 #include "log.h"
@@ -38,7 +39,7 @@ struct write_req {
     char *data;
     size_t len;
     td_written_cb cb; /* NULL: a batch event, counted for back-pressure */
-    void *arg;
+    void *arg, *hold; /* hold: data as parts (td_big_split), freed with it */
 };
 
 static LIST_HEAD(, td_conn) conns;
@@ -218,10 +219,10 @@ static void on_written(uv_write_t *req, int status)
     struct write_req *w = (struct write_req *)req;
     struct td_conn *c = req->handle->data;
     c->pending_writes--;
-    if (!w->cb)
-        c->pending_bytes -= w->len;
+    c->pending_bytes -= w->cb ? 0 : w->len;
     if (w->cb)
         w->cb(c, w->arg, status);
+    td_big_line_free(w->hold);
     free(w->data);
     free(w);
     if (c->congested && c->pending_bytes < CONN_BUFFER_MAX / 2) {
@@ -240,16 +241,18 @@ int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, v
     if (!w)
         return -1;
     *w = (struct write_req){.data = data, .len = len, .cb = cb, .arg = arg};
-    uv_buf_t buf = uv_buf_init(data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_written) < 0) {
+    uv_buf_t buf = uv_buf_init(data, (unsigned)len), *bufs = &buf;
+    unsigned n = 1; /* a big result's text goes out from where it is (bigres.h) */
+    w->hold = td_big_split(data, len, &bufs, &n, &w->len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->h, bufs, n, on_written) < 0) {
+        td_big_line_free(w->hold);
         c->dead = true;
         return -1;
     }
+    c->pending_writes++;
+    c->pending_bytes += cb ? 0 : w->len;
     (void)te_steal(&owned); /* on_written frees them */
     (void)te_steal(&w);
-    c->pending_writes++;
-    if (!cb)
-        c->pending_bytes += len;
     return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "bus.h"
 #include "log.h"
 #include "metrics.h"
+#include "bigres.h"
 #include "tail.h"
 #include "toolexec.h"
 
@@ -348,21 +349,23 @@ static void on_bus(void *data, const struct td_bus_msg *m)
         if (!line) {
             /* Subscribers see every client's batches, whose ids may repeat:
              * each event names its client (batch_started has it already). */
+            /* a big result's text as its string (a copy: only when someone tails) */
+            json_t *whole = td_big_materialize(json_incref((json_t *)ev));
             json_t *named =
-                json_object_get(ev, "client") ? json_incref((json_t *)ev) : json_copy((json_t *)ev);
+                json_object_get(whole, "client") ? json_incref(whole) : json_copy(whole);
             if (named && !json_object_get(ev, "client"))
                 json_object_set_new(named, "client",
                                     json_pack("{s:i,s:i}", "pid", (int)m->pid, "uid", (int)m->uid));
             line = named ? te_lines_dump(named, &len) : NULL;
             json_decref(named);
+            if (line && len > TAIL_LINE_MAX) {
+                char *s = summary(whole, len, &len);
+                free(line);
+                line = s;
+            }
+            json_decref(whole);
             if (!line)
                 return;
-            if (len > TAIL_LINE_MAX) {
-                char *s = summary(ev, len, &len);
-                free(line);
-                if (!(line = s))
-                    return;
-            }
         }
         /* Make room: the oldest queued lines go first. */
         while (!STAILQ_EMPTY(&t->queue) && t->bytes + len > TAIL_QUEUE_MAX) {

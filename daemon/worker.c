@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bigres.h"
 #include "bus.h"
 #include "calldir.h"
 #include "cgroup.h"
@@ -83,7 +84,8 @@ struct td_worker {
     te_frame_decoder dec;
     char *plain;
     size_t plain_len, plain_cap;
-    size_t discarded; /* stdout bytes after the result was known */
+    struct td_big *big; /* a big result's text (bigres.h) until it is handed over */
+    size_t discarded;   /* stdout bytes after the result was known */
     char tail[TD_STDERR_TAIL];
     size_t tail_len;
     struct td_limits limits; /* in force for this call */
@@ -165,6 +167,7 @@ static void on_handle_closed(uv_handle_t *h)
     te_frame_decoder_free(&w->dec);
     td_tool_unref(w->tool);
     free(w->plain);
+    td_big_unref(w->big);
     free(w->reqbody);
     td_sysnotify_stop(w->sysn);
     td_denials_clear(&w->denied);
@@ -260,10 +263,14 @@ static void deliver(struct td_worker *w, json_t *result, const struct rusage *ru
                                             .json = w->denied.list,
                                             .tool = w->tool->name,
                                             .us = w->denied.more});
+    struct td_big *big = w->big;
+    w->big = NULL;
     if (cb)
-        cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied});
-    else
+        cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied, .big = big});
+    else {
         json_decref(result);
+        td_big_unref(big);
+    }
     maybe_free(w);
 }
 
@@ -334,9 +341,13 @@ static json_t *quote(const char *p, size_t n)
 static void on_frame(struct td_worker *w, char *body, size_t len)
 {
     char why[256];
-    json_t *res = NULL;
-    int kind = te_response_parse(body, len, &res, why, sizeof(why));
-    if (kind < 0) {
+    /* a big {"ok": "..."} is kept as it came, not parsed (bigres.h) */
+    json_t *res = w->tool->output_validator ? NULL : td_big_frame(body, len, &w->big);
+    int kind = res ? TE_RESULT_OK : te_response_parse(body, len, &res, why, sizeof(why));
+    if (w->big) {
+        finish(w, res);
+        return; /* body is the big result's */
+    } else if (kind < 0) {
         fail(w, TE_INVALID_RETURN, why,
              json_pack("{s:s,s:o}", "error", why, "value", quote(body, len)), NULL);
     } else if (kind == TE_RESULT_RAISED) {
@@ -397,20 +408,8 @@ static void take_stdout(struct td_worker *w, const char *p, size_t n)
                  json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)w->max_output), NULL);
             return;
         }
-        if (w->plain_len + n > w->plain_cap) {
-            size_t cap = w->plain_cap ? w->plain_cap : 4096;
-            while (cap < w->plain_len + n)
-                cap *= 2;
-            char *p2 = realloc(w->plain, cap);
-            if (!p2) {
-                fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
-                return;
-            }
-            w->plain = p2;
-            w->plain_cap = cap;
-        }
-        memcpy(w->plain + w->plain_len, p, n);
-        w->plain_len += n;
+        if (td_plain_append(&w->plain, &w->plain_len, &w->plain_cap, p, n) < 0)
+            fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
         return;
     }
     if (w->head_len < sizeof(w->head)) {
@@ -603,21 +602,12 @@ static void decide_on_exit(struct td_worker *w)
     }
     int code = e.code;
     if (w->tool->protocol == TD_PROTO_PLAIN && code == 0) {
-        size_t n = w->plain_len;
-        const char *out = w->plain ? w->plain : "";
-        json_t *v = te_json_loadb(out, n, JSON_DECODE_ANY, NULL);
-        if (!v) {
-            if (n && out[n - 1] == '\n')
-                n--;
-            v = json_stringn(out, n);
-        }
-        if (!v) /* not text: hand it over intact rather than as a broken string */
-            v = td_base64_value(out, w->plain_len);
-        if (!v) {
+        json_t *res =
+            td_plain_result(&w->plain, w->plain_len, w->tool->output_validator ? NULL : &w->big);
+        if (res)
+            finish(w, res);
+        else
             fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
-            return;
-        }
-        finish(w, json_pack("{s:o}", "ok", v));
         return;
     }
     if (te_frame_pending(&w->dec) > 0 && not_a_frame(w))
