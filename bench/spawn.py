@@ -3,18 +3,17 @@
 
   bench/spawn.py [--build DIR] [--calls N] [--rounds R] [--inflight K]
 
-Three daemons run side by side, starting calls through the spawner with its
-spares (daemon/spawner.c, spares.c: the default), through the spawner
-without spares, and with --spawner no (the loop starts them, as before
+Three daemons run side by side, starting calls through the spawner
+(daemon/spawner.c, the default), through the spawner with two spares per
+tool (spares.c, --spares 2), and with --spawner no (the loop starts them, as before
 issue 21), each with the C echo worker under the default
 confinement. R rounds, interleaved so drift hits all alike, of N calls:
 
   plain      a bare fork+exec+pipe loop of the worker (bench --plain)
   nsfloor    (root) the same with each worker in a new mount and PID
              namespace, every mount private, a /proc of its own (BENCH_NS=1)
-  spawner    one batch of N calls through the spawner daemon (toolexec run),
-             with its spares (daemon/spares.c, --spares 2)
-  nospare    the same with --spares 0 (the spawner, no spares)
+  spawner    one batch of N calls through the spawner daemon (toolexec run)
+  spares     the same with --spares 2 (sandboxes prepared ahead, spares.c)
   loop       the same through the --spawner no daemon
   pool       a Python asyncio pool doing a bare fork+exec of the worker, one
              request frame each (no isolation)
@@ -142,6 +141,10 @@ def inflight(d, cli, k, calls):
             started += 1
             if started == k:
                 break
+    # "started" is said when a call's worker is made; with the spawner its
+    # process may still be queued there: one more call, queued behind them,
+    # completes once all have really started
+    timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", 1, 1)])
     start_s = time.monotonic() - t0
     busy = calls / timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", calls, 16)])
     s.sendall(b'{"op":"cancel","batch":"hold"}\n')
@@ -166,7 +169,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="te-spawnb-")
     os.chmod(tmp, 0o755)
     ds = {"spawner": Daemon(build, tmp, "spawner", []),
-          "nospare": Daemon(build, tmp, "nospare", ["--spares", "0"]),
+          "spares": Daemon(build, tmp, "spares", ["--spares", "2"]),
           "loop": Daemon(build, tmp, "loop", ["--spawner", "no"])}
     try:
         print("toolexecd, %d CPUs, %s; %d calls x %d rounds" % (
@@ -175,8 +178,8 @@ def main():
             "plain": lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)]),
             "spawner": lambda c: timed([cli, "-s", ds["spawner"].sock, "run", "-j",
                                         ds["spawner"].batch("echo", a.calls, c)]),
-            "nospare": lambda c: timed([cli, "-s", ds["nospare"].sock, "run", "-j",
-                                        ds["nospare"].batch("echo", a.calls, c)]),
+            "spares": lambda c: timed([cli, "-s", ds["spares"].sock, "run", "-j",
+                                       ds["spares"].batch("echo", a.calls, c)]),
             "loop": lambda c: timed([cli, "-s", ds["loop"].sock, "run", "-j",
                                      ds["loop"].batch("echo", a.calls, c)]),
             "pool": lambda c: pool(worker, a.calls, c),
@@ -202,7 +205,7 @@ def main():
                 print("  spawner / plain    %.2f" % (med["spawner"] / med["plain"]))
                 print("  loop / plain       %.2f" % (med["loop"] / med["plain"]))
                 print("  spawner / loop     %.2f" % (med["spawner"] / med["loop"]))
-                print("  nospare / loop     %.2f" % (med["nospare"] / med["loop"]))
+                print("  spares / spawner   %.2f" % (med["spares"] / med["spawner"]))
                 if "nsfloor" in med:
                     print("  spawner / nsfloor  %.2f" % (med["spawner"] / med["nsfloor"]))
                     print("  nsfloor / plain    %.2f" % (med["nsfloor"] / med["plain"]))
@@ -211,9 +214,10 @@ def main():
         for conc, r in rates.items():
             print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
                   "   %.2f" % (r["spawner"] / r["pool"]))
-        for k in ("spawner", "nospare", "loop"):
+        for k in ("spawner", "spares", "loop"):
             print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
-        print("\n%d calls in flight (each sleeping, in one batch)" % a.inflight)
+        print("\n%d calls in flight (each sleeping, in one batch; started: until a call "
+              "queued behind them is done)" % a.inflight)
         for k, d in ds.items():
             start_s, none, busy = inflight(d, cli, a.inflight, a.calls)
             print("  %-8s started in %.2f s; echo calls/s: %.0f none in flight, %.0f with "

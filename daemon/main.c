@@ -65,7 +65,7 @@ static void usage(FILE *f)
                "      --spawner yes|no       calls started by a process of their own, off\n"
                "                             the loop (default yes; no: by the loop)\n"
                "      --spares N             sandboxes the spawner keeps ready per tool\n"
-               "                             called lately (0-16, default 2; 0: none)\n"
+               "                             called lately (0-16, default 0: none)\n"
                "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
                "                             (default: our own cgroup if it is delegated)\n"
                "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"

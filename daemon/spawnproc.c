@@ -63,6 +63,9 @@ struct spare {
 #define MAX_SPARES 256
 static struct spare spares[MAX_SPARES];
 static size_t nspares;
+static int daemon_sock = -1;
+
+static void say(int sock, const struct td_spawn_reply *r, int *fds, size_t nfds);
 
 static void spare_close(struct spare *sp)
 {
@@ -110,8 +113,13 @@ static int spare_read(struct spare *sp, int flags)
                 sp->handed[kind] = fd;
             else
                 close(fd);
-        } else if (n == 1) {
+        } else if (n == 1 && !sp->ready) {
+            /* ready: only now is it said to be (PREPARED), so that a call
+             * never waits for, or wastes, a spare still being made */
             sp->ready = true;
+            struct td_spawn_reply r = {
+                .type = TD_SPAWN_PREPARED, .id = sp->id, .gen = sp->gen, .pid = sp->pid};
+            say(daemon_sock, &r, NULL, 0);
         }
         if (flags & MSG_DONTWAIT)
             continue;
@@ -356,11 +364,11 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
         }
         td_spawnmsg_free(&m);
     }
-    if (rc < 0) {
+    if (rc < 0) { /* made, it says so itself once ready (spare_read) */
         r.err = -rc;
         strncpy(r.what, what, sizeof(r.what) - 1);
+        say(sock, &r, NULL, 0);
     }
-    say(sock, &r, NULL, 0);
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
 }
@@ -385,6 +393,7 @@ void td_spawnproc_main(int sock, pid_t daemon)
     if (sock != 3 && (dup2(sock, 3) < 0 || close(sock) < 0))
         _exit(1);
     sock = 3;
+    daemon_sock = sock;
     close_range(4, ~0U, 0);
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0)

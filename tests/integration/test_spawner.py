@@ -187,8 +187,13 @@ class SpareChecks:
         self.assertFalse(set(self.spares(sp)) & set(old))
 
 
+# spares are off by default (daemon/spares.c says why)
+ARGS = ["--spares", "2"]
+
+
 class RootDaemon(Checks, SpareChecks, DaemonTestCase):
     ROOT = True
+    ARGS = ARGS
     TOOLS = TOOLS
 
 
@@ -200,7 +205,7 @@ class UnprivilegedDaemon(Checks, SpareChecks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         harness.require_env()
-        cls.daemon = harness.nobody_daemon(TOOLS)
+        cls.daemon = harness.nobody_daemon(TOOLS, args=ARGS)
 
     @classmethod
     def tearDownClass(cls):
@@ -209,7 +214,7 @@ class UnprivilegedDaemon(Checks, SpareChecks, unittest.TestCase):
 
 class Lifetime(unittest.TestCase):
     def test_no_spawner_or_spare_outlives_the_daemon(self):
-        d = Daemon(TOOLS)
+        d = Daemon(TOOLS, ARGS)
         try:
             sp = harness.deadline_wait(lambda: spawner_of(d.proc.pid), what="the spawner")
             d.client().run([{"id": "w", "name": "who"}])
