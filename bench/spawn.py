@@ -80,7 +80,8 @@ class Daemon:
         worker = os.path.join(build, "contrib", "tools", "c", "echo")
         tw = os.path.join(build, "tests", "workers", "testworker")
         for n, cmd, extra in (("echo", [worker], {}),
-                              ("sleep", [tw, "sleep"], {"timeout_ms": 600000})):
+                              ("sleep", [tw, "sleep"], {"timeout_ms": 600000}),
+                              ("sleep100", [tw, "sleep"], {"timeout_ms": 100})):
             with open(os.path.join(tools, n + ".json"), "w") as f:
                 json.dump(dict({"name": n, "command": cmd}, **extra), f)
         self.work = tempfile.mkdtemp(prefix="te-spawn-", dir="/dev/shm"
@@ -125,10 +126,34 @@ def lines(sock):
             yield json.loads(line)
 
 
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+
+
+def lateness(d, n):
+    """n calls that time out after 100 ms, at once: how late each ended
+    (its duration_ms past 100), sorted."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.sock)
+    req = {"op": "run", "batch": "late", "max_concurrency": n,
+           "calls": [{"id": "t%d" % i, "name": "sleep100", "arguments": {}} for i in range(n)]}
+    s.sendall(json.dumps(req).encode() + b"\n")
+    late = []
+    for ev in lines(s):
+        if ev.get("event") == "tool_execution_completed":
+            late.append(ev["duration_ms"] - 100)
+        if ev.get("batch") == "late" and ev.get("event") in ("batch_completed", "error"):
+            break
+    s.close()
+    return sorted(late)
+
+
 def inflight(d, cli, k, calls):
     """Seconds to start k sleeping calls; echo calls/s with them in flight
     and with none."""
     none = calls / timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", calls, 16)])
+    rss0 = rss_kb(d.proc.pid)
     s = socket.socket(socket.AF_UNIX)
     s.connect(d.sock)
     req = {"op": "run", "batch": "hold", "max_concurrency": k,
@@ -146,13 +171,14 @@ def inflight(d, cli, k, calls):
     # completes once all have really started
     timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", 1, 1)])
     start_s = time.monotonic() - t0
+    per_call_kb = (rss_kb(d.proc.pid) - rss0) / k
     busy = calls / timed([cli, "-s", d.sock, "run", "-j", d.batch("echo", calls, 16)])
     s.sendall(b'{"op":"cancel","batch":"hold"}\n')
     for ev in lines(s):
         if ev.get("batch") == "hold" and ev.get("event") in ("batch_completed", "error"):
             break
     s.close()
-    return start_s, none, busy
+    return start_s, none, busy, per_call_kb
 
 
 def main():
@@ -161,6 +187,8 @@ def main():
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--inflight", type=int, default=1000)
+    ap.add_argument("--no-sweep", action="store_true",
+                    help="only the in-flight and timeout figures")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     cli = os.path.join(build, "daemon", "cli", "toolexec")
@@ -189,7 +217,7 @@ def main():
             kinds["nsfloor"] = lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)],
                                                env=ns_env)
         rates = {}
-        for conc in (1, 2, 4, 16, 64, 256):
+        for conc in () if a.no_sweep else (1, 2, 4, 16, 64, 256):
             times = {k: [] for k in kinds}
             for k, f in kinds.items():  # warm-up
                 f(conc)
@@ -209,19 +237,26 @@ def main():
                 if "nsfloor" in med:
                     print("  spawner / nsfloor  %.2f" % (med["spawner"] / med["nsfloor"]))
                     print("  nsfloor / plain    %.2f" % (med["nsfloor"] / med["plain"]))
-        print("\ncalls/s by concurrency (median of %d rounds)" % a.rounds)
-        print("  conc " + "".join("%10s" % k for k in kinds) + "   spawner/pool")
-        for conc, r in rates.items():
-            print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
-                  "   %.2f" % (r["spawner"] / r["pool"]))
-        for k in ("spawner", "spares", "loop"):
-            print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
+        if rates:
+            print("\ncalls/s by concurrency (median of %d rounds)" % a.rounds)
+            print("  conc " + "".join("%10s" % k for k in kinds) + "   spawner/pool")
+            for conc, r in rates.items():
+                print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
+                      "   %.2f" % (r["spawner"] / r["pool"]))
+            for k in ("spawner", "spares", "loop"):
+                print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
         print("\n%d calls in flight (each sleeping, in one batch; started: until a call "
               "queued behind them is done)" % a.inflight)
         for k, d in ds.items():
-            start_s, none, busy = inflight(d, cli, a.inflight, a.calls)
+            start_s, none, busy, kb = inflight(d, cli, a.inflight, a.calls)
             print("  %-8s started in %.2f s; echo calls/s: %.0f none in flight, %.0f with "
-                  "them: %.2f" % (k, start_s, none, busy, busy / none))
+                  "them: %.2f; daemon RSS per call in flight %.1f kB" % (
+                      k, start_s, none, busy, busy / none, kb))
+        print("\n20 calls timing out at once after 100 ms: lateness in ms (p50, p99, max)")
+        for k, d in ds.items():
+            late = lateness(d, 20)
+            print("  %-8s %.1f  %.1f  %.1f" % (k, late[len(late) // 2], late[int(len(late) * 0.99)],
+                                                late[-1]))
     finally:
         for d in ds.values():
             d.stop()
