@@ -223,7 +223,7 @@ static void maybe_free(struct td_worker *w)
 
 static void kill_group(struct td_worker *w)
 {
-    /* Warm: the call's PID 1 (lib/warm.c); its end takes the namespace's
+    /* Warm: the call's PID 1 (lib/warmp1.c); its end takes the namespace's
      * every process with it. */
     if (w->warm || w->via_spawner || w->pidfd >= 0) {
         if (w->pidfd >= 0 && !w->reaped)
@@ -302,7 +302,7 @@ static void finish(struct td_worker *w, json_t *result)
     }
     /* Under an init only the tool is killed: the init reaps it and reports
      * its resource use, then its exit ends the namespace. A warm call's
-     * PID 1 (lib/warm.c) is such an init too, known by its pidfd. */
+     * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. */
     bool tool_killed =
         !w->cancelling &&
         (w->pidfd >= 0 && (w->init || w->warm) ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
@@ -952,7 +952,7 @@ static bool start_warm(struct td_worker *w, const struct td_worker_spec *s, stru
 /* The template's spawn: a cold worker's description, in its directory. A
  * warm call's processes share the template's limit: the template, the
  * spare PID 1 it keeps for the next call and the call's PID 1 are not the
- * call's (lib/warm.c), so one call may have as many as a cold one (+3). */
+ * call's (lib/warm.c, p1_make()), so one call may have as many as a cold one (+3). */
 static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
                           struct td_child *c, struct td_cgroup **cg, const char **what)
 {
@@ -1109,7 +1109,7 @@ started:
     w->pid = child.pid;
     w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
-    /* a warm call's PID 1 (lib/warm.c) reports as toolexecd-init does */
+    /* a warm call's PID 1 (lib/warmp1.c) reports as toolexecd-init does */
     if ((w->init || w->warm) && w->exfd >= 0 && fcntl(w->exfd, F_SETFL, O_NONBLOCK) == 0 &&
         uv_poll_init(td_loop, &w->expoll, w->exfd) == 0) {
         w->expoll.data = w;
