@@ -1,7 +1,7 @@
 /*
  * template_tools.c - warm start (proto/PROTOCOL.md, "Warm start"): for each tool
  * with "start": "warm", a template process started like a cold worker of the
- * tool (worker.c's spawn description: user, limits, PID and mount namespace,
+ * tool (spawndesc.c's description: user, limits, PID and mount namespace,
  * filter), told by its first frame that it is a template; per call a fork
  * request carrying the call's descriptors over the control socket (its
  * stdin). The set-up of each call's process is the SDKs' (lib/warm.c forks it;
@@ -187,7 +187,7 @@ void td_template_shutdown(void)
 /* ---- calls -------------------------------------------------------------- */
 
 /* An unprivileged daemon cannot give a limit above its own hard one (as
- * worker.c's build_rlimits()). */
+ * spawndesc.c's build_rlimits()). */
 static uint64_t warm_nproc(uint64_t n)
 {
     struct rlimit own;

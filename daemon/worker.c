@@ -280,7 +280,8 @@ bool td_worker_not_a_frame(struct td_worker *w)
 void td_worker_decide_on_exit(struct td_worker *w)
 {
     char detail[512];
-    if (w->warm_why && w->spawn_failed) { /* as a spawn that failed at once (spawn_error()) */
+    /* as a spawn that failed at once (worker_start.c's spawn_error()) */
+    if (w->warm_why && w->spawn_failed) {
         snprintf(detail, sizeof(detail), "could not start the worker: %s", w->warm_why);
         td_worker_fail(w, TE_HANDLER_EXIT, detail, json_pack("{s:s}", "spawn_error", w->warm_why),
                        NULL);
