@@ -6,6 +6,8 @@
  * of encoded / ask_user_requested / tool_halt); batch_completed carries the
  * messages in input order and the halt of the earliest input index. A halt
  * never cancels siblings: every call runs to its end.
+ *
+ * Its parts are listed in batch_int.h: this file runs a batch's calls.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "batch_int.h"
 #include "bigres.h"
 #include "bus.h"
 #include "config.h"
@@ -32,50 +35,6 @@
 #include "cut.h"
 #include "policy.h"
 #include "scheduler.h"
-
-enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
-
-struct call {
-    struct td_batch *b;
-    size_t index;
-    const char *id, *name; /* borrowed from the request */
-    json_t *arguments;
-    struct td_tool *tool;
-    struct td_worker *worker;
-    enum call_state state;
-    json_t *content;    /* JSON string, once done */
-    struct td_big *big; /* the result's big text (bigres.h) while an event may name it */
-    json_t *halt;       /* this call's halt candidate, if it halts */
-    bool is_error;      /* its result is an error (Anthropic's is_error) */
-    bool slot;          /* holds one of the daemon's --max-workers slots */
-    uint64_t started_ns, done_ns;
-    uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
-    struct rusage ru;    /* the worker's, from wait4() */
-    bool have_ru;
-    json_t *denied;        /* {"denied": [...]} for the completed event; NULL: none */
-    const char *start;     /* warm tools: "warm" or "cold" (template.c) */
-    json_t *awaiting;      /* an error waiting for the client's decision */
-    uv_timer_t *ask_timer; /* ... until the call's timeout */
-};
-
-struct td_batch {
-    struct td_batch_owner owner; /* its client's connection (server.c) */
-    char *id;
-    json_t *req; /* owns the calls */
-    te_run_request r;
-    struct call *calls;
-    size_t ncalls, next, running, done;
-    uint64_t max_concurrency;
-    bool pumping;
-    bool cancelled;
-    uint64_t accepted_ns;
-    struct td_sched_entry sched;       /* its place in the worker-slot queue */
-    struct td_batch *anext, *aprev;    /* all batches, for per-client counts */
-    bool throttled;                    /* its client is not reading: workers' output paused */
-    size_t settle_from;                /* cancelled: calls from here on still to settle */
-    TAILQ_ENTRY(td_batch) settle_link; /* in the list of batches being settled */
-    bool settling;
-};
 
 /* Calls beyond --max-workers wait in the scheduler (scheduler.c). */
 static struct td_sched sched = TD_SCHED_INITIALIZER(sched);
@@ -93,43 +52,12 @@ static void wait_remove(struct td_batch *b)
     td_sched_remove(&sched, &b->sched);
 }
 
-/* Whether the batch calls any tool named in the set (an object keyed by
- * tool name): what a tail filtered by tool sees of the batch's own events.
- * O(calls) once per batch-level event, whatever the filter's size. */
-static bool calls_any(const void *src, const json_t *tools)
+void td_batch_link(struct td_batch *b)
 {
-    const struct td_batch *b = src;
-    for (size_t k = 0; k < b->ncalls; k++)
-        if (b->calls[k].name && json_object_get(tools, b->calls[k].name))
-            return true;
-    return false;
-}
-
-/* An event of the batch (not stolen) to the bus's observers. */
-static void publish(const struct td_batch *b, const char *tool, const json_t *ev)
-{
-    td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_EVENT,
-                                        .json = ev,
-                                        .batch_id = b->id,
-                                        .tool = tool,
-                                        .uid = b->owner.cred.uid,
-                                        .calls_any = calls_any,
-                                        .src = b,
-                                        .pid = b->owner.cred.pid});
-}
-
-/* Send {"event": name, "batch": id, ...fields} to the batch's client and
- * the subscribers; tool: the call's tool, NULL for the batch's own events.
- * fields is stolen. */
-static void send_event(struct td_batch *b, const char *tool, const char *name, json_t *fields)
-{
-    json_t *ev = json_pack("{s:s,s:s}", "event", name, "batch", b->id);
-    if (ev && fields)
-        json_object_update(ev, fields);
-    json_decref(fields);
-    if (ev)
-        publish(b, tool, ev);
-    b->owner.ops->event(b->owner.data, ev);
+    b->anext = all_batches;
+    if (all_batches)
+        all_batches->aprev = b;
+    all_batches = b;
 }
 
 /* One call's message in the shape the client's LLM API takes back. */
@@ -152,15 +80,14 @@ static void complete(struct td_batch *b)
         json_decref(halt);
         halt = json_pack("{s:s}", "halted_reason", "cancelled");
     }
-    send_event(b, NULL, "batch_completed",
-               json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
+    td_batch_send_event(b, NULL, "batch_completed",
+                        json_pack("{s:o,s:o}", "messages", messages, "halt", halt));
     td_logc(TD_LOG_DEBUG, b->id, NULL, "completed (%zu calls)", b->ncalls);
     td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_BATCH_DONE, .batch_id = b->id});
     b->owner.ops->done(b->owner.data, b);
     td_batch_free(b);
 }
 
-static void pump(struct td_batch *b);
 static void schedule(void);
 
 static json_t *ms(uint64_t ns)
@@ -246,40 +173,40 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
     else
         json_decref(truncated);
     json_incref(done); /* kept for the bus's CALL_DONE below */
-    send_event(b, c->name, "tool_execution_completed", done);
+    td_batch_send_event(b, c->name, "tool_execution_completed", done);
     switch (kind) {
     case TE_RESULT_ERROR:
     case TE_RESULT_TOOL_ERROR:
         if (halting) {
             c->halt =
                 json_pack("{s:s,s:s}", "halted_reason", "tool_error", "halt_tool_call_id", c->id);
-            send_event(b, c->name, "tool_halt",
-                       json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "reason", "tool_error",
-                                 "result", result, "content", c->content));
+            td_batch_send_event(b, c->name, "tool_halt",
+                                json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "reason",
+                                          "tool_error", "result", result, "content", c->content));
             break;
         }
         /* otherwise an error is just the call's content */
         __attribute__((fallthrough));
     case TE_RESULT_OK:
-        send_event(b, c->name, "tool_result_encoded",
-                   json_pack("{s:s,s:O}", "id", c->id, "content", c->content));
+        td_batch_send_event(b, c->name, "tool_result_encoded",
+                            json_pack("{s:s,s:O}", "id", c->id, "content", c->content));
         break;
     case TE_RESULT_ASK_USER: {
         json_t *q = json_object_get(result, "ask_user"), *opts = json_object_get(result, "opts");
         c->halt = json_pack("{s:s,s:O,s:s,s:O}", "halted_reason", "ask_user", "pending_question", q,
                             "pending_tool_call_id", c->id, "ask_user_opts", opts);
-        send_event(b, c->name, "ask_user_requested",
-                   json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "tool_name", c->name,
-                             "question", q, "opts", opts));
+        td_batch_send_event(b, c->name, "ask_user_requested",
+                            json_pack("{s:s,s:s,s:O,s:O}", "tool_call_id", c->id, "tool_name",
+                                      c->name, "question", q, "opts", opts));
         break;
     }
     case TE_RESULT_HALT: {
         json_t *reason = json_object_get(result, "halt"), *v = json_object_get(result, "result");
         c->halt = json_pack("{s:O,s:s,s:O}", "halted_reason", reason, "halt_tool_call_id", c->id,
                             "halt_result", v);
-        send_event(b, c->name, "tool_halt",
-                   json_pack("{s:s,s:O,s:O,s:O}", "tool_call_id", c->id, "reason", reason, "result",
-                             v, "content", c->content));
+        td_batch_send_event(b, c->name, "tool_halt",
+                            json_pack("{s:s,s:O,s:O,s:O}", "tool_call_id", c->id, "reason", reason,
+                                      "result", v, "content", c->content));
         break;
     }
     default:
@@ -302,7 +229,7 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
         c->big = NULL;
     }
     b->done++;
-    pump(b);
+    td_batch_pump(b);
 }
 
 /* A decision turned into the call's final result; NULL result: halt. */
@@ -380,8 +307,8 @@ static void ask_client(struct call *c, json_t *result)
     uv_timer_init(td_loop, c->ask_timer);
     c->ask_timer->data = c;
     uv_timer_start(c->ask_timer, on_decision_timeout, left_ms, 0);
-    send_event(b, c->name, "tool_error_decision_requested",
-               json_pack("{s:s,s:O}", "id", c->id, "error", result));
+    td_batch_send_event(b, c->name, "tool_error_decision_requested",
+                        json_pack("{s:s,s:O}", "id", c->id, "error", result));
 }
 
 int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, char *err,
@@ -452,7 +379,7 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
         td_policy_route(b->r.policy, b->r.policy_map, b->cancelled, result, &with);
     if (route == TD_ROUTE_ASK) {
         ask_client(c, result);
-        pump(b);
+        td_batch_pump(b);
     } else {
         apply_route(c, result, route, with);
     }
@@ -488,8 +415,9 @@ static void start_unknown(struct td_batch *b, struct call *c)
 {
     c->state = CALL_RUNNING;
     b->running++;
-    send_event(b, c->name, "tool_execution_started",
-               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
+    td_batch_send_event(
+        b, c->name, "tool_execution_started",
+        json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     char msg[96 + 2 * TE_TOOL_NAME_MAX];
     snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, c->name);
     call_done(c,
@@ -503,8 +431,9 @@ static void start_unknown(struct td_batch *b, struct call *c)
 static void call_progress(void *data, const json_t *progress)
 {
     struct call *c = data;
-    send_event(c->b, c->name, "tool_execution_progress",
-               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "progress", progress));
+    td_batch_send_event(
+        c->b, c->name, "tool_execution_progress",
+        json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "progress", progress));
 }
 
 static void start_call(struct td_batch *b, struct call *c)
@@ -521,8 +450,9 @@ static void start_call(struct td_batch *b, struct call *c)
         te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;
     b->running++;
-    send_event(b, c->name, "tool_execution_started",
-               json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
+    td_batch_send_event(
+        b, c->name, "tool_execution_started",
+        json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     json_t *result = NULL;
     json_t *bad_args = json_object_get(json_array_get(b->r.calls, c->index), TE_ARGUMENTS_ERROR);
     if (bad_args) {
@@ -596,7 +526,7 @@ static bool pump_n(struct td_batch *b, size_t max_starts, bool from_queue)
     return true;
 }
 
-static void pump(struct td_batch *b)
+void td_batch_pump(struct td_batch *b)
 {
     pump_n(b, SIZE_MAX, false);
 }
@@ -640,157 +570,6 @@ unsigned td_batch_queued(void)
     TAILQ_FOREACH(e, &sched.waiting, wlink)
         n += (unsigned)(batch_of(e)->ncalls - batch_of(e)->next);
     return n;
-}
-
-static bool id_listed(const json_t *list, long id)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v)
-    {
-        if (json_integer_value(v) == id)
-            return true;
-    }
-    return false;
-}
-
-/* allow_uids / allow_gids: a client passes if either list names it. */
-static bool tool_allowed(const struct td_tool *t, const struct ucred *cred)
-{
-    if (!t->allow_uids && !t->allow_gids)
-        return true;
-    return (t->allow_uids && id_listed(t->allow_uids, (long)cred->uid)) ||
-           (t->allow_gids && id_listed(t->allow_gids, (long)cred->gid));
-}
-
-static uint64_t default_concurrency(size_t ncalls)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t c = (uint64_t)(cpus > 0 ? cpus : 1) * 2;
-    if (ncalls < c)
-        c = ncalls;
-    return c ? c : 1;
-}
-
-void td_batch_run(const struct td_batch_owner *owner, json_t *req)
-{
-    const struct td_batch_ops *ops = owner->ops;
-    void *conn = owner->data;
-    char err[256];
-    te_run_request r;
-    if (te_run_request_parse(req, &r, err, sizeof(err)) < 0) {
-        /* the batch id echoed only when it is a string */
-        ops->error(conn, te_json_text_value(json_object_get(req, "batch")), "request_error",
-                   "invalid_request", err, NULL);
-        return;
-    }
-    char idbuf[32];
-    const char *id = r.batch;
-    if (!id) {
-        snprintf(idbuf, sizeof(idbuf), "b-%u", ops->next_seq(conn));
-        id = idbuf;
-    }
-    if (r.ncalls > td_cfg.max_batch_calls) {
-        snprintf(err, sizeof(err), "calls: %zu calls exceed the limit of %zu (--max-batch-calls)",
-                 r.ncalls, td_cfg.max_batch_calls);
-        ops->error(conn, id, "request_error", "invalid_request", err, NULL);
-        return;
-    }
-    /* Pre-flight: every tool must exist, and be allowed to this client,
-     * before any call runs. */
-    const struct ucred *cred = &owner->cred;
-    size_t i;
-    json_t *call;
-    json_array_foreach(r.calls, i, call)
-    {
-        const char *name = json_string_value(json_object_get(call, "name"));
-        if (json_object_get(call, TE_CUSTOM_CALL))
-            continue; /* none of ours: that call's error (custom tool call) */
-        struct td_tool *tool = td_registry_find(td_tools, name);
-        if (tool && !tool_allowed(tool, cred)) {
-            char msg[128 + TE_TOOL_NAME_MAX];
-            snprintf(msg, sizeof(msg), "tool %.*s is not allowed for uid %d", 2 * TE_TOOL_NAME_MAX,
-                     name, (int)cred->uid);
-            td_logc(TD_LOG_INFO, id, NULL, "client pid %d uid %d: forbidden tool %s",
-                    (int)cred->pid, (int)cred->uid, name);
-            ops->error(conn, id, "engine_error", "forbidden_tool", msg,
-                       json_pack("{s:s}", "tool_name", name));
-            return;
-        }
-        if (!tool && r.unknown_tool_error)
-            continue; /* the call completes with a tool error of its own */
-        if (!tool) {
-            char msg[128 + TE_TOOL_NAME_MAX];
-            snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
-            ops->error(conn, id, "engine_error", "unknown_tool", msg,
-                       json_pack("{s:s}", "tool_name", name));
-            return;
-        }
-    }
-
-    struct td_batch *b = calloc(1, sizeof(*b));
-    if (!b || !(b->calls = calloc(r.ncalls + 1, sizeof(*b->calls))) || !(b->id = strdup(id))) {
-        if (b)
-            free(b->calls);
-        free(b);
-        ops->error(conn, id, "engine_error", "internal", "out of memory", NULL);
-        return;
-    }
-    if (ops->admit(conn, r.ncalls, err, sizeof(err)) < 0) {
-        free(b->calls);
-        free(b->id);
-        free(b);
-        ops->error(conn, id, "request_error", "invalid_request", err, NULL);
-        return;
-    }
-    if (!ops->add(conn, b, id)) {
-        ops->release(conn, r.ncalls);
-        free(b->calls);
-        free(b->id);
-        free(b);
-        snprintf(err, sizeof(err), "batch \"%.64s\" is already running on this connection", id);
-        ops->error(conn, id, "request_error", "duplicate_batch", err, NULL);
-        return;
-    }
-    b->owner = *owner;
-    b->sched.client = owner->sched;
-    b->accepted_ns = uv_hrtime();
-    b->anext = all_batches;
-    if (all_batches)
-        all_batches->aprev = b;
-    all_batches = b;
-    b->req = json_incref(req);
-    b->r = r;
-    b->ncalls = r.ncalls;
-    b->max_concurrency = r.max_concurrency ? r.max_concurrency : default_concurrency(r.ncalls);
-    json_array_foreach(r.calls, i, call)
-    {
-        struct call *c = &b->calls[i];
-        c->b = b;
-        c->index = i;
-        c->id = json_string_value(json_object_get(call, "id"));
-        c->name = json_string_value(json_object_get(call, "name"));
-        c->arguments = json_object_get(call, "arguments");
-        struct td_tool *t =
-            json_object_get(call, TE_CUSTOM_CALL) ? NULL : td_registry_find(td_tools, c->name);
-        /* NULL: a custom tool call, or an unknown tool under "unknown_tool": "error" */
-        c->tool = t ? td_tool_ref(t) : NULL;
-    }
-    /* Subscribers learn who runs what before the batch's first event. */
-    json_t *list = json_array();
-    for (size_t k = 0; k < b->ncalls; k++)
-        json_array_append_new(
-            list, json_pack("{s:s,s:s}", "id", b->calls[k].id, "name", b->calls[k].name));
-    json_t *started = json_pack("{s:s,s:s,s:{s:i,s:i,s:i},s:o}", "event", "batch_started", "batch",
-                                b->id, "client", "pid", (int)cred->pid, "uid", (int)cred->uid,
-                                "gid", (int)cred->gid, "calls", list);
-    if (started)
-        publish(b, NULL, started);
-    json_decref(started);
-    td_logc(TD_LOG_INFO, b->id, NULL, "client pid %d uid %d gid %d: %zu calls, concurrency %llu",
-            (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
-            (unsigned long long)b->max_concurrency);
-    pump(b);
 }
 
 static json_t *cancelled_error(struct call *c)
@@ -843,7 +622,7 @@ static void on_settle(uv_idle_t *h)
             settle_call(b, &b->calls[b->settle_from++]);
         if (b->settle_from == b->ncalls) {
             settle_remove(b);
-            pump(b); /* may complete and free it */
+            td_batch_pump(b); /* may complete and free it */
         }
     }
     if (TAILQ_EMPTY(&settling)) {
@@ -902,7 +681,7 @@ void td_batch_cancel(struct td_batch *b)
         }
     }
     b->pumping = false;
-    pump(b);
+    td_batch_pump(b);
 }
 
 void td_batch_throttle(struct td_batch *b, bool pause)

@@ -15,9 +15,10 @@ struct td_proxy;
 struct td_denials;
 
 /* Serve the listening socket fd (made in the call's namespace and handed
- * over by its child, sandbox.c; for a warm call by its template's fork,
- * lib/warm.c, with "forked": template.c) on the loop for one call, adding what it
- * refuses to denied. Takes fd; NULL when it could not (fd closed). */
+ * over by its child, sandbox.c; for a warm call by its PID 1, lib/warmp1.c,
+ * and sent on by its template, lib/warm.c, with "forked": template.c) on
+ * the loop for one call, adding what it refuses to denied. Takes fd; NULL
+ * when it could not (fd closed). */
 struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_denials *denied,
                                 const char *batch_id, const char *call_id);
 /* The call ended: every proxy connection of it is closed now, its counts

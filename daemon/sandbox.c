@@ -78,7 +78,7 @@
  *     900 calls). Worth it: it is what keeps calls from naming each other.
  *  7c. With a file-system view (fsview.c, issue 11; every call but those of
  *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
- *     fsview.c made once per tool, run op by op (fs_op): descriptors of what
+ *     fsview.c made once per tool, run op by op (sandbox_mounts.c): descriptors of what
  *     will be covered opened first; a /dev tmpfs with the host's null, zero,
  *     full, random, urandom bound in, and an empty mode-0 directory and file
  *     that are bound over what is hidden and then removed; a /tmp tmpfs;
@@ -126,7 +126,7 @@
  *     the only file-system layer. After no_new_privs, which it needs.
  *     lib/landlock.c, shared with warm calls: a warm template is spawned
  *     without it (its calls mount, which Landlock forbids) and each of its
- *     calls applies it (lib/warm.c).
+ *     calls applies it (lib/warmview.c, run by its PID 1 in lib/warmp1.c).
  * 11b. The call's system-call filter, when it has one (sysfilter.c: the
  *     default set, the tool's "deny_syscalls"; with "network": false,
  *     socket(AF_UNIX) is refused). Where denials are reported, the filter
@@ -173,9 +173,8 @@
 #include "rawsys.h"
 #include "report.h"
 #include "sandbox.h"
+#include "sandbox_mounts.h"
 #include "toolexec.h"
-
-static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 
 static void pipe_close(int p[2])
 {
@@ -227,213 +226,6 @@ static void snapshot_signals(void)
         if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
             changed[n_changed++] = sig;
     }
-}
-
-/* Where the child keeps the call directory while the tmpfs covers it: the
- * first descriptor free after step 6, so its /proc path is a constant. */
-#define CALLDIR_FD 5 /* above TD_HANDOVER_FD */
-#define CALLDIR_PROC "/proc/self/fd/5"
-
-/* "/proc/self/fd/N" in buf (at least 32 bytes), without stdio. */
-static const char *fd_path(char *buf, int fd)
-{
-    char digits[12];
-    int n = 0;
-    memcpy(buf, "/proc/self/fd/", 14);
-    do
-        digits[n++] = (char)('0' + fd % 10);
-    while ((fd /= 10) > 0);
-    size_t i = 14;
-    while (n)
-        buf[i++] = digits[--n];
-    buf[i] = '\0';
-    return buf;
-}
-
-/* The directories of path below its first from bytes (a directory that
- * exists), mode 0711; the last one an empty file when file is set. */
-static int make_chain(char *path, size_t from, bool file)
-{
-    size_t n = strlen(path);
-    for (size_t i = from + 1; i <= n; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        char c = path[i];
-        path[i] = '\0';
-        int rc;
-        if (c == '\0' && file) {
-            int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0);
-            rc = fd < 0 ? -1 : close(fd);
-        } else {
-            rc = mkdir(path, 0711);
-        }
-        path[i] = c;
-        if (rc < 0 && errno != EEXIST)
-            return -1;
-    }
-    return 0;
-}
-
-/* a + b into buf (PATH_MAX); -1 ENAMETOOLONG */
-static int join(char *buf, const char *a, const char *b)
-{
-    size_t na = a ? strlen(a) : 0, nb = strlen(b);
-    if (na + nb >= PATH_MAX) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    if (na)
-        memcpy(buf, a, na);
-    memcpy(buf + na, b, nb + 1);
-    return 0;
-}
-
-static int attr_rdonly(const char *path, unsigned flags, bool set)
-{
-    struct mount_attr attr = {0};
-    if (set)
-        attr.attr_set = MOUNT_ATTR_RDONLY;
-    else
-        attr.attr_clr = MOUNT_ATTR_RDONLY;
-    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof(attr));
-}
-
-/* A path of the plan, checked at load to have no symbolic link on the way:
- * should someone swap one in since, it is not followed (openat2, Linux
- * 5.6; before, the last component at least). */
-static int open_no_symlinks(const char *path)
-{
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
-    int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-    return fd < 0 && errno == ENOSYS ? open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW) : fd;
-}
-
-static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, char *buf)
-{
-    char src[32];
-    switch (op->kind) {
-    case TD_FS_OPEN:
-        fds[op->slot] = op->path ? open_no_symlinks(op->path)
-                                 : open(s->cwd, O_PATH | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
-        return fds[op->slot] < 0 ? -1 : 0;
-    case TD_FS_TMPFS:
-        return mount("tmpfs", op->path, "tmpfs", op->mode, op->arg);
-    case TD_FS_MKDIR:
-        return mkdir(op->path, op->mode) < 0 && errno != EEXIST ? -1 : 0;
-    case TD_FS_SYMLINK:
-        return symlink(op->arg, op->path);
-    case TD_FS_FILE: {
-        int fd = open(op->path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, op->mode);
-        return fd < 0 ? -1 : close(fd);
-    }
-    case TD_FS_HIDERS: {
-        char f[PATH_MAX];
-        if (join(buf, op->path, "/.h") < 0 || join(f, op->path, "/.f") < 0)
-            return -1;
-        if (op->mode) /* once bound where they hide things: nothing names them */
-            return rmdir(buf) < 0 || unlink(f) < 0 ? -1 : 0;
-        /* bound before they are removed: a removed source cannot be bound */
-        int fd = mkdir(buf, 0) < 0 ? -1 : open(f, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-        if (fd < 0 || close(fd) < 0)
-            return -1;
-        fds[TD_FS_SLOT_HDIR] = open(buf, O_PATH | O_CLOEXEC);
-        fds[TD_FS_SLOT_HFILE] = open(f, O_PATH | O_CLOEXEC);
-        return fds[TD_FS_SLOT_HDIR] < 0 || fds[TD_FS_SLOT_HFILE] < 0 ? -1 : 0;
-    }
-    case TD_FS_BIND:
-        if (fds[op->slot] < 0) /* an optional source that was not there */
-            return 0;
-        return mount(fd_path(src, fds[op->slot]), op->path, NULL, MS_BIND | (op->mode ? MS_REC : 0),
-                     NULL);
-    case TD_FS_CHAIN:
-        if (join(buf, NULL, op->path) < 0)
-            return -1;
-        return make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), op->mode);
-    case TD_FS_CALLDIR:
-        if (join(buf, op->arg2, s->cwd) < 0 ||
-            make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), false) < 0)
-            return -1;
-        return mount(fd_path(src, fds[0]), buf, NULL, MS_BIND, NULL);
-    case TD_FS_PIVOT:
-        if (chdir(op->path) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
-            umount2(".", MNT_DETACH) < 0)
-            return -1;
-        return chdir("/");
-    case TD_FS_RDONLY:
-        return attr_rdonly("/", AT_RECURSIVE, true);
-    case TD_FS_RDWR:
-        if (op->path)
-            return attr_rdonly(op->path, 0, false);
-        return join(buf, op->arg2, s->cwd) < 0 ? -1 : attr_rdonly(buf, 0, false);
-    }
-    errno = EINVAL;
-    return -1;
-}
-
-/* Step 7c: the call's view of the file system (fsview.c); -1 with errno. */
-static int fs_view(const struct td_spawn *s)
-{
-    int fds[TD_FS_SLOTS];
-    char buf[PATH_MAX];
-    for (int i = 0; i < TD_FS_SLOTS; i++)
-        fds[i] = -1;
-    mode_t mask = umask(0); /* the plan's modes as written (1777 for /tmp) */
-    int rc = 0;
-    for (size_t i = 0; i < s->fs->n && rc == 0; i++) {
-        const struct td_fs_op *op = &s->fs->ops[i];
-        if (fs_op(s, op, fds, buf) < 0 && !(op->optional && (errno == ENOENT || errno == ENOTDIR)))
-            rc = -1;
-    }
-    int e = errno;
-    umask(mask);
-    /* the slots; never the hand-over socket (fd 4) */
-    close_range(s->hand_over ? TD_HANDOVER_FD + 1 : TD_REPORT_FD + 1, ~0U, 0);
-    errno = e;
-    return rc;
-}
-
-/* Step 7b (see the top); -1 with errno set. */
-static int private_mounts(const struct td_spawn *s)
-{
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return -1;
-    if (s->fs) {
-        if (fs_view(s) < 0)
-            return -1;
-        return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-    }
-    for (const char *const *p = s->hide; p && *p; p++)
-        if (mount("/dev/null", *p, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
-            return -1;
-    int fd = open(s->cwd, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || (fd != CALLDIR_FD && (dup3(fd, CALLDIR_FD, O_CLOEXEC) < 0 || close(fd) < 0)))
-        return -1;
-    if (mount("tmpfs", s->work_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=0711,size=4k,nr_inodes=64") < 0)
-        return -1;
-    /* the call directory's path again, in the tmpfs (a local copy: the
-     * child must not write the daemon's memory) */
-    char path[PATH_MAX];
-    size_t n = strlen(s->cwd), i = strlen(s->work_dir);
-    if (n >= sizeof(path) || n <= i + 1 || memcmp(s->cwd, s->work_dir, i) || s->cwd[i] != '/') {
-        errno = EINVAL;
-        return -1;
-    }
-    memcpy(path, s->cwd, n + 1);
-    for (i++; i <= n; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        path[i] = '\0';
-        if (mkdir(path, 0711) < 0)
-            return -1;
-        path[i] = i < n ? '/' : '\0';
-    }
-    if (mount(CALLDIR_PROC, s->cwd, NULL, MS_BIND, NULL) < 0 || close(CALLDIR_FD) < 0)
-        return -1;
-    if (mount(NULL, s->work_dir, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              NULL) < 0)
-        return -1;
-    return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
 /* Step 7d (see the top); -1 with errno set. */
@@ -589,7 +381,7 @@ static int child(void *arg)
                                           write_file("/proc/self/uid_map", s->uid_map) < 0 ||
                                           write_file("/proc/self/gid_map", s->gid_map) < 0))
         child_fail(TD_STEP_USERNS);
-    if ((s->ns_flags & CLONE_NEWNS) && private_mounts(s) < 0)
+    if ((s->ns_flags & CLONE_NEWNS) && td_sandbox_mounts(s) < 0)
         child_fail(TD_STEP_MOUNT);
     if (s->proxy_port > 0 && egress_listener(s) < 0)
         child_fail(TD_STEP_EGRESS);
@@ -621,7 +413,7 @@ static int child(void *arg)
         envp = spare_take(s);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
-    /* step 11a: lib/landlock.c, shared with warm calls (lib/warm.c) */
+    /* step 11a: lib/landlock.c, shared with warm calls (lib/warmview.c) */
     if (s->landlock_abi > 0 && te_landlock_writes(s->landlock_abi, s->ll_write) < 0)
         child_fail(TD_STEP_LANDLOCK);
     if (s->filter && attach_filter(s) < 0)
@@ -902,103 +694,4 @@ int td_sandbox_probe(int ns_flags)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
-}
-
-int td_sandbox_report_more(int fd, struct td_report *r)
-{
-    struct td_report_rec rec;
-    ssize_t n;
-    /* Records are written whole (12 bytes, under PIPE_BUF: atomic). */
-    while ((n = read(fd, &rec, sizeof(rec))) == (ssize_t)sizeof(rec)) {
-        if (rec.type == TD_REPORT_FAILED && !r->failed) {
-            r->failed = true;
-            r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
-            r->err = rec.b;
-        } else if (rec.type == TD_REPORT_STATUS) {
-            r->have_status = true;
-            r->status = rec.a;
-        } else if (rec.type == TD_REPORT_CPU) {
-            r->have_usage = true;
-            r->user_ms = rec.a;
-            r->sys_ms = rec.b;
-        } else if (rec.type == TD_REPORT_RSS) {
-            r->maxrss_kb = rec.a;
-        }
-    }
-    if (r->have_status)
-        return 1;
-    return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-}
-
-void td_sandbox_report(int fd, struct td_report *r)
-{
-    memset(r, 0, sizeof(*r));
-    td_sandbox_report_more(fd, r);
-}
-
-/* The init's children as the kernel lists them (global pids), or 0 for
- * none. One small procfs read, a few microseconds. */
-static pid_t init_child(pid_t init)
-{
-    char path[64], buf[64];
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    int e = errno;
-    close(fd);
-    if (n < 0)
-        return -e;
-    buf[n] = 0;
-    return (pid_t)strtol(buf, NULL, 10);
-}
-
-pid_t td_sandbox_pidfd_pid(int fd)
-{
-    char path[64], line[128];
-    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    FILE *f = fopen(path, "re");
-    pid_t pid = 0;
-    int v;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "Pid: %d", &v) == 1)
-            pid = v;
-    if (f)
-        fclose(f);
-    return pid;
-}
-
-/* init_pidfd >= 0: the init is not our child (a warm call's PID 1, the
- * template's), so its pid is proven not reused by its pidfd, last. */
-static int kill_tool(pid_t init, int init_pidfd)
-{
-    pid_t tool = init_child(init);
-    if (tool <= 0)
-        return tool; /* gone already (the init reports and exits), or an error */
-    /* A pidfd pins the process; that it is still the init's child proves
-     * the pid was not reused in between. */
-    int pfd = (int)syscall(SYS_pidfd_open, tool, 0);
-    if (pfd < 0)
-        return errno == ESRCH ? 0 : -errno;
-    int rc = 0;
-    if (init_child(init) != tool)
-        rc = 0; /* reaped between the reads: nothing to kill */
-    else if (init_pidfd >= 0 && td_sandbox_pidfd_pid(init_pidfd) != init)
-        rc = -ESRCH; /* the init is gone: its pid may be another's */
-    else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-        rc = -errno;
-    close(pfd);
-    return rc;
-}
-
-int td_sandbox_kill_tool(pid_t init)
-{
-    return kill_tool(init, -1);
-}
-
-int td_sandbox_kill_tool_pidfd(int init_pidfd)
-{
-    pid_t init = td_sandbox_pidfd_pid(init_pidfd);
-    return init > 0 ? kill_tool(init, init_pidfd) : -ESRCH;
 }

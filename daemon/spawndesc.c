@@ -184,7 +184,7 @@ int td_spawndesc_build(struct td_spawndesc *d, enum td_spawn_kind kind, const st
     /* A template gets the view of a cold call of the tool (step 7c), in
      * which each warm call refreshes /tmp and /dev and hides the template's
      * directory; but no Landlock, which forbids the mounts that takes: each
-     * warm call applies it (template.c sends the write paths, lib/warm.c). */
+     * warm call applies it (template.c sends the write paths, lib/warmview.c). */
     const char *const *ll_write;
     *what = "filesystem view";
     int rc = td_fsview_plan(t->fs, t->argv ? t->argv[0] : NULL, td_init_path,

@@ -223,7 +223,7 @@ int td_spawnmsg_unpack(const uint8_t *buf, size_t len, struct td_spawnmsg *m)
     m->hide = get_strv(&r);
     m->ll_write = get_strv(&r);
     uint32_t n = get_u32(&r);
-    if (!r.bad && n > 16) /* a handful of limits (worker.c's build_rlimits) */
+    if (!r.bad && n > 16) /* a handful of limits (spawndesc.c's build_rlimits) */
         r.bad = true;
     if (!r.bad && n) {
         m->rlimits = calloc(n, sizeof(*m->rlimits));

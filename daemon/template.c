@@ -156,7 +156,7 @@ static int take_fd(struct inst *in)
     return fd;
 }
 
-/* Is fd what a call's P1 makes for its proxy (lib/warm.c call_proxy(), a
+/* Is fd what a call's P1 makes for its proxy (lib/warmp1.c call_proxy(), a
  * cold call's step 7d): a TCP socket listening on 127.0.0.1:TD_EGRESS_PORT
  * in a network namespace that is not the template's (tpid), and is the
  * call's own (behind pidfd) when that process is still there to ask (a

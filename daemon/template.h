@@ -14,9 +14,9 @@ struct td_tool;
 struct td_cgroup;
 struct td_child;
 
-/* How the template is spawned: worker.c's spawn description of a cold
- * worker of the tool, in the directory cwd, as uid:gid, with stdin a
- * socket. 0 or -errno (*what the step); *cg the cgroup it runs in (NULL:
+/* How the template is spawned (worker_start.c): spawndesc.c's
+ * description of a cold worker of the tool, in the directory cwd, as
+ * uid:gid, with stdin a socket. 0 or -errno (*what the step); *cg the cgroup it runs in (NULL:
  * none), held until it is reaped. Upward, so given at setup. */
 typedef int (*td_template_spawn_fn)(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
                                     struct td_child *c, struct td_cgroup **cg, const char **what);

@@ -1,10 +1,11 @@
 /*
  * template_tools.c - warm start (proto/PROTOCOL.md, "Warm start"): for each tool
  * with "start": "warm", a template process started like a cold worker of the
- * tool (worker.c's spawn description: user, limits, PID and mount namespace,
+ * tool (spawndesc.c's description: user, limits, PID and mount namespace,
  * filter), told by its first frame that it is a template; per call a fork
  * request carrying the call's descriptors over the control socket (its
- * stdin). The set-up of each call's process is the SDKs' (lib/warm.c).
+ * stdin). The set-up of each call's process is the SDKs' (lib/warm.c forks it;
+ * its steps are in lib/warmp1.c, lib/warmview.c, lib/warmcall.c).
  *
  * Its parts (template_int.h): this file, the warm tools' side; the life of
  * each template process in template.c, whose a denied system call is in
@@ -77,7 +78,7 @@ static void warm_free_closed(uv_handle_t *h)
 
 /* A warm call gets what a cold call of its tool would, or the tool runs
  * cold: what a template cannot give its calls yet is named here (the
- * egress proxy's listener is made by each call's P1 (lib/warm.c); the
+ * egress proxy's listener is made by each call's P1 (lib/warmp1.c); the
  * file-system view is the template's, redone per call where it must be:
  * view_of()). NULL: nothing missing. */
 static const char *warm_gap(const struct td_tool *t)
@@ -186,7 +187,7 @@ void td_template_shutdown(void)
 /* ---- calls -------------------------------------------------------------- */
 
 /* An unprivileged daemon cannot give a limit above its own hard one (as
- * worker.c's build_rlimits()). */
+ * spawndesc.c's build_rlimits()). */
 static uint64_t warm_nproc(uint64_t n)
 {
     struct rlimit own;

@@ -1,6 +1,6 @@
 /*
  * warmid.h - a uid of its own for each warm call (issue 20): a root
- * daemon writes the id maps of each call's PID 1 (lib/warm.c's P1, made by
+ * daemon writes the id maps of each call's PID 1 (lib/warmp1.c, made by
  * the tool's template in a user namespace of its own), mapping a uid taken
  * from the --call-uids pool beside the template's, and gives the uid back
  * once that PID 1, and so every process of its call, is gone.

@@ -14,14 +14,6 @@
 
 struct td_tool;
 
-/* Last bytes of a worker's stderr kept for the error cause. */
-#define TD_STDERR_TAIL 4096
-/* stderr lines logged per call; the rest only reach the tail, so a flooding
- * worker cannot flood the journal. */
-#define TD_STDERR_LOG_LINES 64
-/* The part of an offending response quoted in an invalid_return cause. */
-#define TD_QUOTE_MAX 1024
-
 struct td_worker;
 struct td_denials;
 /* What is known of a call besides its result. */

@@ -1,0 +1,17 @@
+/*
+ * sandbox_mounts.h - steps 7b and 7c of sandbox.c's child (sandbox_mounts.c),
+ * for sandbox.c alone.
+ */
+#ifndef TD_SANDBOX_MOUNTS_H
+#define TD_SANDBOX_MOUNTS_H
+
+struct td_spawn;
+
+/* In the child, in its new mount namespace: every mount private, then the
+ * call's view (s->fs) or the work dir hidden under a tmpfs with the call's
+ * directory bound back (and s->hide covered), a fresh /proc last. Only
+ * system calls, no memory of the daemon's written. 0, or -1 with errno
+ * set. */
+int td_sandbox_mounts(const struct td_spawn *s);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * sandbox_report.c - what a call's process says and how its tool is killed,
+ * seen from the daemon: the records of its report pipe (report.h: a failed
+ * set-up step, the init's word on the tool's status and resource use), and
+ * SIGKILL for the tool under its init, found safely through /proc and a
+ * pidfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "sandbox.h"
+
+static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
+
+int td_sandbox_report_more(int fd, struct td_report *r)
+{
+    struct td_report_rec rec;
+    ssize_t n;
+    /* Records are written whole (12 bytes, under PIPE_BUF: atomic). */
+    while ((n = read(fd, &rec, sizeof(rec))) == (ssize_t)sizeof(rec)) {
+        if (rec.type == TD_REPORT_FAILED && !r->failed) {
+            r->failed = true;
+            r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
+            r->err = rec.b;
+        } else if (rec.type == TD_REPORT_STATUS) {
+            r->have_status = true;
+            r->status = rec.a;
+        } else if (rec.type == TD_REPORT_CPU) {
+            r->have_usage = true;
+            r->user_ms = rec.a;
+            r->sys_ms = rec.b;
+        } else if (rec.type == TD_REPORT_RSS) {
+            r->maxrss_kb = rec.a;
+        }
+    }
+    if (r->have_status)
+        return 1;
+    return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+}
+
+void td_sandbox_report(int fd, struct td_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    td_sandbox_report_more(fd, r);
+}
+
+/* The init's children as the kernel lists them (global pids), or 0 for
+ * none. One small procfs read, a few microseconds. */
+static pid_t init_child(pid_t init)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return -e;
+    buf[n] = 0;
+    return (pid_t)strtol(buf, NULL, 10);
+}
+
+pid_t td_sandbox_pidfd_pid(int fd)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "re");
+    pid_t pid = 0;
+    int v;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Pid: %d", &v) == 1)
+            pid = v;
+    if (f)
+        fclose(f);
+    return pid;
+}
+
+/* init_pidfd >= 0: the init is not our child (a warm call's PID 1, the
+ * template's), so its pid is proven not reused by its pidfd, last. */
+static int kill_tool(pid_t init, int init_pidfd)
+{
+    pid_t tool = init_child(init);
+    if (tool <= 0)
+        return tool; /* gone already (the init reports and exits), or an error */
+    /* A pidfd pins the process; that it is still the init's child proves
+     * the pid was not reused in between. */
+    int pfd = (int)syscall(SYS_pidfd_open, tool, 0);
+    if (pfd < 0)
+        return errno == ESRCH ? 0 : -errno;
+    int rc = 0;
+    if (init_child(init) != tool)
+        rc = 0; /* reaped between the reads: nothing to kill */
+    else if (init_pidfd >= 0 && td_sandbox_pidfd_pid(init_pidfd) != init)
+        rc = -ESRCH; /* the init is gone: its pid may be another's */
+    else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        rc = -errno;
+    close(pfd);
+    return rc;
+}
+
+int td_sandbox_kill_tool(pid_t init)
+{
+    return kill_tool(init, -1);
+}
+
+int td_sandbox_kill_tool_pidfd(int init_pidfd)
+{
+    pid_t init = td_sandbox_pidfd_pid(init_pidfd);
+    return init > 0 ? kill_tool(init, init_pidfd) : -ESRCH;
+}

@@ -1,0 +1,164 @@
+/*
+ * worker_int.h - a call's worker (worker.h) as its parts share it. Each
+ * calls only those below it:
+ *
+ *   worker_start.c   starting it: cold (here or through the spawner), warm
+ *                    (the template forks it); its environment, its request
+ *   worker_exit.c    its process's end: reaped, its init's report, its timer
+ *   worker_output.c  what it writes: frames, plain stdout, stderr
+ *   worker.c         its result: decided at its exit, finished, delivered;
+ *                    its processes killed; the worker freed
+ *
+ * It includes no public header of theirs (worker.h): the callbacks' types
+ * are spelled out in struct td_worker.
+ */
+#ifndef TD_WORKER_INT_H
+#define TD_WORKER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "config.h"
+#include "denials.h"
+#include "sandbox.h"
+#include "toolexec.h"
+
+struct td_big;
+struct td_call_facts;
+struct td_cgroup;
+struct td_proxy;
+struct td_sysnotify;
+struct td_tool;
+struct td_warm_call;
+
+/* Last bytes of a worker's stderr kept for the error cause. */
+#define TD_STDERR_TAIL 4096
+/* stderr lines logged per call; the rest only reach the tail, so a flooding
+ * worker cannot flood the journal. */
+#define TD_STDERR_LOG_LINES 64
+/* The part of an offending response quoted in an invalid_return cause. */
+#define TD_QUOTE_MAX 1024
+
+/* Longest stderr line logged as one line. */
+#define LOG_LINE_MAX 512
+
+struct td_worker {
+    struct td_tool *tool;
+    char *batch_id, *call_id, *workdir;
+    uint64_t timeout_ms;
+    pid_t pid;
+    bool reaped, finished, closing;
+    bool pid_gone; /* reaped, its exit not handled yet: the pid may be reused */
+    int handles;   /* open libuv handles */
+    uv_pipe_t in, out, err;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    uint8_t hdr[TE_FRAME_HEADER_LEN];
+    char *reqbody;
+    int exfd;
+    int status;
+    struct rusage ru;
+    te_frame_decoder dec;
+    char *plain;
+    size_t plain_len, plain_cap;
+    struct td_big *big; /* a big result's text (bigres.h) until it is handed over */
+    size_t discarded;   /* stdout bytes after the result was known */
+    char tail[TD_STDERR_TAIL];
+    size_t tail_len;
+    struct td_limits limits; /* in force for this call */
+    uint32_t max_output;     /* largest response frame / plain stdout */
+    char line[LOG_LINE_MAX];
+    size_t line_len;
+    unsigned lines_logged;
+    void (*cb)(void *data, json_t *result, const struct td_call_facts *facts); /* td_result_cb */
+    void *cb_data;
+    json_t *pending; /* the result, waiting for the killed worker's reaping */
+    bool cancelling;
+    uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
+    bool paused;               /* its client is not reading: stdout is left in the pipe */
+    struct td_cgroup *cg;      /* the call's cgroup, NULL without one */
+    bool cg_memory;            /* memory_mb is its memory.max */
+    struct td_denials denied;  /* what its confinement refused (denials.h) */
+    struct td_sysnotify *sysn; /* f3: answers its denied system calls; NULL: none */
+    /* issue 14: under toolexecd-init, what it reported (the tool's status
+     * and resource use), read once at its exit */
+    bool init;
+    struct td_report rep;
+    /* The init's report pipe watched while the call runs: its status, its
+     * last word, says every process of the call is gone, so the call ends
+     * there ("ended"), ~0.35-0.65 ms before the init's own exit (its
+     * namespace's teardown) is reaped. The reap still frees the uid, the
+     * cgroup and the directory. */
+    uv_poll_t expoll;
+    bool expolling, ended;
+    /* issue 14: the first bytes of a framed worker's stdout, to tell text
+     * (a plain tool left on the framed protocol) from a frame */
+    char head[48];
+    size_t head_len;
+    /* egress: the proxy serving its allow-list (proxy.c), until it ends */
+    struct td_proxy *egress;
+    /* td_progress_cb (issue 13): progress frames before the response */
+    void (*progress_cb)(void *data, const json_t *progress);
+    /* warm start (template.c): a fork of the tool's template */
+    struct td_warm_call *warm;
+    int pidfd; /* the call's PID 1, once forked; -1 before */
+    /* issue 21: started by the spawner (spawner.c), off the loop: its pid
+     * and pidfd (ours to close) come later, its end from the spawner */
+    bool via_spawner;
+    bool spawn_failed; /* it never started: warm_why says why */
+    uint64_t spawn_t0;
+    bool kill_pending; /* killed before it was forked */
+    char *warm_why;    /* it never ran, or its template died */
+};
+
+/* worker.c */
+/* One more worker alive (td_workers_alive), until its last handle closes. */
+void td_worker_counted(void);
+/* h closed, once: the worker is freed with its last handle. */
+void td_worker_close_handle(struct td_worker *w, uv_handle_t *h);
+/* Freed once the result is delivered and the process reaped. */
+void td_worker_maybe_free(struct td_worker *w);
+/* SIGKILL for what is left of the call's processes (see worker.c). */
+void td_worker_kill_group(struct td_worker *w);
+/* The result handed over, with the worker's resource use when it is known. */
+void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage *ru);
+/* The call's result is known (taken): its processes killed, the result
+ * delivered now or once they are reaped. A second result is dropped. */
+void td_worker_finish(struct td_worker *w, json_t *result);
+/* td_worker_finish() with a tool error of this reason. */
+void td_worker_fail(struct td_worker *w, te_reason reason, const char *detail, json_t *cause,
+                    json_t *metadata);
+/* The kept tail of its stderr, as a JSON string. */
+json_t *td_worker_stderr_tail(struct td_worker *w);
+/* A framed tool's stdout began with text: failed as invalid_return, true. */
+bool td_worker_not_a_frame(struct td_worker *w);
+/* The worker exited before its result was known: what that means. */
+void td_worker_decide_on_exit(struct td_worker *w);
+
+/* worker_output.c */
+/* libuv's buffer for every read of a worker pipe (one static buffer). */
+void td_worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void td_worker_on_stdout(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+void td_worker_on_stderr(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n);
+void td_worker_take_stderr(struct td_worker *w, const char *p, size_t n);
+/* What a dead worker left in p, read without waiting, given to take. */
+void td_worker_drain(struct td_worker *w, uv_pipe_t *p,
+                     void (*take)(struct td_worker *, const char *, size_t));
+
+/* worker_exit.c */
+/* The reaper's callbacks (td_reaper_watch), and the spawner's and the
+ * template's in their stead. */
+void td_worker_on_reaped(void *data);
+void td_worker_on_exit(void *data, int status, const struct rusage *ru);
+/* The init's report pipe is readable. */
+void td_worker_on_report(uv_poll_t *p, int status, int events);
+void td_worker_on_timeout(uv_timer_t *t);
+
+#endif
