@@ -149,6 +149,8 @@ static void on_warm_forked(void *data, int pidfd)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
+/* A call's end that no reaper of ours saw: a warm call's from its template,
+ * a cold call's from the spawner (spawner_ops below). */
 static void on_warm_exited(void *data, int status, const struct rusage *ru, const char *why)
 {
     struct td_worker *w = data;
@@ -211,17 +213,9 @@ static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAN
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
-static void on_spawner_exited(void *data, int status, const struct rusage *ru, const char *why)
-{
-    struct td_worker *w = data;
-    static const struct rusage none;
-    if (why && !w->warm_why)
-        w->warm_why = strdup(why);
-    td_worker_on_reaped(w);
-    td_worker_on_exit(w, status, ru ? ru : &none);
-}
-
-static const struct td_spawner_ops spawner_ops = {on_spawned, on_spawner_exited};
+/* its end: as a warm call's (on_warm_exited), the spawner's why (it died
+ * and took the call with it) in place of the template's */
+static const struct td_spawner_ops spawner_ops = {on_spawned, on_warm_exited};
 
 /* A warm call: the template forks its process; false when it cannot (not
  * ready): the call runs cold. */
