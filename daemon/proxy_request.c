@@ -1,0 +1,564 @@
+/*
+ * proxy_request.c - one call's egress proxy (proxy.h): its listener, and
+ * each connection's request: the head read (http-parser) and decided
+ * against the allow-list, refused (an answer, and the call's denials) or
+ * resolved and connected out. How it works as a whole: proxy.c, which
+ * holds a connection's end and the relay that follows a connect.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "denials.h"
+#include "egress.h"
+#include "log.h"
+#include "proxy.h"
+#include "proxy_int.h"
+
+#define LOG_REFUSALS 8 /* per call; the rest are in its denials and counts */
+#define DRAIN_MS 1000  /* reading what a refused client still sends, then closing */
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+    proxy_conn_close(t->data);
+}
+
+static void drain_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static char sink[4096];
+    (void)h, (void)suggested;
+    *buf = uv_buf_init(sink, sizeof(sink));
+}
+
+static void on_drain_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (n < 0)
+        proxy_conn_close(s->data);
+}
+
+/* Answer the client with status and a one-line body, then close (after
+ * reading what it still sends for a moment: closing a socket with unread
+ * data resets it, which can lose the answer). */
+static void respond(struct conn *k, const char *status, const char *body)
+{
+    char msg[1024];
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\nProxy-Agent: toolexecd\r\n\r\n%s",
+                     status, strlen(body), body);
+    if (n >= (int)sizeof(msg))
+        n = (int)sizeof(msg) - 1;
+    /* small, and nothing else is queued on the client: it fits the socket */
+    uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = msg, .len = (size_t)n}, 1);
+    if (k->upstream_init && !uv_is_closing((uv_handle_t *)&k->upstream))
+        uv_close((uv_handle_t *)&k->upstream, proxy_on_conn_closed);
+    k->state = DRAINING;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&k->client, &fd) == 0)
+        shutdown(fd, SHUT_WR);
+    uv_read_stop((uv_stream_t *)&k->client);
+    uv_read_start((uv_stream_t *)&k->client, drain_alloc, on_drain_read);
+    uv_timer_start(&k->timer, on_drain_timeout, DRAIN_MS, 0);
+}
+
+static void deny(struct conn *k, const char *reason, const char *why)
+{
+    struct td_proxy *c = k->call;
+    c->denials++;
+    if (c->denied) {
+        json_t *d =
+            json_pack("{s:s,s:s,s:i}", "kind", "network", "host", k->host, "port", (int)k->port);
+        if (d && reason)
+            json_object_set_new(d, "reason", json_string(reason));
+        td_denials_add(c->denied, d);
+    }
+    if (c->denials <= LOG_REFUSALS)
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id, "egress: refused %s port %u: %s%s", k->host,
+                k->port, why,
+                c->denials == LOG_REFUSALS ? " (further refusals are not logged)" : "");
+    char body[600];
+    snprintf(body, sizeof(body), "toolexecd: egress to %s port %u refused: %s\n", k->host, k->port,
+             why);
+    respond(k, "403 Forbidden", body);
+}
+
+/* ---- connecting out ------------------------------------------------------- */
+
+static const char *hop_by_hop[] = {
+    "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
+    "te",         "trailer",          "upgrade"};
+
+/* The request as the origin server gets it, followed by whatever of its
+ * body came with the head; malloc'd, length in *len. */
+static char *origin_request(struct conn *k, size_t *len)
+{
+    struct http_parser_url u;
+    const char *url = k->head + k->url[0];
+    size_t url_len = (size_t)(k->url[1] - k->url[0]);
+    http_parser_url_init(&u);
+    http_parser_parse_url(url, url_len, 0, &u); /* checked before */
+    size_t rest = k->head_len - k->head_end;
+    size_t cap = k->head_end + 1024 + rest;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (n < cap)                                                                               \
+            n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);                                  \
+    } while (0)
+    PUT("%s ", http_method_str((enum http_method)k->parser.method));
+    if (u.field_set & (1 << UF_PATH))
+        PUT("%.*s", (int)u.field_data[UF_PATH].len, url + u.field_data[UF_PATH].off);
+    else
+        PUT("/");
+    if (u.field_set & (1 << UF_QUERY))
+        PUT("?%.*s", (int)u.field_data[UF_QUERY].len, url + u.field_data[UF_QUERY].off);
+    PUT(" HTTP/%d.%d\r\n", k->parser.http_major, k->parser.http_minor);
+    bool has_host = false;
+    for (int i = 0; i < k->nhdr; i++) {
+        const char *name = k->head + k->hdr[i][0];
+        int nl = (int)(k->hdr[i][1] - k->hdr[i][0]);
+        bool skip = false;
+        for (size_t j = 0; j < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); j++)
+            skip |=
+                (size_t)nl == strlen(hop_by_hop[j]) && strncasecmp(name, hop_by_hop[j], nl) == 0;
+        has_host |= nl == 4 && strncasecmp(name, "host", 4) == 0;
+        if (!skip)
+            PUT("%.*s: %.*s\r\n", nl, name, (int)(k->hdr[i][3] - k->hdr[i][2]),
+                k->head + k->hdr[i][2]);
+    }
+    if (!has_host)
+        PUT(strchr(k->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", k->host, k->port);
+    PUT("Connection: close\r\n\r\n");
+#undef PUT
+    if (n >= cap) { /* cannot happen: the head held all of it */
+        free(out);
+        return NULL;
+    }
+    memcpy(out + n, k->head + k->head_end, rest);
+    *len = n + rest;
+    return out;
+}
+
+static void on_request_sent(uv_write_t *req, int status)
+{
+    struct conn *k = req->data;
+    free(k->up.buf);
+    k->up.buf = NULL;
+    if (k->state != RELAY)
+        return;
+    if (status < 0)
+        proxy_conn_close(k);
+    else
+        proxy_flow_read(&k->up);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    struct conn *k = req->data;
+    if (k->state != CONNECTING)
+        return;
+    uv_timer_stop(&k->timer);
+    if (status < 0) {
+        char body[600];
+        snprintf(body, sizeof(body), "toolexecd: could not connect to %s port %u: %s\n", k->host,
+                 k->port, uv_strerror(status));
+        respond(k, "502 Bad Gateway", body);
+        return;
+    }
+    struct td_proxy *c = k->call;
+    size_t rest = k->head_len - k->head_end;
+    if (k->parser.method == HTTP_CONNECT) {
+        static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+        uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1}, 1);
+        proxy_relay(k);
+        if (rest) { /* the tunnel's first bytes came with the head */
+            uv_read_stop((uv_stream_t *)&k->client);
+            k->up.buf = malloc(rest);
+            if (!k->up.buf) {
+                proxy_conn_close(k);
+                return;
+            }
+            memcpy(k->up.buf, k->head + k->head_end, rest);
+            c->bytes_up += rest;
+            k->up.wreq.data = k;
+            if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
+                         &(uv_buf_t){.base = k->up.buf, .len = rest}, 1, on_request_sent) < 0)
+                proxy_conn_close(k);
+        }
+    } else {
+        size_t len;
+        char *req_bytes = origin_request(k, &len);
+        if (!req_bytes) {
+            respond(k, "500 Internal Server Error", "toolexecd: out of memory\n");
+            return;
+        }
+        proxy_relay(k);
+        uv_read_stop((uv_stream_t *)&k->client);
+        free(k->up.buf);
+        k->up.buf = req_bytes;
+        c->bytes_up += len;
+        k->up.wreq.data = k;
+        if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
+                     &(uv_buf_t){.base = req_bytes, .len = len}, 1, on_request_sent) < 0)
+            proxy_conn_close(k);
+    }
+    free(k->head);
+    k->head = NULL;
+}
+
+static void on_connect_timeout(uv_timer_t *t)
+{
+    struct conn *k = t->data;
+    char body[600];
+    snprintf(body, sizeof(body), "toolexecd: no connection to %s port %u within %d ms\n", k->host,
+             k->port, TD_PROXY_CONNECT_TIMEOUT_MS);
+    if (k->state == RESOLVING)
+        uv_cancel((uv_req_t *)&k->gai);
+    respond(k, "504 Gateway Timeout", body);
+}
+
+static void connect_to(struct conn *k, const struct sockaddr *sa)
+{
+    k->state = CONNECTING;
+    if (uv_tcp_init(td_loop, &k->upstream) < 0) {
+        respond(k, "502 Bad Gateway", "toolexecd: no socket\n");
+        return;
+    }
+    k->upstream.data = k;
+    k->upstream_init = true;
+    k->handles++;
+    k->creq.data = k;
+    int rc = uv_tcp_connect(&k->creq, &k->upstream, sa, on_connected);
+    if (rc < 0) {
+        char body[600];
+        snprintf(body, sizeof(body), "toolexecd: could not connect to %s port %u: %s\n", k->host,
+                 k->port, uv_strerror(rc));
+        respond(k, "502 Bad Gateway", body);
+    }
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    struct conn *k = req->data;
+    k->resolving = false;
+    if (k->state != RESOLVING) {
+        uv_freeaddrinfo(res);
+        proxy_conn_maybe_free(k);
+        return;
+    }
+    if (status < 0) {
+        char body[600];
+        snprintf(body, sizeof(body), "toolexecd: could not resolve %s: %s\n", k->host,
+                 uv_strerror(status));
+        uv_timer_stop(&k->timer);
+        respond(k, "502 Bad Gateway", body);
+        uv_freeaddrinfo(res);
+        return;
+    }
+    struct addrinfo *ok = NULL;
+    for (struct addrinfo *a = res; a && !ok; a = a->ai_next)
+        if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) && !td_egress_private(a->ai_addr))
+            ok = a;
+    if (!ok) {
+        uv_timer_stop(&k->timer);
+        deny(k, "private_address",
+             "the name resolves to a loopback, private or link-local address");
+    } else {
+        struct sockaddr_storage ss;
+        memcpy(&ss, ok->ai_addr, ok->ai_addrlen);
+        ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)k->port); /* same offset in v6 */
+        connect_to(k, (struct sockaddr *)&ss);
+    }
+    uv_freeaddrinfo(res);
+}
+
+/* ---- the request head ----------------------------------------------------- */
+
+static void extend(long span[2], const char *base, const char *at, size_t len)
+{
+    if (span[0] < 0)
+        span[0] = at - base;
+    span[1] = (at - base) + (long)len;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+    struct conn *k = p->data;
+    extend(k->url, k->head, at, len);
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    struct conn *k = p->data;
+    if (k->nhdr == 0 || k->in_value) {
+        if (k->nhdr == MAX_HEADERS)
+            return 1;
+        k->nhdr++;
+        k->hdr[k->nhdr - 1][0] = k->hdr[k->nhdr - 1][2] = -1;
+        k->hdr[k->nhdr - 1][1] = k->hdr[k->nhdr - 1][3] = 0;
+        k->in_value = false;
+    }
+    extend(&k->hdr[k->nhdr - 1][0], k->head, at, len);
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    struct conn *k = p->data;
+    k->in_value = true;
+    if (k->nhdr > 0)
+        extend(&k->hdr[k->nhdr - 1][2], k->head, at, len);
+    return 0;
+}
+
+/* 2: the rest is not this parser's (a tunnel, or a body relayed as is). */
+static int on_headers_complete(http_parser *p)
+{
+    (void)p;
+    return 2;
+}
+
+static const http_parser_settings settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+};
+
+/* The head is complete: where to, and may it? */
+static void decide(struct conn *k)
+{
+    struct td_proxy *c = k->call;
+    uv_read_stop((uv_stream_t *)&k->client);
+    uv_timer_stop(&k->timer);
+    for (int i = 0; i < k->nhdr; i++)
+        if (k->hdr[i][2] < 0)
+            k->hdr[i][2] = k->hdr[i][3] = k->hdr[i][1];
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    bool is_connect = k->parser.method == HTTP_CONNECT;
+    const char *url = k->head + (k->url[0] < 0 ? 0 : k->url[0]);
+    size_t url_len = k->url[0] < 0 ? 0 : (size_t)(k->url[1] - k->url[0]);
+    if (url_len == 0 || http_parser_parse_url(url, url_len, is_connect, &u) != 0 ||
+        !(u.field_set & (1 << UF_HOST))) {
+        respond(k, "400 Bad Request",
+                "toolexecd: this is an HTTP proxy: send CONNECT host:port or an absolute "
+                "http:// URI\n");
+        return;
+    }
+    if (!is_connect && (!(u.field_set & (1 << UF_SCHEMA)) || u.field_data[UF_SCHEMA].len != 4 ||
+                        strncasecmp(url + u.field_data[UF_SCHEMA].off, "http", 4) != 0)) {
+        respond(k, "400 Bad Request",
+                "toolexecd: only http:// is forwarded; use CONNECT for https\n");
+        return;
+    }
+    size_t hl = u.field_data[UF_HOST].len;
+    if (hl == 0 || hl >= sizeof(k->host)) {
+        respond(k, "400 Bad Request", "toolexecd: bad host\n");
+        return;
+    }
+    for (size_t i = 0; i < hl; i++)
+        k->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
+    k->host[hl] = '\0';
+    if (hl > 1 && k->host[hl - 1] == '.')
+        k->host[hl - 1] = '\0';
+    k->port = (u.field_set & (1 << UF_PORT)) ? u.port : is_connect ? 443 : 80;
+    if (k->port == 0) {
+        respond(k, "400 Bad Request", "toolexecd: bad port\n");
+        return;
+    }
+    if (c->exhausted) {
+        char why[100];
+        snprintf(why, sizeof(why), "this call's max_bytes (%llu) are used up",
+                 (unsigned long long)c->max_bytes);
+        deny(k, "max_bytes", why);
+        return;
+    }
+    if (!td_egress_allows(c->e, k->host, k->port)) {
+        deny(k, NULL, "not in this tool's network allow-list");
+        return;
+    }
+    /* Connect at once to an address asked for; resolve a name first. */
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    uv_timer_start(&k->timer, on_connect_timeout, TD_PROXY_CONNECT_TIMEOUT_MS, 0);
+    if (inet_pton(AF_INET, k->host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)k->port);
+        connect_to(k, (struct sockaddr *)&ss);
+        return;
+    }
+    if (inet_pton(AF_INET6, k->host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)k->port);
+        connect_to(k, (struct sockaddr *)&ss);
+        return;
+    }
+    k->state = RESOLVING;
+    k->gai.data = k;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int rc = uv_getaddrinfo(td_loop, &k->gai, on_resolved, k->host, NULL, &hints);
+    if (rc < 0) {
+        uv_timer_stop(&k->timer);
+        respond(k, "502 Bad Gateway", "toolexecd: could not resolve the name\n");
+        return;
+    }
+    k->resolving = true;
+}
+
+static void head_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *k = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(k->head + k->head_len, TD_PROXY_HEAD_MAX - (unsigned)k->head_len);
+}
+
+static void on_head_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct conn *k = s->data;
+    (void)buf;
+    if (n == 0)
+        return;
+    if (n < 0) {
+        proxy_conn_close(k);
+        return;
+    }
+    size_t done = http_parser_execute(&k->parser, &settings, k->head + k->head_len, (size_t)n);
+    k->head_len += (size_t)n;
+    if (k->parser.upgrade) {
+        k->head_end = k->head_len - (size_t)n + done;
+        decide(k);
+    } else if (HTTP_PARSER_ERRNO(&k->parser) != HPE_OK) {
+        if (k->nhdr == MAX_HEADERS)
+            respond(k, "431 Request Header Fields Too Large", "toolexecd: too many headers\n");
+        else
+            respond(k, "400 Bad Request", "toolexecd: not an HTTP request\n");
+    } else if (k->head_len == TD_PROXY_HEAD_MAX) {
+        respond(k, "431 Request Header Fields Too Large",
+                "toolexecd: the request head is larger than 16384 bytes\n");
+    }
+}
+
+static void on_head_timeout(uv_timer_t *t)
+{
+    respond(t->data, "408 Request Timeout",
+            "toolexecd: the request head did not arrive within 10 s\n");
+}
+
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_accept(uv_stream_t *server, int status)
+{
+    struct td_proxy *c = server->data;
+    if (status < 0 || !c->denied)
+        return;
+    struct conn *k = calloc(1, sizeof(*k));
+    if (!k || !(k->head = malloc(TD_PROXY_HEAD_MAX))) {
+        /* take it off the queue all the same, or libuv stops accepting */
+        free(k);
+        uv_tcp_t *t = malloc(sizeof(*t));
+        if (t && uv_tcp_init(td_loop, t) == 0) {
+            uv_accept(server, (uv_stream_t *)t);
+            uv_close((uv_handle_t *)t, free_handle);
+        } else {
+            free(t);
+        }
+        return;
+    }
+    k->call = c;
+    k->url[0] = -1;
+    uv_tcp_init(td_loop, &k->client);
+    uv_timer_init(td_loop, &k->timer);
+    k->client.data = k->timer.data = k;
+    k->handles = 2;
+    LIST_INSERT_HEAD(&c->conns, k, link);
+    c->open++;
+    if (uv_accept(server, (uv_stream_t *)&k->client) < 0) {
+        proxy_conn_close(k);
+        return;
+    }
+    c->accepted++;
+    if (c->accepted == TD_PROXY_MAX_TOTAL) {
+        /* from here the kernel refuses them: a tool that opens and closes
+         * connections in a loop costs the daemon nothing more */
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
+                "egress: %u connections in this call; the proxy takes no more", c->accepted);
+        if (c->denied)
+            td_denials_add(c->denied, json_pack("{s:s,s:s}", "kind", "network", "reason",
+                                                "connections_total"));
+        uv_close((uv_handle_t *)&c->listen, proxy_on_listen_closed);
+    }
+    if (c->open > c->max_connections) {
+        /* the count of connections is the one thing a client may spend
+         * without sending anything: refused before any buffer is kept */
+        c->refused++;
+        if (c->refused == 1)
+            td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
+                    "egress: max_connections (%u) open; further connections closed",
+                    c->max_connections);
+        if (c->denied)
+            td_denials_add(c->denied,
+                           json_pack("{s:s,s:s}", "kind", "network", "reason", "max_connections"));
+        proxy_conn_close(k);
+        return;
+    }
+    http_parser_init(&k->parser, HTTP_REQUEST);
+    k->parser.data = k;
+    uv_timer_start(&k->timer, on_head_timeout, TD_PROXY_HEAD_TIMEOUT_MS, 0);
+    uv_read_start((uv_stream_t *)&k->client, head_alloc, on_head_read);
+}
+
+struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_denials *denied,
+                                const char *batch_id, const char *call_id)
+{
+    struct td_proxy *c = calloc(1, sizeof(*c));
+    if (fd < 0 || !c || !(c->batch_id = strdup(batch_id)) || !(c->call_id = strdup(call_id))) {
+        if (c) {
+            free(c->batch_id);
+            free(c);
+        }
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    c->e = e;
+    c->max_bytes = td_egress_max_bytes(e);
+    c->max_connections = td_egress_max_connections(e);
+    c->denied = denied;
+    LIST_INIT(&c->conns);
+    uv_tcp_init(td_loop, &c->listen);
+    c->listen.data = c;
+    int rc = uv_tcp_open(&c->listen, fd);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&c->listen, 128, on_accept);
+    if (rc < 0) {
+        td_logc(TD_LOG_WARN, batch_id, call_id, "egress: cannot serve the proxy: %s",
+                uv_strerror(rc));
+        if (uv_fileno((uv_handle_t *)&c->listen, &(uv_os_fd_t){0}) != 0)
+            close(fd); /* not taken by the handle */
+        c->denied = NULL;
+        uv_close((uv_handle_t *)&c->listen, proxy_on_listen_closed);
+        return NULL;
+    }
+    return c;
+}
