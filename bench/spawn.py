@@ -4,7 +4,7 @@
   bench/spawn.py [--build DIR] [--calls N] [--rounds R] [--inflight K]
 
 Three daemons run side by side, starting calls through the spawner
-(daemon/spawner.c, the default), through the spawner with two spares per
+(daemon/run/spawner.c, the default), through the spawner with two spares per
 tool (spares.c, --spares 2), and with --spawner no (the loop starts them, as before
 issue 21), each with the C echo worker under the default
 confinement. R rounds, interleaved so drift hits all alike, of N calls:

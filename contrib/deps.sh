@@ -5,7 +5,7 @@ TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjan
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
 # metrics (libmicrohttpd), the audit trail's SHA-256 (nettle)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libmicrohttpd-dev nettle-dev"
-# the egress proxy parses HTTP with http-parser (daemon/egress.c)
+# the egress proxy parses HTTP with http-parser (daemon/confine/proxy_request.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 
 te_install_deps() {

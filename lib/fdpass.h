@@ -2,7 +2,7 @@
  * fdpass.h - descriptors riding on a Unix socket message (SCM_RIGHTS): one
  * way to put them in and take them out, for every sender and receiver: the
  * frames on warm start's control socket (lib/fdframe.c, lib/warm.c,
- * daemon/template.c), the spawn hand-over (daemon/sandbox.c), and a warm
+ * daemon/run/template.c), the spawn hand-over (daemon/confine/sandbox.c), and a warm
  * call's P1 and its template (lib/warm.c). The message itself is each
  * caller's, sent or received as it must be (raw in P1 and in the template
  * while P1 runs): so these touch nothing but the message, and a descriptor

@@ -1,6 +1,6 @@
 /*
  * initwait.h - the last duty of a call's PID 1, written once for both kinds:
- * toolexecd-init (daemon/init.c, a cold call's init) and a warm call's P1
+ * toolexecd-init (daemon/confine/init.c, a cold call's init) and a warm call's P1
  * (lib/warmp1.c). Once the tool (PID 2) has been started: wait for it, kill
  * and reap every other process left in the namespace, report the tool's
  * resource use and wait status on the report pipe (fd 3), exit.
@@ -8,7 +8,7 @@
  * Raw system calls only (rawsys.h), no C library: toolexecd-init is built
  * without one, and a warm P1 shares the template's memory.
  *
- * The records are the daemon's (daemon/report.h uses these values).
+ * The records are the daemon's (daemon/confine/report.h uses these values).
  */
 #ifndef TE_INITWAIT_H
 #define TE_INITWAIT_H

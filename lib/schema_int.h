@@ -33,6 +33,9 @@
  *                      drafts a "$schema" URI names
  *   schema_string.c    string lengths in code points, "pattern" (PCRE2, limits)
  *   schema_ref.c       $ref resolution: fragments, JSON pointers, $id lookup
+ *   schema_cckw.c      compiling's parts: the node map, the $id table, a
+ *                      keyword's value checked, a subschema compiled at its
+ *                      pointer (compile() through compiler.subcompile)
  *   schema_compile.c   compiling a schema into its node graph (keywords checked
  *                      against the meta-schema), and the meta-schema check
  *   schema_array.c     the array keywords
@@ -324,6 +327,23 @@ char *quoted_message(const char *prefix, const char *str, const char *suffix);
 int cc_oom(compiler *cc);
 int kw_fail(compiler *cc, const char *kw, const char *what);
 const id_entry *find_id(const compiler *cc, const char *uri_text);
+
+/* schema_cckw.c */
+bool cc_grow(void **arr, size_t *cap, size_t n, size_t elem);
+node *map_get(const compiler *cc, const json_t *key);
+bool map_put(compiler *cc, const json_t *key, node *value);
+int add_id(compiler *cc, const char *uri_text, const json_t *json, const char *base);
+int compile_at(compiler *cc, const json_t *j, const char *seg, const char *seg2, node **out);
+const json_t *cc_keyword(compiler *cc, const json_t *obj, const char *kw, unsigned mask,
+                         const char *what, int *rc);
+int count_keyword(compiler *cc, const json_t *obj, const char *kw, long long *out);
+int check_string_array(compiler *cc, const json_t *arr, const char *kw, const char *kw2);
+int compile_schema_array(compiler *cc, const json_t *arr, const char *kw, node ***out, size_t *n);
+int compile_type(compiler *cc, const json_t *v, node *n);
+int compile_id(compiler *cc, const json_t *j, const char *id);
+int check_schema_keyword(compiler *cc, const json_t *v);
+int check_unsupported(compiler *cc, const json_t *j);
+int compile_anchor(compiler *cc, const json_t *j, const char *kw);
 
 /* schema_compile.c */
 int compile(compiler *cc, const json_t *j, node **out);

@@ -39,7 +39,7 @@ int te_warm_drop_caps(void);
 
 /* What only the set-up needed, refused from the call's process on; with
  * EPERM, unreported: a stacked filter cannot notify the daemon (one
- * listener per chain, the template's; daemon/sysfilter.c). 0, or
+ * listener per chain, the template's; daemon/confine/sysfilter.c). 0, or
  * -1 with errno (ENOSYS on an architecture it does not know). */
 int te_warm_stack_filter(void);
 

@@ -98,7 +98,7 @@ static int place(const int *src, int n)
     return (int)syscall(SYS_close_range, (unsigned)n, ~0U, 0);
 }
 
-/* A cold call's step 7d (daemon/sandbox.c) in P1, in the call's fresh
+/* A cold call's step 7d (daemon/confine/sandbox.c) in P1, in the call's fresh
  * network namespace (P1 holds CAP_NET_ADMIN over it, through its user
  * namespace): loopback up and a TCP listener on 127.0.0.1:port, sent to the
  * template on HAND_FD as an int 0 with the descriptor, or the errno alone

@@ -3,7 +3,7 @@
 glibc's setuid(), setgid(), setgroups() and their kin change the credentials
 of every thread of the process: they take a lock and signal each thread
 (SIGSETXID). The worker's set-up runs in a vfork child that shares the
-daemon's memory (daemon/sandbox.c), where "every thread" is the daemon's
+daemon's memory (daemon/confine/sandbox.c), where "every thread" is the daemon's
 (libuv's pool), not the child's; so the child makes the raw system calls,
 as glibc's own posix_spawn does. Nothing else in the daemon changes its
 credentials, so none of these may be imported at all.

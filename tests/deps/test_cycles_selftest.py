@@ -13,7 +13,7 @@ CYCLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cycles.py")
 
 def check(files):
     with tempfile.TemporaryDirectory() as root:
-        for d in ("lib", "daemon", "daemon/cli"):
+        for d in ("lib", "daemon", "daemon/cli", "daemon/run", "daemon/base", "daemon/unit"):
             os.makedirs(os.path.join(root, d))
         for path, text in files.items():
             with open(os.path.join(root, path), "w") as f:
@@ -102,6 +102,28 @@ class Cycles(unittest.TestCase):
         rc, out = check(files)
         self.assertEqual(rc, 1, out)
         self.assertIn("cycle of 2 files: daemon/p.h daemon/q.h", out)
+
+    def test_layer_folders(self):
+        # daemon/'s folders are read, and a header is found in another
+        # folder by its name (the daemon's include path): a cycle across
+        # two folders, by call and by include, is one
+        files = dict(BASE)
+        files["daemon/run/r.c"] = "int td_r(void)\n{\n    return td_c();\n}\n"
+        files["daemon/base/c.c"] = "int td_c(void)\n{\n    return 0;\n}\n"
+        files["daemon/run/r.h"] = '#include "c.h"\n'
+        files["daemon/base/c.h"] = "int td_c(void);\n"
+        files["daemon/unit/test_c.c"] = "int td_t(void)\n{\n    return td_r();\n}\n"
+        rc, out = check(files)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("daemon/run/r.c -> daemon/base/c.c", out)
+        self.assertIn("daemon/run/r.h -> daemon/base/c.h", out)
+        self.assertNotIn("daemon/unit", out)  # the tests are not in the graph
+        files["daemon/base/c.c"] = "int td_c(void)\n{\n    return td_r();\n}\n"
+        files["daemon/base/c.h"] = '#include "r.h"\n'
+        rc, out = check(files)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("cycle of 2 files: daemon/base/c.c daemon/run/r.c", out)
+        self.assertIn("cycle of 2 files: daemon/base/c.h daemon/run/r.h", out)
 
     def test_not_uses(self):
         files = dict(BASE)

@@ -1,6 +1,6 @@
 /*
  * fuzz_request - the daemon's request-line path: json_loadb of the line
- * exactly as daemon/server.c does it (JSON_REJECT_DUPLICATES), then, for an
+ * exactly as daemon/serve/server.c does it (JSON_REJECT_DUPLICATES), then, for an
  * object, te_run_request_parse.
  *
  * Invariants on success: calls is the request's "calls" array and ncalls its
@@ -18,7 +18,7 @@
 #include "fuzz_common.h"
 #include "toolexec.h"
 
-#define ERRLEN 256 /* daemon/batch.c: char err[256] */
+#define ERRLEN 256 /* daemon/run/batch.c: char err[256] */
 
 static void check_ok(json_t *req, const te_run_request *r)
 {

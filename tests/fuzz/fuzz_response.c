@@ -1,6 +1,6 @@
 /*
  * fuzz_response - te_response_parse on arbitrary frame bodies, then what the
- * daemon does with the result (daemon/worker.c on_frame, daemon/batch.c):
+ * daemon does with the result (daemon/run/worker.c on_frame, daemon/run/batch.c):
  *
  *   success: te_result_kind_of(out) == kind, the normalised shape holds, and
  *            te_content_encode(out, limit) either succeeds with len <= limit
@@ -18,7 +18,7 @@
 #include "fuzz_common.h"
 #include "toolexec.h"
 
-#define ERRLEN 256 /* daemon/worker.c: char why[256] */
+#define ERRLEN 256 /* daemon/run/worker.c: char why[256] */
 
 /* te_content_encode with limit: success with len <= limit or -E2BIG. The
  * content, when it fits, must be the unlimited content. */
@@ -205,7 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = 0;
         CHECK(te_content_encode(out, SIZE_MAX, &len, &rc) == NULL && rc == -EINVAL,
               "raised encoded directly (rc %d)", rc);
-        /* daemon/worker.c on_frame */
+        /* daemon/run/worker.c on_frame */
         json_t *raised = json_deep_copy(json_object_get(out, "raised"));
         CHECK(raised, "out of memory");
         const char *type = json_string_value(json_object_get(raised, "type"));

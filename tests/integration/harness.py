@@ -198,7 +198,7 @@ def _children(pid, comm):
 
 
 def spare_pids(daemon_pid):
-    """The sandboxes the daemon's spawner holds ready (daemon/spares.c):
+    """The sandboxes the daemon's spawner holds ready (daemon/run/spares.c):
     processes named toolexecd-spare, each with a directory (its cwd) and,
     where calls get one, a cgroup made for the call that will take it."""
     return [p for sp in _children(daemon_pid, "toolexecd-spawn")

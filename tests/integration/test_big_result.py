@@ -1,4 +1,4 @@
-"""Big results held once (issue 21, item 4; daemon/bigres.c).
+"""Big results held once (issue 21, item 4; daemon/run/bigres.c).
 
 A result {"ok": S} with S of 1 MiB or more keeps S's text in the buffer it
 arrived in and writes the events around it. These tests pin that the client
@@ -65,7 +65,7 @@ def jansson(s):
 
 
 def cut(b, limit):
-    """daemon/cut.c on bytes b."""
+    """daemon/run/cut.c on bytes b."""
     orig = len(b)
     mlen = len("\n\n[... toolexecd omitted %d of %d bytes here; ask for a narrower result ...]\n\n"
                % (orig, orig))

@@ -149,7 +149,7 @@ class CgroupCase(IsoCase):
 
     def assertCallCgroupsEmpty(self):
         """Every call's cgroup is empty (they are kept for reuse), but those
-        that hold a spare (daemon/spares.c: made for a call to come)."""
+        that hold a spare (daemon/run/spares.c: made for a call to come)."""
         def spare_only(path):
             try:
                 with open(os.path.join(path, "cgroup.procs")) as f:

@@ -160,7 +160,7 @@ class Isolation(DaemonTestCase):
 
 @unittest.skipUnless(daemon_supports("--containment"), "no --containment option")
 def assert_daemons_child(test, ppid, daemon):
-    """The worker's parent is the daemon's spawner (daemon/spawner.c), the
+    """The worker's parent is the daemon's spawner (daemon/run/spawner.c), the
     daemon's own child, named toolexecd-spawn."""
     with open("/proc/%d/stat" % ppid) as f:
         stat = f.read()

@@ -1,7 +1,7 @@
 """Issue 9, item 19: "network": false must not reach the host's Unix sockets
 by path. A network namespace cuts interfaces and abstract sockets only; a
 socket in the file system is a file. The worker's system-call filter
-(daemon/sysfilter.c) refuses socket(AF_UNIX) for such calls.
+(daemon/confine/sysfilter.c) refuses socket(AF_UNIX) for such calls.
 
 A real listening socket of the host, open to everyone (mode 0666 in a
 0755 directory), as a database's or a session bus's would be; a hostile

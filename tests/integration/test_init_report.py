@@ -1,4 +1,4 @@
-"""A call under a PID namespace ends on its init's report (daemon/init.c).
+"""A call under a PID namespace ends on its init's report (daemon/confine/init.c).
 
 The init kills and reaps every process left in the call's namespace before
 it writes the tool's status, its last word; the daemon ends the call there,

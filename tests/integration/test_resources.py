@@ -98,7 +98,7 @@ NPROC_UID = 64123
 
 class FewProcesses(Daemon):
     """A daemon running as NPROC_UID under RLIMIT_NPROC = 3: itself, its
-    spawner (daemon/spawner.c) and one worker (pgroup containment: no init in between)."""
+    spawner (daemon/run/spawner.c) and one worker (pgroup containment: no init in between)."""
 
     def command(self):
         return ["prlimit", "--nproc=3:3", "setpriv", "--reuid=%d" % NPROC_UID,

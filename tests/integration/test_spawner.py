@@ -1,4 +1,4 @@
-"""Issue 21: calls are started by the spawner (daemon/spawner.c,
+"""Issue 21: calls are started by the spawner (daemon/run/spawner.c,
 spawnproc.c), a process of their own, off the daemon's loop.
 
 - A call's process is the spawner's child, and the spawner the daemon's.
@@ -130,7 +130,7 @@ class Checks:
 
 
 class SpareChecks:
-    """Sandboxes prepared ahead (daemon/spares.c): made after a call of a
+    """Sandboxes prepared ahead (daemon/run/spares.c): made after a call of a
     tool, each taken by one call, with its own uid and directory."""
 
     def spares(self, sp, n=2):
@@ -187,7 +187,7 @@ class SpareChecks:
         self.assertFalse(set(self.spares(sp)) & set(old))
 
 
-# spares are off by default (daemon/spares.c says why)
+# spares are off by default (daemon/run/spares.c says why)
 ARGS = ["--spares", "2"]
 
 

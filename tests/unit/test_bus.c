@@ -1,4 +1,4 @@
-/* Unit tests of daemon/bus.c on its own: every subscriber gets every
+/* Unit tests of daemon/base/bus.c on its own: every subscriber gets every
  * message, in the order they subscribed; the table is bounded; cleared,
  * nobody hears. */
 #include "bus.h"

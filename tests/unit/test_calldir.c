@@ -1,4 +1,4 @@
-/* Unit tests of daemon/calldir.c: trees far deeper than PATH_MAX allows and
+/* Unit tests of daemon/confine/calldir.c: trees far deeper than PATH_MAX allows and
  * than descriptors would last for, links to the outside, a mount point, a
  * work directory with an earlier run's leftovers. The swap race and the
  * daemon around it are in tests/integration/test_hard_calldir.py. */
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../daemon/calldir.h"
-#include "../../daemon/toolexecd.h"
+#include "calldir.h"
+#include "toolexecd.h"
 #include "check.h"
 
 /* what calldir.c uses of the rest of the daemon */

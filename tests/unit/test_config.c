@@ -1,4 +1,4 @@
-/* Unit tests of daemon/config.c on its own (a leaf: nothing else of the
+/* Unit tests of daemon/base/config.c on its own (a leaf: nothing else of the
  * daemon is linked): --default-limits parsing, the size options, and the
  * defaults that follow other options. */
 #include <errno.h>

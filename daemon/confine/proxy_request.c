@@ -1,32 +1,9 @@
 /*
- * proxy.c - the HTTP proxy the daemon serves inside the network namespace
- * of each call with an egress allow-list (proxy.h; the list: egress.c).
- *
- * The call's child brings up loopback, listens on 127.0.0.1:3128 and hands
- * the socket up (sandbox.c, step 7c); the daemon accepts on it on its own
- * loop. Each connection sends one request head (at most 16 KiB, within
- * 10 s), parsed with http-parser:
- *   - CONNECT host:port: a tunnel (TLS), port as asked;
- *   - an absolute-form http:// request: forwarded with its line in origin
- *     form and "Connection: close" (one request per connection), port 80
- *     unless the URI says;
- *   - anything else: 400.
- * The host and port are checked against the list before any name is
- * resolved; a refused one gets 403 with a body that says why, and is added
- * to the call's denials. The daemon resolves names itself (uv_getaddrinfo,
- * the thread pool, never the loop) and connects to the address it checked,
- * so what the tool asked for and where the bytes go cannot differ; a name
- * that leads only to a loopback or private address is refused
- * (td_egress_private(): DNS rebinding).
- *
- * Bytes are relayed with one read in flight per direction: a side is not
- * read again until what was read from it is written to the other, so a
- * slow reader holds its writer back and memory per connection stays two
- * buffers. Per call, at most max_connections are open at once (one more is
- * closed at once), TD_PROXY_MAX_TOTAL in all (then the listener is closed
- * and the kernel refuses the rest), and max_bytes cross in all (the
- * connection that would cross it is closed, later requests get 403). Every
- * connection of a call is closed when the call ends.
+ * proxy_request.c - one call's egress proxy (proxy.h): its listener, and
+ * each connection's request: the head read (http-parser) and decided
+ * against the allow-list, refused (an answer, and the call's denials) or
+ * resolved and connected out. How it works as a whole: proxy.c, which
+ * holds a connection's end and the relay that follows a connect.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -47,108 +24,14 @@
 #include "egress.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_int.h"
 
-#define MAX_HEADERS 100
-#define RELAY_CHUNK 32768
 #define LOG_REFUSALS 8 /* per call; the rest are in its denials and counts */
 #define DRAIN_MS 1000  /* reading what a refused client still sends, then closing */
 
-enum state { HEAD, RESOLVING, CONNECTING, RELAY, DRAINING, CLOSING };
-
-struct conn;
-/* One direction of a relay: read from src, write to dst. */
-struct flow {
-    struct conn *c;
-    uv_stream_t *src, *dst;
-    uv_write_t wreq;
-    uv_shutdown_t sreq;
-    char *buf; /* the one chunk in flight */
-    bool eof;
-};
-
-struct conn {
-    struct td_proxy *call;
-    LIST_ENTRY(conn) link;
-    enum state state;
-    uv_tcp_t client, upstream;
-    bool upstream_init;
-    uv_timer_t timer;
-    uv_getaddrinfo_t gai;
-    bool resolving;
-    uv_connect_t creq;
-    int handles;
-    http_parser parser;
-    char *head; /* the request head as read, TD_PROXY_HEAD_MAX */
-    size_t head_len, head_end;
-    long url[2];
-    long hdr[MAX_HEADERS][4]; /* name from, to; value from, to */
-    int nhdr;
-    bool in_value;
-    char host[256];
-    unsigned port;
-    struct flow up, down;
-};
-
-struct td_proxy {
-    const struct td_egress *e;
-    struct td_denials *denied; /* NULL once stopped */
-    char *batch_id, *call_id;
-    uv_tcp_t listen;
-    bool listen_closed;
-    LIST_HEAD(, conn) conns;
-    unsigned open, accepted, refused, denials;
-    uint64_t bytes_up, bytes_down;
-    bool exhausted; /* max_bytes reached */
-    uint64_t max_bytes;
-    unsigned max_connections;
-};
-
-static void call_maybe_free(struct td_proxy *c)
-{
-    if (!c->listen_closed || !LIST_EMPTY(&c->conns) || c->denied)
-        return;
-    free(c->batch_id);
-    free(c->call_id);
-    free(c);
-}
-
-static void conn_maybe_free(struct conn *k)
-{
-    if (k->handles > 0 || k->resolving)
-        return;
-    struct td_proxy *c = k->call;
-    LIST_REMOVE(k, link);
-    c->open--;
-    free(k->head);
-    free(k->up.buf);
-    free(k->down.buf);
-    free(k);
-    call_maybe_free(c);
-}
-
-static void on_conn_handle_closed(uv_handle_t *h)
-{
-    struct conn *k = h->data;
-    k->handles--;
-    conn_maybe_free(k);
-}
-
-static void conn_close(struct conn *k)
-{
-    if (k->state == CLOSING)
-        return;
-    k->state = CLOSING;
-    if (k->resolving)
-        uv_cancel((uv_req_t *)&k->gai); /* its callback still comes */
-    uv_close((uv_handle_t *)&k->client, on_conn_handle_closed);
-    uv_close((uv_handle_t *)&k->timer, on_conn_handle_closed);
-    if (k->upstream_init && !uv_is_closing((uv_handle_t *)&k->upstream))
-        uv_close((uv_handle_t *)&k->upstream, on_conn_handle_closed);
-}
-
 static void on_drain_timeout(uv_timer_t *t)
 {
-    conn_close(t->data);
+    proxy_conn_close(t->data);
 }
 
 static void drain_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -162,7 +45,7 @@ static void on_drain_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     (void)buf;
     if (n < 0)
-        conn_close(s->data);
+        proxy_conn_close(s->data);
 }
 
 /* Answer the client with status and a one-line body, then close (after
@@ -180,7 +63,7 @@ static void respond(struct conn *k, const char *status, const char *body)
     /* small, and nothing else is queued on the client: it fits the socket */
     uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = msg, .len = (size_t)n}, 1);
     if (k->upstream_init && !uv_is_closing((uv_handle_t *)&k->upstream))
-        uv_close((uv_handle_t *)&k->upstream, on_conn_handle_closed);
+        uv_close((uv_handle_t *)&k->upstream, proxy_on_conn_closed);
     k->state = DRAINING;
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)&k->client, &fd) == 0)
@@ -209,100 +92,6 @@ static void deny(struct conn *k, const char *reason, const char *why)
     snprintf(body, sizeof(body), "toolexecd: egress to %s port %u refused: %s\n", k->host, k->port,
              why);
     respond(k, "403 Forbidden", body);
-}
-
-/* ---- relaying ------------------------------------------------------------- */
-
-static void flow_read(struct flow *f);
-
-static void relay_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    struct conn *k = h->data;
-    struct flow *f = (uv_handle_t *)&k->client == h ? &k->up : &k->down;
-    (void)suggested;
-    if (!f->buf)
-        f->buf = malloc(RELAY_CHUNK);
-    *buf = uv_buf_init(f->buf, f->buf ? RELAY_CHUNK : 0);
-}
-
-static void on_flow_written(uv_write_t *req, int status)
-{
-    struct flow *f = req->data;
-    if (f->c->state != RELAY)
-        return;
-    if (status < 0) {
-        conn_close(f->c);
-        return;
-    }
-    flow_read(f);
-}
-
-static void on_flow_shut(uv_shutdown_t *req, int status)
-{
-    struct flow *f = req->data;
-    struct conn *k = f->c;
-    (void)status;
-    if (k->state == RELAY && k->up.eof && k->down.eof)
-        conn_close(k);
-}
-
-static void on_flow_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    struct conn *k = s->data;
-    struct flow *f = s == (uv_stream_t *)&k->client ? &k->up : &k->down;
-    struct td_proxy *c = k->call;
-    (void)buf;
-    if (n == 0)
-        return;
-    if (n < 0) {
-        if (n != UV_EOF) {
-            conn_close(k);
-            return;
-        }
-        uv_read_stop(s);
-        f->eof = true;
-        f->sreq.data = f;
-        if (uv_shutdown(&f->sreq, f->dst, on_flow_shut) < 0)
-            conn_close(k);
-        return;
-    }
-    if (c->bytes_up + c->bytes_down + (uint64_t)n > c->max_bytes) {
-        if (!c->exhausted)
-            td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
-                    "egress: max_bytes (%llu) reached; %s port %u closed",
-                    (unsigned long long)c->max_bytes, k->host, k->port);
-        c->exhausted = true;
-        conn_close(k);
-        return;
-    }
-    *(f == &k->up ? &c->bytes_up : &c->bytes_down) += (uint64_t)n;
-    /* one chunk in flight: not read again until it is written */
-    uv_read_stop(s);
-    f->wreq.data = f;
-    if (uv_write(&f->wreq, f->dst, &(uv_buf_t){.base = f->buf, .len = (size_t)n}, 1,
-                 on_flow_written) < 0)
-        conn_close(k);
-}
-
-static void flow_read(struct flow *f)
-{
-    if (!f->eof && uv_read_start(f->src, relay_alloc, on_flow_read) < 0)
-        conn_close(f->c);
-}
-
-static void relay(struct conn *k)
-{
-    k->state = RELAY;
-    k->up = (struct flow){.c = k,
-                          .src = (uv_stream_t *)&k->client,
-                          .dst = (uv_stream_t *)&k->upstream,
-                          .buf = k->up.buf};
-    k->down = (struct flow){.c = k,
-                            .src = (uv_stream_t *)&k->upstream,
-                            .dst = (uv_stream_t *)&k->client,
-                            .buf = k->down.buf};
-    flow_read(&k->up);
-    flow_read(&k->down);
 }
 
 /* ---- connecting out ------------------------------------------------------- */
@@ -373,9 +162,9 @@ static void on_request_sent(uv_write_t *req, int status)
     if (k->state != RELAY)
         return;
     if (status < 0)
-        conn_close(k);
+        proxy_conn_close(k);
     else
-        flow_read(&k->up);
+        proxy_flow_read(&k->up);
 }
 
 static void on_connected(uv_connect_t *req, int status)
@@ -396,12 +185,12 @@ static void on_connected(uv_connect_t *req, int status)
     if (k->parser.method == HTTP_CONNECT) {
         static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1}, 1);
-        relay(k);
+        proxy_relay(k);
         if (rest) { /* the tunnel's first bytes came with the head */
             uv_read_stop((uv_stream_t *)&k->client);
             k->up.buf = malloc(rest);
             if (!k->up.buf) {
-                conn_close(k);
+                proxy_conn_close(k);
                 return;
             }
             memcpy(k->up.buf, k->head + k->head_end, rest);
@@ -409,7 +198,7 @@ static void on_connected(uv_connect_t *req, int status)
             k->up.wreq.data = k;
             if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
                          &(uv_buf_t){.base = k->up.buf, .len = rest}, 1, on_request_sent) < 0)
-                conn_close(k);
+                proxy_conn_close(k);
         }
     } else {
         size_t len;
@@ -418,7 +207,7 @@ static void on_connected(uv_connect_t *req, int status)
             respond(k, "500 Internal Server Error", "toolexecd: out of memory\n");
             return;
         }
-        relay(k);
+        proxy_relay(k);
         uv_read_stop((uv_stream_t *)&k->client);
         free(k->up.buf);
         k->up.buf = req_bytes;
@@ -426,7 +215,7 @@ static void on_connected(uv_connect_t *req, int status)
         k->up.wreq.data = k;
         if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
                      &(uv_buf_t){.base = req_bytes, .len = len}, 1, on_request_sent) < 0)
-            conn_close(k);
+            proxy_conn_close(k);
     }
     free(k->head);
     k->head = NULL;
@@ -469,7 +258,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     k->resolving = false;
     if (k->state != RESOLVING) {
         uv_freeaddrinfo(res);
-        conn_maybe_free(k);
+        proxy_conn_maybe_free(k);
         return;
     }
     if (status < 0) {
@@ -648,7 +437,7 @@ static void on_head_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n == 0)
         return;
     if (n < 0) {
-        conn_close(k);
+        proxy_conn_close(k);
         return;
     }
     size_t done = http_parser_execute(&k->parser, &settings, k->head + k->head_len, (size_t)n);
@@ -678,8 +467,6 @@ static void free_handle(uv_handle_t *h)
     free(h);
 }
 
-static void on_listen_closed(uv_handle_t *h);
-
 static void on_accept(uv_stream_t *server, int status)
 {
     struct td_proxy *c = server->data;
@@ -707,7 +494,7 @@ static void on_accept(uv_stream_t *server, int status)
     LIST_INSERT_HEAD(&c->conns, k, link);
     c->open++;
     if (uv_accept(server, (uv_stream_t *)&k->client) < 0) {
-        conn_close(k);
+        proxy_conn_close(k);
         return;
     }
     c->accepted++;
@@ -719,7 +506,7 @@ static void on_accept(uv_stream_t *server, int status)
         if (c->denied)
             td_denials_add(c->denied, json_pack("{s:s,s:s}", "kind", "network", "reason",
                                                 "connections_total"));
-        uv_close((uv_handle_t *)&c->listen, on_listen_closed);
+        uv_close((uv_handle_t *)&c->listen, proxy_on_listen_closed);
     }
     if (c->open > c->max_connections) {
         /* the count of connections is the one thing a client may spend
@@ -732,20 +519,13 @@ static void on_accept(uv_stream_t *server, int status)
         if (c->denied)
             td_denials_add(c->denied,
                            json_pack("{s:s,s:s}", "kind", "network", "reason", "max_connections"));
-        conn_close(k);
+        proxy_conn_close(k);
         return;
     }
     http_parser_init(&k->parser, HTTP_REQUEST);
     k->parser.data = k;
     uv_timer_start(&k->timer, on_head_timeout, TD_PROXY_HEAD_TIMEOUT_MS, 0);
     uv_read_start((uv_stream_t *)&k->client, head_alloc, on_head_read);
-}
-
-static void on_listen_closed(uv_handle_t *h)
-{
-    struct td_proxy *c = h->data;
-    c->listen_closed = true;
-    call_maybe_free(c);
 }
 
 struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_denials *denied,
@@ -777,28 +557,8 @@ struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_den
         if (uv_fileno((uv_handle_t *)&c->listen, &(uv_os_fd_t){0}) != 0)
             close(fd); /* not taken by the handle */
         c->denied = NULL;
-        uv_close((uv_handle_t *)&c->listen, on_listen_closed);
+        uv_close((uv_handle_t *)&c->listen, proxy_on_listen_closed);
         return NULL;
     }
     return c;
-}
-
-void td_proxy_stop(struct td_proxy *c)
-{
-    if (!c)
-        return;
-    if (c->accepted || c->denials)
-        td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
-                "egress: %u connections (%u refused at max_connections), %u requests refused, "
-                "%llu bytes out, %llu bytes in",
-                c->accepted, c->refused, c->denials, (unsigned long long)c->bytes_up,
-                (unsigned long long)c->bytes_down);
-    c->denied = NULL;
-    struct conn *k;
-    LIST_FOREACH(k, &c->conns, link)
-        conn_close(k);
-    if (!uv_is_closing((uv_handle_t *)&c->listen))
-        uv_close((uv_handle_t *)&c->listen, on_listen_closed);
-    else /* closed at TD_PROXY_MAX_TOTAL: nothing else may be left to free it */
-        call_maybe_free(c);
 }

@@ -1,0 +1,96 @@
+/*
+ * proxy_int.h - one call's egress proxy (proxy.h) as its parts share it.
+ * Each calls only the one below it:
+ *
+ *   proxy_request.c  the call's listener (td_proxy_start), accepting; a
+ *                    connection's request head read and decided, refused
+ *                    (403 and the call's denials) or connected out
+ *                    (resolved on the thread pool)
+ *   proxy.c          a connection's end and the call's (td_proxy_stop):
+ *                    closed, freed; the bytes of an established
+ *                    connection (the relay)
+ */
+#ifndef TD_PROXY_INT_H
+#define TD_PROXY_INT_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <uv.h>
+
+struct td_denials;
+struct td_egress;
+
+#define MAX_HEADERS 100
+
+enum state { HEAD, RESOLVING, CONNECTING, RELAY, DRAINING, CLOSING };
+
+struct conn;
+/* One direction of a relay: read from src, write to dst. */
+struct flow {
+    struct conn *c;
+    uv_stream_t *src, *dst;
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    char *buf; /* the one chunk in flight */
+    bool eof;
+};
+
+struct conn {
+    struct td_proxy *call;
+    LIST_ENTRY(conn) link;
+    enum state state;
+    uv_tcp_t client, upstream;
+    bool upstream_init;
+    uv_timer_t timer;
+    uv_getaddrinfo_t gai;
+    bool resolving;
+    uv_connect_t creq;
+    int handles;
+    http_parser parser;
+    char *head; /* the request head as read, TD_PROXY_HEAD_MAX */
+    size_t head_len, head_end;
+    long url[2];
+    long hdr[MAX_HEADERS][4]; /* name from, to; value from, to */
+    int nhdr;
+    bool in_value;
+    char host[256];
+    unsigned port;
+    struct flow up, down;
+};
+
+struct td_proxy {
+    const struct td_egress *e;
+    struct td_denials *denied; /* NULL once stopped */
+    char *batch_id, *call_id;
+    uv_tcp_t listen;
+    bool listen_closed;
+    LIST_HEAD(, conn) conns;
+    unsigned open, accepted, refused, denials;
+    uint64_t bytes_up, bytes_down;
+    bool exhausted; /* max_bytes reached */
+    uint64_t max_bytes;
+    unsigned max_connections;
+};
+
+/* Frees the call once its listener is closed, its connections gone and it
+ * is stopped. */
+void proxy_call_maybe_free(struct td_proxy *c);
+/* Frees the connection once its handles are closed and no name is being
+ * resolved for it (then its call, if that was the last). */
+void proxy_conn_maybe_free(struct conn *k);
+/* uv_close callback of each of a connection's handles (data: the conn). */
+void proxy_on_conn_closed(uv_handle_t *h);
+/* uv_close callback of the call's listener (data: the call). */
+void proxy_on_listen_closed(uv_handle_t *h);
+/* Closes every handle of the connection (once; CLOSING from here). */
+void proxy_conn_close(struct conn *k);
+/* Connected: RELAY from here, both directions read (up.buf and down.buf
+ * kept: a request's bytes may be in flight in up). */
+void proxy_relay(struct conn *k);
+/* Reads the flow's source again, unless it has ended. */
+void proxy_flow_read(struct flow *f);
+
+#endif
