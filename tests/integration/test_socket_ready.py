@@ -8,6 +8,7 @@ that exists must accept a connection. Before the fix the path existed from
 bind() on, so the first hold found it refusing, every time. Root daemon and
 unprivileged one."""
 
+import errno
 import os
 import select
 import socket
@@ -35,6 +36,29 @@ def read_line(fd, proc, timeout):
         if r:
             buf += os.read(fd, 4096)
     return buf.decode().strip()
+
+
+def write_go(path, proc, timeout):
+    """One byte into the FIFO path once the daemon has it open for reading;
+    an assertion error, not a hang, when it never does."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:
+            if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+        if proc.poll() is not None:
+            raise AssertionError("toolexecd exited (%s) while held" % proc.returncode)
+        if time.monotonic() > end:
+            raise AssertionError("the daemon did not wait for go within %.1fs" % timeout)
+        # a short wait, only to look again
+        time.sleep(0.005)
+    try:
+        os.write(fd, b"g")
+    finally:
+        os.close(fd)
 
 
 class SocketReady(unittest.TestCase):
@@ -89,8 +113,7 @@ class SocketReady(unittest.TestCase):
                     finally:
                         s.close()
                 # the daemon blocks opening go for reading until this write
-                with open(os.path.join(fifos, "go"), "wb") as g:
-                    g.write(b"g")
+                write_go(os.path.join(fifos, "go"), d.proc, WAIT)
         finally:
             os.close(held)
         d.wait_ready()

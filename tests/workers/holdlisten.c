@@ -51,11 +51,25 @@ int listen(int fd, int backlog)
             close(w);
         }
         snprintf(path, sizeof(path), "%s/go", dir);
-        int r = open(path, O_RDONLY | O_CLOEXEC);
-        if (r >= 0) {
-            if (read(r, &c, 1) != 1)
-                fprintf(stderr, "holdlisten: %s: no byte\n", path);
+        /* Until a byte comes: an open that meets the writer of the hold
+         * before (still closing its end) reads end-of-file, not this
+         * hold's byte; then the test's next write would find no reader
+         * and block for good (CI saw that once under load: "no byte",
+         * then a 180 s timeout). Opened again, it waits for that writer. */
+        for (;;) {
+            int r = open(path, O_RDONLY | O_CLOEXEC);
+            if (r < 0) {
+                fprintf(stderr, "holdlisten: %s: cannot open\n", path);
+                break;
+            }
+            ssize_t got = read(r, &c, 1);
             close(r);
+            if (got == 1)
+                break;
+            if (got < 0) {
+                fprintf(stderr, "holdlisten: %s: cannot read\n", path);
+                break;
+            }
         }
     } else if (dir) {
         fprintf(stderr, "holdlisten: not held: fd %d\n", fd);
