@@ -510,9 +510,7 @@ int td_sandbox_hand_over(int kind, int fd)
     return sendmsg(TD_HANDOVER_FD, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(k) ? 0 : -1;
 }
 
-/* The descriptors handed up, by kind; a kind handed twice keeps the first,
- * anything malformed is closed. */
-static void collect_handed(int sock, int handed[TD_HAND_COUNT])
+ssize_t td_sandbox_recv_handed(int sock, int flags, int handed[TD_HAND_COUNT])
 {
     for (;;) {
         int kind;
@@ -520,20 +518,26 @@ static void collect_handed(int sock, int handed[TD_HAND_COUNT])
         te_fds_space u;
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
         te_fds_room(&m, &u, 1);
-        ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        ssize_t n = recvmsg(sock, &m, flags | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            return;
         int fd = -1;
-        if (te_fds_take(&m, &fd, 1) == 0)
-            continue;
-        if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT && handed[kind] < 0 &&
-            !(m.msg_flags & MSG_CTRUNC))
-            handed[kind] = fd;
-        else
-            close(fd);
+        if (n >= 0 && te_fds_take(&m, &fd, 1) == 1) {
+            if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT &&
+                handed[kind] < 0 && !(m.msg_flags & MSG_CTRUNC))
+                handed[kind] = fd;
+            else
+                close(fd);
+        }
+        return n;
     }
+}
+
+/* Everything the child handed up, queued already (see td_sandbox_start). */
+static void collect_handed(int sock, int handed[TD_HAND_COUNT])
+{
+    while (td_sandbox_recv_handed(sock, MSG_DONTWAIT, handed) > 0)
+        ;
 }
 
 static void close_ends(int fds[], size_t n)

@@ -68,6 +68,11 @@ int td_sandbox_report_more(int fd, struct td_report *r);
  * asked for it. The daemon finds it in td_child.handed once
  * td_sandbox_spawn() returns; the child's copy stays its own. 0 or -1. */
 int td_sandbox_hand_over(int kind, int fd);
+/* One message of a hand-over socket, its descriptor put in handed by its
+ * kind (a kind handed twice keeps the first; anything malformed is closed).
+ * The bytes received (a spare's "ready" is one), 0 at the end, -1 with
+ * errno. For the spawner, which reads a spare's (spawnproc.c). */
+ssize_t td_sandbox_recv_handed(int sock, int flags, int handed[TD_HAND_COUNT]);
 /* SIGKILL the tool under the init `init` (its one child), leaving the init
  * to reap it and report its resource use. 0 when it was killed or is
  * already gone, -errno when the tool could not be found safely (the caller

@@ -223,7 +223,8 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     if (!stopping)
         td_log(TD_LOG_ERR, "the spawner exited (%s %d) with %u calls: they end; starting another",
                WIFSIGNALED(status) ? "signal" : "status",
-               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), in_flight);
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+               td_spawner_in_flight());
     for (uint32_t id = 0; id < nslots; id++) {
         struct slot *s = &slots[id];
         if (!s->busy || !s->sent)

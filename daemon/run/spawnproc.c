@@ -94,26 +94,12 @@ static struct spare *spare_find(uint32_t id, uint32_t gen)
 static int spare_read(struct spare *sp, int flags)
 {
     for (;;) {
-        int kind;
-        struct iovec iov = {.iov_base = &kind, .iov_len = sizeof(kind)};
-        te_fds_space u;
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-        te_fds_room(&m, &u, 1);
-        ssize_t n = recvmsg(sp->ctl, &m, flags | MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = td_sandbox_recv_handed(sp->ctl, flags, sp->handed);
         if (n < 0 && errno == EAGAIN)
             return 0;
         if (n <= 0)
             return -1;
-        int fd = -1;
-        if (te_fds_take(&m, &fd, 1) == 1) {
-            if (n == (ssize_t)sizeof(kind) && kind >= 0 && kind < TD_HAND_COUNT &&
-                sp->handed[kind] < 0)
-                sp->handed[kind] = fd;
-            else
-                close(fd);
-        } else if (n == 1 && !sp->ready) {
+        if (n == 1 && !sp->ready) {
             /* ready: only now is it said to be (PREPARED), so that a call
              * never waits for, or wastes, a spare still being made */
             sp->ready = true;
@@ -121,9 +107,8 @@ static int spare_read(struct spare *sp, int flags)
                 .type = TD_SPAWN_PREPARED, .id = sp->id, .gen = sp->gen, .pid = sp->pid};
             say(daemon_sock, &r, NULL, 0);
         }
-        if (flags & MSG_DONTWAIT)
-            continue;
-        return 0;
+        if (!(flags & MSG_DONTWAIT))
+            return 0;
     }
 }
 
