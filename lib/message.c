@@ -484,9 +484,10 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
 int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    const char *extra = EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout",
-                                  "max_concurrency", "context", "session_id", "request_id",
-                                  "engine", "result_format", "max_content_bytes", "unknown_tool");
+    const char *extra =
+        EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout", "max_concurrency",
+                  "context", "session_id", "request_id", "engine", "result_format",
+                  "max_content_bytes", "unknown_tool", "policy");
     if (extra)
         return fail(err, errlen, "unknown key \"%s\" in run request", extra);
     json_t *unknown = json_object_get(req, "unknown_tool");
@@ -558,6 +559,11 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     if (v && !json_is_null(v) && !positive_int(v, &out->max_concurrency))
         return fail(err, errlen, "max_concurrency: expected a positive integer");
 
+    v = json_object_get(req, "policy");
+    if (v && !json_is_null(v) && !json_is_object(v))
+        return fail(err, errlen, "policy: expected an object");
+    out->narrow = json_is_object(v) ? v : NULL;
+
     json_t *calls = json_object_get(req, "calls");
     if (!json_is_array(calls))
         return fail(err, errlen, calls ? "calls: expected an array" : "calls: missing");
@@ -574,9 +580,14 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
             break;
         }
         if (json_object_get(call, "type")) {
-            if ((rc = normalize_llm_call(call, i, err, errlen)) < 0)
+            json_t *keep = json_incref(json_object_get(call, "policy"));
+            rc = normalize_llm_call(call, i, err, errlen);
+            if (keep)
+                json_object_set(call, "policy", keep);
+            json_decref(keep);
+            if (rc < 0)
                 break;
-        } else if ((extra = EXTRA_KEY(call, "id", "name", "arguments"))) {
+        } else if ((extra = EXTRA_KEY(call, "id", "name", "arguments", "policy"))) {
             rc = fail(err, errlen, "calls[%zu]: unknown key \"%s\"", i, extra);
             break;
         }
@@ -587,6 +598,11 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
         }
         if (!te_json_is_text(name)) {
             rc = fail(err, errlen, "calls[%zu].name: expected a string", i);
+            break;
+        }
+        json_t *pol = json_object_get(call, "policy");
+        if (pol && !json_is_null(pol) && !json_is_object(pol)) {
+            rc = fail(err, errlen, "calls[%zu].policy: expected an object", i);
             break;
         }
         json_t *args = json_object_get(call, "arguments");

@@ -279,6 +279,10 @@ typedef struct te_run_request {
      * a tool error of its own and the rest run; false ("refuse", the
      * default): one unknown tool refuses the batch */
     bool unknown_tool_error;
+    /* "policy" (issue 23): the batch's narrowing of each tool's confinement,
+     * an object or NULL; a call's own is its "policy" key (kept through the
+     * LLM shapes' normalisation). The daemon checks the keys. */
+    json_t *narrow;
 } te_run_request;
 
 /* Validate a {"op": "run", ...} request. Normalises the calls in place: the

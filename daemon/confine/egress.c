@@ -186,6 +186,63 @@ fail:
     return -1;
 }
 
+/* Is every request n lets through one p lets through too? */
+static bool covers(const struct rule *p, const struct rule *n)
+{
+    if (p->port >= 0 &&
+        (p->port == 0 ? n->port != 0 && n->port != 80 && n->port != 443 : n->port != p->port))
+        return false;
+    if (p->literal || n->literal)
+        return p->literal && n->literal && strcmp(p->host, n->host) == 0;
+    if (!p->wildcard)
+        return !n->wildcard && strcmp(p->host, n->host) == 0;
+    const char *name = n->wildcard ? n->host + 1 : n->host; /* ".a.x.org" or "a.x.org" */
+    size_t ln = strlen(name), dn = strlen(p->host) - 1;     /* ".x.org" */
+    return (n->wildcard ? ln >= dn : ln > dn) && strcmp(name + ln - dn, p->host + 1) == 0;
+}
+
+int td_egress_narrow(const struct td_egress *e, json_t *allow, struct td_egress **out, int *bad_at,
+                     char *err, size_t errlen)
+{
+    *bad_at = -1;
+    json_t *obj = json_pack("{s:O,s:I,s:I}", "allow", allow, "max_connections",
+                            (json_int_t)e->max_connections, "max_bytes", (json_int_t)e->max_bytes);
+    int rc = obj ? td_egress_parse(obj, out, err, errlen) : bad(err, errlen, "%s", "out of memory");
+    json_decref(obj);
+    if (rc < 0)
+        return -1;
+    for (size_t i = 0; i < (*out)->n; i++) {
+        bool ok = false;
+        for (size_t k = 0; k < e->n && !ok; k++)
+            ok = covers(&e->rules[k], &(*out)->rules[i]);
+        if (!ok) {
+            *bad_at = (int)i;
+            td_egress_free(*out);
+            *out = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+json_t *td_egress_list(const struct td_egress *e)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < e->n; i++) {
+        const struct rule *r = &e->rules[i];
+        bool v6 = r->literal && strchr(r->host, ':');
+        char buf[320];
+        if (r->port == 0)
+            snprintf(buf, sizeof(buf), "%s", r->host);
+        else if (r->port < 0)
+            snprintf(buf, sizeof(buf), v6 ? "[%s]:*" : "%s:*", r->host);
+        else
+            snprintf(buf, sizeof(buf), v6 ? "[%s]:%d" : "%s:%d", r->host, r->port);
+        json_array_append_new(a, json_string(buf));
+    }
+    return a;
+}
+
 void td_egress_free(struct td_egress *e)
 {
     if (!e)

@@ -28,6 +28,14 @@ struct sockaddr;
 /* The "network" object of a definition; 0, or -1 with why in err. */
 int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen);
 void td_egress_free(struct td_egress *e);
+/* A run request's narrowing (issue 23): a policy of allow (a JSON array of
+ * entries) with e's limits, each entry one that e lets through already
+ * ("a.x.org" under "*.x.org", "h:443" under "h"). 0 with *out; -1 with
+ * why in err, *bad_at the index of the entry e does not cover (else -1). */
+int td_egress_narrow(const struct td_egress *e, json_t *allow, struct td_egress **out, int *bad_at,
+                     char *err, size_t errlen);
+/* Its entries as written back (lower case): "host", "host:port", "host:*". */
+json_t *td_egress_list(const struct td_egress *e);
 /* May a request go to host (lower case, no trailing dot) port? */
 bool td_egress_allows(const struct td_egress *e, const char *host, unsigned port);
 /* What a worker's NO_PROXY says (its own loopback is its own), or NULL

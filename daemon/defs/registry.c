@@ -60,6 +60,15 @@ void td_tool_unref(struct td_tool *t)
 {
     if (!t || --t->refs > 0)
         return;
+    if (t->parent) { /* narrow.c: only what it narrowed is its own */
+        if (t->own_fs)
+            td_fsview_free(t->fs);
+        if (t->own_egress)
+            td_egress_free(t->egress);
+        td_tool_unref(t->parent);
+        free(t);
+        return;
+    }
     free(t->name);
     free(t->description);
     free(t->file);

@@ -61,6 +61,10 @@ struct td_tool {
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;
+    /* issue 23: a tool narrowed by a run request's "policy" (narrow.c)
+     * shares its parent's parts but these two where it owns them */
+    struct td_tool *parent; /* NULL: a definition as loaded */
+    bool own_fs, own_egress;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

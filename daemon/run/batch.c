@@ -446,6 +446,8 @@ static void start_call(struct td_batch *b, struct call *c)
     }
     if (c->tool && c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
         c->timeout_ms = c->tool->timeout_ms;
+    if (c->policy_timeout_ms && c->policy_timeout_ms < c->timeout_ms)
+        c->timeout_ms = c->policy_timeout_ms;
     if (c->tool && c->tool->coerce && c->tool->validator && json_is_object(c->arguments))
         te_schema_coerce(c->tool->validator, c->arguments);
     c->state = CALL_RUNNING;

@@ -45,8 +45,9 @@ struct call {
     bool is_error;      /* its result is an error (Anthropic's is_error) */
     bool slot;          /* holds one of the daemon's --max-workers slots */
     uint64_t started_ns, done_ns;
-    uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
-    struct rusage ru;    /* the worker's, from wait4() */
+    uint64_t timeout_ms;        /* effective: the tool's ceiling and the batch's */
+    uint64_t policy_timeout_ms; /* the request's "policy" narrowing (0: none) */
+    struct rusage ru;           /* the worker's, from wait4() */
     bool have_ru;
     json_t *denied;        /* {"denied": [...]} for the completed event; NULL: none */
     const char *start;     /* warm tools: "warm" or "cold" (template.c) */

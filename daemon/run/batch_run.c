@@ -16,6 +16,7 @@
 #include "batch_int.h"
 #include "config.h"
 #include "log.h"
+#include "narrow.h"
 #include "registry.h"
 #include "toolexec.h"
 
@@ -47,6 +48,43 @@ static uint64_t default_concurrency(size_t ncalls)
     if (ncalls < c)
         c = ncalls;
     return c ? c : 1;
+}
+
+static void drop_narrowed(struct td_tool **t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++)
+        td_tool_unref(t[i]);
+    free(t);
+}
+
+/* Each call's tool as its batch's and its own "policy" narrow it (narrow.h):
+ * out[i] a reference (NULL: no tool of ours), to[i] the policy's timeout. */
+static int narrow_calls(const te_run_request *r, struct td_tool **out, uint64_t *to, char *err,
+                        size_t errlen)
+{
+    size_t i;
+    json_t *call;
+    json_array_foreach(r->calls, i, call)
+    {
+        const char *name = json_string_value(json_object_get(call, "name"));
+        struct td_tool *t =
+            json_object_get(call, TE_CUSTOM_CALL) ? NULL : td_registry_find(td_tools, name);
+        if (!t)
+            continue;
+        struct td_tool *batch;
+        char key[48];
+        uint64_t ms = 0;
+        if (td_narrow_tool(t, r->narrow, "policy", &batch, &ms, err, errlen) < 0)
+            return -1;
+        snprintf(key, sizeof(key), "calls[%zu].policy", i);
+        int rc =
+            td_narrow_tool(batch, json_object_get(call, "policy"), key, &out[i], &ms, err, errlen);
+        td_tool_unref(batch);
+        if (rc < 0)
+            return -1;
+        to[i] = ms;
+    }
+    return 0;
 }
 
 void td_batch_run(const struct td_batch_owner *owner, json_t *req)
@@ -105,11 +143,26 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         }
     }
 
+    /* The request's "policy" (issue 23): each tool narrowed for the batch,
+     * then for the call; any widening refuses the batch before a call runs. */
+    struct td_tool **narrowed = calloc(r.ncalls + 1, sizeof(*narrowed));
+    uint64_t *narrowed_to = calloc(r.ncalls + 1, sizeof(*narrowed_to));
+    if (!narrowed || !narrowed_to ||
+        narrow_calls(&r, narrowed, narrowed_to, err, sizeof(err)) < 0) {
+        drop_narrowed(narrowed, r.ncalls);
+        free(narrowed_to);
+        ops->error(conn, id, "request_error", "invalid_request",
+                   narrowed && narrowed_to ? err : "out of memory", NULL);
+        return;
+    }
+
     struct td_batch *b = calloc(1, sizeof(*b));
     if (!b || !(b->calls = calloc(r.ncalls + 1, sizeof(*b->calls))) || !(b->id = strdup(id))) {
         if (b)
             free(b->calls);
         free(b);
+        drop_narrowed(narrowed, r.ncalls);
+        free(narrowed_to);
         ops->error(conn, id, "engine_error", "internal", "out of memory", NULL);
         return;
     }
@@ -117,6 +170,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         free(b->calls);
         free(b->id);
         free(b);
+        drop_narrowed(narrowed, r.ncalls);
+        free(narrowed_to);
         ops->error(conn, id, "request_error", "invalid_request", err, NULL);
         return;
     }
@@ -125,6 +180,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         free(b->calls);
         free(b->id);
         free(b);
+        drop_narrowed(narrowed, r.ncalls);
+        free(narrowed_to);
         snprintf(err, sizeof(err), "batch \"%.64s\" is already running on this connection", id);
         ops->error(conn, id, "request_error", "duplicate_batch", err, NULL);
         return;
@@ -145,11 +202,12 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         c->id = json_string_value(json_object_get(call, "id"));
         c->name = json_string_value(json_object_get(call, "name"));
         c->arguments = json_object_get(call, "arguments");
-        struct td_tool *t =
-            json_object_get(call, TE_CUSTOM_CALL) ? NULL : td_registry_find(td_tools, c->name);
         /* NULL: a custom tool call, or an unknown tool under "unknown_tool": "error" */
-        c->tool = t ? td_tool_ref(t) : NULL;
+        c->tool = narrowed[i]; /* the reference is the call's now */
+        c->policy_timeout_ms = narrowed_to[i];
     }
+    free(narrowed);
+    free(narrowed_to);
     /* Subscribers learn who runs what before the batch's first event. */
     json_t *list = json_array();
     for (size_t k = 0; k < b->ncalls; k++)

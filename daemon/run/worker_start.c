@@ -390,7 +390,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         rmdir(workdir);
         goto fail;
     }
-    if (via && !s->tool->warm) /* the next call's, made while this one runs */
+    if (via && !s->tool->warm && !s->tool->parent) /* the next call's (a narrowed tool: none) */
         td_spares_refill(s->tool);
 
 started:

@@ -1,0 +1,118 @@
+/*
+ * fsview_narrow.c - a call's view narrowed by a run request's "policy"
+ * (issue 23): fewer writable paths, fewer read paths (a minimal root),
+ * more hidden ones; never more. The narrowed view is parsed as a definition's
+ * "filesystem" would be, so it is planned and enforced (mounts, Landlock)
+ * exactly as one.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fsview.h"
+#include "fsview_narrow.h"
+#include "toolexec.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* path is one of list's, or beneath one */
+static bool under_one(char *const *list, const char *path)
+{
+    for (char *const *p = list; p && *p; p++) {
+        size_t n = strlen(*p);
+        if (strncmp(path, *p, n) == 0 && (path[n] == '\0' || path[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static bool listed(char *const *list, const char *path)
+{
+    for (char *const *p = list; p && *p; p++)
+        if (strcmp(*p, path) == 0)
+            return true;
+    return false;
+}
+
+static void add_all(json_t *a, char *const *list)
+{
+    for (char *const *p = list; p && *p; p++)
+        json_array_append_new(a, json_string(*p));
+}
+
+int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, const char *key,
+                     struct td_fsview **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!json_is_object(pol))
+        return fail(err, errlen, "%s.filesystem: expected an object (read, write, hide)", key);
+    const char *k;
+    json_t *x;
+    json_object_foreach(pol, k, x)
+    {
+        if (strcmp(k, "read") && strcmp(k, "write") && strcmp(k, "hide"))
+            return fail(err, errlen,
+                        "%s.filesystem.%s: not a key a policy narrows (read, write, hide)", key, k);
+    }
+    if (td_fsview_is_host(v))
+        return fail(err, errlen,
+                    "%s.filesystem: tool %s sees the host's file system (no view of its own): "
+                    "there is no view to narrow",
+                    key, tool);
+    struct td_fsview *p;
+    int rc = td_fsview_parse(key, pol, &p, err, errlen);
+    if (rc < 0)
+        return rc;
+    bool minimal = v->dflt ? td_fs_default == TD_FS_MINIMAL : v->minimal;
+    for (size_t i = 0; p->write && p->write[i]; i++)
+        if (!under_one(v->write, p->write[i])) {
+            rc = fail(err, errlen, "%s.filesystem.write[%zu]: \"%s\" is not writable by tool %s",
+                      key, i, p->write[i], tool);
+            goto out;
+        }
+    if (p->read && !minimal) {
+        rc = fail(err, errlen,
+                  "%s.filesystem.read: tool %s's view shows the host's file system read-only "
+                  "(not a minimal root): narrow it with \"hide\"",
+                  key, tool);
+        goto out;
+    }
+    for (size_t i = 0; p->read && p->read[i]; i++)
+        if (!under_one(v->read, p->read[i]) && !under_one(v->write, p->read[i])) {
+            rc = fail(err, errlen, "%s.filesystem.read[%zu]: \"%s\" is not readable by tool %s",
+                      key, i, p->read[i], tool);
+            goto out;
+        }
+    json_t *def = json_object(), *read = json_array(), *write = json_array(), *hide = json_array();
+    if (minimal)
+        json_object_set_new(def, "root", json_string("minimal"));
+    char **w = json_object_get(pol, "write") ? p->write : v->write;
+    add_all(write, w);
+    if (json_object_get(pol, "read")) {
+        add_all(read, p->read);
+    } else {
+        add_all(read, v->read);
+        /* a path no longer writable is still seen, read-only */
+        for (char **q = v->write; q && *q; q++)
+            if (!listed(w, *q))
+                json_array_append_new(read, json_string(*q));
+    }
+    add_all(hide, v->hide);
+    add_all(hide, p->hide);
+    json_object_set_new(def, "read", read);
+    json_object_set_new(def, "write", write);
+    json_object_set_new(def, "hide", hide);
+    rc = td_fsview_parse(key, def, out, err, errlen);
+    json_decref(def);
+out:
+    td_fsview_free(p);
+    return rc;
+}
