@@ -60,6 +60,11 @@ void cli_set_help(const char *(*fn)(const char *cmd));
 /* "toolexec: MESSAGE" and a pointer to --help on stderr; returns
  * CLI_EXIT_ERROR. cmd is NULL for the global options. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Is s one of set's (NULL-terminated)? */
+bool cli_one_of(const char *s, const char *const *set);
+/* --policy FILE: its JSON object as the request's "policy" (the daemon
+ * checks its keys); 1, or minus an exit code after a usage error. */
+int cli_policy_file(const char *cmd, const char *path, json_t *fields);
 /* The complaint for getopt's '?' or ':' (opterr is off). */
 int cli_bad_option(const char *cmd, int opt, char **argv);
 /* Send a request; on failure say so and return CLI_EXIT_CONNECT. */

@@ -210,3 +210,25 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req)
     }
     return CLI_EXIT_OK;
 }
+
+bool cli_one_of(const char *s, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(s, *set) == 0)
+            return true;
+    return false;
+}
+
+int cli_policy_file(const char *cmd, const char *path, json_t *fields)
+{
+    json_error_t je;
+    json_t *pol = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(pol)) {
+        int rc = pol ? cli_usage_error(cmd, "--policy %s: expected a JSON object", path)
+                     : cli_usage_error(cmd, "--policy %s: %s", path, je.text);
+        json_decref(pol);
+        return -rc;
+    }
+    json_object_set_new(fields, "policy", pol);
+    return 1;
+}

@@ -122,6 +122,11 @@ static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
     }
     if (m->tool_timeout)
         json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
+    /* issue 23: the client's narrowing of the tool's confinement, checked
+     * (and a widening refused) by the daemon */
+    json_t *pol = json_object_get(json_object_get(params, "_meta"), "toolexecd/policy");
+    if (pol)
+        json_object_set(req, "policy", pol);
     c->id = json_incref(id);
     c->batch = batch;
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");

@@ -513,15 +513,7 @@ static void print_report(const struct batch_view *v)
 /* ------------------------------------------------------------------------ */
 /* toolexec run */
 
-enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_CONCURRENCY, OPT_FORMAT };
-
-static bool one_of(const char *s, const char *const *set)
-{
-    for (; *set; set++)
-        if (strcmp(s, *set) == 0)
-            return true;
-    return false;
-}
+enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_CONCURRENCY, OPT_FORMAT, OPT_NARROW };
 
 bool cli_parse_positive(const char *s, json_int_t *out)
 {
@@ -545,7 +537,7 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
         json_object_set_new(fields, "batch", json_string(arg));
         return 1;
     case OPT_POLICY:
-        if (!one_of(arg, (const char *const[]){"continue", "halt", "ask", NULL}))
+        if (!cli_one_of(arg, (const char *const[]){"continue", "halt", "ask", NULL}))
             return -cli_usage_error(cmd,
                                     "--on-tool-error: expected continue, halt or ask, "
                                     "not '%s'",
@@ -560,6 +552,8 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
                                     arg);
         json_object_set_new(fields, "result_format", json_string(arg));
         return 1;
+    case OPT_NARROW: /* --policy FILE: the batch's "policy" (issue 23) */
+        return cli_policy_file(cmd, arg, fields);
     case OPT_TIMEOUT:
     case OPT_CONCURRENCY:
         if (!cli_parse_positive(arg, &n))
@@ -628,6 +622,7 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv)
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-concurrency", required_argument, NULL, OPT_CONCURRENCY},
         {"result-format", required_argument, NULL, OPT_FORMAT},
+        {"policy", required_argument, NULL, OPT_NARROW},
         {0},
     };
     json_t *fields = json_object();
@@ -769,6 +764,7 @@ int cli_cmd_call(struct cli *cli, int argc, char **argv)
     static const struct option opts[] = {
         CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"policy", required_argument, NULL, OPT_NARROW},
         {0},
     };
     json_t *fields = json_object();

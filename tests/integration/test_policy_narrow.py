@@ -10,6 +10,7 @@ both on its allow-list) and two writable directories."""
 import json
 import os
 import shutil
+import subprocess
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -214,6 +215,68 @@ class NarrowCases:
         res = self.run_one({}, policy={"memory_mb": 512, "processes": 16,
                                        "limits": {"open_files": 64}})
         self.assertEqual(self.out(res), {})
+
+
+class Clients(unittest.TestCase):
+    """toolexec run --policy FILE and call --policy FILE; MCP's
+    _meta["toolexecd/policy"] in tools/call."""
+
+    @classmethod
+    def setUpClass(cls):
+        NarrowCases.setUpClass.__func__(cls)
+
+    @classmethod
+    def new_daemon(cls):
+        return Daemon(start=False)
+
+    @classmethod
+    def started(cls, d):
+        d.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        NarrowCases.tearDownClass.__func__(cls)
+
+    def toolexec(self, *args, stdin=None):
+        toolexec = os.environ.get("TOOLEXEC")
+        if not toolexec:
+            self.skipTest("environment lacks TOOLEXEC (run through meson test)")
+        return subprocess.run([toolexec, "--socket", self.d.sock] + list(args), input=stdin,
+                              capture_output=True, text=True, timeout=harness.WAIT)
+
+    def test_cli_policy_file(self):
+        a, b = self.urls
+        pol = self.d.path("policy.json")
+        with open(pol, "w") as f:
+            json.dump({"network": {"allow": [self.hosts[0]]}}, f)
+        p = self.toolexec("call", "--json", "--policy", pol, "net", json.dumps({"get": [a, b]}))
+        done = [json.loads(x) for x in p.stdout.splitlines()
+                if '"tool_execution_completed"' in x]
+        self.assertEqual(done[0]["result"]["ok"], {a: 200, b: 403}, p)
+        with open(pol, "w") as f:
+            json.dump({"network": {"allow": ["evil.com:443"]}}, f)
+        calls = json.dumps([{"id": "c", "name": "net", "arguments": {}}])
+        p = self.toolexec("run", "--policy", pol, stdin=calls)
+        self.assertNotEqual(p.returncode, 0)
+        for part in ("policy.network.allow[0]", "evil.com:443", "is not in tool net"):
+            self.assertIn(part, p.stdout + p.stderr)
+
+    def test_mcp_meta_policy(self):
+        from test_mcp import Session
+        a, b = self.urls
+        s = Session(self, self.d.sock)
+        s.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "t", "version": "1"}})
+        s.response(1)
+        s.notify("notifications/initialized")
+        s.request(2, "tools/call", {"name": "net", "arguments": {"get": [a, b]},
+                                    "_meta": {"toolexecd/policy": {"network": {"allow": [self.hosts[1]]}}}})
+        r = s.response(2)
+        self.assertEqual(r["result"]["structuredContent"], {a: 403, b: 200}, r)
+        s.request(3, "tools/call", {"name": "net", "arguments": {},
+                                    "_meta": {"toolexecd/policy": {"timeout_ms": 10 ** 9}}})
+        r = json.dumps(s.response(3))
+        self.assertIn("policy.timeout_ms", r)
 
 
 class RootDaemon(NarrowCases, unittest.TestCase):
