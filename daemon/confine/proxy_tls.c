@@ -26,6 +26,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -515,6 +517,11 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     t->ufd = ufd;
     t->budget = budget;
     snprintf(t->host, sizeof(t->host), "%s", host);
+    /* a handshake's flight is several sends here: without this, Nagle and
+     * the peer's delayed ACK hold each for ~40 ms (measured: 125 ms a
+     * request with, a fraction without) */
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+    setsockopt(ufd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
     fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) & ~O_NONBLOCK);
     fcntl(ufd, F_SETFL, fcntl(ufd, F_GETFL) & ~O_NONBLOCK);
     pthread_mutex_lock(&lock);
