@@ -11,6 +11,7 @@ read is refused at load and by --check."""
 
 import json
 import os
+import pwd
 import shutil
 import ssl
 import subprocess
@@ -28,16 +29,17 @@ TOOL = r'''
 import json, os, sys, urllib.request, urllib.error
 a = json.loads(sys.stdin.readline())
 op = a["op"]
-def get(url):
+def get(url, auth=None):
     try:
-        r = urllib.request.urlopen(url, timeout=20)
+        req = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
+        r = urllib.request.urlopen(req, timeout=20)
         return {"status": r.status, "body": r.read().decode()}
     except urllib.error.HTTPError as e:
         return {"status": e.code, "body": e.read().decode()}
     except OSError as e:
         return {"error": type(e).__name__, "msg": str(e)}
 if op == "get":
-    out = get(a["url"])
+    out = get(a["url"], a.get("auth"))
 elif op == "gets":
     out = [get(a["url"])["status"] for _ in range(a["n"])]
 elif op == "look":
@@ -116,6 +118,12 @@ def tool(name, network):
 
 
 class CredentialsCases:
+    owner = 0  # of the credentials: root, or the unprivileged daemon's uid
+
+    @classmethod
+    def make_daemon(cls, tools, args):
+        return Daemon(tools, args=args)
+
     @classmethod
     def setUpClass(cls):
         harness.require_env()
@@ -131,14 +139,16 @@ class CredentialsCases:
         with open(os.path.join(cls.creddir, "api"), "w") as f:
             f.write(SECRET + "\n")
         os.chmod(os.path.join(cls.creddir, "api"), 0o600)
+        os.chown(cls.creddir, cls.owner, -1)
+        os.chown(os.path.join(cls.creddir, "api"), cls.owner, -1)
         hs = "127.0.0.1:%d" % cls.https.server_address[1]
         hp = "127.0.0.1:%d" % cls.http.server_address[1]
         cls.hs, cls.hp = hs, hp
         cred = {"Authorization": {"credential": "api"}}
-        cls.d = Daemon([tool("cred", {"allow": [hs, hp], "headers": {hs: cred, hp: cred}}),
-                        tool("other", {"allow": [hs, hp]})],
-                       args=["--credentials-dir", cls.creddir,
-                             "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
+        cls.d = cls.make_daemon([tool("cred", {"allow": [hs, hp], "headers": {hs: cred, hp: cred}}),
+                                 tool("other", {"allow": [hs, hp]})],
+                                ["--credentials-dir", cls.creddir,
+                                 "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
 
     @classmethod
     def tearDownClass(cls):
@@ -159,10 +169,12 @@ class CredentialsCases:
         self.assertEqual(out, {"status": 200, "body": "welcome"})
 
     def test_the_calls_own_header_is_replaced(self):
-        before = len(self.https.seen)
-        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs)
-        self.assertEqual(out["status"], 200)
-        self.assertEqual(self.https.seen[before:], [[SECRET]])
+        for srv, url in ((self.https, "https://%s/x" % self.hs),
+                         (self.http, "http://%s/x" % self.hp)):
+            before = len(srv.seen)
+            out, _ = self.call("cred", op="get", url=url, auth="Bearer not-the-one")
+            self.assertEqual(out["status"], 200)
+            self.assertEqual(srv.seen[before:], [[SECRET]])
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
@@ -197,6 +209,19 @@ class CredentialsCases:
 
 class RootCredentials(CredentialsCases, unittest.TestCase):
     pass
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedCredentials(CredentialsCases, unittest.TestCase):
+    owner = pwd.getpwnam("nobody").pw_uid
+
+    @classmethod
+    def make_daemon(cls, tools, args):
+        d = harness.NobodyDaemon(tools, args=args, start=False)
+        harness.give_work_dir(d)
+        harness.started(d)
+        return d
 
 
 class BadCredentialFile(unittest.TestCase):
