@@ -7,6 +7,9 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libmicrohttpd-dev nettle-dev"
 # the egress proxy parses HTTP with http-parser (daemon/confine/proxy_request.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
+# the egress proxy ends TLS for hosts with credential headers (daemon/confine/proxy_tls.c);
+# openssl: test_credentials makes its test server's certificates
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
 
 te_install_deps() {
     missing=""

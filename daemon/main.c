@@ -21,6 +21,7 @@
 #include "config.h"
 #include "defcheck.h"
 #include "containment.h"
+#include "credentials.h"
 #include "spares.h"
 #include "spawner.h"
 #include "fsview.h"
@@ -28,6 +29,7 @@
 #include "listener.h"
 #include "log.h"
 #include "notify.h"
+#include "proxy_tls.h"
 #include "reaper.h"
 #include "registry.h"
 #include "sysfilter.h"
@@ -48,76 +50,83 @@ static bool signals_closed;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: toolexecd [options]\n"
-               "  -s, --socket PATH          Unix socket to listen on\n"
-               "                             (default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
-               "                             /run/toolexecd/toolexecd.sock for root)\n"
-               "  -t, --tools DIR            tool definitions, one *.json per tool\n"
-               "                             (default " TD_DEFAULT_TOOLS_DIR ")\n"
-               "      --work-dir DIR         where per-call private directories are made\n"
-               "                             (default: a fresh one under /run/toolexecd\n"
-               "                             or $XDG_RUNTIME_DIR/toolexecd)\n"
-               "      --max-frame-bytes N    largest worker response (default 16777216)\n"
-               "      --max-content-bytes N  largest encoded content (default 16777216)\n"
-               "      --max-request-bytes N  longest request line (default 16777216)\n"
-               "      --log-level LEVEL      error, warn, info or debug (default info)\n"
-               "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
-               "      --spawner yes|no       calls started by a process of their own, off\n"
-               "                             the loop (default yes; no: by the loop)\n"
-               "      --spares N             sandboxes the spawner keeps ready per tool\n"
-               "                             called lately (0-16, default 0: none)\n"
-               "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
-               "                             (default: our own cgroup if it is delegated)\n"
-               "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
-               "                             cpu_ms, memory_mb, processes, open_files,\n"
-               "                             file_size_mb, output_mb\n"
-               "      --default-user NAME    workers' user when running as root\n"
-               "                             (default: toolexec if it exists, else nobody)\n"
-               "      --default-group NAME   workers' group (default: the user's)\n"
-               "      --call-uids FIRST-LAST|no  root: each call of a tool without a \"user\"\n"
-               "                             runs as a uid of its own from this range\n"
-               "                             (default " TD_CALL_UIDS_DEFAULT ")\n"
-               "      --default-network yes|no  network for tools that do not say\n"
-               "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
-               "      --max-clients N        connections at once (default 512)\n"
-               "      --max-batch-calls N    calls in one batch (default 1024)\n"
-               "      --max-queued-calls N   calls in one uid's unfinished batches\n"
-               "                             (default 4096, at least 4 x --max-batch-calls)\n"
-               "      --max-client-batches N unfinished batches on one connection (default 64)\n"
-               "      --max-clients-per-uid N  connections of one uid\n"
-               "                             (default --max-clients/4, at least 16)\n"
-               "      --max-request-buffer N bytes of unfinished request lines, all clients\n"
-               "                             (default 67108864, at least 4 x --max-request-bytes)\n"
-               "      --idle-timeout S       close a connection with no batch that sends nothing\n"
-               "                             for S seconds, 0 never (default 600)\n"
-               "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
-               "      --socket-group NAME    group of the socket file\n"
-               "      --events-socket PATH   also listen here; connecting subscribes to every\n"
-               "                             event (socat -u UNIX-CONNECT:PATH -)\n"
-               "      --tail-group NAME      subscribers in this group see every client's\n"
-               "                             events (others: their own uid's)\n"
-               "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
-               "                             before they are cancelled (default 10)\n"
-               "      --log-format FORMAT    text or json (default text)\n"
-               "      --spill-max-age S      spill files are removed when their client\n"
-               "                             disconnects or S seconds after they are written\n"
-               "                             (default 3600; 0: only when it disconnects)\n"
-               "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
-               "                             http://ADDR:PORT/metrics (default: off)\n"
-               "      --metrics-timeout S    close a metrics connection idle S seconds\n"
-               "                             (default 10)\n"
-               "      --audit-arguments      audit records carry each call's arguments, not\n"
-               "                             only their SHA-256\n"
-               "      --check                print what isolation the host offers and exit\n"
-               "      --check                print what isolation the host offers and exit;\n"
-               "                             with --tools DIR, every problem of every\n"
-               "                             definition in DIR instead (status 1 if any)\n"
-               "      --filesystem VIEW      what tools without a \"filesystem\" key see:\n"
-               "                             default (the host read-only, secrets hidden),\n"
-               "                             minimal (/usr, /etc, /lib* only) or host\n"
-               "      --require-confinement  refuse to start without every confinement layer\n"
-               "  -h, --help                 this text\n"
-               "  -V, --version              the version\n");
+    fprintf(
+        f,
+        "usage: toolexecd [options]\n"
+        "  -s, --socket PATH          Unix socket to listen on\n"
+        "                             (default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
+        "                             /run/toolexecd/toolexecd.sock for root)\n"
+        "  -t, --tools DIR            tool definitions, one *.json per tool\n"
+        "                             (default " TD_DEFAULT_TOOLS_DIR ")\n"
+        "      --work-dir DIR         where per-call private directories are made\n"
+        "                             (default: a fresh one under /run/toolexecd\n"
+        "                             or $XDG_RUNTIME_DIR/toolexecd)\n"
+        "      --max-frame-bytes N    largest worker response (default 16777216)\n"
+        "      --max-content-bytes N  largest encoded content (default 16777216)\n"
+        "      --max-request-bytes N  longest request line (default 16777216)\n"
+        "      --log-level LEVEL      error, warn, info or debug (default info)\n"
+        "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
+        "      --spawner yes|no       calls started by a process of their own, off\n"
+        "                             the loop (default yes; no: by the loop)\n"
+        "      --spares N             sandboxes the spawner keeps ready per tool\n"
+        "                             called lately (0-16, default 0: none)\n"
+        "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
+        "                             (default: our own cgroup if it is delegated)\n"
+        "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
+        "                             cpu_ms, memory_mb, processes, open_files,\n"
+        "                             file_size_mb, output_mb\n"
+        "      --default-user NAME    workers' user when running as root\n"
+        "                             (default: toolexec if it exists, else nobody)\n"
+        "      --default-group NAME   workers' group (default: the user's)\n"
+        "      --call-uids FIRST-LAST|no  root: each call of a tool without a \"user\"\n"
+        "                             runs as a uid of its own from this range\n"
+        "                             (default " TD_CALL_UIDS_DEFAULT ")\n"
+        "      --default-network yes|no  network for tools that do not say\n"
+        "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
+        "      --max-clients N        connections at once (default 512)\n"
+        "      --max-batch-calls N    calls in one batch (default 1024)\n"
+        "      --max-queued-calls N   calls in one uid's unfinished batches\n"
+        "                             (default 4096, at least 4 x --max-batch-calls)\n"
+        "      --max-client-batches N unfinished batches on one connection (default 64)\n"
+        "      --max-clients-per-uid N  connections of one uid\n"
+        "                             (default --max-clients/4, at least 16)\n"
+        "      --max-request-buffer N bytes of unfinished request lines, all clients\n"
+        "                             (default 67108864, at least 4 x --max-request-bytes)\n"
+        "      --idle-timeout S       close a connection with no batch that sends nothing\n"
+        "                             for S seconds, 0 never (default 600)\n"
+        "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
+        "      --socket-group NAME    group of the socket file\n"
+        "      --events-socket PATH   also listen here; connecting subscribes to every\n"
+        "                             event (socat -u UNIX-CONNECT:PATH -)\n"
+        "      --tail-group NAME      subscribers in this group see every client's\n"
+        "                             events (others: their own uid's)\n"
+        "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
+        "                             before they are cancelled (default 10)\n"
+        "      --log-format FORMAT    text or json (default text)\n"
+        "      --spill-max-age S      spill files are removed when their client\n"
+        "                             disconnects or S seconds after they are written\n"
+        "                             (default 3600; 0: only when it disconnects)\n"
+        "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
+        "                             http://ADDR:PORT/metrics (default: off)\n"
+        "      --metrics-timeout S    close a metrics connection idle S seconds\n"
+        "                             (default 10)\n"
+        "      --audit-arguments      audit records carry each call's arguments, not\n"
+        "                             only their SHA-256\n"
+        "      --check                print what isolation the host offers and exit\n"
+        "      --check                print what isolation the host offers and exit;\n"
+        "                             with --tools DIR, every problem of every\n"
+        "                             definition in DIR instead (status 1 if any)\n"
+        "      --filesystem VIEW      what tools without a \"filesystem\" key see:\n"
+        "                             default (the host read-only, secrets hidden),\n"
+        "                             minimal (/usr, /etc, /lib* only) or host\n"
+        "      --require-confinement  refuse to start without every confinement layer\n"
+        "      --credentials-dir DIR  the files of the credentials that \"network\".\"headers\"\n"
+        "                             name (default $CREDENTIALS_DIRECTORY, else\n"
+        "                             " TD_CREDENTIALS_DEFAULT ")\n"
+        "      --upstream-ca FILE     PEM roots the egress proxy also trusts for hosts\n"
+        "                             whose TLS it ends (with credential headers)\n"
+        "  -h, --help                 this text\n"
+        "  -V, --version              the version\n");
 }
 
 /* Whenever something that keeps the daemon alive ends (a worker, a
@@ -126,6 +135,22 @@ static void usage(FILE *f)
 static void start_flush(void);
 
 static bool use_spawner = true;
+
+/* The egress proxy's CA for hosts with credential headers (proxy_tls.h):
+ * made now, once the work directory (where its bundle goes) is known. */
+static void credproxy_setup(void)
+{
+    char err[PATH_MAX + 256];
+    uint64_t t0 = uv_hrtime();
+    td_fsview_secret_dir = td_credentials_path();
+    if (td_tls_setup(td_cfg.work_dir, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_WARN, "egress: no TLS for credential headers: %s", err);
+        return;
+    }
+    td_fsview_ca_bundle = td_tls_bundle();
+    td_log(TD_LOG_DEBUG, "egress: the proxy's CA made in %llu us, bundle %s",
+           (unsigned long long)((uv_hrtime() - t0) / 1000), td_fsview_ca_bundle);
+}
 
 static void maybe_exit(void)
 {
@@ -333,7 +358,9 @@ int main(int argc, char **argv)
         OPT_METRICS_TIMEOUT,
         OPT_AUDIT_ARGS,
         OPT_SPAWNER,
-        OPT_SPARES
+        OPT_SPARES,
+        OPT_CRED_DIR,
+        OPT_UPSTREAM_CA
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -373,6 +400,8 @@ int main(int argc, char **argv)
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
         {"spawner", required_argument, NULL, OPT_SPAWNER},
         {"spares", required_argument, NULL, OPT_SPARES},
+        {"credentials-dir", required_argument, NULL, OPT_CRED_DIR},
+        {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -585,6 +614,12 @@ int main(int argc, char **argv)
         case OPT_CHECK:
             check = true;
             break;
+        case OPT_CRED_DIR:
+            td_credentials_dir = optarg;
+            break;
+        case OPT_UPSTREAM_CA:
+            td_upstream_ca = optarg;
+            break;
         case OPT_CGROUP:
             cgroup_dir = optarg;
             break;
@@ -696,6 +731,7 @@ int main(int argc, char **argv)
         td_reaper_stop();
         goto out_loop;
     }
+    credproxy_setup();
     td_worker_setup(); /* once the paths a call must not reach are known */
     if (metrics_listen && td_metrics_http_start(metrics_listen, metrics_timeout, metrics_render,
                                                 err, sizeof(err)) < 0) {

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "credentials.h"
 #include "egress.h"
 #include "toolexec.h"
 
@@ -49,6 +50,7 @@ struct td_egress {
     uint64_t max_bytes;
     unsigned max_connections;
     bool names_loopback;
+    struct td_creds *creds; /* "headers" (credentials.h); NULL: none */
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *arg)
@@ -146,8 +148,10 @@ int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen)
     json_t *x;
     json_object_foreach(v, key, x)
     {
-        if (strcmp(key, "allow") && strcmp(key, "max_connections") && strcmp(key, "max_bytes"))
-            return bad(err, errlen, "%s: unknown key (expected allow, max_connections, max_bytes)",
+        if (strcmp(key, "allow") && strcmp(key, "max_connections") && strcmp(key, "max_bytes") &&
+            strcmp(key, "headers"))
+            return bad(err, errlen,
+                       "%s: unknown key (expected allow, headers, max_connections, max_bytes)",
                        key);
     }
     json_t *allow = json_object_get(v, "allow");
@@ -178,6 +182,20 @@ int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen)
         }
         e->names_loopback |= loopback_host(&e->rules[e->n]);
         e->n++;
+    }
+    if (json_object_get(v, "headers") &&
+        td_creds_parse(json_object_get(v, "headers"), &e->creds, err, errlen) < 0)
+        goto fail;
+    for (size_t k = 0; e->creds && k < e->creds->n; k++) {
+        const struct td_cred_host *h = &e->creds->hosts[k];
+        if (h->port ? !td_egress_allows(e, h->host, (unsigned)h->port)
+                    : !td_egress_allows(e, h->host, 443) && !td_egress_allows(e, h->host, 80)) {
+            snprintf(err, errlen,
+                     "headers: %s%s%.0d: not in allow (a header goes only where a call "
+                     "may)",
+                     h->host, h->port ? ":" : "", h->port);
+            goto fail;
+        }
     }
     *out = e;
     return 0;
@@ -250,6 +268,7 @@ void td_egress_free(struct td_egress *e)
     for (size_t i = 0; i < e->n; i++)
         free(e->rules[i].host);
     free(e->rules);
+    td_creds_free(e->creds);
     free(e);
 }
 
@@ -326,4 +345,9 @@ bool td_egress_private(const struct sockaddr *sa)
         return private_v4(a + 12);
     return memcmp(a, zero, 15) == 0 /* :: and ::1 */ || (a[0] & 0xfe) == 0xfc /* fc00::/7 */ ||
            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) /* fe80::/10 */ || a[0] == 0xff;
+}
+
+const struct td_creds *td_egress_creds(const struct td_egress *e)
+{
+    return e ? e->creds : NULL;
 }

@@ -43,6 +43,10 @@ bool td_egress_allows(const struct td_egress *e, const char *host, unsigned port
  * through the proxy. */
 const char *td_egress_no_proxy(const struct td_egress *e);
 
+/* Its "headers" (credentials.h), NULL: none. */
+struct td_creds;
+const struct td_creds *td_egress_creds(const struct td_egress *e);
+
 /* Its limits (toolexecd.tools(5)), per call. */
 uint64_t td_egress_max_bytes(const struct td_egress *e);
 unsigned td_egress_max_connections(const struct td_egress *e);

@@ -55,6 +55,8 @@
 #include "toolexec.h"
 
 enum td_fs_default td_fs_default = TD_FS_VIEW;
+const char *td_fsview_ca_bundle;
+const char *td_fsview_secret_dir;
 
 /* At most this many read and write paths together: each takes a slot. */
 #define MAX_EXPOSED 32
@@ -416,6 +418,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     add_cover(&it, work);
     add_cover(&it, td_cfg.socket_path);
     add_cover(&it, td_cfg.events_socket_path);
+    add_cover(&it, td_fsview_secret_dir);
     for (char **h = v ? v->hide : NULL; h && *h; h++)
         add_cover(&it, *h);
     /* what is private, and exposed */
@@ -510,6 +513,11 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
             it.v[i].slot = slot++;
             op(p, TD_FS_OPEN, false, it.v[i].slot, 0, keep(p, "%s", it.v[i].path), NULL, NULL);
         }
+    int ca_slot = -1;
+    if (v && v->proxy_ca && td_fsview_ca_bundle) {
+        ca_slot = slot++;
+        op(p, TD_FS_OPEN, false, ca_slot, 0, keep(p, "%s", td_fsview_ca_bundle), NULL, NULL);
+    }
     if (minimal) {
         op(p, TD_FS_TMPFS, false, 0, MS_NOSUID | MS_NODEV, base_root, "mode=0755,size=64k", NULL);
         /* the host's /proc below the call's own: in a user namespace a
@@ -600,6 +608,11 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         p->failed = true;
         goto out;
     }
+    /* the proxy's CA where TLS libraries look (optional: no system bundle,
+     * no bind; the environment still names it) */
+    if (ca_slot >= 0)
+        op(p, TD_FS_BIND, true, ca_slot, 0, keep(p, "%s/etc/ssl/certs/ca-certificates.crt", pre),
+           NULL, NULL);
     op(p, TD_FS_HIDERS, false, 0, 1, dev, NULL, NULL);
     if (minimal)
         op(p, TD_FS_PIVOT, false, 0, 0, base_root, NULL, NULL);

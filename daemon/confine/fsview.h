@@ -20,7 +20,13 @@ struct td_fsview {
     bool minimal;                 /* "root": "minimal" */
     char **read, **write, **hide; /* NULL-terminated; absolute, normalised, existing */
     struct td_fsprep *prep;       /* the plan, made at the first call */
+    bool proxy_ca;                /* its calls trust the proxy's CA (proxy_tls.h) */
 };
+/* Set at start (main.c): the bundle of the system's roots and the egress
+ * proxy's CA, bound over the system bundle in the view of a tool with
+ * proxy_ca; and the credentials directory, hidden in every view. */
+extern const char *td_fsview_ca_bundle;
+extern const char *td_fsview_secret_dir;
 /* What a call may put in its /tmp, and in /dev (its /dev/shm): the
  * tmpfs options, also sent to warm templates (template.c) */
 #define TD_FS_TMP_OPTS "mode=1777,size=64m,nr_inodes=16384"

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "proxy_int.h"
+#include "proxy_tls.h"
 
 #define RELAY_CHUNK 32768
 
@@ -106,6 +107,7 @@ void td_proxy_stop(struct td_proxy *c)
                 c->accepted, c->refused, c->denials, (unsigned long long)c->bytes_up,
                 (unsigned long long)c->bytes_down);
     c->denied = NULL;
+    td_tls_stop(c); /* its connections with credentials, in their threads */
     struct conn *k;
     LIST_FOREACH(k, &c->conns, link)
         proxy_conn_close(k);

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +21,13 @@
 #include <uv.h>
 
 #include "config.h"
+#include "credentials.h"
 #include "denials.h"
 #include "egress.h"
 #include "log.h"
 #include "proxy.h"
 #include "proxy_int.h"
+#include "proxy_tls.h"
 
 #define LOG_REFUSALS 8 /* per call; the rest are in its denials and counts */
 #define DRAIN_MS 1000  /* reading what a refused client still sends, then closing */
@@ -110,7 +113,11 @@ static char *origin_request(struct conn *k, size_t *len)
     http_parser_url_init(&u);
     http_parser_parse_url(url, url_len, 0, &u); /* checked before */
     size_t rest = k->head_len - k->head_end;
+    /* credential headers (credentials.h) replace the call's own */
+    const struct td_cred_host *cred = td_creds_find(td_egress_creds(k->call->e), k->host, k->port);
     size_t cap = k->head_end + 1024 + rest;
+    for (size_t i = 0; cred && i < cred->n; i++)
+        cap += strlen(cred->h[i].name) + strlen(cred->h[i].value) + 4;
     char *out = malloc(cap);
     if (!out)
         return NULL;
@@ -137,12 +144,15 @@ static char *origin_request(struct conn *k, size_t *len)
             skip |=
                 (size_t)nl == strlen(hop_by_hop[j]) && strncasecmp(name, hop_by_hop[j], nl) == 0;
         has_host |= nl == 4 && strncasecmp(name, "host", 4) == 0;
+        skip |= td_creds_names(cred, name, (size_t)nl);
         if (!skip)
             PUT("%.*s: %.*s\r\n", nl, name, (int)(k->hdr[i][3] - k->hdr[i][2]),
                 k->head + k->hdr[i][2]);
     }
     if (!has_host)
         PUT(strchr(k->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", k->host, k->port);
+    for (size_t i = 0; cred && i < cred->n; i++)
+        PUT("%s: %s\r\n", cred->h[i].name, cred->h[i].value);
     PUT("Connection: close\r\n\r\n");
 #undef PUT
     if (n >= cap) { /* cannot happen: the head held all of it */
@@ -152,6 +162,45 @@ static char *origin_request(struct conn *k, size_t *len)
     memcpy(out + n, k->head + k->head_end, rest);
     *len = n + rest;
     return out;
+}
+
+/* A CONNECT to a host with credential headers: its TLS is ended here
+ * (proxy_tls.c, a thread of its own from here on); the loop's handles
+ * are closed, the sockets live on in the thread. */
+static void tls_handover(struct conn *k, const struct td_cred_host *cred)
+{
+    struct td_proxy *c = k->call;
+    uv_os_fd_t cfd, ufd;
+    int cd = -1, ud = -1;
+    if (!td_tls_bundle()) {
+        respond(k, "502 Bad Gateway",
+                "toolexecd: this host's credentials need TLS at the proxy, which did not start\n");
+        return;
+    }
+    if (uv_fileno((uv_handle_t *)&k->client, &cfd) == 0 &&
+        uv_fileno((uv_handle_t *)&k->upstream, &ufd) == 0) {
+        cd = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
+        ud = fcntl(ufd, F_DUPFD_CLOEXEC, 3);
+    }
+    static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    uint64_t used = c->bytes_up + c->bytes_down;
+    bool started = false;
+    if (cd >= 0 && ud >= 0 &&
+        uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1},
+                     1) == (int)sizeof(ok) - 1) {
+        started =
+            td_tls_start(c, cd, ud, k->host, cred, k->head + k->head_end, k->head_len - k->head_end,
+                         used < c->max_bytes ? c->max_bytes - used : 0, c->max_connections) == 0;
+        cd = ud = -1; /* td_tls_start's now */
+    }
+    if (cd >= 0)
+        close(cd);
+    if (ud >= 0)
+        close(ud);
+    if (!started)
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id, "egress: no TLS connection to %s port %u",
+                k->host, k->port);
+    proxy_conn_close(k);
 }
 
 static void on_request_sent(uv_write_t *req, int status)
@@ -182,7 +231,10 @@ static void on_connected(uv_connect_t *req, int status)
     }
     struct td_proxy *c = k->call;
     size_t rest = k->head_len - k->head_end;
-    if (k->parser.method == HTTP_CONNECT) {
+    const struct td_cred_host *cred = td_creds_find(td_egress_creds(c->e), k->host, k->port);
+    if (k->parser.method == HTTP_CONNECT && cred) {
+        tls_handover(k, cred);
+    } else if (k->parser.method == HTTP_CONNECT) {
         static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1}, 1);
         proxy_relay(k);

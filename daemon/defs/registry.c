@@ -303,6 +303,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         goto out;
     if ((rc = td_fsview_parse(file, json_object_get(def, "filesystem"), &t->fs, err, errlen)) < 0)
         goto out;
+    t->fs->proxy_ca = td_egress_creds(t->egress) != NULL; /* credentials.h */
     if ((rc = td_declare_parse(file, def, t, err, errlen)) < 0)
         goto out;
     struct td_warmdef wd;

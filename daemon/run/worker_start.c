@@ -21,9 +21,11 @@
 #include "config.h"
 #include "containment.h"
 #include "egress.h"
+#include "fsview.h"
 #include "identity.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_tls.h"
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
@@ -71,12 +73,20 @@ static size_t egress_env(const struct td_tool *t, char **env, size_t i)
     const char *no = td_egress_no_proxy(t->egress);
     if (no && !env_has(t, "NO_PROXY") && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
         env[i - 1] = NULL;
+    /* credential headers: the proxy ends TLS for those hosts with its own
+     * CA, in the bundle its view has where the system's was (fsview.c) */
+    static const char *const trust[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+                                        "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"};
+    const char *bundle = td_fsview_is_host(t->fs) ? td_fsview_ca_bundle : TD_TLS_VIEW_BUNDLE;
+    for (size_t k = 0; td_egress_creds(t->egress) && bundle && k < 4; k++)
+        if (!env_has(t, trust[k]) && asprintf(&env[i++], "%s=%s", trust[k], bundle) < 0)
+            env[i - 1] = NULL;
     return i;
 }
 
 static char **build_env(const struct td_worker_spec *s)
 {
-    size_t n = s->tool->nenv + 5 + 6, i = 0;
+    size_t n = s->tool->nenv + 5 + 6 + 4, i = 0;
     char **env = calloc(n, sizeof(char *));
     if (!env)
         return NULL;

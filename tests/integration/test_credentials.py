@@ -1,0 +1,266 @@
+"""Credentials injected at the egress proxy (issue 23, part 1):
+"network": {"allow": [...], "headers": {"HOST[:PORT]": {"Name":
+{"credential": "NAME"}}}}, the value read from a root-only file in
+--credentials-dir. A local HTTPS server (its own CA, given to the daemon
+with --upstream-ca) and a plain HTTP one answer 200 only with the bearer
+token; a python3 tool reaches them through the proxy. The call succeeds and
+cannot find the value in its environment, its /proc, or any file it can
+read where it might be; a call of another tool allowed to the same hosts
+gets 401; a host not on the list is refused; a credential file others may
+read is refused at load and by --check."""
+
+import json
+import os
+import pwd
+import shutil
+import ssl
+import subprocess
+import tempfile
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import harness
+from harness import Daemon
+
+SECRET = "Bearer s3cr3t-" + os.urandom(8).hex()
+
+TOOL = r'''
+import json, os, sys, urllib.request, urllib.error
+a = json.loads(sys.stdin.readline())
+op = a["op"]
+def get(url, auth=None):
+    try:
+        req = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
+        r = urllib.request.urlopen(req, timeout=20)
+        return {"status": r.status, "body": r.read().decode()}
+    except urllib.error.HTTPError as e:
+        return {"status": e.code, "body": e.read().decode()}
+    except OSError as e:
+        return {"error": type(e).__name__, "msg": str(e)}
+if op == "get":
+    out = get(a["url"], a.get("auth"))
+elif op == "gets":
+    out = [get(a["url"])["status"] for _ in range(a["n"])]
+elif op == "look":
+    # everywhere the value might be: environment, /proc, the trust files,
+    # the credentials directory, every readable file below these roots
+    needle = a["needle"].encode()
+    found, read = [], 0
+    if needle in json.dumps(dict(os.environ)).encode():
+        found.append("os.environ")
+    roots = ["/proc/self/environ", "/proc/self/cmdline", "/proc/1/environ", "/proc/1/cmdline",
+             "/etc", "/tmp", "/dev/shm", os.getcwd(), a["creddir"], a["workdir"], "/run", "/var"]
+    for r in roots:
+        for dirpath, dirs, files in (os.walk(r) if os.path.isdir(r) else [("", [], [r])]):
+            for f in files:
+                p = os.path.join(dirpath, f)
+                try:
+                    with open(p, "rb") as fh:
+                        data = fh.read(1 << 20)
+                except OSError:
+                    continue
+                read += 1
+                if needle in data:
+                    found.append(p)
+    pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    out = {"found": found, "read": read, "pids": pids,
+           "ssl_cert_file": os.environ.get("SSL_CERT_FILE"),
+           "bundle_has_ca": b"toolexecd credential proxy CA" in open("/etc/ssl/certs/ca-certificates.crt", "rb").read()}
+print(json.dumps(out))
+'''
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == SECRET
+        self.server.seen.append(self.headers.get_all("Authorization") or [])
+        body = b"welcome" if ok else b"who are you"
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(ctx=None):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.seen = []
+    if ctx:
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def make_certs(d):
+    """A CA of the test's own and a certificate for 127.0.0.1 signed by it."""
+    def run(*a):
+        subprocess.run(a, cwd=d, check=True, capture_output=True)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test CA")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
+
+
+def tool(name, network):
+    return {"name": name, "description": "credential test tool", "schema": {"type": "object"},
+            "command": ["/usr/bin/python3", "-I", "-c", TOOL], "protocol": "plain",
+            "network": network, "timeout_ms": 60000}
+
+
+class CredentialsCases:
+    owner = 0  # of the credentials: root, or the unprivileged daemon's uid
+
+    @classmethod
+    def make_daemon(cls, tools, args):
+        return Daemon(tools, args=args)
+
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        cls.dir = tempfile.mkdtemp(prefix="te-cred-")
+        os.chmod(cls.dir, 0o755)
+        make_certs(cls.dir)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(os.path.join(cls.dir, "srv.pem"), os.path.join(cls.dir, "srv.key"))
+        cls.https = serve(ctx)
+        cls.http = serve()
+        cls.creddir = os.path.join(cls.dir, "creds")
+        os.mkdir(cls.creddir, 0o700)
+        with open(os.path.join(cls.creddir, "api"), "w") as f:
+            f.write(SECRET + "\n")
+        os.chmod(os.path.join(cls.creddir, "api"), 0o600)
+        os.chown(cls.creddir, cls.owner, -1)
+        os.chown(os.path.join(cls.creddir, "api"), cls.owner, -1)
+        hs = "127.0.0.1:%d" % cls.https.server_address[1]
+        hp = "127.0.0.1:%d" % cls.http.server_address[1]
+        cls.hs, cls.hp = hs, hp
+        cred = {"Authorization": {"credential": "api"}}
+        cls.d = cls.make_daemon([tool("cred", {"allow": [hs, hp], "headers": {hs: cred, hp: cred}}),
+                                 tool("other", {"allow": [hs, hp]})],
+                                ["--credentials-dir", cls.creddir,
+                                 "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        for s in (cls.https, cls.http):
+            s.shutdown()
+            s.server_close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def call(self, name, **args):
+        res = self.d.client().run([{"id": "c", "name": name, "arguments": args}])
+        r = res.result("c")
+        self.assertIn("ok", r, r)
+        return r["ok"], res.completed("c").get("denied", [])
+
+    def test_https_with_the_credential(self):
+        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs)
+        self.assertEqual(out, {"status": 200, "body": "welcome"})
+
+    def test_the_calls_own_header_is_replaced(self):
+        for srv, url in ((self.https, "https://%s/x" % self.hs),
+                         (self.http, "http://%s/x" % self.hp)):
+            before = len(srv.seen)
+            out, _ = self.call("cred", op="get", url=url, auth="Bearer not-the-one")
+            self.assertEqual(out["status"], 200)
+            self.assertEqual(srv.seen[before:], [[SECRET]])
+
+    def test_plain_http_with_the_credential(self):
+        out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
+        self.assertEqual(out, {"status": 200, "body": "welcome"})
+
+    def test_another_tool_gets_no_header(self):
+        out, _ = self.call("other", op="get", url="http://%s/x" % self.hp)
+        self.assertEqual(out["status"], 401)
+        # over HTTPS its tunnel is plain: the server's certificate is not one
+        # its trust store knows, and nothing is added
+        before = len(self.https.seen)
+        out, _ = self.call("other", op="get", url="https://%s/x" % self.hs)
+        self.assertIn("error", out)
+        self.assertEqual(self.https.seen[before:], [])
+
+    def test_host_not_on_the_list_is_refused(self):
+        out, denied = self.call("cred", op="get", url="http://127.0.0.2:9/x")
+        self.assertEqual(out["status"], 403)
+        self.assertTrue(any(d.get("kind") == "network" for d in denied), denied)
+
+    def test_the_call_cannot_read_the_value(self):
+        out, _ = self.call("cred", op="look", needle=SECRET.split()[1], creddir=self.creddir,
+                           workdir=self.d.work_dir)
+        self.assertEqual(out["found"], [])
+        self.assertGreater(out["read"], 50)
+        self.assertEqual(out["ssl_cert_file"], "/etc/ssl/certs/ca-certificates.crt")
+        self.assertTrue(out["bundle_has_ca"])
+        # the proxy (the daemon) is not in the call's PID namespace
+        self.assertNotIn(str(self.d.proc.pid), out["pids"])
+        self.assertLess(max(int(p) for p in out["pids"]), 50)
+
+
+class RootCredentials(CredentialsCases, unittest.TestCase):
+    pass
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedCredentials(CredentialsCases, unittest.TestCase):
+    owner = pwd.getpwnam("nobody").pw_uid
+
+    @classmethod
+    def make_daemon(cls, tools, args):
+        d = harness.NobodyDaemon(tools, args=args, start=False)
+        harness.give_work_dir(d)
+        harness.started(d)
+        return d
+
+
+class BadCredentialFile(unittest.TestCase):
+    def test_readable_by_others_is_refused_at_load_and_check(self):
+        harness.require_env()
+        d = tempfile.mkdtemp(prefix="te-cred-")
+        try:
+            creds = os.path.join(d, "creds")
+            os.mkdir(creds)
+            with open(os.path.join(creds, "api"), "w") as f:
+                f.write(SECRET)
+            os.chmod(os.path.join(creds, "api"), 0o644)
+            tools = os.path.join(d, "tools")
+            os.mkdir(tools, 0o755)
+            t = tool("cred", {"allow": ["example.com"],
+                              "headers": {"example.com": {"Authorization": {"credential": "api"}}}})
+            with open(os.path.join(tools, "cred.json"), "w") as f:
+                json.dump(t, f)
+            p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", tools,
+                                "--credentials-dir", creds], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("mode 0644", p.stdout + p.stderr)
+            self.assertNotIn(SECRET, p.stdout + p.stderr)
+            os.chmod(os.path.join(creds, "api"), 0o600)
+            p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", tools,
+                                "--credentials-dir", creds], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            os.chmod(os.path.join(creds, "api"), 0o640)
+            # at load: the daemon does not start with it, and says why
+            dm = Daemon([t], args=["--credentials-dir", creds], start=False)
+            dm.spawn()
+            self.assertEqual(dm.proc.wait(timeout=harness.WAIT), 1)
+            err = dm.stderr()
+            dm.stop(check=False)
+            self.assertIn("mode 0640", err)
+            self.assertNotIn(SECRET, err)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
