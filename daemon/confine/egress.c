@@ -51,6 +51,9 @@ struct td_egress {
     unsigned max_connections;
     bool names_loopback;
     struct td_creds *creds; /* "headers" (credentials.h); NULL: none */
+    /* a narrowing's creds are its tool's (a narrowed tool holds its parent,
+     * narrow.c): a host it still allows keeps its headers */
+    bool creds_borrowed;
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *arg)
@@ -240,6 +243,8 @@ int td_egress_narrow(const struct td_egress *e, json_t *allow, struct td_egress 
             return -1;
         }
     }
+    (*out)->creds = e->creds;
+    (*out)->creds_borrowed = true;
     return 0;
 }
 
@@ -268,7 +273,8 @@ void td_egress_free(struct td_egress *e)
     for (size_t i = 0; i < e->n; i++)
         free(e->rules[i].host);
     free(e->rules);
-    td_creds_free(e->creds);
+    if (!e->creds_borrowed)
+        td_creds_free(e->creds);
     free(e);
 }
 

@@ -111,6 +111,8 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
     json_object_set_new(def, "write", write);
     json_object_set_new(def, "hide", hide);
     rc = td_fsview_parse(key, def, out, err, errlen);
+    if (rc == 0)
+        (*out)->proxy_ca = v->proxy_ca; /* its calls keep their credentials */
     json_decref(def);
 out:
     td_fsview_free(p);

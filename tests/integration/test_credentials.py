@@ -176,6 +176,18 @@ class CredentialsCases:
             self.assertEqual(out["status"], 200)
             self.assertEqual(srv.seen[before:], [[SECRET]])
 
+    def test_a_narrowed_call_keeps_its_credential(self):
+        # a run request's policy (issue 23 part 2) narrows the allow-list to
+        # the HTTPS host alone: that host keeps its header (and the call its
+        # CA), the host narrowed away is refused
+        res = self.d.client().run(
+            [{"id": "n", "name": "cred", "arguments": {"op": "get", "url": "https://%s/x" % self.hs},
+              "policy": {"network": {"allow": [self.hs]}, "filesystem": {"hide": ["/srv"]}}},
+             {"id": "m", "name": "cred", "arguments": {"op": "get", "url": "http://%s/x" % self.hp},
+              "policy": {"network": {"allow": [self.hs]}}}])
+        self.assertEqual(res.result("n").get("ok"), {"status": 200, "body": "welcome"}, res.result("n"))
+        self.assertEqual(res.result("m")["ok"]["status"], 403, res.result("m"))
+
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
         self.assertEqual(out, {"status": 200, "body": "welcome"})
