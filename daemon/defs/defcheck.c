@@ -7,8 +7,9 @@
  * steps), and a problem does not end the look: the key it names is taken
  * out of the definition and the rest parsed again, so a file with three
  * bad keys shows three lines. What the loader leaves to the call is
- * checked too: that the command exists and may be executed, and, for an
- * interpreter, that its script exists.
+ * checked too: that the command exists and may be executed, for an
+ * interpreter, that its script exists, and that the tool's view shows
+ * what it needs (toolpaths.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 
 #include "defcheck.h"
 #include "registry.h"
+#include "toolpaths.h"
 #include "toolexec.h"
 
 /* A file with more problems than this is reported up to here. */
@@ -98,6 +100,18 @@ static void check_command(struct check *c, const char *path, const struct td_too
         }
 }
 
+/* issue 22: what the tool needs and its calls would not see */
+struct view_problem {
+    struct check *c;
+    const char *path;
+};
+
+static void view_problem(const char *line, void *arg)
+{
+    struct view_problem *vp = arg;
+    problem(vp->c, vp->path, line);
+}
+
 /* One definition; its name in *name (for the duplicate check) when it
  * parsed. */
 static void check_file(struct check *c, int dfd, const char *dir, const char *file, char **name,
@@ -145,6 +159,9 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
     }
     if (t && t->argv)
         check_command(c, path, t);
+    struct view_problem vp = {c, path};
+    if (t)
+        td_toolpaths_check(t, view_problem, &vp);
     if (t && !stand_in)
         *name = strdup(t->name);
     td_tool_unref(t);

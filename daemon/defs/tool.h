@@ -61,6 +61,9 @@ struct td_tool {
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;
+    /* toolpaths.c (issue 22): what its view hides of what it needs, for its
+     * failed calls' errors; NULL: nothing */
+    char *view_note;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */
