@@ -265,23 +265,87 @@ class CheckBadPaths(unittest.TestCase):
     def test_library_of_a_daemon_in_a_build_tree(self):
         # the daemon run from a build tree under /tmp: its libtoolexec, which
         # a warm template loads, is not in the view
-        build = tempfile.mkdtemp(prefix="te-build-", dir="/tmp")
-        self.addCleanup(shutil.rmtree, build, ignore_errors=True)
-        src = os.path.dirname(os.path.realpath(harness.TOOLEXECD))
-        lib = os.path.join(os.path.dirname(src), "lib")
-        real = [f for f in os.listdir(lib) if re.fullmatch(r"libtoolexec\.so\.\d+\.\d+\.\d+", f)]
-        if not real or not os.path.exists(os.path.join(lib, "libtoolexec.so.0")):
-            raise unittest.SkipTest("the daemon is not run from a build tree")
-        mkdir(os.path.join(build, "daemon"))
-        mkdir(os.path.join(build, "lib"))
-        shutil.copy2(os.path.join(src, "toolexecd"), os.path.join(build, "daemon"))
-        shutil.copy2(os.path.join(lib, real[0]), os.path.join(build, "lib"))
-        os.symlink(real[0], os.path.join(build, "lib", "libtoolexec.so.0"))
+        exe, lib = build_copy(self)
         srv = temp_dir(self, "/srv")
         write(os.path.join(srv, "w.py"), "print(1)\n")
         self.one_problem({"name": "t", "command": ["python3", os.path.join(srv, "w.py")],
-                          "start": "warm"}, "start", os.path.join(build, "lib", real[0]),
-                         toolexecd=os.path.join(build, "daemon", "toolexecd"))
+                          "start": "warm"}, "start",
+                         os.path.realpath(os.path.join(lib, "libtoolexec.so.0")), toolexecd=exe)
+
+
+def build_copy(testcase):
+    """The daemon, its init and its libtoolexec copied into a build tree
+    under /tmp, which the default view leaves out; (toolexecd, lib dir)."""
+    src = os.path.dirname(os.path.realpath(harness.TOOLEXECD))
+    lib = os.path.join(os.path.dirname(src), "lib")
+    real = [f for f in os.listdir(lib) if re.fullmatch(r"libtoolexec\.so\.\d+\.\d+\.\d+", f)] \
+        if os.path.isdir(lib) else []
+    if not real or not os.path.exists(os.path.join(src, "toolexecd-init")):
+        raise unittest.SkipTest("the daemon is not run from a build tree")
+    build = tempfile.mkdtemp(prefix="te-build-", dir="/tmp")
+    os.chmod(build, 0o755)
+    testcase.addCleanup(shutil.rmtree, build, ignore_errors=True)
+    mkdir(os.path.join(build, "daemon"))
+    mkdir(os.path.join(build, "lib"))
+    for exe in ("toolexecd", "toolexecd-init"):
+        shutil.copy2(os.path.join(src, exe), os.path.join(build, "daemon"))
+    shutil.copy2(os.path.join(lib, real[0]), os.path.join(build, "lib"))
+    os.symlink(real[0], os.path.join(build, "lib", "libtoolexec.so.0"))
+    return os.path.join(build, "daemon", "toolexecd"), os.path.join(build, "lib")
+
+
+class WarmFromABuildTree(unittest.TestCase):
+    """Bug 7: a warm Python tool of a daemon run from a build tree under /tmp
+    (its libtoolexec hidden) is warned of once at load; its template, which
+    cannot load the library, is told of once, not at every restart; with
+    the key the warning names, the template starts."""
+
+    def daemon(self, fs):
+        exe, lib = build_copy(self)
+        from test_warm import PYTHON, python_loads_lib
+        if not python_loads_lib():
+            self.skipTest("python cannot load this build's libtoolexec (a sanitizer build)")
+        src = os.path.realpath(os.path.join(HERE, "..", ".."))
+        tool = {"name": "calc", "description": "x", "start": "warm",
+                "schema": {"type": "object"},
+                "command": [PYTHON, os.path.join(src, "contrib", "tools", "python", "calc.py")],
+                "env": {"PYTHONPATH": os.path.join(src, "contrib", "python"),
+                        "PYTHONDONTWRITEBYTECODE": "1"},
+                "filesystem": harness.with_tree(fs(lib))}
+
+        class Copy(Daemon):
+            def command(self):
+                return [exe] + super().command()[1:]
+        d = Copy([tool], args=["--log-format", "json", "--log-level", "debug"],
+                 env={"LD_LIBRARY_PATH": lib})
+        self.addCleanup(d.stop)
+        return d, lib
+
+    def logged(self, d, text):
+        out = []
+        for line in d.stderr().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if text in rec.get("msg", ""):
+                out.append(rec["level"])
+        return out
+
+    def test_hidden_library_said_once(self):
+        d, lib = self.daemon(lambda lib: {})
+        harness.deadline_wait(lambda: len(self.logged(d, "restarting it")) >= 4,
+                              what="the template to be restarted four times")
+        self.assertEqual(len(self.logged(d, "start: the SDK's library %s/" % lib)), 1)
+        for text in ("libtoolexec (not found)", "restarting it"):
+            said = [lv for lv in self.logged(d, text) if lv != "debug"]
+            self.assertEqual(len(said), 1, (text, d.stderr()))
+
+    def test_shown_library_starts(self):
+        from test_warm import wait_ready
+        d, lib = self.daemon(lambda lib: {"read": [lib]})
+        wait_ready(d, "calc")
+        self.assertEqual(self.logged(d, "the SDK's library"), [])
 
 
 class RelativeCommand(unittest.TestCase):
