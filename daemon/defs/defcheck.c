@@ -59,9 +59,6 @@ static bool named_key(const char *msg, const char *path, char *key, size_t len)
     return true;
 }
 
-static const char *const interpreters[] = {"sh",      "bash", "dash", "python3", "python",
-                                           "python2", "perl", "ruby", "node",    NULL};
-
 static void check_command(struct check *c, const char *path, const struct td_tool *t)
 {
     char what[PATH_MAX + 128];
@@ -86,18 +83,13 @@ static void check_command(struct check *c, const char *path, const struct td_too
         return;
     }
     /* ["python3", "tool.py"]: the script is what usually goes missing */
-    const char *base = strrchr(cmd, '/') + 1;
     const char *script = t->argv[1];
-    if (!script || script[0] == '-' || !strchr(script, '/'))
+    if (!script || script[0] == '-' || !strchr(script, '/') || !td_toolpaths_interpreter(cmd))
         return;
-    for (const char *const *i = interpreters; *i; i++)
-        if (strcmp(base, *i) == 0) {
-            if (access(script, R_OK) < 0) {
-                snprintf(what, sizeof(what), "command[1]: %s: %s", script, strerror(errno));
-                problem(c, path, what);
-            }
-            return;
-        }
+    if (access(script, R_OK) < 0) {
+        snprintf(what, sizeof(what), "command[1]: %s: %s", script, strerror(errno));
+        problem(c, path, what);
+    }
 }
 
 /* issue 22: what the tool needs and its calls would not see */

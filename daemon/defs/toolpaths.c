@@ -26,6 +26,15 @@
 static const char *const interpreters[] = {"sh",      "bash", "dash", "python3", "python",
                                            "python2", "perl", "ruby", "node",    NULL};
 
+bool td_toolpaths_interpreter(const char *cmd)
+{
+    const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
+    for (const char *const *i = interpreters; *i; i++)
+        if (strcmp(base, *i) == 0)
+            return true;
+    return false;
+}
+
 struct out {
     void (*fn)(const char *line, void *arg);
     void *arg;
@@ -68,11 +77,9 @@ unsigned td_toolpaths_check(const struct td_tool *t, void (*fn)(const char *line
     const char *cmd = t->argv[0];
     need(&o, t, "command", "", cmd, true);
     /* ["python3", "/home/u/t.py"]: the interpreter is seen, its script not */
-    const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
     const char *script = t->argv[1];
-    for (const char *const *i = interpreters; script && script[0] == '/' && *i; i++)
-        if (strcmp(base, *i) == 0)
-            need(&o, t, "command[1]", "the script", script, false);
+    if (script && script[0] == '/' && td_toolpaths_interpreter(cmd))
+        need(&o, t, "command[1]", "the script", script, false);
     /* the SDK's: a warm template loads the daemon's libtoolexec (template.c
      * names it), a Python tool imports toolexec from its PYTHONPATH */
     Dl_info dl;

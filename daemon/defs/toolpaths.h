@@ -6,6 +6,7 @@
 #ifndef TD_TOOLPATHS_H
 #define TD_TOOLPATHS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tool.h"
@@ -18,6 +19,8 @@ unsigned td_toolpaths_check(const struct td_tool *t, void (*fn)(const char *line
  * (NULL: none; the caller frees it). */
 char *td_toolpaths_note(const struct td_tool *t);
 
+/* Is cmd an interpreter whose first argument is its script (python3, sh...)? */
+bool td_toolpaths_interpreter(const char *cmd);
 /* After a load: each such path logged (a warning, once a load), and kept
  * in the tool's view_note for its failed calls. */
 void td_toolpaths_loaded(struct td_registry *r);
