@@ -64,8 +64,9 @@ const char *td_fsview_secret_dir;
 #define DEV_OPTS TD_FS_DEV_OPTS
 #define VEIL_OPTS "mode=0711,size=64k,nr_inodes=1024"
 
-static const char *const default_hidden[] = {
-    "/root", "/home", "/run", "/var/lib", "/var/tmp", "/etc/shadow", "/etc/gshadow", "/etc/ssh",
+const char *const td_fs_hidden[] = {
+    "/root",       "/home",        "/run",     "/var/lib", "/var/tmp",
+    "/etc/shadow", "/etc/gshadow", "/etc/ssh", NULL,
 };
 static const char *const devices[] = {"null", "zero", "full", "random", "urandom"};
 #define SLOT_CALL 0
@@ -411,8 +412,8 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     const char *work = td_cfg.work_dir;
     char tools[PATH_MAX];
     /* what is hidden */
-    for (size_t i = 0; i < sizeof(default_hidden) / sizeof(default_hidden[0]); i++)
-        add_cover(&it, default_hidden[i]);
+    for (size_t i = 0; td_fs_hidden[i]; i++)
+        add_cover(&it, td_fs_hidden[i]);
     bool have_tools = realpath(td_cfg.tools_dir, tools) != NULL;
     add_cover(&it, have_tools ? tools : NULL);
     add_cover(&it, work);

@@ -35,6 +35,10 @@ extern const char *td_fsview_secret_dir;
 enum td_fs_default { TD_FS_VIEW, TD_FS_MINIMAL, TD_FS_HOST };
 extern enum td_fs_default td_fs_default;
 
+/* What the default view hides (NULL-terminated), besides the tools and
+ * work directories and the daemon's sockets. */
+extern const char *const td_fs_hidden[];
+
 /* "filesystem" of definition file (v as read, NULL: none); 0 with *out, or
  * -EINVAL with a message naming file and key in err. */
 int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen);
@@ -51,6 +55,10 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
 /* Does the tool see the host's file system ("host", or --filesystem host
  * for a definition without the key)? */
 bool td_fsview_is_host(const struct td_fsview *v);
+/* Does a call of a tool with view v see path (absolute, symbolic links
+ * resolved)? NULL when it does; else what hides it: a hidden path, "/tmp"
+ * or "/dev" (a call's own), or "the minimal root". fsview_sees.c. */
+const char *td_fsview_hides(const struct td_fsview *v, const char *path);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
 /* At start: say what calls see (a warning where it is the host's). */

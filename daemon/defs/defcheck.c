@@ -7,8 +7,9 @@
  * steps), and a problem does not end the look: the key it names is taken
  * out of the definition and the rest parsed again, so a file with three
  * bad keys shows three lines. What the loader leaves to the call is
- * checked too: that the command exists and may be executed, and, for an
- * interpreter, that its script exists.
+ * checked too: that the command exists and may be executed, for an
+ * interpreter, that its script exists, and that the tool's view shows
+ * what it needs (toolpaths.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 
 #include "defcheck.h"
 #include "registry.h"
+#include "toolpaths.h"
 #include "toolexec.h"
 
 /* A file with more problems than this is reported up to here. */
@@ -57,9 +59,6 @@ static bool named_key(const char *msg, const char *path, char *key, size_t len)
     return true;
 }
 
-static const char *const interpreters[] = {"sh",      "bash", "dash", "python3", "python",
-                                           "python2", "perl", "ruby", "node",    NULL};
-
 static void check_command(struct check *c, const char *path, const struct td_tool *t)
 {
     char what[PATH_MAX + 128];
@@ -84,18 +83,25 @@ static void check_command(struct check *c, const char *path, const struct td_too
         return;
     }
     /* ["python3", "tool.py"]: the script is what usually goes missing */
-    const char *base = strrchr(cmd, '/') + 1;
     const char *script = t->argv[1];
-    if (!script || script[0] == '-' || !strchr(script, '/'))
+    if (!script || script[0] == '-' || !strchr(script, '/') || !td_toolpaths_interpreter(cmd))
         return;
-    for (const char *const *i = interpreters; *i; i++)
-        if (strcmp(base, *i) == 0) {
-            if (access(script, R_OK) < 0) {
-                snprintf(what, sizeof(what), "command[1]: %s: %s", script, strerror(errno));
-                problem(c, path, what);
-            }
-            return;
-        }
+    if (access(script, R_OK) < 0) {
+        snprintf(what, sizeof(what), "command[1]: %s: %s", script, strerror(errno));
+        problem(c, path, what);
+    }
+}
+
+/* issue 22: what the tool needs and its calls would not see */
+struct view_problem {
+    struct check *c;
+    const char *path;
+};
+
+static void view_problem(const char *line, void *arg)
+{
+    struct view_problem *vp = arg;
+    problem(vp->c, vp->path, line);
 }
 
 /* One definition; its name in *name (for the duplicate check) when it
@@ -145,6 +151,9 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
     }
     if (t && t->argv)
         check_command(c, path, t);
+    struct view_problem vp = {c, path};
+    if (t)
+        td_toolpaths_check(t, view_problem, &vp);
     if (t && !stand_in)
         *name = strdup(t->name);
     td_tool_unref(t);

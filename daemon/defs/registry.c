@@ -79,6 +79,7 @@ void td_tool_unref(struct td_tool *t)
     json_decref(t->allow_uids);
     json_decref(t->allow_gids);
     free_strv(t->argv);
+    free(t->view_note);
     free_strv(t->env);
     td_sysfilter_conf_free(t->sysfilter);
     td_fsview_free(t->fs);
@@ -104,8 +105,26 @@ static char *resolve_command(const char *dir, const char *cmd)
     char *out = NULL;
     if (cmd[0] == '/')
         return strdup(cmd);
-    if (strchr(cmd, '/'))
-        return asprintf(&out, "%s/%s", dir, cmd) < 0 ? NULL : out;
+    if (strchr(cmd, '/')) {
+        /* "../bin/x" as "/etc/toolexecd/bin/x": the way through the
+         * definitions directory is hidden from calls (fsview.c), and the
+         * view shows a command only by a path without ".." or links on it;
+         * its last name is kept (a link to a multi-call program) */
+        char real[PATH_MAX];
+        if (asprintf(&out, "%s/%s", dir, cmd) < 0)
+            return NULL;
+        char *slash = strrchr(out, '/');
+        *slash = '\0';
+        bool found = realpath(out, real) != NULL;
+        *slash = '/';
+        if (!found || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
+            return out;
+        char *canon = NULL;
+        if (asprintf(&canon, "%s%s", strcmp(real, "/") ? real : "", slash) < 0)
+            canon = NULL;
+        free(out);
+        return canon;
+    }
     char path[] = TD_WORKER_PATH;
     char *save = NULL;
     for (char *d = strtok_r(path, ":", &save); d; d = strtok_r(NULL, ":", &save)) {

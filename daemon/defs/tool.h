@@ -65,6 +65,9 @@ struct td_tool {
      * shares its parent's parts but these two where it owns them */
     struct td_tool *parent; /* NULL: a definition as loaded */
     bool own_fs, own_egress;
+    /* toolpaths.c (issue 22): what its view hides of what it needs, for its
+     * failed calls' errors; NULL: nothing */
+    char *view_note;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

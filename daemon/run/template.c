@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sockios.h> /* SIOCGSKNS */
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,7 +209,7 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             in->state = I_READY;
             uv_timer_stop(&in->timer);
             if (in->owner)
-                in->owner->failures = 0;
+                in->owner->failures = in->owner->said_out = in->owner->said_stop = 0;
             td_log(TD_LOG_INFO, "tool %s: warm template ready (pid %d)", in->tool->name,
                    (int)in->tpid);
         }
@@ -358,6 +359,15 @@ static void on_ctl(uv_poll_t *p, int status, int events)
 
 /* Its stdout is not a channel of the protocol, its stderr its own log: what
  * comes there is logged (a line per read, at most 400 bytes of it). */
+/* a line's hash (FNV-1a), never 0: what a template said last */
+static uint32_t said(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h ? h : 1;
+}
+
 static void on_out(uv_poll_t *p, int status, int events)
 {
     struct inst *in = p->data;
@@ -372,8 +382,12 @@ static void on_out(uv_poll_t *p, int status, int events)
         k++;
     /* "stderr: " as a worker's relayed lines have it: what follows is the
      * tool's text, not the daemon's */
-    td_log(TD_LOG_INFO, "tool %s: warm template: %s: %.*s", in->tool->name,
-           p == in->outp ? "stdout" : "stderr", (int)k, ctl_buf);
+    uint32_t h = said(ctl_buf, k);
+    td_log(in->owner && in->owner->said_out == h ? TD_LOG_DEBUG : TD_LOG_INFO,
+           "tool %s: warm template: %s: %.*s", in->tool->name, p == in->outp ? "stdout" : "stderr",
+           (int)k, ctl_buf);
+    if (in->owner)
+        in->owner->said_out = h;
 }
 
 static void on_timer(uv_timer_t *t)
@@ -459,8 +473,14 @@ void td_inst_stop(struct inst *in, const char *why)
     if (in->state == I_DEAD)
         return;
     struct warm *w = in->owner;
-    if (why)
-        td_log(TD_LOG_WARN, "tool %s: warm template %s; restarting it", in->tool->name, why);
+    if (why) {
+        uint32_t h = said(why, strlen(why));
+        td_log(w && w->said_stop == h ? TD_LOG_DEBUG : TD_LOG_WARN,
+               "tool %s: warm template %s; restarting it%s", in->tool->name, why,
+               w && w->said_stop != h ? " (said once until it is ready)" : "");
+        if (w)
+            w->said_stop = h;
+    }
     in->state = I_DEAD;
     uv_timer_stop(&in->timer);
     if (uv_is_active((uv_handle_t *)&in->poll))
@@ -625,8 +645,13 @@ void td_warm_start(struct warm *w)
     uv_timer_start(&in->timer, on_timer, START_MS, 0);
     td_reaper_watch(in->pid, on_inst_reaped, on_inst_exit, in);
     /* "lib": where libtoolexec is, for an SDK that loads it (Python's) */
+    /* (resolved: "build/daemon/../lib/libtoolexec.so.0" needs the way
+     * through daemon/, which the view may not show where it shows lib/) */
     Dl_info dl;
+    char real[PATH_MAX];
     const char *lib = dladdr((void *)te_frame_header, &dl) && dl.dli_fname ? dl.dli_fname : NULL;
+    if (lib && realpath(lib, real))
+        lib = real;
     rc = td_inst_send_ctl(in, json_pack("{s:{s:i,s:s?}}", "template", "version", 1, "lib", lib),
                           NULL, 0);
     if (rc < 0)

@@ -276,10 +276,25 @@ bool td_worker_not_a_frame(struct td_worker *w)
     return true;
 }
 
+/* issue 22: what the tool needs and its view hides (toolpaths.c): why a
+ * call that could not run its command, or ended with an error status,
+ * most likely failed; "" when nothing */
+static const char *view_note(const struct td_worker *w)
+{
+    return w->tool->view_note ? w->tool->view_note : "";
+}
+
+static json_t *with_view(const struct td_worker *w, json_t *cause)
+{
+    if (cause && w->tool->view_note)
+        json_object_set_new(cause, "view", json_string(w->tool->view_note));
+    return cause;
+}
+
 /* The worker exited before its result was known: decide what it means. */
 void td_worker_decide_on_exit(struct td_worker *w)
 {
-    char detail[512];
+    char detail[2048];
     /* as a spawn that failed at once (worker_start.c's spawn_error()) */
     if (w->warm_why && w->spawn_failed) {
         snprintf(detail, sizeof(detail), "could not start the worker: %s", w->warm_why);
@@ -297,14 +312,14 @@ void td_worker_decide_on_exit(struct td_worker *w)
     struct td_report rep = w->rep;
     if (rep.failed) {
         if (strcmp(rep.step, "exec") == 0)
-            snprintf(detail, sizeof(detail), "could not execute %s: %s", w->tool->argv[0],
-                     strerror(rep.err));
+            snprintf(detail, sizeof(detail), "could not execute %s: %s%s%s", w->tool->argv[0],
+                     strerror(rep.err), w->tool->view_note ? "; " : "", view_note(w));
         else
             snprintf(detail, sizeof(detail), "could not set up the worker: %s: %s", rep.step,
                      strerror(rep.err));
         td_worker_fail(w, TE_HANDLER_EXIT, detail,
-                       json_pack("{s:s,s:o}", "exec_error", strerror(rep.err), "stderr",
-                                 td_worker_stderr_tail(w)),
+                       with_view(w, json_pack("{s:s,s:o}", "exec_error", strerror(rep.err),
+                                              "stderr", td_worker_stderr_tail(w))),
                        NULL);
         return;
     }
@@ -354,8 +369,11 @@ void td_worker_decide_on_exit(struct td_worker *w)
                        NULL);
         return;
     }
-    td_worker_fail(w, TE_HANDLER_EXIT, e.detail,
-                   json_pack("{s:i,s:o}", "exit_status", code, "stderr", td_worker_stderr_tail(w)),
+    if (w->tool->view_note)
+        snprintf(detail, sizeof(detail), "%s; %s", e.detail, view_note(w));
+    td_worker_fail(w, TE_HANDLER_EXIT, w->tool->view_note ? detail : e.detail,
+                   with_view(w, json_pack("{s:i,s:o}", "exit_status", code, "stderr",
+                                          td_worker_stderr_tail(w))),
                    NULL);
 }
 
