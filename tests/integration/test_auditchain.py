@@ -52,7 +52,7 @@ class AuditChainTest(unittest.TestCase):
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
         # one real trail for every case: three calls, a rotation, two
-        # calls, a restart, two calls
+        # calls, a restart, two calls; one at a time, in a known order
         cls.dir = tempfile.mkdtemp(prefix="te-auditchain-")
         cls.log = os.path.join(cls.dir, "audit.log")
         cls.old = os.path.join(cls.dir, "audit.log.1")
@@ -61,18 +61,21 @@ class AuditChainTest(unittest.TestCase):
             c = d.client()
             c.run([{"id": "a1", "name": "echo", "arguments": {"n": 1}},
                    {"id": "a2", "name": "fail", "arguments": {}},
-                   {"id": "a3", "name": "echo", "arguments": {"n": 3}}], batch="b1")
+                   {"id": "a3", "name": "echo", "arguments": {"n": 3}}],
+                  batch="b1", max_concurrency=1)
             deadline_wait(lambda: len(lines_of(cls.log)) == 3, what="3 records")
             os.rename(cls.log, cls.old)
             reloads = d.stderr().count("reloaded")
             d.proc.send_signal(signal.SIGHUP)
             deadline_wait(lambda: d.stderr().count("reloaded") > reloads, what="the reload")
             c.run([{"id": "b1", "name": "echo", "arguments": {}},
-                   {"id": "b2", "name": "echo", "arguments": {}}], batch="b2")
+                   {"id": "b2", "name": "echo", "arguments": {}}],
+                  batch="b2", max_concurrency=1)
             deadline_wait(lambda: len(lines_of(cls.log)) == 2, what="2 records after rotation")
         with Daemon(TOOLS, args) as d:
             d.client().run([{"id": "c1", "name": "echo", "arguments": {}},
-                            {"id": "c2", "name": "fail", "arguments": {}}], batch="b3")
+                            {"id": "c2", "name": "fail", "arguments": {}}],
+                           batch="b3", max_concurrency=1)
             deadline_wait(lambda: len(lines_of(cls.log)) == 4, what="2 records after restart")
 
     @classmethod
