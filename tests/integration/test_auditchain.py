@@ -19,7 +19,10 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, deadline_wait, require_env, worker_tool  # noqa: E402
+import pwd  # noqa: E402
+
+from harness import (Daemon, deadline_wait, nobody_daemon, require_env,  # noqa: E402
+                     worker_tool)
 
 TOOLEXEC = os.environ.get("TOOLEXEC", "")
 TOOLS = [worker_tool("echo", "echo"), worker_tool("fail", "error")]
@@ -163,6 +166,39 @@ class AuditChainTest(unittest.TestCase):
     def test_unreadable_file(self):
         rc, out = verify(os.path.join(self.dir, "missing"))
         self.assertEqual(rc, 2, out)
+
+
+class AuditChainUnprivilegedTest(unittest.TestCase):
+    """The same chain written by the unprivileged daemon (nobody), in a
+    directory of its own."""
+
+    def setUp(self):
+        require_env()
+        if not TOOLEXEC:
+            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
+        if os.getuid() != 0:
+            raise unittest.SkipTest("needs root to start a daemon as nobody")
+
+    def test_nobody_daemon_chains(self):
+        base = tempfile.mkdtemp(prefix="te-auditchain-nobody-")
+        self.addCleanup(shutil.rmtree, base, True)
+        os.chmod(base, 0o755)
+        nobody = pwd.getpwnam("nobody")
+        own = os.path.join(base, "audit")
+        os.mkdir(own, 0o700)
+        os.chown(own, nobody.pw_uid, nobody.pw_gid)
+        log = os.path.join(own, "audit.log")
+        d = nobody_daemon(TOOLS, ["--audit-file", log])
+        with d:
+            d.client().run([{"id": "n1", "name": "echo", "arguments": {}},
+                            {"id": "n2", "name": "fail", "arguments": {}}],
+                           batch="n", max_concurrency=1)
+            deadline_wait(lambda: len(lines_of(log)) == 2, what="2 records")
+        st = os.stat(log)
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (nobody.pw_uid, 0o600))
+        self.assertEqual(json.loads(lines_of(log)[0])["prev_sha256"], ZEROS)
+        rc, out = verify(log)
+        self.assertEqual(rc, 0, out)
 
 
 if __name__ == "__main__":
