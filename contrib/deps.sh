@@ -3,7 +3,8 @@
 TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev libcmocka-dev python3 socat groff-base man-db libpcre2-dev libseccomp-dev json-schema-test-suite libsystemd-dev systemd util-linux"
 # issue 14: pip install contrib/python, offline (contrib/python/tests/test_first_hour.py)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
-# metrics (libmicrohttpd), the audit trail's SHA-256 (nettle)
+# metrics (libmicrohttpd), the audit trail's SHA-256 (nettle: arguments' digest, the
+# --audit-file hash chain, and toolexec audit verify)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libmicrohttpd-dev nettle-dev"
 # the egress proxy parses HTTP with http-parser (daemon/confine/proxy_request.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"

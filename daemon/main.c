@@ -40,6 +40,7 @@
 #include "metrics.h"
 #include "metricshttp.h"
 #include "audit.h"
+#include "auditchain.h"
 #include "tail.h"
 #include "template.h"
 #include "toolexec.h"
@@ -113,6 +114,8 @@ static void usage(FILE *f)
         "                             (default 10)\n"
         "      --audit-arguments      audit records carry each call's arguments, not\n"
         "                             only their SHA-256\n"
+        "      --audit-file FILE      also append each record to FILE, hash-chained\n"
+        "                             (prev_sha256; SIGHUP reopens it)\n"
         "      --check                print what isolation the host offers and exit\n"
         "      --check                print what isolation the host offers and exit;\n"
         "                             with --tools DIR, every problem of every\n"
@@ -257,6 +260,7 @@ static void on_reload(uv_signal_t *h, int signum)
 {
     if (td_shutting_down)
         return;
+    td_auditchain_reopen(); /* after a rotation */
     td_notify_reloading();
     struct td_registry *fresh;
     char err[PATH_MAX + 256];
@@ -359,6 +363,7 @@ int main(int argc, char **argv)
         OPT_METRICS_LISTEN,
         OPT_METRICS_TIMEOUT,
         OPT_AUDIT_ARGS,
+        OPT_AUDIT_FILE,
         OPT_SPAWNER,
         OPT_SPARES,
         OPT_CRED_DIR,
@@ -400,6 +405,7 @@ int main(int argc, char **argv)
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
         {"metrics-timeout", required_argument, NULL, OPT_METRICS_TIMEOUT},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
+        {"audit-file", required_argument, NULL, OPT_AUDIT_FILE},
         {"spawner", required_argument, NULL, OPT_SPAWNER},
         {"spares", required_argument, NULL, OPT_SPARES},
         {"credentials-dir", required_argument, NULL, OPT_CRED_DIR},
@@ -416,6 +422,7 @@ int main(int argc, char **argv)
     const char *metrics_listen = NULL; /* --metrics-listen: off by default */
     unsigned metrics_timeout = 10;     /* --metrics-timeout */
     bool audit_arguments = false;
+    const char *audit_file = NULL; /* --audit-file */
     char lerr[256];
     int opt;
     uint64_t v;
@@ -570,6 +577,9 @@ int main(int argc, char **argv)
         case OPT_AUDIT_ARGS:
             audit_arguments = true;
             break;
+        case OPT_AUDIT_FILE:
+            audit_file = optarg;
+            break;
         case OPT_IDLE:
             if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --idle-timeout: expected seconds (0 to 86400)\n");
@@ -707,6 +717,10 @@ int main(int argc, char **argv)
     td_toolpaths_loaded(td_tools); /* the view's covers include the socket */
     td_worker_on_gone(maybe_exit);
     td_server_on_conn_gone(maybe_exit);
+    if (audit_file && td_auditchain_open(audit_file, err, sizeof(err)) < 0) {
+        td_log(TD_LOG_ERR, "%s", err);
+        goto out_tools;
+    }
 
     td_loop = uv_default_loop();
     td_stats_init();

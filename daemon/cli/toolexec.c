@@ -94,6 +94,17 @@ static const struct cli_command commands[] = {
      "  -j, --json                   the raw JSON lines\n"
      "  -s, --socket PATH            the daemon's socket\n"
      "  -h, --help                   this text\n"},
+    {"audit", cli_cmd_audit,
+     "usage: toolexec audit verify FILE...\n"
+     "\n"
+     "Check the hash chain of toolexecd's audit file (--audit-file): each\n"
+     "record's prev_sha256 must be the SHA-256 of the line before it. Give\n"
+     "rotated files oldest first; they chain across. Prints each place the\n"
+     "chain breaks or is cut (FILE:LINE and what was expected); exits 0 only\n"
+     "when every chain is intact, 1 when one is not, 2 when a file cannot be\n"
+     "read. Needs no daemon.\n"
+     "\n"
+     "  -h, --help                 this text\n"},
     {"mcp", cli_cmd_mcp,
      "usage: toolexec mcp [OPTIONS]\n"
      "\n"
@@ -124,6 +135,7 @@ static void usage(FILE *f)
                "  stats                  show the daemon's counters\n"
                "  tail                   follow the events of every batch\n"
                "  mcp                    serve the tools to an MCP host on stdin/stdout\n"
+               "  audit verify FILE...   check the audit file's hash chain\n"
                "  help [COMMAND]         show help for a command\n"
                "\n"
                "Options:\n"

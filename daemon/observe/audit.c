@@ -19,6 +19,7 @@
 #include <nettle/sha2.h>
 
 #include "audit.h"
+#include "auditchain.h"
 #include "bus.h"
 #include "log.h"
 #include "outcome.h"
@@ -96,7 +97,7 @@ static void record(const struct td_bus_msg *m)
     const char *reason, *outcome = td_outcome_of(m->json, &reason);
     bool failed = reason || strcmp(outcome, "error") == 0;
     int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
-    if (!td_log_enabled(level))
+    if (!td_log_enabled(level) && !td_auditchain_on())
         return; /* no digest of arguments nobody will read */
     char hex[2 * SHA256_DIGEST_SIZE + 1];
     digest(m->arguments, hex);
@@ -118,6 +119,7 @@ static void record(const struct td_bus_msg *m)
     }
     if (audit_arguments && m->arguments)
         json_object_set(f, "arguments", (json_t *)m->arguments);
+    td_auditchain_append(m->batch_id, m->call_id, f); /* --audit-file */
     td_log_record(level, m->batch_id, m->call_id, f, "call finished");
     json_decref(f);
 }

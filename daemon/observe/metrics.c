@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "bus.h"
+#include "capacity.h"
 #include "metrics.h"
 #include "outcome.h"
 #include "spares.h"
@@ -227,6 +228,38 @@ static void gauge(FILE *f, const char *name, const char *help, unsigned long lon
     fprintf(f, "%s %llu\n", name, v);
 }
 
+/* The capacity for placement per tool (capacity.h), one gauge per count;
+ * warm ready only for warm tools. */
+static void tool_gauges(FILE *f)
+{
+    static const struct {
+        const char *key, *name, *help;
+    } per[] = {
+        {"queued", "toolexecd_tool_calls_queued", "Calls of the tool waiting for a worker slot."},
+        {"running", "toolexecd_tool_calls_running", "Calls of the tool holding a worker slot."},
+        {"spares", "toolexecd_tool_spares_ready", "Sandboxes prepared ahead for the tool, ready."},
+        {"warm", "toolexecd_tool_warm_ready", "A warm tool's template is ready (1) or not (0)."},
+    };
+    json_t *cap = td_capacity_tools();
+    for (size_t i = 0; cap && i < sizeof(per) / sizeof(per[0]); i++) {
+        head(f, per[i].name, "gauge", per[i].help);
+        const char *name;
+        json_t *e;
+        json_object_foreach(cap, name, e)
+        {
+            json_t *v = json_object_get(e, per[i].key);
+            if (json_is_null(v))
+                continue; /* a cold tool has no template */
+            fprintf(f, "%s{tool=\"", per[i].name);
+            label(f, name);
+            fprintf(f, "\"} %lld\n",
+                    json_is_string(v) ? (long long)(strcmp(json_string_value(v), "ready") == 0)
+                                      : (long long)json_integer_value(v));
+        }
+    }
+    json_decref(cap);
+}
+
 char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
 {
     char *buf = NULL;
@@ -300,6 +333,8 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     gauge(f, "toolexecd_workers_running", "Calls running in a worker.", g->running);
     gauge(f, "toolexecd_worker_processes", "Worker processes not yet reaped.", g->processes);
     gauge(f, "toolexecd_workers_max", "The --max-workers limit.", g->max_workers);
+    gauge(f, "toolexecd_workers_free", "Worker slots free (max less running).",
+          g->running < g->max_workers ? g->max_workers - g->running : 0);
     gauge(f, "toolexecd_calls_queued", "Calls waiting for a worker slot.", g->queued);
     gauge(f, "toolexecd_clients", "Client connections.", g->clients);
     gauge(f, "toolexecd_tail_subscribers", "Event subscribers (tail).", g->subscribers);
@@ -312,6 +347,7 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
         head(f, "toolexecd_spawner_restarts_total", "counter", "Times the spawner died.");
         fprintf(f, "toolexecd_spawner_restarts_total %u\n", td_spawner_restarts());
     }
+    tool_gauges(f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

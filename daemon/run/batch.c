@@ -574,6 +574,20 @@ unsigned td_batch_queued(void)
     return n;
 }
 
+void td_batch_each_call(void (*fn)(void *data, const char *tool, bool running), void *data)
+{
+    for (struct td_batch *b = all_batches; b; b = b->anext)
+        for (size_t i = 0; i < b->ncalls; i++) {
+            const struct call *c = &b->calls[i];
+            const char *tool = c->tool ? c->tool->name : c->name;
+            /* as td_batch_running() and td_batch_queued() count them */
+            if (c->slot)
+                fn(data, tool, true);
+            else if (b->sched.waiting && i >= b->next)
+                fn(data, tool, false);
+        }
+}
+
 static json_t *cancelled_error(struct call *c)
 {
     return te_tool_error_new(TE_HANDLER_EXIT, c->name, c->id, "cancelled",

@@ -30,6 +30,10 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
                     size_t errlen);
 /* Calls running in a worker (holding a --max-workers slot). */
 unsigned td_batch_running(void);
+/* fn for each call of every batch that holds a slot (running) or waits
+ * for one (not running), with its tool's name: the two counts above, per
+ * tool (capacity.c). */
+void td_batch_each_call(void (*fn)(void *data, const char *tool, bool running), void *data);
 /* Pause or resume reading the output of the batch's workers; workers started
  * while paused start paused. */
 void td_batch_throttle(struct td_batch *b, bool pause);

@@ -53,6 +53,9 @@ void td_template_call_denials(struct td_warm_call *c, struct td_denials *d);
 /* The worker is gone: its directory is removed; no callback runs after. */
 void td_template_call_end(struct td_warm_call *c);
 
+/* A warm tool's template: "ready" (calls start warm), "starting" or
+ * "down"; NULL for a tool that is not warm. */
+const char *td_template_state(const char *tool);
 /* For stats: {"tool": {"pid", "age_ms", "children", "restarts", "pss_kb"}}. */
 json_t *td_template_stats(void);
 

@@ -324,6 +324,15 @@ static long long pss_kb(pid_t pid)
     return kb;
 }
 
+const char *td_template_state(const char *tool)
+{
+    struct warm *w;
+    SLIST_FOREACH(w, &all, link)
+        if (strcmp(w->name, tool) == 0)
+            return !w->cur ? "down" : w->cur->state == I_STARTING ? "starting" : "ready";
+    return NULL;
+}
+
 json_t *td_template_stats(void)
 {
     json_t *o = json_object();

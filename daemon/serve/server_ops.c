@@ -4,8 +4,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "batch.h"
+#include "capacity.h"
 #include "cleanup.h"
 #include "metrics.h"
 #include "registry.h"
@@ -145,14 +147,38 @@ static void op_metrics(struct td_conn *c, json_t *req)
                               TD_METRICS_CONTENT_TYPE, "text", text, len));
 }
 
+/* {"op": "capacity"}: what this daemon can take on, for placement. It
+ * takes no other key: a misspelt one would otherwise be silently lost. */
+static void op_capacity(struct td_conn *c, json_t *req)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(req, key, v)
+    {
+        if (strcmp(key, "op") != 0) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "unknown key \"%.64s\" in capacity request (it takes none)",
+                     key);
+            td_conn_error(c, NULL, "request_error", "invalid_request", msg, NULL);
+            return;
+        }
+    }
+    json_t *ev = td_capacity_event();
+    if (!ev) {
+        td_conn_error(c, NULL, "engine_error", "internal", "capacity: out of memory", NULL);
+        return;
+    }
+    td_conn_send(c, ev);
+}
+
 /* Every op, written once (the unknown-op message lists them from here).
  * Who may call it: any client of the main socket, every op (the events
  * socket only talks: its lines are ignored before this table); new_work:
  * refused once the daemon is shutting down, the others still answered. */
 static const struct td_op ops[] = {
-    {"run", op_run, true},          {"cancel", op_cancel, false}, {"decide", op_decide, false},
-    {"tools", op_tools, false},     {"tail", op_tail, false},     {"stats", op_stats, false},
-    {"metrics", op_metrics, false},
+    {"run", op_run, true},          {"cancel", op_cancel, false},     {"decide", op_decide, false},
+    {"tools", op_tools, false},     {"tail", op_tail, false},         {"stats", op_stats, false},
+    {"metrics", op_metrics, false}, {"capacity", op_capacity, false},
 };
 
 static void request_error(struct td_conn *c, const char *batch, const char *reason,
