@@ -35,6 +35,9 @@ bool td_egress_allows(const struct td_egress *e, const char *host, unsigned port
  * through the proxy. */
 const char *td_egress_no_proxy(const struct td_egress *e);
 
+/* Learn mode's policy: every host allowed (the proxy records each, learn.h). */
+struct td_egress *td_egress_any(void);
+
 /* Its limits (toolexecd.tools(5)), per call. */
 uint64_t td_egress_max_bytes(const struct td_egress *e);
 unsigned td_egress_max_connections(const struct td_egress *e);

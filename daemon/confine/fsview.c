@@ -65,6 +65,11 @@ enum td_fs_default td_fs_default = TD_FS_VIEW;
 static const char *const default_hidden[] = {
     "/root", "/home", "/run", "/var/lib", "/var/tmp", "/etc/shadow", "/etc/gshadow", "/etc/ssh",
 };
+const char *const *td_fsview_default_hidden(size_t *n)
+{
+    *n = sizeof(default_hidden) / sizeof(default_hidden[0]);
+    return default_hidden;
+}
 static const char *const devices[] = {"null", "zero", "full", "random", "urandom"};
 #define SLOT_CALL 0
 #define SLOT_DEV 3 /* after the two hiders */

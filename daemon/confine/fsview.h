@@ -47,6 +47,8 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
 bool td_fsview_is_host(const struct td_fsview *v);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
+/* The paths every view hides (n of them), for learn mode's base. */
+const char *const *td_fsview_default_hidden(size_t *n);
 /* At start: say what calls see (a warning where it is the host's). */
 void td_fsview_setup(bool mount_ns);
 

@@ -61,6 +61,11 @@ struct td_tool {
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;
+    /* learn mode (learndef.c): "learn": true */
+    bool learn;
+    bool learn_minimal;       /* its "filesystem" said "root": "minimal" */
+    struct td_learn *learned; /* all its calls since load */
+    json_t *learn_def;        /* its definition as read */
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

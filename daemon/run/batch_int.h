@@ -48,9 +48,9 @@ struct call {
     uint64_t timeout_ms; /* effective: the tool's ceiling and the batch's */
     struct rusage ru;    /* the worker's, from wait4() */
     bool have_ru;
-    json_t *denied;        /* {"denied": [...]} for the completed event; NULL: none */
-    const char *start;     /* warm tools: "warm" or "cold" (template.c) */
-    json_t *awaiting;      /* an error waiting for the client's decision */
+    json_t *denied;    /* {"denied": [...], "learned": {...}} for the completed event; NULL: none */
+    const char *start; /* warm tools: "warm" or "cold" (template.c) */
+    json_t *awaiting;  /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
 
