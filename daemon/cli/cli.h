@@ -5,7 +5,7 @@
  *   input.c     reading a batch: a run request, a calls array or LLM tool calls
  *   run.c       run and call: send a batch, follow it, report it
  *   decide.c    on_tool_error "ask": the person at the terminal decides
- *   info.c      tools, stats and tail
+ *   info.c      tools, stats, tail and learn
  *   term.c      terminal text: widths, sanitising, tables, durations
  *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
  *               (its parts: mcp_int.h)
@@ -82,6 +82,8 @@ int cli_cmd_tools(struct cli *cli, int argc, char **argv);
 int cli_cmd_mcp(struct cli *cli, int argc, char **argv);
 int cli_cmd_stats(struct cli *cli, int argc, char **argv);
 int cli_cmd_tail(struct cli *cli, int argc, char **argv);
+/* info.c: a learning tool's proposal (toolexecd.tools(5), LEARN MODE) */
+int cli_cmd_learn(struct cli *cli, int argc, char **argv);
 
 /* run.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
  * for a call's result object. */

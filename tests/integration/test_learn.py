@@ -17,6 +17,7 @@ hidden file finds nothing. Against a root daemon and an unprivileged one."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import unittest
@@ -24,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import harness
 from harness import Daemon
+
+TOOLEXEC = os.environ.get("TOOLEXEC", "")
 
 TOOL = r'''
 import ctypes, json, os, sys, urllib.request
@@ -158,6 +161,16 @@ class LearnCases:
         applied = got["definition"]
         self.assertNotIn("learn", applied)
         self.assertEqual(applied["network"], learned["network"])
+        # toolexec learn: the proposal printed, the definition written
+        cli = [TOOLEXEC, "--socket", d.sock, "learn", "learner"]
+        out = subprocess.run(cli, capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout), learned)
+        path = os.path.join(self.data, "learner.json")
+        out = subprocess.run(cli + [path], capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(path) as f:
+            self.assertEqual(json.load(f), applied)
         d.stop()
 
         # applied, in a new daemon: the same call, no denials
