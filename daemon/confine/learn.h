@@ -14,12 +14,14 @@
 
 #include <jansson.h>
 
-/* How a path was touched (bits). */
-#define TD_LEARN_READ 1   /* opened for reading, executed */
-#define TD_LEARN_WRITE 2  /* the file itself written (O_WRONLY, O_RDWR, O_TRUNC, truncate) */
-#define TD_LEARN_CREATE 4 /* an entry made or removed in its directory (O_CREAT, unlink, rename)   \
-                           */
-#define TD_LEARN_MKDIR 8  /* a directory the call made */
+/* How a path was touched (bits): READ opened for reading; WRITE the file
+ * itself written (O_WRONLY, O_RDWR, O_TRUNC, truncate); CREATE an entry
+ * made or removed in its directory (O_CREAT, unlink, rename); MKDIR a
+ * directory the call made. */
+#define TD_LEARN_READ 1
+#define TD_LEARN_WRITE 2
+#define TD_LEARN_CREATE 4
+#define TD_LEARN_MKDIR 8
 
 /* Distinct paths kept per record; the rest are counted, not kept. */
 #define TD_LEARN_MAX_PATHS 4096
