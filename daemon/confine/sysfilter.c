@@ -294,6 +294,13 @@ const struct td_sysfilter *td_sysfilter_learn(void)
     return learn_filter.prog.filter ? &learn_filter : NULL;
 }
 
+bool td_sysfilter_notifies(void)
+{
+    if (!notify_ok && !notify_missing)
+        probe_notify();
+    return notify_ok;
+}
+
 const char *const *td_sysfilter_default_names(void)
 {
     return default_names;

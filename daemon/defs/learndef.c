@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "egress.h"
@@ -31,13 +32,14 @@ int td_learndef_parse(const char *file, json_t *def, struct td_tool *t, char *er
     json_t *fs = json_object_get(def, "filesystem");
     const char *root = json_string_value(json_object_get(fs, "root"));
     t->learn_minimal = root && strcmp(root, "minimal") == 0;
-    json_t *host = json_string("host");
+    /* the host's, as "filesystem": "host" (whose own warning the one
+     * below says more than) */
     td_fsview_free(t->fs);
-    t->fs = NULL;
-    int rc = td_fsview_parse(file, host, &t->fs, err, errlen);
-    json_decref(host);
-    if (rc < 0)
-        return rc;
+    if (!(t->fs = calloc(1, sizeof(*t->fs)))) {
+        snprintf(err, errlen, "%s: out of memory", file);
+        return -ENOMEM;
+    }
+    t->fs->host = true;
     td_egress_free(t->egress);
     t->network = 0;
     if (!(t->egress = td_egress_any()) || !(t->learned = td_learn_new()) ||
@@ -52,9 +54,9 @@ int td_learndef_parse(const char *file, json_t *def, struct td_tool *t, char *er
            "any host through the egress proxy and make any system call, recorded (for trusted "
            "test runs only)%s",
            t->name,
-           td_sysfilter_learn() ? ""
-                                : "; this host has no seccomp user notification: its paths and "
-                                  "system calls are not recorded, only its hosts");
+           td_sysfilter_notifies() ? ""
+                                   : "; this host has no seccomp user notification: its paths and "
+                                     "system calls are not recorded, only its hosts");
     return 0;
 }
 

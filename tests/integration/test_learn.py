@@ -198,7 +198,20 @@ class LearnCases:
 
 
 class TestLearnRoot(LearnCases, unittest.TestCase):
-    pass
+    def test_check_names_the_key(self):
+        """--check --tools: a learn that is not a boolean is a problem; a
+        learning tool loads, with the warning."""
+        tools = os.path.realpath(__import__("tempfile").mkdtemp(prefix="te-learn-check-"))
+        self.addCleanup(shutil.rmtree, tools, True)
+        for name, learn in (("good", True), ("bad", 1)):
+            with open(os.path.join(tools, name + ".json"), "w") as f:
+                json.dump(definition(name=name, learn=learn), f)
+        r = subprocess.run([harness.TOOLEXECD, "--check", "--tools", tools],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad.json: learn: expected true or false", r.stdout + r.stderr)
+        self.assertNotIn("good.json:", r.stdout)
+        self.assertIn("tool good: learn mode", r.stderr)
 
 
 class TestLearnUnprivileged(LearnCases, unittest.TestCase):
