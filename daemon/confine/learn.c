@@ -79,6 +79,10 @@ void td_learn_host(struct td_learn *l, const char *host, unsigned port)
     char key[300];
     if (!l)
         return;
+    if (json_object_size(l->hosts) >= TD_LEARN_MAX_PATHS) {
+        l->dropped++;
+        return;
+    }
     /* a bare IPv6 address needs its brackets to carry a port */
     snprintf(key, sizeof(key), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
     json_object_set_new(l->hosts, key, json_true());

@@ -23,7 +23,8 @@
 #define TD_LEARN_CREATE 4
 #define TD_LEARN_MKDIR 8
 
-/* Distinct paths kept per record; the rest are counted, not kept. */
+/* Distinct paths (and hosts) kept per record; the rest are counted, not
+ * kept: a record, a tool's of all its calls too, stays bounded. */
 #define TD_LEARN_MAX_PATHS 4096
 
 struct td_learn;
