@@ -7,6 +7,7 @@
  *   decide.c    on_tool_error "ask": the person at the terminal decides
  *   info.c      tools, stats and tail
  *   audit.c     audit verify: the audit file's hash chain
+ *   info.c      tools, stats, tail and learn
  *   term.c      terminal text: widths, sanitising, tables, durations
  *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
  *               (its parts: mcp_int.h)
@@ -90,6 +91,8 @@ int cli_cmd_stats(struct cli *cli, int argc, char **argv);
 int cli_cmd_tail(struct cli *cli, int argc, char **argv);
 /* audit.c: audit verify FILE... */
 int cli_cmd_audit(struct cli *cli, int argc, char **argv);
+/* info.c: a learning tool's proposal (toolexecd.tools(5), LEARN MODE) */
+int cli_cmd_learn(struct cli *cli, int argc, char **argv);
 
 /* run.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
  * for a call's result object. */

@@ -311,6 +311,70 @@ int cli_cmd_stats(struct cli *cli, int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------------ */
+/* toolexec learn */
+
+/* def as FILE, whole or not at all (written beside it, then renamed). */
+static int write_definition(const char *file, const json_t *def)
+{
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp.%ld", file, (long)getpid()) < 0)
+        return -1;
+    FILE *f = fopen(tmp, "w");
+    int rc =
+        f && json_dumpf(def, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 && fputc('\n', f) != EOF
+            ? 0
+            : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, file) < 0)
+        rc = -1;
+    if (rc < 0)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+int cli_cmd_learn(struct cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+        if (cli_common_option(cli, opt, optarg))
+            continue;
+        if (opt == 'h')
+            return cli_help("learn");
+        return cli_bad_option("learn", opt, argv);
+    }
+    if (optind >= argc)
+        return cli_usage_error("learn", "expected the name of a tool in learn mode");
+    if (argc - optind > 2)
+        return cli_usage_error("learn", "unexpected '%s'", argv[optind + 2]);
+    const char *tool = argv[optind], *file = argc - optind == 2 ? argv[optind + 1] : NULL;
+    json_t *req = json_pack("{s:s,s:s}", "op", "learned", "tool", tool), *ev;
+    int rc = ask(cli, req, "learned", &ev, NULL);
+    json_decref(req);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    json_int_t calls = json_integer_value(json_object_get(ev, "calls"));
+    if (file) {
+        if (write_definition(file, json_object_get(ev, "definition")) < 0) {
+            cli_err("%s: %s", file, strerror(errno));
+            rc = CLI_EXIT_ERROR;
+        } else
+            fprintf(stderr, "toolexec: %s: the definition of %s learnt from %lld calls\n", file,
+                    tool, (long long)calls);
+    } else if (cli->json)
+        cli_print_json(ev);
+    else {
+        json_dumpf(json_object_get(ev, "learned"), stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("\n");
+        fprintf(stderr, "toolexec: learnt from %lld calls of %s\n", (long long)calls, tool);
+    }
+    json_decref(ev);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* toolexec tail */
 
 /* "a,b,,c" -> ["a", "b", "c"]; NULL for a value that is not UTF-8. */

@@ -105,6 +105,19 @@ static const struct cli_command commands[] = {
      "read. Needs no daemon.\n"
      "\n"
      "  -h, --help                 this text\n"},
+    {"learn", cli_cmd_learn,
+     "usage: toolexec learn [OPTIONS] TOOL [FILE]\n"
+     "\n"
+     "What the calls of TOOL, a tool in learn mode (\"learn\": true), touched\n"
+     "since it was loaded, as a proposed definition fragment: its \"filesystem\"\n"
+     "read and write paths, its \"network\" allow-list and, when it made system\n"
+     "calls the default filter refuses, \"syscalls\" and \"deny_syscalls\". With\n"
+     "FILE: the tool's whole definition, \"learn\" removed and the proposal\n"
+     "applied, written there (a tools directory's file loads as it is).\n"
+     "\n"
+     "  -j, --json                 print the daemon's answer as JSON\n"
+     "  -s, --socket PATH          the daemon's socket\n"
+     "  -h, --help                 this text\n"},
     {"mcp", cli_cmd_mcp,
      "usage: toolexec mcp [OPTIONS]\n"
      "\n"
@@ -134,6 +147,7 @@ static void usage(FILE *f)
                "  tools                  list the daemon's tools\n"
                "  stats                  show the daemon's counters\n"
                "  tail                   follow the events of every batch\n"
+               "  learn TOOL [FILE]      what a tool in learn mode proposes\n"
                "  mcp                    serve the tools to an MCP host on stdin/stdout\n"
                "  audit verify FILE...   check the audit file's hash chain\n"
                "  help [COMMAND]         show help for a command\n"

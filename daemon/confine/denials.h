@@ -26,6 +26,10 @@ struct td_denials {
      * looping on a denied call pays no lookup per call */
     uint32_t sys_arch;
     unsigned char sys_seen[TD_DENIALS_SEEN_MAX / 8];
+    /* learn mode (learn.h): where the listener and the proxy record what
+     * they let through instead of refusing; NULL: the call is confined.
+     * Its owner (the worker) frees it, not td_denials_clear(). */
+    struct td_learn *learn;
 };
 
 /* Add entry (stolen), e.g. {"kind":"syscall","name":"ptrace"}. An entry

@@ -54,6 +54,7 @@ struct td_egress {
     /* a narrowing's creds are its tool's (a narrowed tool holds its parent,
      * narrow.c): a host it still allows keeps its headers */
     bool creds_borrowed;
+    bool any; /* learn mode: every host, each recorded by the proxy */
 };
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *arg)
@@ -317,7 +318,18 @@ static const struct rule *allowed(const struct td_egress *e, const char *host, u
 
 bool td_egress_allows(const struct td_egress *e, const char *host, unsigned port)
 {
-    return allowed(e, host, port) != NULL;
+    return e->any || allowed(e, host, port) != NULL;
+}
+
+struct td_egress *td_egress_any(void)
+{
+    struct td_egress *e = calloc(1, sizeof(*e));
+    if (e) {
+        e->any = e->names_loopback = true; /* the host's loopback through the proxy too */
+        e->max_bytes = TD_EGRESS_MAX_BYTES;
+        e->max_connections = TD_EGRESS_MAX_CONNECTIONS;
+    }
+    return e;
 }
 
 uint64_t td_egress_max_bytes(const struct td_egress *e)

@@ -46,6 +46,8 @@ const char *td_egress_no_proxy(const struct td_egress *e);
 /* Its "headers" (credentials.h), NULL: none. */
 struct td_creds;
 const struct td_creds *td_egress_creds(const struct td_egress *e);
+/* Learn mode's policy: every host allowed (the proxy records each, learn.h). */
+struct td_egress *td_egress_any(void);
 
 /* Its limits (toolexecd.tools(5)), per call. */
 uint64_t td_egress_max_bytes(const struct td_egress *e);

@@ -68,6 +68,12 @@ const char *const td_fs_hidden[] = {
     "/root",       "/home",        "/run",     "/var/lib", "/var/tmp",
     "/etc/shadow", "/etc/gshadow", "/etc/ssh", NULL,
 };
+const char *const *td_fsview_default_hidden(size_t *n)
+{
+    for (*n = 0; td_fs_hidden[*n];)
+        (*n)++;
+    return td_fs_hidden;
+}
 static const char *const devices[] = {"null", "zero", "full", "random", "urandom"};
 #define SLOT_CALL 0
 #define SLOT_DEV 3 /* after the two hiders */

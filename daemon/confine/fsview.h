@@ -61,6 +61,8 @@ bool td_fsview_is_host(const struct td_fsview *v);
 const char *td_fsview_hides(const struct td_fsview *v, const char *path);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
+/* The paths every view hides (n of them), for learn mode's base. */
+const char *const *td_fsview_default_hidden(size_t *n);
 /* At start: say what calls see (a warning where it is the host's). */
 void td_fsview_setup(bool mount_ns);
 

@@ -24,6 +24,7 @@
 #include "credentials.h"
 #include "denials.h"
 #include "egress.h"
+#include "learn.h"
 #include "log.h"
 #include "proxy.h"
 #include "proxy_int.h"
@@ -442,6 +443,8 @@ static void decide(struct conn *k)
         deny(k, "max_bytes", why);
         return;
     }
+    if (c->denied && c->denied->learn) /* learn mode: where it went */
+        td_learn_host(c->denied->learn, k->host, k->port);
     if (!td_egress_allows(c->e, k->host, k->port)) {
         deny(k, NULL, "not in this tool's network allow-list");
         return;

@@ -263,10 +263,53 @@ static void probe_notify(void)
         notify_ok = true;
 }
 
+/* Learn mode's: the calls that name a path, besides the default set. Not
+ * execve: the call's own exec comes right after the filter, while the one
+ * who would answer (the spawner, the daemon) waits in clone() for that exec
+ * (sandbox.c, step 11b); a program exec'd from a hidden directory is
+ * therefore not learned (a script's interpreter opening it is). */
+static const char *const learn_paths[] = {"open",     "openat",    "openat2",  "creat", "mkdir",
+                                          "mkdirat",  "unlink",    "unlinkat", "rmdir", "rename",
+                                          "renameat", "renameat2", "truncate"};
+static struct td_sysfilter learn_filter;
+static const char *default_names[sizeof(default_deny) / sizeof(default_deny[0]) + 1];
+
+static int build_learn(void)
+{
+    int nrs[sizeof(learn_paths) / sizeof(learn_paths[0])];
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < sizeof(default_deny) / sizeof(default_deny[0]); i++)
+        if (seccomp_syscall_resolve_name(default_deny[i]) >= 0)
+            default_names[k++] = default_deny[i];
+    if (!notify_ok)
+        return 0;
+    for (size_t i = 0; i < sizeof(learn_paths) / sizeof(learn_paths[0]); i++)
+        if ((nrs[n] = seccomp_syscall_resolve_name(learn_paths[i])) >= 0)
+            n++;
+    return build(false, TD_NET_PROXY, nrs, n, false, &learn_filter);
+}
+
+const struct td_sysfilter *td_sysfilter_learn(void)
+{
+    return learn_filter.prog.filter ? &learn_filter : NULL;
+}
+
+bool td_sysfilter_notifies(void)
+{
+    if (!notify_ok && !notify_missing)
+        probe_notify();
+    return notify_ok;
+}
+
+const char *const *td_sysfilter_default_names(void)
+{
+    return default_names;
+}
+
 int td_sysfilter_setup(void)
 {
     probe_notify();
-    int rc = 0;
+    int rc = build_learn();
     for (int off = 0; rc == 0 && off < 2; off++)
         for (int net = 0; rc == 0 && net < TD_NET_COUNT; net++)
             if (!(off && net == TD_NET_HOST)) { /* off with the host's network: none */

@@ -55,4 +55,14 @@ const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, e
 const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c,
                                                  enum td_net net);
 
+/* Learn mode (learn.h): the default filter of a call with an egress
+ * proxy whose denied calls, and the calls that name a path (open, exec,
+ * mkdir, unlink, rename, ...), all stop at the listener, which records
+ * them and lets them go on (learnsys.c). NULL without user notification. */
+const struct td_sysfilter *td_sysfilter_learn(void);
+/* Can this host notify (and so learn paths and system calls)? */
+bool td_sysfilter_notifies(void);
+/* The default denied set's names this libseccomp knows (NULL-terminated). */
+const char *const *td_sysfilter_default_names(void);
+
 #endif

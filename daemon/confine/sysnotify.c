@@ -35,6 +35,11 @@
  * under its filter is gone, and its NOTIF_RECV would then block: each
  * receive is preceded by a poll() of the descriptor alone, which never
  * blocks.
+ *
+ * A call in learn mode (its denials carry a record, learn.h) has a filter
+ * that notifies more (sysfilter.c, td_sysfilter_learn): each notification
+ * is recorded (learnsys.c) and answered SECCOMP_USER_NOTIF_FLAG_CONTINUE,
+ * the call made as if no filter were there.
  */
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -49,6 +54,7 @@
 #include <uv.h>
 
 #include "denials.h"
+#include "learnsys.h"
 #include "log.h"
 #include "sysnotify.h"
 #include "config.h"
@@ -243,6 +249,17 @@ static void on_ready(uv_poll_t *p, int status, int events)
     memset(req, 0, sizes.seccomp_notif);
     if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
         return; /* ENOENT: its thread was killed meanwhile */
+    if (!n->route && n->d && n->d->learn) {
+        /* learn mode: recorded, then let go on (learnsys.c) */
+        td_learn_notified(n->d->learn, n->fd, req);
+        struct seccomp_notif_resp *resp = resp_buf;
+        memset(resp, 0, sizes.seccomp_notif_resp);
+        resp->id = req->id;
+        resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, resp);
+        n->answered++;
+        return;
+    }
     if (!n->route) {
         answer(n, req->id);
         note(n->d, req->data.arch, req->data.nr, NULL, 0);

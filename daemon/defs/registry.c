@@ -27,6 +27,8 @@
 #include "config.h"
 #include "fsview.h"
 #include "egress.h"
+#include "learn.h"
+#include "learndef.h"
 #include "declare.h"
 #include "log.h"
 #include "registry.h"
@@ -84,6 +86,8 @@ void td_tool_unref(struct td_tool *t)
     td_sysfilter_conf_free(t->sysfilter);
     td_fsview_free(t->fs);
     td_egress_free(t->egress);
+    td_learn_free(t->learned);
+    json_decref(t->learn_def);
     td_declare_free(t);
     free(t);
 }
@@ -141,12 +145,13 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {
-        "name",     "description", "schema",        "command",       "protocol",
-        "context",  "timeout_ms",  "env",           "limits",        "user",
-        "group",    "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
-        "coerce",   "spill",       "syscalls",      "deny_syscalls", "filesystem",
-        "title",    "annotations", "output_schema", "strict",        "start",
-        "max_forks"}; /* template.c */
+        "name",      "description", "schema",        "command",       "protocol",
+        "context",   "timeout_ms",  "env",           "limits",        "user",
+        "group",     "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
+        "coerce",    "spill",       "syscalls",      "deny_syscalls", "filesystem",
+        "title",     "annotations", "output_schema", "strict",        "start",
+        "max_forks", /* template.c */
+        "learn"};    /* learndef.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -333,6 +338,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     }
     t->warm = wd.warm;
     t->max_forks = wd.max_forks;
+    if ((rc = td_learndef_parse(file, def, t, err, errlen)) < 0)
+        goto out;
     const char *names[2] = {"user", "group"};
     for (int k = 0; k < 2; k++) {
         v = json_object_get(def, names[k]);

@@ -68,6 +68,11 @@ struct td_tool {
     /* toolpaths.c (issue 22): what its view hides of what it needs, for its
      * failed calls' errors; NULL: nothing */
     char *view_note;
+    /* learn mode (learndef.c): "learn": true */
+    bool learn;
+    bool learn_minimal;       /* its "filesystem" said "root": "minimal" */
+    struct td_learn *learned; /* all its calls since load */
+    json_t *learn_def;        /* its definition as read */
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

@@ -25,6 +25,7 @@
 #include "bus.h"
 #include "config.h"
 #include "denials.h"
+#include "learnsys.h"
 #include "declare.h"
 #include "log.h"
 #include "registry.h"
@@ -355,6 +356,12 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
         c->have_ru = true;
     }
     c->denied = td_denials_fields(f ? f->denied : NULL);
+    if (f && f->denied && f->denied->learn) { /* learn mode: this call's proposal */
+        json_t *p = td_learn_propose(f->denied->learn, c->tool->learn_minimal);
+        if (p && (c->denied || (c->denied = json_object())))
+            json_object_set(c->denied, "learned", p);
+        json_decref(p);
+    }
     int rc = td_content_check(result, td_cfg.max_content);
     if (rc < 0) {
         char detail[128];

@@ -21,6 +21,10 @@
 struct td_batch;
 /* Handle a {"op": "run"} request of owner. */
 void td_batch_run(const struct td_batch_owner *owner, json_t *req);
+/* May the client cred call t (its allow_uids, allow_gids)? */
+struct td_tool;
+struct ucred;
+bool td_batch_tool_allowed(const struct td_tool *t, const struct ucred *cred);
 void td_batch_free(struct td_batch *b);
 /* Calls waiting for a worker slot. */
 unsigned td_batch_queued(void);

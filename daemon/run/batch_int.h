@@ -49,9 +49,9 @@ struct call {
     uint64_t policy_timeout_ms; /* the request's "policy" narrowing (0: none) */
     struct rusage ru;           /* the worker's, from wait4() */
     bool have_ru;
-    json_t *denied;        /* {"denied": [...]} for the completed event; NULL: none */
-    const char *start;     /* warm tools: "warm" or "cold" (template.c) */
-    json_t *awaiting;      /* an error waiting for the client's decision */
+    json_t *denied;    /* {"denied": [...], "learned": {...}} for the completed event; NULL: none */
+    const char *start; /* warm tools: "warm" or "cold" (template.c) */
+    json_t *awaiting;  /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };
 

@@ -33,7 +33,7 @@ static bool id_listed(const json_t *list, long id)
 }
 
 /* allow_uids / allow_gids: a client passes if either list names it. */
-static bool tool_allowed(const struct td_tool *t, const struct ucred *cred)
+bool td_batch_tool_allowed(const struct td_tool *t, const struct ucred *cred)
 {
     if (!t->allow_uids && !t->allow_gids)
         return true;
@@ -122,7 +122,7 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         if (json_object_get(call, TE_CUSTOM_CALL))
             continue; /* none of ours: that call's error (custom tool call) */
         struct td_tool *tool = td_registry_find(td_tools, name);
-        if (tool && !tool_allowed(tool, cred)) {
+        if (tool && !td_batch_tool_allowed(tool, cred)) {
             char msg[128 + TE_TOOL_NAME_MAX];
             snprintf(msg, sizeof(msg), "tool %.*s is not allowed for uid %d", 2 * TE_TOOL_NAME_MAX,
                      name, (int)cred->uid);

@@ -173,6 +173,8 @@ int td_spawndesc_build(struct td_spawndesc *d, enum td_spawn_kind kind, const st
         d->sp.filter_notify = d->sp.hand_over = sf && sf->notify;
     } else {
         sf = td_sysfilter_get(t->sysfilter, net);
+        if (t->learn && td_sysfilter_learn()) /* records and lets go on (learnsys.c) */
+            sf = td_sysfilter_learn();
         d->sp.hand_over = t->egress != NULL;
         d->sp.proxy_port = t->egress ? TD_EGRESS_PORT : 0;
         d->sp.filter_notify = sf && sf->notify;

@@ -41,6 +41,7 @@
 #include "proxy.h"
 #include "registry.h"
 #include "sandbox.h"
+#include "learn.h"
 #include "sysnotify.h"
 #include "template.h"
 #include "toolexec.h"
@@ -92,6 +93,7 @@ static void on_handle_closed(uv_handle_t *h)
     free(w->reqbody);
     td_sysnotify_stop(w->sysn);
     td_denials_clear(&w->denied);
+    td_learn_free(w->denied.learn);
     free(w->batch_id);
     free(w->call_id);
     free(w->warm_why);
@@ -179,6 +181,8 @@ void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage 
     w->sysn = NULL;
     if (w->warm) /* its template's listener notes no more for it */
         td_template_call_denials(w->warm, NULL);
+    /* learn mode: the tool's record of all its calls gains this one's */
+    td_learn_merge(w->tool->learned, w->denied.learn);
     if (w->denied.list)
         td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED,
                                             .json = w->denied.list,

@@ -22,6 +22,7 @@
 #include "containment.h"
 #include "egress.h"
 #include "fsview.h"
+#include "learn.h"
 #include "identity.h"
 #include "log.h"
 #include "proxy.h"
@@ -311,6 +312,9 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     if (!w || !body)
         goto fail;
     w->pidfd = -1;
+    /* learn mode: its listener and proxy record into this (learn.h) */
+    if (s->tool->learn && !(w->denied.learn = td_learn_new()))
+        goto fail;
     struct td_child child;
     if (s->tool->warm && !plain) {
         bool warm = start_warm(w, s, &child, &workdir);
@@ -478,8 +482,10 @@ fail:
     free(body);
     if (taken != (uid_t)-1) /* no process of the call was started */
         td_identity_give(taken);
-    if (w)
+    if (w) {
         td_cgroup_release(w->cg);
+        td_learn_free(w->denied.learn);
+    }
     free(w);
     *result = spawn_error(s, what, err);
     td_logc(TD_LOG_WARN, s->batch_id, s->call_id, "%s: %s", what, strerror(err));

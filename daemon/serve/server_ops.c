@@ -9,6 +9,8 @@
 #include "batch.h"
 #include "capacity.h"
 #include "cleanup.h"
+#include "learn.h"
+#include "learndef.h"
 #include "metrics.h"
 #include "registry.h"
 #include "request.h"
@@ -171,14 +173,44 @@ static void op_capacity(struct td_conn *c, json_t *req)
     td_conn_send(c, ev);
 }
 
+/* {"op": "learned", "tool": NAME}: what the tool's calls since load
+ * propose (learn mode, learndef.h), alone and as its whole definition. */
+static void op_learned(struct td_conn *c, json_t *req)
+{
+    const char *name = td_req_text(req, "tool");
+    struct td_tool *t = name ? td_registry_find(td_tools, name) : NULL;
+    char msg[200];
+    if (!t || !td_batch_tool_allowed(t, &c->cred) || !t->learn) {
+        snprintf(msg, sizeof(msg), "tool: %s%.64s%s", name ? "\"" : "expected a tool's name",
+                 name ? name : "",
+                 !name                                       ? ""
+                 : !t || !td_batch_tool_allowed(t, &c->cred) ? "\": no such tool"
+                                                             : "\": not in learn mode");
+        td_conn_error(c, NULL, "request_error", "invalid_request", msg, NULL);
+        return;
+    }
+    json_t *p = td_learndef_proposal(t);
+    json_t *def = td_learndef_definition(t, p);
+    if (!p || !def) {
+        json_decref(p);
+        json_decref(def);
+        td_conn_error(c, NULL, "engine_error", "internal", "learned: out of memory", NULL);
+        return;
+    }
+    td_conn_send(c, json_pack("{s:s,s:s,s:i,s:o,s:o}", "event", "learned", "tool", t->name, "calls",
+                              (int)td_learn_calls(t->learned), "learned", p, "definition", def));
+}
+
 /* Every op, written once (the unknown-op message lists them from here).
  * Who may call it: any client of the main socket, every op (the events
  * socket only talks: its lines are ignored before this table); new_work:
  * refused once the daemon is shutting down, the others still answered. */
 static const struct td_op ops[] = {
-    {"run", op_run, true},          {"cancel", op_cancel, false},     {"decide", op_decide, false},
-    {"tools", op_tools, false},     {"tail", op_tail, false},         {"stats", op_stats, false},
+    {"run", op_run, true},          {"cancel", op_cancel, false},
+    {"decide", op_decide, false},   {"tools", op_tools, false},
+    {"tail", op_tail, false},       {"stats", op_stats, false},
     {"metrics", op_metrics, false}, {"capacity", op_capacity, false},
+    {"learned", op_learned, false},
 };
 
 static void request_error(struct td_conn *c, const char *batch, const char *reason,

@@ -1,0 +1,329 @@
+/*
+ * learn.c - learn mode's record of a call and the proposal made from it
+ * (learn.h).
+ *
+ * How paths become a proposal (toolexecd.tools(5), LEARN MODE): a write
+ * proposes the directory it was made in when it made or removed an entry
+ * there (O_CREAT, mkdir, unlink, rename), the file itself otherwise; a
+ * directory the calls made themselves is climbed out of, so a tool that
+ * makes out/a/b and writes in it proposes out, which exists when the
+ * proposal is loaded (a definition's paths must). A read proposes the file
+ * (four or more in one directory: the directory; a directory opened
+ * itself is not proposed, a search of /run must not expose /run), and only
+ * where the base
+ * view does not show it already (/usr, /etc, ... are shown read-only to
+ * every call). Nothing under the call's own directories (/tmp right in it,
+ * /dev, /proc, its directory) is proposed. Paths that no longer exist are
+ * left out: a probe that found nothing (a module search) needs nothing.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "learn.h"
+
+/* Directories holding this many of the reads are proposed whole. */
+#define READS_TO_DIR 4
+/* A definition's read and write paths together (fsview.c's MAX_EXPOSED). */
+#define MAX_PROPOSED 32
+
+struct td_learn {
+    json_t *paths; /* path -> how (bits) */
+    json_t *hosts; /* "host:port" -> true */
+    json_t *sys;   /* name -> true */
+    unsigned calls;
+    size_t dropped;
+};
+
+struct td_learn *td_learn_new(void)
+{
+    struct td_learn *l = calloc(1, sizeof(*l));
+    if (l &&
+        (!(l->paths = json_object()) || !(l->hosts = json_object()) || !(l->sys = json_object()))) {
+        td_learn_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void td_learn_free(struct td_learn *l)
+{
+    if (!l)
+        return;
+    json_decref(l->paths);
+    json_decref(l->hosts);
+    json_decref(l->sys);
+    free(l);
+}
+
+void td_learn_path(struct td_learn *l, const char *path, unsigned how)
+{
+    if (!l || !path || path[0] != '/')
+        return;
+    json_t *v = json_object_get(l->paths, path);
+    if (v) {
+        json_integer_set(v, json_integer_value(v) | how);
+        return;
+    }
+    if (json_object_size(l->paths) >= TD_LEARN_MAX_PATHS) {
+        l->dropped++;
+        return;
+    }
+    json_object_set_new(l->paths, path, json_integer(how));
+}
+
+void td_learn_host(struct td_learn *l, const char *host, unsigned port)
+{
+    char key[300];
+    if (!l)
+        return;
+    if (json_object_size(l->hosts) >= TD_LEARN_MAX_PATHS) {
+        l->dropped++;
+        return;
+    }
+    /* a bare IPv6 address needs its brackets to carry a port */
+    snprintf(key, sizeof(key), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+    json_object_set_new(l->hosts, key, json_true());
+}
+
+void td_learn_syscall(struct td_learn *l, const char *name)
+{
+    if (l)
+        json_object_set_new(l->sys, name, json_true());
+}
+
+void td_learn_merge(struct td_learn *dst, const struct td_learn *src)
+{
+    const char *k;
+    json_t *v;
+    if (!dst || !src)
+        return;
+    json_object_foreach(src->paths, k, v) td_learn_path(dst, k, (unsigned)json_integer_value(v));
+    json_object_update(dst->hosts, src->hosts);
+    json_object_update(dst->sys, src->sys);
+    dst->dropped += src->dropped;
+    dst->calls++;
+}
+
+unsigned td_learn_calls(const struct td_learn *l)
+{
+    return l ? l->calls : 0;
+}
+
+/* ---- the proposal ---------------------------------------------------------- */
+
+static bool under(const char *p, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/')
+        return true;
+    return strncmp(p, root, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
+static bool under_any(const char *p, const char *const *list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (under(p, list[i]))
+            return true;
+    return false;
+}
+
+static bool is_any(const char *p, const char *const *list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (strcmp(p, list[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The real path of p's directory (malloc'd), NULL if there is none. */
+static char *real_parent(const char *p)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", p);
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return NULL;
+    if (slash == buf)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return realpath(buf, NULL);
+}
+
+static bool never(const char *p, const struct td_learn_base *b)
+{
+    return under_any(p, b->private) || (b->own && under(p, b->own));
+}
+
+/* Climb out of the directories the calls made (made: their real paths). */
+static char *out_of_made(char *target, json_t *made)
+{
+    bool again = true;
+    while (target && again) {
+        again = false;
+        const char *m;
+        json_t *v;
+        json_object_foreach(made, m, v)
+        {
+            if (under(target, m) && strcmp(m, "/") != 0) {
+                free(target);
+                target = real_parent(m);
+                again = true;
+                break;
+            }
+        }
+    }
+    return target;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* set's keys sorted, less those below another key (or below one of
+ * cover's): a directory covers what is in it. */
+static json_t *minimal_list(json_t *set, json_t *cover)
+{
+    size_t n = json_object_size(set), k = 0;
+    const char **keys = calloc(n + 1, sizeof(*keys));
+    json_t *out = json_array();
+    if (!keys || !out) {
+        free(keys);
+        json_decref(out);
+        return NULL;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(set, key, v) keys[k++] = key;
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        bool covered = false;
+        const char *c;
+        json_object_foreach(cover, c, v) covered = covered || under(keys[i], c);
+        size_t j;
+        json_array_foreach(out, j, v) covered = covered || under(keys[i], json_string_value(v));
+        if (!covered)
+            json_array_append_new(out, json_string(keys[i]));
+    }
+    free(keys);
+    return out;
+}
+
+/* Reads: four or more in one directory become the directory. */
+static void collapse_reads(json_t *reads, size_t min)
+{
+    json_t *per_dir = json_object();
+    const char *p;
+    json_t *v;
+    json_object_foreach(reads, p, v)
+    {
+        char *d = real_parent(p);
+        if (d && strcmp(d, "/") != 0 && strcmp(d, p) != 0) {
+            json_t *n = json_object_get(per_dir, d);
+            json_object_set_new(per_dir, d, json_integer(n ? json_integer_value(n) + 1 : 1));
+        }
+        free(d);
+    }
+    json_object_foreach(per_dir, p, v) if ((size_t)json_integer_value(v) >= min)
+        json_object_set_new(reads, p, json_true());
+    json_decref(per_dir);
+}
+
+static json_t *filesystem(const struct td_learn *l, const struct td_learn_base *b)
+{
+    json_t *made = json_object(), *writes = json_object(), *reads = json_object();
+    const char *p;
+    json_t *v;
+    json_object_foreach(l->paths, p, v) if (json_integer_value(v) & TD_LEARN_MKDIR)
+    {
+        char *r = realpath(p, NULL);
+        if (r && !never(r, b))
+            json_object_set_new(made, r, json_true());
+        free(r);
+    }
+    json_object_foreach(l->paths, p, v)
+    {
+        unsigned how = (unsigned)json_integer_value(v);
+        if (never(p, b))
+            continue;
+        if (how & (TD_LEARN_WRITE | TD_LEARN_CREATE | TD_LEARN_MKDIR)) {
+            char *t = (how & (TD_LEARN_CREATE | TD_LEARN_MKDIR)) ? NULL : realpath(p, NULL);
+            if (!t)
+                t = real_parent(p);
+            t = out_of_made(t, made);
+            if (t && strcmp(t, "/") != 0 && !never(t, b) && !is_any(t, b->scratch))
+                json_object_set_new(writes, t, json_true());
+            free(t);
+        }
+        if ((how & TD_LEARN_READ) && !(how & (TD_LEARN_CREATE | TD_LEARN_MKDIR))) {
+            char *r = realpath(p, NULL);
+            struct stat st;
+            if (r && (stat(r, &st) < 0 || S_ISDIR(st.st_mode))) {
+                /* a directory opened on the way down (a name service's
+                 * search, a listing): not the whole of it */
+                free(r);
+                r = NULL;
+            }
+            bool shown = r && !under_any(r, b->hidden) && (!b->shown || under_any(r, b->shown));
+            bool in_made = false;
+            const char *m;
+            json_t *mv;
+            json_object_foreach(made, m, mv) in_made = in_made || (r && under(r, m));
+            if (r && !shown && !never(r, b) && !in_made)
+                json_object_set_new(reads, r, json_true());
+            free(r);
+        }
+    }
+    collapse_reads(reads, READS_TO_DIR);
+    json_t *w = minimal_list(writes, NULL);
+    json_t *r = minimal_list(reads, writes);
+    if (r && w && json_array_size(r) + json_array_size(w) > MAX_PROPOSED) {
+        /* too many to load: the reads by their directories */
+        json_decref(r);
+        collapse_reads(reads, 1);
+        r = minimal_list(reads, writes);
+    }
+    json_decref(made);
+    json_decref(writes);
+    json_decref(reads);
+    json_t *fs = json_object();
+    if (r && json_array_size(r))
+        json_object_set(fs, "read", r);
+    if (w && json_array_size(w))
+        json_object_set(fs, "write", w);
+    if (b->shown)
+        json_object_set_new(fs, "root", json_string("minimal"));
+    json_decref(r);
+    json_decref(w);
+    return fs;
+}
+
+static json_t *sorted_keys(json_t *set)
+{
+    return minimal_list(set, NULL); /* no key is a path: none covers another */
+}
+
+json_t *td_learn_build(const struct td_learn *l, const struct td_learn_base *b)
+{
+    json_t *out = json_object();
+    if (!out)
+        return NULL;
+    json_object_set_new(out, "filesystem", filesystem(l, b));
+    if (json_object_size(l->hosts))
+        json_object_set_new(out, "network", json_pack("{s:o}", "allow", sorted_keys(l->hosts)));
+    else
+        json_object_set_new(out, "network", json_false());
+    if (json_object_size(l->sys)) {
+        json_t *deny = json_array();
+        for (size_t i = 0; b->deny && b->deny[i]; i++)
+            if (!json_object_get(l->sys, b->deny[i]))
+                json_array_append_new(deny, json_string(b->deny[i]));
+        json_object_set_new(out, "syscalls", json_string("off"));
+        json_object_set_new(out, "deny_syscalls", deny);
+    }
+    return out;
+}
