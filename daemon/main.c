@@ -88,6 +88,9 @@ static void usage(FILE *f)
                "                             (default --max-clients/4, at least 16)\n"
                "      --max-request-buffer N bytes of unfinished request lines, all clients\n"
                "                             (default 67108864, at least 4 x --max-request-bytes)\n"
+               "      --tool-timeout MS      a call's timeout when neither its batch's\n"
+               "                             tool_timeout nor its tool's timeout_ms sets one\n"
+               "                             (default 30000)\n"
                "      --idle-timeout S       close a connection with no batch that sends nothing\n"
                "                             for S seconds, 0 never (default 600)\n"
                "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
@@ -327,6 +330,7 @@ int main(int argc, char **argv)
         OPT_CLIENTS_UID,
         OPT_REQ_BUFFER,
         OPT_IDLE,
+        OPT_TOOL_TIMEOUT,
         OPT_FILESYSTEM, /* issue 11 (f1) */
         OPT_REQUIRE_CONFINEMENT,
         OPT_METRICS_LISTEN,
@@ -366,6 +370,7 @@ int main(int argc, char **argv)
         {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
         {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"tool-timeout", required_argument, NULL, OPT_TOOL_TIMEOUT},
         {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
@@ -538,6 +543,12 @@ int main(int argc, char **argv)
             break;
         case OPT_AUDIT_ARGS:
             audit_arguments = true;
+            break;
+        case OPT_TOOL_TIMEOUT:
+            if (!td_config_parse_size(optarg, UINT32_MAX, &td_cfg.tool_timeout_ms)) {
+                fprintf(stderr, "toolexecd: --tool-timeout: expected milliseconds\n");
+                return 2;
+            }
             break;
         case OPT_IDLE:
             if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {

@@ -279,6 +279,9 @@ typedef struct te_run_request {
      * a tool error of its own and the rest run; false ("refuse", the
      * default): one unknown tool refuses the batch */
     bool unknown_tool_error;
+    /* the client set tool_timeout (else tool_timeout_ms holds the default,
+     * which must not cut a tool's own longer timeout_ms: issue 22) */
+    bool tool_timeout_given;
 } te_run_request;
 
 /* Validate a {"op": "run", ...} request. Normalises the calls in place: the
