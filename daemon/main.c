@@ -111,7 +111,6 @@ static void usage(FILE *f)
                "                             (default 10)\n"
                "      --audit-arguments      audit records carry each call's arguments, not\n"
                "                             only their SHA-256\n"
-               "      --check                print what isolation the host offers and exit\n"
                "      --check                print what isolation the host offers and exit;\n"
                "                             with --tools DIR, every problem of every\n"
                "                             definition in DIR instead (status 1 if any)\n"
