@@ -3,6 +3,8 @@
 TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev libcmocka-dev python3 socat groff-base man-db libpcre2-dev libseccomp-dev json-schema-test-suite libsystemd-dev systemd util-linux"
 # issue 14: pip install contrib/python, offline (contrib/python/tests/test_first_hour.py)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
+# issue 22: python3 -m venv, the README's SDK path on Debian 12 (PEP 668)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-venv"
 # metrics (libmicrohttpd), the audit trail's SHA-256 (nettle)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libmicrohttpd-dev nettle-dev"
 # the egress proxy parses HTTP with http-parser (daemon/confine/proxy_request.c)
