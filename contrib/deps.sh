@@ -3,6 +3,8 @@
 TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev libcmocka-dev python3 socat groff-base man-db libpcre2-dev libseccomp-dev json-schema-test-suite libsystemd-dev systemd util-linux"
 # issue 14: pip install contrib/python, offline (contrib/python/tests/test_first_hour.py)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
+# issue 22: python3 -m venv, the README's SDK path on Debian 12 (PEP 668)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-venv"
 # metrics (libmicrohttpd), the audit trail's SHA-256 (nettle: arguments' digest, the
 # --audit-file hash chain, and toolexec audit verify)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libmicrohttpd-dev nettle-dev"
@@ -21,8 +23,22 @@ te_install_deps() {
     echo "installing:$missing" >&2
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -q
+    # Another apt (unattended-upgrades, a second set-up script) may hold the
+    # dpkg lock: wait for it, bounded (TE_APT_LOCK_WAIT seconds), rather than
+    # fail. DPkg::Lock::Timeout covers the dpkg lock; update's lists lock is
+    # not waited on by apt itself, so it is retried while that is the error.
+    te_wait=${TE_APT_LOCK_WAIT:-300}
+    apt="$sudo apt-get -o DPkg::Lock::Timeout=$te_wait"
+    end=$(($(date +%s) + te_wait))
+    while ! out=$($apt update -q 2>&1); do
+        if ! printf '%s\n' "$out" | grep -q "Could not get lock" || [ "$(date +%s)" -ge "$end" ]; then
+            printf '%s\n' "$out" >&2
+            return 1
+        fi
+        echo "apt-get update: another apt holds the lock; waiting" >&2
+        sleep 5
+    done
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
+    DEBIAN_FRONTEND=noninteractive $apt install -y -q --no-install-recommends $missing
 }
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES bubblewrap" # bench/confine.py (issue 11)

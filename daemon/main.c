@@ -42,6 +42,7 @@
 #include "audit.h"
 #include "auditchain.h"
 #include "tail.h"
+#include "usage.h"
 #include "template.h"
 #include "toolexec.h"
 #include "worker.h"
@@ -49,89 +50,6 @@
 static uv_signal_t sigterm, sigint, sighup;
 static uv_timer_t shutdown_timer;
 static bool signals_closed;
-
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: toolexecd [options]\n"
-        "  -s, --socket PATH          Unix socket to listen on\n"
-        "                             (default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
-        "                             /run/toolexecd/toolexecd.sock for root)\n"
-        "  -t, --tools DIR            tool definitions, one *.json per tool\n"
-        "                             (default " TD_DEFAULT_TOOLS_DIR ")\n"
-        "      --work-dir DIR         where per-call private directories are made\n"
-        "                             (default: a fresh one under /run/toolexecd\n"
-        "                             or $XDG_RUNTIME_DIR/toolexecd)\n"
-        "      --max-frame-bytes N    largest worker response (default 16777216)\n"
-        "      --max-content-bytes N  largest encoded content (default 16777216)\n"
-        "      --max-request-bytes N  longest request line (default 16777216)\n"
-        "      --log-level LEVEL      error, warn, info or debug (default info)\n"
-        "      --containment MODE     auto, pidns, cgroup or pgroup (default auto)\n"
-        "      --spawner yes|no       calls started by a process of their own, off\n"
-        "                             the loop (default yes; no: by the loop)\n"
-        "      --spares N             sandboxes the spawner keeps ready per tool\n"
-        "                             called lately (0-16, default 0: none)\n"
-        "      --cgroup DIR           make the calls' cgroups under DIR (cgroup v2)\n"
-        "                             (default: our own cgroup if it is delegated)\n"
-        "      --default-limits K=N[,K=N...]  limits for tools that set none:\n"
-        "                             cpu_ms, memory_mb, processes, open_files,\n"
-        "                             file_size_mb, output_mb\n"
-        "      --default-user NAME    workers' user when running as root\n"
-        "                             (default: toolexec if it exists, else nobody)\n"
-        "      --default-group NAME   workers' group (default: the user's)\n"
-        "      --call-uids FIRST-LAST|no  root: each call of a tool without a \"user\"\n"
-        "                             runs as a uid of its own from this range\n"
-        "                             (default " TD_CALL_UIDS_DEFAULT ")\n"
-        "      --default-network yes|no  network for tools that do not say\n"
-        "      --max-workers N        worker processes at once (default 4 x CPUs, >= 16)\n"
-        "      --max-clients N        connections at once (default 512)\n"
-        "      --max-batch-calls N    calls in one batch (default 1024)\n"
-        "      --max-queued-calls N   calls in one uid's unfinished batches\n"
-        "                             (default 4096, at least 4 x --max-batch-calls)\n"
-        "      --max-client-batches N unfinished batches on one connection (default 64)\n"
-        "      --max-clients-per-uid N  connections of one uid\n"
-        "                             (default --max-clients/4, at least 16)\n"
-        "      --max-request-buffer N bytes of unfinished request lines, all clients\n"
-        "                             (default 67108864, at least 4 x --max-request-bytes)\n"
-        "      --idle-timeout S       close a connection with no batch that sends nothing\n"
-        "                             for S seconds, 0 never (default 600)\n"
-        "      --socket-mode MODE     octal permissions of the socket (default 0660)\n"
-        "      --socket-group NAME    group of the socket file\n"
-        "      --events-socket PATH   also listen here; connecting subscribes to every\n"
-        "                             event (socat -u UNIX-CONNECT:PATH -)\n"
-        "      --tail-group NAME      subscribers in this group see every client's\n"
-        "                             events (others: their own uid's)\n"
-        "      --shutdown-timeout S   on SIGTERM, seconds in-flight calls get to finish\n"
-        "                             before they are cancelled (default 10)\n"
-        "      --log-format FORMAT    text or json (default text)\n"
-        "      --spill-max-age S      spill files are removed when their client\n"
-        "                             disconnects or S seconds after they are written\n"
-        "                             (default 3600; 0: only when it disconnects)\n"
-        "      --metrics-listen ADDR:PORT  serve Prometheus metrics at\n"
-        "                             http://ADDR:PORT/metrics (default: off)\n"
-        "      --metrics-timeout S    close a metrics connection idle S seconds\n"
-        "                             (default 10)\n"
-        "      --audit-arguments      audit records carry each call's arguments, not\n"
-        "                             only their SHA-256\n"
-        "      --audit-file FILE      also append each record to FILE, hash-chained\n"
-        "                             (prev_sha256; SIGHUP reopens it)\n"
-        "      --check                print what isolation the host offers and exit\n"
-        "      --check                print what isolation the host offers and exit;\n"
-        "                             with --tools DIR, every problem of every\n"
-        "                             definition in DIR instead (status 1 if any)\n"
-        "      --filesystem VIEW      what tools without a \"filesystem\" key see:\n"
-        "                             default (the host read-only, secrets hidden),\n"
-        "                             minimal (/usr, /etc, /lib* only) or host\n"
-        "      --require-confinement  refuse to start without every confinement layer\n"
-        "      --credentials-dir DIR  the files of the credentials that \"network\".\"headers\"\n"
-        "                             name (default $CREDENTIALS_DIRECTORY, else\n"
-        "                             " TD_CREDENTIALS_DEFAULT ")\n"
-        "      --upstream-ca FILE     PEM roots the egress proxy also trusts for hosts\n"
-        "                             whose TLS it ends (with credential headers)\n"
-        "  -h, --help                 this text\n"
-        "  -V, --version              the version\n");
-}
 
 /* Whenever something that keeps the daemon alive ends (a worker, a
  * connection, a timer of ours): once shutting down and nothing is left,
@@ -358,6 +276,7 @@ int main(int argc, char **argv)
         OPT_CLIENTS_UID,
         OPT_REQ_BUFFER,
         OPT_IDLE,
+        OPT_TOOL_TIMEOUT,
         OPT_FILESYSTEM, /* issue 11 (f1) */
         OPT_REQUIRE_CONFINEMENT,
         OPT_METRICS_LISTEN,
@@ -400,6 +319,7 @@ int main(int argc, char **argv)
         {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
         {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
         {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"tool-timeout", required_argument, NULL, OPT_TOOL_TIMEOUT},
         {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
@@ -580,6 +500,12 @@ int main(int argc, char **argv)
         case OPT_AUDIT_FILE:
             audit_file = optarg;
             break;
+        case OPT_TOOL_TIMEOUT:
+            if (!td_config_parse_size(optarg, UINT32_MAX, &td_cfg.tool_timeout_ms)) {
+                fprintf(stderr, "toolexecd: --tool-timeout: expected milliseconds\n");
+                return 2;
+            }
+            break;
         case OPT_IDLE:
             if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
                 fprintf(stderr, "toolexecd: --idle-timeout: expected seconds (0 to 86400)\n");
@@ -657,7 +583,7 @@ int main(int argc, char **argv)
             require_confinement = true;
             break;
         case 'h':
-            usage(stdout);
+            td_usage(stdout);
             return 0;
         case 'V':
             printf("toolexecd %s (libuv %s, jansson %s, %s)\n", TD_VERSION, uv_version_string(),
@@ -666,13 +592,13 @@ int main(int argc, char **argv)
                                      : "built without libsystemd: no notify, no socket activation");
             return 0;
         default:
-            usage(stderr);
+            td_usage(stderr);
             return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "toolexecd: unexpected argument: %s\n", argv[optind]);
-        usage(stderr);
+        td_usage(stderr);
         return 2;
     }
     if (check && tools_given)

@@ -555,6 +555,7 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
     v = json_object_get(req, "tool_timeout");
     if (v && !json_is_null(v) && !positive_int(v, &out->tool_timeout_ms))
         return fail(err, errlen, "tool_timeout: expected a positive integer (milliseconds)");
+    out->tool_timeout_given = v && !json_is_null(v);
     v = json_object_get(req, "max_concurrency");
     if (v && !json_is_null(v) && !positive_int(v, &out->max_concurrency))
         return fail(err, errlen, "max_concurrency: expected a positive integer");

@@ -283,6 +283,9 @@ typedef struct te_run_request {
      * an object or NULL; a call's own is its "policy" key (kept through the
      * LLM shapes' normalisation). The daemon checks the keys. */
     json_t *narrow;
+    /* the client set tool_timeout (else tool_timeout_ms holds the default,
+     * which must not cut a tool's own longer timeout_ms: issue 22) */
+    bool tool_timeout_given;
 } te_run_request;
 
 /* Validate a {"op": "run", ...} request. Normalises the calls in place: the

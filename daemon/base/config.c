@@ -39,6 +39,7 @@ struct td_config td_cfg = {
     /* Generous for a person's pause between turns, short enough that
      * forgotten connections give their slots back. */
     .idle_timeout_s = 600,
+    .tool_timeout_ms = TE_TOOL_TIMEOUT_DEFAULT_MS,
 };
 uv_loop_t *td_loop;
 bool td_shutting_down;

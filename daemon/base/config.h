@@ -46,6 +46,7 @@ struct td_config {
     unsigned max_clients_per_uid;   /* connections of one uid; 0: a quarter of max_clients */
     size_t max_request_buffer;      /* unfinished request bytes, all clients together */
     unsigned idle_timeout_s;        /* close a connection idle this long; 0: never */
+    uint64_t tool_timeout_ms;       /* a call's timeout when neither batch nor tool sets one */
     struct rlimit worker_nofile;    /* RLIMIT_NOFILE as we started: what workers get */
 };
 extern struct td_config td_cfg;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -112,6 +113,25 @@ void cli_print_json(const json_t *ev)
  * default, so that a toolexec and a toolexecd started alike meet. */
 static bool socket_fallback; /* no XDG_RUNTIME_DIR: a guessed default */
 
+/* contrib/quickstart.sh's socket where XDG_RUNTIME_DIR is not set:
+ * ${TMPDIR:-/tmp}/toolexecd-UID/toolexecd.sock. Taken only when the
+ * directory is ours and no one else may write to it: under a shared /tmp,
+ * another user could have made it first to catch our calls. */
+static bool quickstart_socket(char *buf, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof(dir), "%s/toolexecd-%u", tmp, (unsigned)geteuid());
+    struct stat st;
+    if (n < 0 || (size_t)n >= sizeof(dir) || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid() || (st.st_mode & 022))
+        return false;
+    n = snprintf(buf, len, "%s/toolexecd.sock", dir);
+    return n > 0 && (size_t)n < len && access(buf, F_OK) == 0;
+}
+
 static const char *resolve_socket(struct cli *cli)
 {
     if (cli->socket_path)
@@ -122,11 +142,12 @@ static const char *resolve_socket(struct cli *cli)
     int rc = te_default_socket_path(socket_buf, sizeof(socket_buf));
     if (rc == -ENOENT) {
         /* An MCP host starts its servers with a bare environment: the
-         * user's runtime directory where logind makes it, then the system
-         * service's socket. */
+         * user's runtime directory where logind makes it, then the
+         * quickstart's directory (su -, ssh without pam_systemd,
+         * containers), then the system service's socket. */
         snprintf(socket_buf, sizeof(socket_buf), "/run/user/%u/toolexecd.sock",
                  (unsigned)geteuid());
-        if (access(socket_buf, F_OK) != 0)
+        if (access(socket_buf, F_OK) != 0 && !quickstart_socket(socket_buf, sizeof(socket_buf)))
             snprintf(socket_buf, sizeof(socket_buf), "%s", CLI_SYSTEM_SOCKET);
         socket_fallback = true;
         return cli->socket_path = socket_buf;
@@ -146,8 +167,11 @@ static const char *dash(void)
 static void explain_connect_error(const char *path, int err)
 {
     if (socket_fallback)
-        cli_err("XDG_RUNTIME_DIR is not set: tried /run/user/%u/toolexecd.sock, then "
+        cli_err("XDG_RUNTIME_DIR is not set: tried /run/user/%u/toolexecd.sock, "
+                "%s/toolexecd-%u/toolexecd.sock (contrib/quickstart.sh's), then "
                 "%s; pass --socket PATH or set TOOLEXECD_SOCKET",
+                (unsigned)geteuid(),
+                getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
                 (unsigned)geteuid(), path);
     if (err == EACCES || err == EPERM) {
         cli_err("cannot connect to %s: %s %s is your user in the socket's group? "

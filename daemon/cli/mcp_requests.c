@@ -11,8 +11,8 @@
 
 #include "mcp_int.h"
 
-#ifndef CLI_VERSION
-#define CLI_VERSION "unknown"
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
 #endif
 
 /* The newest revision of MCP this server speaks; offered to a client that
@@ -68,7 +68,7 @@ static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
     mcp_put_result(m, id,
                    json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
                              "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
-                             "toolexec", "version", CLI_VERSION));
+                             "toolexec", "version", TE_CLI_VERSION));
 }
 
 static void on_tools_list(struct mcp *m, json_t *id)

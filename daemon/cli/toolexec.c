@@ -18,8 +18,8 @@
 
 #include "cli.h"
 
-#ifndef CLI_VERSION
-#define CLI_VERSION "unknown"
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
 #endif
 
 /* Where the packaged service listens (contrib/systemd/toolexecd.socket). */
@@ -155,7 +155,9 @@ static void usage(FILE *f)
                "Options:\n"
                "  -s, --socket PATH      the daemon's socket (default $TOOLEXECD_SOCKET, else\n"
                "                         $XDG_RUNTIME_DIR/toolexecd.sock; for root\n"
-               "                         " CLI_SYSTEM_SOCKET ")\n"
+               "                         " CLI_SYSTEM_SOCKET "; without XDG_RUNTIME_DIR,\n"
+               "                         /run/user/UID, then the quickstart's\n"
+               "                         ${TMPDIR:-/tmp}/toolexecd-UID)\n"
                "  -j, --json             JSON output\n"
                "  -h, --help             this text\n"
                "  -V, --version          the version\n"
@@ -216,7 +218,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case 'V':
-            printf("toolexec %s (jansson %s)\n", CLI_VERSION, jansson_version_str());
+            printf("toolexec %s (jansson %s)\n", TE_CLI_VERSION, jansson_version_str());
             return CLI_EXIT_OK;
         default:
             return cli_bad_option(NULL, opt, argv);

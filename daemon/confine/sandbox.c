@@ -51,7 +51,9 @@
  *     none of the daemon's handlers can run in the child before the
  *     dispositions are reset, while a fault in either still reaches its
  *     handler rather than killing silently. Only the signals the daemon
- *     changed need it (snapshot_signals()).
+ *     changed need it (snapshot_signals()), read and reset with the raw
+ *     system call: glibc's sigaction() refuses 32 and 33, which a parent
+ *     such as debhelper leaves ignored (rawsig.h).
  *  5. The pipes onto 0, 1, 2 (dup2 clears close-on-exec on the copies).
  *  6. Everything above fd 3 (fd 4 with a hand-over socket) closed: no
  *     daemon descriptor (client sockets, other workers' pipes) leaks into
@@ -170,6 +172,7 @@
 #include <unistd.h>
 
 #include "fdpass.h"
+#include "rawsig.h"
 #include "rawsys.h"
 #include "report.h"
 #include "sandbox.h"
@@ -222,8 +225,7 @@ static void snapshot_signals(void)
 {
     n_changed = 0;
     for (int sig = 1; sig < NSIG; sig++) {
-        struct sigaction sa;
-        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
+        if (te_sig_handler(sig) != SIG_DFL) /* 32 and 33 too (rawsig.h) */
             changed[n_changed++] = sig;
     }
 }
@@ -366,9 +368,8 @@ static int child(void *arg)
         child_fail(TD_STEP_PDEATHSIG);
     if (getppid() != ((s->ns_flags & CLONE_NEWPID) ? 0 : a->parent))
         child_exit(127);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int i = 0; i < n_changed; i++)
-        sigaction(changed[i], &dfl, NULL);
+        te_sig_default(changed[i]);
     sigset_t none;
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)

@@ -328,10 +328,12 @@ int td_metrics_http_start(const char *addr, unsigned timeout_s, td_metrics_rende
     }
     unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
     errno = 0;
-    mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_CONNECTION_LIMIT,
-                           (unsigned)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-                           MHD_OPTION_NOTIFY_CONNECTION, on_conn, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                           mhd_log, NULL, MHD_OPTION_END);
+    /* the logger first: MHD warns (through its own logger) of any option
+     * given before it, at every start */
+    mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+                           mhd_log, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
+                           MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
+                           on_conn, NULL, MHD_OPTION_END);
     const union MHD_DaemonInfo *ep =
         mhd ? MHD_get_daemon_info(mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!ep || uv_poll_init(td_loop, &poll_h, ep->epoll_fd) < 0 ||

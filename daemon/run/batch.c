@@ -446,12 +446,16 @@ static void call_progress(void *data, const json_t *progress)
 static void start_call(struct td_batch *b, struct call *c)
 {
     c->started_ns = uv_hrtime();
-    c->timeout_ms = b->r.tool_timeout_ms;
+    c->timeout_ms = b->r.tool_timeout_given ? b->r.tool_timeout_ms : td_cfg.tool_timeout_ms;
     if (!c->tool && !json_object_get(json_array_get(b->r.calls, c->index), TE_CUSTOM_CALL)) {
         start_unknown(b, c);
         return;
     }
-    if (c->tool && c->tool->timeout_ms && c->tool->timeout_ms < c->timeout_ms)
+    /* The tool's timeout_ms caps the batch's tool_timeout, and replaces the
+     * daemon's default when the client set none: a default nobody asked
+     * for must not cut a tool declared to take longer. */
+    if (c->tool && c->tool->timeout_ms &&
+        (c->tool->timeout_ms < c->timeout_ms || !b->r.tool_timeout_given))
         c->timeout_ms = c->tool->timeout_ms;
     if (c->policy_timeout_ms && c->policy_timeout_ms < c->timeout_ms)
         c->timeout_ms = c->policy_timeout_ms;

@@ -37,6 +37,7 @@
 #include <stdio.h>
 
 #include "fdpass.h"
+#include "rawsig.h"
 #include "report.h"
 #include "spawnmsg.h"
 #include "spawnproc.h"
@@ -367,9 +368,8 @@ void td_spawnproc_main(int sock, pid_t daemon)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* The daemon's handlers are libuv's: ours are the defaults, so that the
      * children's step 4 has nothing to reset. */
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
-        sigaction(sig, &dfl, NULL);
+        te_sig_default(sig); /* raw: glibc refuses 32 and 33 (rawsig.h) */
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

@@ -2,19 +2,25 @@
 # tests/package/run.sh - the Debian packages, as an operator meets them.
 #
 # Builds toolexecd, toolexec, libtoolexec0, libtoolexec-dev and
-# python3-toolexec from a copy of the tree (dpkg-buildpackage -us -uc -b,
-# nocheck: the suite runs separately), runs lintian (no errors allowed),
+# python3-toolexec from a copy of the tree with the README's command
+# (dpkg-buildpackage -us -uc -b, its tests included: the suite then runs
+# under debhelper, which ignores signals 32 and 33 and once made every
+# worker inherit that), runs lintian (no errors allowed),
 # installs them on this machine with apt-get install ./*.deb, checks what
 # the install set up (the toolexec user, /etc/toolexecd/tools.d, the
 # sockets enabled), starts the INSTALLED daemon by hand (systemd is not
 # PID 1 here), runs a batch through the INSTALLED toolexec with a Python
-# tool that imports the installed SDK, then apt-get purge and checks that
+# tool that imports the installed SDK (and one run with Debian's python3
+# and no PYTHONPATH, as the README's package path has it), then apt-get
+# purge and checks that
 # no file is left behind (a listing before and after).
 # Needs root (or sudo). Exit 0 when everything holds; the last line is a
 # summary.
 #
 #   KEEP=1          keep the temporary directory
 #   DEBS_OUT=DIR    also copy the packages there (tests/container/run.sh)
+#   PACKAGE_NOCHECK=1  build with DEB_BUILD_OPTIONS=nocheck (no suite)
+#   PACKAGE_BUILD_TIMEOUT=S  bound on the build and its suite (default 2400)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -76,9 +82,23 @@ trap cleanup EXIT
 mkdir "$tmp/src"
 (cd "$src" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tmp/src" 2>/dev/null) ||
     (cd "$src" && tar --exclude='./build*' --exclude=./.git -cf - . | tar -C "$tmp/src" -xf -)
-if (cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=2" dpkg-buildpackage -us -uc -b) \
-    >"$tmp/build.log" 2>&1; then
-    ok "dpkg-buildpackage -us -uc -b"
+opts="noautodbgsym parallel=2"
+what="dpkg-buildpackage -us -uc -b (with its test suite, under debhelper)"
+if [ "${PACKAGE_NOCHECK:-0}" = 1 ]; then
+    opts="nocheck $opts"
+    what="dpkg-buildpackage -us -uc -b (nocheck)"
+fi
+# bounded: a hung test must not hold CI (meson's own per-test timeouts
+# apply inside; this is the whole build's)
+if (cd "$tmp/src" && DEB_BUILD_OPTIONS="$opts" timeout -k 10 "${PACKAGE_BUILD_TIMEOUT:-2400}" \
+    dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
+    ok "$what"
+    if [ "${PACKAGE_NOCHECK:-0}" != 1 ]; then
+        # the suite did run, and ran everything it was given
+        grep -E '^(Ok|Fail|Timeout):' "$tmp/build.log" | tr -s ' ' | paste -sd' ' -
+        grep -qE '^Ok: +[1-9]' "$tmp/build.log" && grep -qE '^Fail: +0' "$tmp/build.log" &&
+            ok "the suite ran under dh_auto_test, no failures" || bad "dh_auto_test ran no suite"
+    fi
 else
     bad "dpkg-buildpackage (last lines of the log follow)"
     tail -40 "$tmp/build.log"
@@ -173,7 +193,7 @@ out=$(printf '%s' '[{"id":"c1","name":"calc","arguments":{"expression":"6*7"}},{
     env -u LD_LIBRARY_PATH toolexec -s "$sock" run -j -)
 rc=$?
 if [ $rc -eq 0 ] && grep -q '"content":"42"' <<<"$out" && grep -q 'batch_completed' <<<"$out"; then
-    ok "a batch through the installed toolexec and toolexecd (calc 6*7 = 42, cat)"
+    ok "a batch through the installed toolexec and toolexecd (calc 6*7 = 42: calc.py imports toolexec.worker from python3-toolexec, Debian's python3, no PYTHONPATH; cat)"
 else
     bad "the batch (exit $rc):"
     echo "$out"

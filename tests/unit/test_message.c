@@ -264,11 +264,15 @@ static void run_requests(void)
     CHECK(r.ncalls == 2);
     CHECK(r.policy == TE_POLICY_HALT);
     CHECK(r.max_concurrency == 3);
-    CHECK(r.tool_timeout_ms == TE_TOOL_TIMEOUT_DEFAULT_MS);
+    CHECK(r.tool_timeout_ms == TE_TOOL_TIMEOUT_DEFAULT_MS && !r.tool_timeout_given);
     CHECK(json_is_object(json_object_get(json_array_get(r.calls, 0), "arguments")));
     CHECK(json_is_object(json_object_get(json_array_get(r.calls, 1), "arguments")));
     CHECK(json_is_object(r.context));
     CHECK(json_is_null(r.session_id) && json_is_null(r.engine));
+    json_decref(req);
+    /* a tool_timeout the client set is told apart from the default */
+    CHECK(run_parse("{\"op\":\"run\",\"calls\":[],\"tool_timeout\":30000}", &r, why, &req) == 0);
+    CHECK(r.tool_timeout_ms == 30000 && r.tool_timeout_given);
     json_decref(req);
 }
 

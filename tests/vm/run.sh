@@ -62,9 +62,9 @@ cp tests/vm/init "$root/init"
 chmod 755 "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$vm/initrd.gz"
 
-# Software emulation (about 12 s here): the development machine is itself a
-# VM, and qemu under its nested KVM either aborted (-cpu host: an MSR it
-# cannot set) or hung.
+# Software emulation (the whole script: 27-30 s on 2 shared CPUs): the
+# development machine is itself a VM, and qemu under its nested KVM either
+# aborted (-cpu host: an MSR it cannot set) or hung.
 timeout 300 qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nographic -no-reboot \
     -kernel "$kernel" -initrd "$vm/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet rdinit=/init" </dev/null >"$vm/console.log" 2>&1 || true

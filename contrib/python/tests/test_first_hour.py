@@ -67,6 +67,46 @@ class PipInstall(unittest.TestCase):
             d.stop()
 
 
+class DocumentedVenv(unittest.TestCase):
+    """README's path on Debian 12, whose python3 refuses `sudo pip install`
+    (PEP 668): a virtualenv, the package installed into it from the tree
+    with the venv's own pip, offline, and a tool run by the venv's python
+    with no PYTHONPATH (issue 22)."""
+
+    def test_venv_install_and_run(self):
+        base = WORKER_PYTHON
+        tmp = tempfile.mkdtemp(prefix="te-venv-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        venv = os.path.join(tmp, "tools")
+        # python3 -m venv DIR (Debian: python3-venv), as the README has it
+        p = subprocess.run([base, "-m", "venv", venv], capture_output=True, text=True,
+                           timeout=WAIT * 4)
+        self.assertEqual(p.returncode, 0, "python3 -m venv (Debian: python3-venv): " + p.stderr)
+        # DIR/bin/pip install contrib/python, offline (--no-index)
+        p = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index",
+                            "--no-cache-dir", SDK_DIR],
+                           capture_output=True, text=True, timeout=WAIT * 4, cwd=tmp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        python = os.path.join(venv, "bin", "python")
+        for dirpath, _, files in os.walk(tmp):  # the workers' user reads it
+            os.chmod(dirpath, 0o755)
+            for f in files:
+                path = os.path.join(dirpath, f)
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | 0o644)
+        d = Daemon(definitions=lambda script: [{
+            "name": "py_echo", "description": "echo", "schema": {"type": "object"},
+            "command": [python, script], "protocol": "framed",
+            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+            "filesystem": {"read": view_reads(tmp, os.path.dirname(os.path.realpath(script)))}}])
+        try:
+            with d.client() as c:
+                done = c.run([{"id": "a", "name": "py_echo", "arguments": {"v": 2}}]).wait()
+            self.assertEqual(done["messages"][0]["content"], '{"v":2}', done)
+        finally:
+            d.stop()
+
+
 def echo_definitions(script):
     return [{"name": "py_echo", "description": "echo", "schema": {"type": "object"},
              "command": [WORKER_PYTHON, script], "protocol": "framed",
