@@ -57,7 +57,10 @@ class CliBasics(unittest.TestCase):
 
     def test_metrics_listen_starts_without_a_warning(self):
         with Daemon([], ["--metrics-listen", "127.0.0.1:0"]) as d:
-            log = d.stderr()
+            # the main socket listens before /metrics does: "listening on"
+            # is the start-up's last line, the whole start-up logged
+            log = harness.deadline_wait(lambda: "listening on" in d.stderr() and d.stderr(),
+                                        what="the start-up's last line")
             self.assertIn("metrics on http://127.0.0.1:", log)
             self.assertNotIn("metrics listener:", log)
             self.assertNotIn("MHD_OPTION", log)
