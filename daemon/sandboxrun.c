@@ -357,7 +357,6 @@ int td_sandboxrun_main(int argc, char **argv)
         goto out;
     if (td_registry_parse_def(cwd, "toolexec sandbox", o.def, &t, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
-        code = 2;
         goto out;
     }
     td_loop = uv_default_loop();

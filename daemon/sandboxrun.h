@@ -22,7 +22,7 @@ struct td_sbx_opts {
 };
 
 /* argv from --sandbox-run on (argv[0] is "--sandbox-run"): the options and
- * the command, into o. 0; 2 after a usage message; -1 (help printed) for
+ * the command, into o. 0; 125 after a usage message; -1 (help printed) for
  * --help. */
 int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o);
 /* The whole one-shot run: main()'s answer to --sandbox-run. */

@@ -14,34 +14,17 @@
 #include "log.h"
 #include "sandboxrun.h"
 
+/* The whole text is toolexec(1)'s (toolexec sandbox --help). */
 #define SBX_USAGE                                                                                  \
-    "usage: toolexec sandbox [OPTIONS] -- COMMAND [ARGS]\n"                                        \
-    "\n"                                                                                           \
-    "Run one command with the confinement a tool's call gets, without a daemon.\n"                 \
-    "\n"                                                                                           \
-    "      --read PATH        also visible, read-only (repeatable)\n"                              \
-    "      --write PATH       writable (repeatable)\n"                                             \
-    "      --hide PATH        not visible (repeatable)\n"                                          \
-    "      --net off|host|HOST[:PORT],...  no network (default), the host's, or only\n"            \
-    "                         these through the egress proxy\n"                                    \
-    "      --timeout SECONDS  kill the command after this long (exit status 124)\n"                \
-    "      --memory SIZE      memory limit: MiB, or with K, M or G\n"                              \
-    "      --syscalls default|off  the system-call filter\n"                                       \
-    "      --deny-syscall NAME     also deny this system call (repeatable)\n"                      \
-    "      --user NAME        as root: run as this user (default toolexec, else nobody)\n"         \
-    "      --json[=FILE]      a JSON summary (exit, denials, usage) on stderr or in FILE\n"        \
-    "  -v, --verbose          say how the sandbox is built\n"                                      \
-    "  -h, --help             this text\n"                                                         \
-    "\n"                                                                                           \
-    "Exit status: the command's; 128+N when signal N killed it; 124 on --timeout;\n"               \
-    "125 when the sandbox could not be set up; 126/127 when COMMAND cannot be run.\n"
+    "usage: toolexecd --sandbox-run [OPTIONS] -- COMMAND [ARGS]\n"                                 \
+    "The engine of toolexec sandbox: see toolexec sandbox --help.\n"
 
 static int bad(const char *fmt, const char *arg)
 {
     fprintf(stderr, "toolexec sandbox: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry 'toolexec sandbox --help'.\n");
-    return 2;
+    return 125;
 }
 
 /* A path the view names: absolute and resolved (fsview.c wants both). */
@@ -50,7 +33,7 @@ static int add_path(json_t *fs, const char *key, const char *path)
     char real[PATH_MAX];
     if (!realpath(path, real)) {
         fprintf(stderr, "toolexec sandbox: --%s %s: %s\n", key, path, strerror(errno));
-        return 2;
+        return 125;
     }
     json_t *a = json_object_get(fs, key);
     if (!a) {

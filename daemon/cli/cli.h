@@ -82,6 +82,8 @@ int cli_cmd_tools(struct cli *cli, int argc, char **argv);
 int cli_cmd_mcp(struct cli *cli, int argc, char **argv);
 int cli_cmd_stats(struct cli *cli, int argc, char **argv);
 int cli_cmd_tail(struct cli *cli, int argc, char **argv);
+/* sandbox.c: execs toolexecd --sandbox-run; returns only when it cannot */
+int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
 
 /* run.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
  * for a call's result object. */
