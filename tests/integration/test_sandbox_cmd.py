@@ -269,5 +269,27 @@ class AsNobody(Base, unittest.TestCase):
     as_nobody = True
 
 
+COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion", "toolexec")
+
+
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class Completion(unittest.TestCase):
+    """contrib/bash-completion knows the command, its options and values."""
+
+    def complete(self, *words):
+        script = ('source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); '
+                  '_toolexec; printf "%s\\n" "${COMPREPLY[@]}"')
+        p = subprocess.run(["bash", "-c", script, "bash", COMPLETION] + list(words),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        return p.stdout.decode().split()
+
+    def test_sandbox(self):
+        self.assertIn("sandbox", self.complete("toolexec", "sa"))
+        self.assertEqual(self.complete("toolexec", "sandbox", "--ne"), ["--net"])
+        self.assertEqual(self.complete("toolexec", "sandbox", "--net", ""), ["off", "host"])
+        self.assertEqual(self.complete("toolexec", "sandbox", "--syscalls", "o"), ["off"])
+        self.assertIn("sh", self.complete("toolexec", "sandbox", "--", "sh"))
+
+
 if __name__ == "__main__":
     harness.main()
