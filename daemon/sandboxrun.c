@@ -387,10 +387,12 @@ int td_sandboxrun_main(int argc, char **argv)
     }
     if (report >= 0)
         close(report);
-    if (workdir) {
-        td_calldir_remove_async(workdir);
-        workdir = NULL;
-        uv_run(td_loop, UV_RUN_DEFAULT);
+    if (workdir) { /* here and now: the loop's thread pool would cost more to start */
+        int dfd = open(td_cfg.work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || td_remove_tree_at(dfd, strrchr(workdir, '/') + 1) < 0)
+            fprintf(stderr, "toolexec sandbox: %s not removed\n", workdir);
+        if (dfd >= 0)
+            close(dfd);
     }
     td_calldir_shutdown();
     uv_loop_close(td_loop);

@@ -122,7 +122,7 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         {0},
     };
     memset(o, 0, sizeof(*o));
-    o->log_level = TD_LOG_ERR;
+    o->log_level = TD_LOG_WARN; /* a confinement layer this host lacks is said */
     json_t *def = json_pack("{s:s,s:s,s:b}", "name", "sandbox", "protocol", "plain", "network", 0);
     json_t *fs = json_object();
     o->def = def;
@@ -175,7 +175,7 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
             o->json_out = optarg ? optarg : "-";
             break;
         case 'v':
-            o->log_level = o->log_level == TD_LOG_ERR ? TD_LOG_INFO : TD_LOG_DEBUG;
+            o->log_level = o->log_level == TD_LOG_WARN ? TD_LOG_INFO : TD_LOG_DEBUG;
             break;
         case 'h':
             fputs(SBX_USAGE, stdout);
