@@ -348,6 +348,11 @@ int td_sandboxrun_main(int argc, char **argv)
     }
     td_log_setup("text");
     td_log_set_level(o.log_level);
+    /* a closed 0, 1 or 2 is the command's /dev/null, and no pipe of ours
+     * lands there */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+            return SBX_SETUP_FAILED;
     int code = SBX_SETUP_FAILED;
     struct td_tool *t = NULL;
     char *workdir = NULL, cwd[PATH_MAX], err[PATH_MAX + 256];
