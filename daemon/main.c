@@ -32,6 +32,7 @@
 #include "notify.h"
 #include "proxy_tls.h"
 #include "reaper.h"
+#include "sandboxrun.h"
 #include "registry.h"
 #include "sysfilter.h"
 #include "server.h"
@@ -355,6 +356,9 @@ int main(int argc, char **argv)
      * daemon from 7.5 to 20-30 MB; fixed at 128 KiB, to 12.5 MB. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
+    /* toolexec sandbox's engine: one confined command, no socket */
+    if (argc > 1 && strcmp(argv[1], "--sandbox-run") == 0)
+        return td_sandboxrun_main(argc - 1, argv + 1);
     while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 's':

@@ -93,6 +93,8 @@ int cli_cmd_tail(struct cli *cli, int argc, char **argv);
 int cli_cmd_audit(struct cli *cli, int argc, char **argv);
 /* info.c: a learning tool's proposal (toolexecd.tools(5), LEARN MODE) */
 int cli_cmd_learn(struct cli *cli, int argc, char **argv);
+/* sandbox.c: execs toolexecd --sandbox-run; returns only when it cannot */
+int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
 
 /* run.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
  * for a call's result object. */

@@ -131,6 +131,34 @@ static const struct cli_command commands[] = {
      "  -h, --help                 this text\n"
      "\n"
      "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},
+    {"sandbox", cli_cmd_sandbox,
+     "usage: toolexec sandbox [OPTIONS] -- COMMAND [ARGS]\n"
+     "\n"
+     "Run one command with the confinement a tool's call gets, without a daemon:\n"
+     "the default view (the host read-only, secrets hidden, a private /tmp and\n"
+     "directory), no network, the system-call filter, a PID namespace. Standard\n"
+     "input, output and error (a terminal too) are the command's.\n"
+     "\n"
+     "      --read PATH        also visible, read-only (repeatable)\n"
+     "      --write PATH       writable (repeatable)\n"
+     "      --hide PATH        not visible (repeatable)\n"
+     "      --net off|host|HOST[:PORT],...\n"
+     "                         no network (default), the host's, or only these\n"
+     "                         hosts through the egress proxy (HTTP_PROXY)\n"
+     "      --timeout SECONDS  kill the command after this long\n"
+     "      --memory SIZE      memory limit: MiB, or with K, M or G\n"
+     "      --syscalls default|off  the system-call filter\n"
+     "      --deny-syscall NAME     also deny this system call (repeatable)\n"
+     "      --user NAME        as root: run as NAME (default toolexec, else nobody)\n"
+     "      --json[=FILE]      a JSON summary (status, denials, usage) on stderr\n"
+     "                         or in FILE\n"
+     "  -v, --verbose          say how the sandbox is built\n"
+     "  -h, --help             this text\n"
+     "\n"
+     "What it denied (system calls, network) is listed on stderr at the end.\n"
+     "Exit status: the command's; 128+N when signal N killed it; 124 after\n"
+     "--timeout; 125 for a bad option or a sandbox that could not be set up;\n"
+     "126 or 127 when COMMAND cannot be run. See toolexec(1).\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -150,6 +178,7 @@ static void usage(FILE *f)
                "  learn TOOL [FILE]      what a tool in learn mode proposes\n"
                "  mcp                    serve the tools to an MCP host on stdin/stdout\n"
                "  audit verify FILE...   check the audit file's hash chain\n"
+               "  sandbox -- CMD [ARGS]  run one command confined, without a daemon\n"
                "  help [COMMAND]         show help for a command\n"
                "\n"
                "Options:\n"

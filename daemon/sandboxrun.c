@@ -1,0 +1,414 @@
+/*
+ * sandboxrun.c - `toolexecd --sandbox-run` (sandboxrun.h): the daemon's
+ * start-up of its confinement layers, one tool made from the options and
+ * parsed as a definition, and one call of it built by spawndesc.c and
+ * started by sandbox.c, the code every daemon call goes through; only the
+ * call's ends differ: its fds 0, 1 and 2 are ours (a terminal too), not
+ * pipes to a worker protocol. The loop serves its egress proxy, its seccomp
+ * listener, its timeout and its reaping, then its denials are printed and
+ * its exit status is ours.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calldir.h"
+#include "cgroup.h"
+#include "config.h"
+#include "containment.h"
+#include "denials.h"
+#include "egress.h"
+#include "log.h"
+#include "proxy.h"
+#include "reaper.h"
+#include "registry.h"
+#include "sandbox.h"
+#include "sandboxrun.h"
+#include "spawndesc.h"
+#include "sysfilter.h"
+#include "sysnotify.h"
+
+/* Exit statuses of our own (timeout(1) and env(1)'s). */
+#define SBX_TIMED_OUT 124
+#define SBX_SETUP_FAILED 125
+
+extern char **environ;
+
+/* The one call. */
+static struct {
+    pid_t pid;
+    bool init;
+    struct td_cgroup *cg;
+    struct td_denials denied;
+    struct td_proxy *proxy;
+    struct td_sysnotify *sysn;
+    uv_timer_t timer;
+    uv_signal_t sig[3];
+    bool exited, timed_out;
+    int killed_by; /* a signal we were sent, passed on as the call's kill */
+    int status;
+    uint64_t t0;
+} call;
+
+static void kill_call(void)
+{
+    if (call.exited)
+        return;
+    /* the tool under its init, which then reports and exits; else its group */
+    if (!call.init || td_sandbox_kill_tool(call.pid) < 0)
+        kill(-call.pid, SIGKILL);
+    if (call.cg)
+        td_cgroup_kill(call.cg);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    call.timed_out = true;
+    kill_call();
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    if (!call.killed_by)
+        call.killed_by = signum;
+    kill_call();
+}
+
+static void on_reaped(void *data)
+{
+    /* strays of its group (containment by process group), while its id
+     * cannot be another's */
+    kill(-call.pid, SIGKILL);
+}
+
+static void on_exit_cb(void *data, int status, const struct rusage *ru)
+{
+    call.exited = true;
+    call.status = status;
+    uv_timer_stop(&call.timer);
+    for (int i = 0; i < 3; i++)
+        uv_close((uv_handle_t *)&call.sig[i], NULL);
+    uv_close((uv_handle_t *)&call.timer, NULL);
+    /* nothing is added to the denials from here on */
+    td_proxy_stop(call.proxy);
+    call.proxy = NULL;
+    td_sysnotify_stop(call.sysn);
+    call.sysn = NULL;
+    td_reaper_stop();
+}
+
+/* The environment: ours, with the proxy's variables for an allow-list. */
+static char **build_env(const struct td_tool *t)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 8, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                       "ALL_PROXY",  "NO_PROXY",    "no_proxy"};
+    for (size_t i = 0; i < n; i++) {
+        bool drop = false;
+        for (size_t v = 0; t->egress && v < sizeof(vars) / sizeof(vars[0]); v++) {
+            size_t len = strlen(vars[v]);
+            drop |= strncmp(environ[i], vars[v], len) == 0 && environ[i][len] == '=';
+        }
+        if (!drop)
+            env[k++] = strdup(environ[i]);
+    }
+    for (size_t v = 0; t->egress && v < 5; v++)
+        if (asprintf(&env[k++], "%s=" TD_EGRESS_URL, vars[v]) < 0)
+            env[k - 1] = NULL;
+    const char *no = t->egress ? td_egress_no_proxy(t->egress) : NULL;
+    if (no && asprintf(&env[k++], "NO_PROXY=%s", no) < 0)
+        env[k - 1] = NULL;
+    for (size_t i = 0; i < k; i++)
+        if (!env[i]) { /* out of memory somewhere */
+            for (size_t j = 0; j < k; j++)
+                free(env[j]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+static void free_env(char **env)
+{
+    for (char **e = env; e && *e; e++)
+        free(*e);
+    free(env);
+}
+
+/* Our ends for the call: copies of 0, 1, 2 (sandbox.c closes what it is
+ * given) and the report pipe's write end; its read end in *report. */
+static int call_ends(int theirs[TD_SANDBOX_ENDS], int *report)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    for (int i = 0; i < 3; i++)
+        if ((theirs[i] = fcntl(i, F_DUPFD_CLOEXEC, TD_HANDOVER_FD + 1)) < 0) {
+            int e = errno;
+            for (int k = 0; k < i; k++)
+                close(theirs[k]);
+            close(p[0]), close(p[1]);
+            return -e;
+        }
+    theirs[3] = p[1];
+    *report = p[0];
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* The call's status as a shell's: the code, 128+N for signal N. */
+static int shell_status(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return SBX_SETUP_FAILED;
+}
+
+static void say_denials(json_t *f)
+{
+    json_t *list = json_object_get(f, "denied"), *e;
+    size_t i;
+    json_array_foreach(list, i, e)
+    {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (kind && strcmp(kind, "network") == 0)
+            fprintf(stderr, "toolexec sandbox: denied: network %s:%lld\n",
+                    json_string_value(json_object_get(e, "host")),
+                    (long long)json_integer_value(json_object_get(e, "port")));
+        else if (kind && strcmp(kind, "syscall") == 0)
+            fprintf(stderr, "toolexec sandbox: denied: system call %s\n",
+                    json_string_value(json_object_get(e, "name")));
+        else {
+            char *s = json_dumps(e, JSON_COMPACT);
+            fprintf(stderr, "toolexec sandbox: denied: %s\n", s ? s : "?");
+            free(s);
+        }
+    }
+    json_t *more = json_object_get(f, "denied_more");
+    if (more)
+        fprintf(stderr, "toolexec sandbox: denied: %lld more\n",
+                (long long)json_integer_value(more));
+}
+
+static int write_summary(const char *where, json_t *summary)
+{
+    char *s = json_dumps(summary, JSON_COMPACT);
+    if (!s)
+        return -1;
+    int rc = 0;
+    if (strcmp(where, "-") == 0)
+        fprintf(stderr, "%s\n", s);
+    else {
+        FILE *f = fopen(where, "we");
+        if (!f || fprintf(f, "%s\n", s) < 0)
+            rc = -1;
+        if (f && fclose(f) != 0)
+            rc = -1;
+        if (rc < 0)
+            fprintf(stderr, "toolexec sandbox: --json=%s: %s\n", where, strerror(errno));
+    }
+    free(s);
+    return rc;
+}
+
+/* The confinement layers as the daemon sets them up; 0 or -1 (logged). */
+static int setup_layers(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        td_cfg.worker_nofile = rl;
+    if (td_cgroup_setup(NULL) < 0 || td_containment_setup("auto") < 0 || td_sysfilter_setup() < 0)
+        return -1;
+    if (td_confinement_setup(false) < 0)
+        return -1;
+    td_cfg.socket_path = NULL;
+    td_cfg.events_socket_path = NULL;
+    td_spawndesc_setup();
+    return 0;
+}
+
+/* Start the call of t; its pid, or -1 with *what and *err. */
+static pid_t start_call(struct td_tool *t, char **workdir, int *report, const char **what, int *err)
+{
+    struct td_limits lim;
+    *what = "malloc";
+    char **env = build_env(t);
+    int rc = env ? 0 : -ENOMEM;
+    uid_t uid = t->switch_user ? t->uid : (uid_t)-1;
+    gid_t gid = t->switch_user ? t->gid : (gid_t)-1;
+    if (rc == 0)
+        rc = td_calldir_make(uid, gid, workdir, what);
+    if (rc == 0 && (rc = td_spawndesc_cgroup(t, 0, &lim, &call.cg)) < 0)
+        *what = "cgroup";
+    struct td_spawndesc d;
+    bool built = false;
+    if (rc == 0)
+        built = (rc = td_spawndesc_build(&d, TD_SPAWN_CALL, t, &lim, call.cg, *workdir, uid, gid,
+                                         env, what)) == 0;
+    int theirs[TD_SANDBOX_ENDS];
+    if (rc == 0 && (rc = call_ends(theirs, report)) < 0)
+        *what = "pipe";
+    pid_t pid = -1;
+    int handed[TD_HAND_COUNT];
+    if (rc == 0) {
+        call.t0 = uv_hrtime();
+        pid = td_sandbox_start(&d.sp, theirs, handed, what);
+        rc = pid < 0 ? (int)pid : 0;
+        call.init = d.sp.init;
+    }
+    if (built)
+        td_spawndesc_free(&d);
+    free_env(env);
+    *err = -rc;
+    if (rc < 0)
+        return -1;
+    if (handed[TD_HAND_PROXY] >= 0 && t->egress)
+        call.proxy = td_proxy_start(t->egress, handed[TD_HAND_PROXY], &call.denied, "sandbox", "1");
+    else if (handed[TD_HAND_PROXY] >= 0)
+        close(handed[TD_HAND_PROXY]);
+    if (handed[TD_HAND_SECCOMP] >= 0)
+        call.sysn = td_sysnotify_start(handed[TD_HAND_SECCOMP], &call.denied);
+    return pid;
+}
+
+/* How the call ended, to stderr and --json; our exit status. */
+static int finish(const struct td_sbx_opts *o, const struct td_report *rep, uint64_t ms)
+{
+    int code;
+    json_t *summary = json_object();
+    if (rep->failed) {
+        const char *step = rep->step ? rep->step : "?";
+        bool exec = strcmp(step, "exec") == 0;
+        fprintf(stderr, "toolexec sandbox: %s: %s%s\n", step, strerror(rep->err),
+                exec && (rep->err == ENOENT || rep->err == EACCES)
+                    ? " (is it visible in the sandbox's view? --read PATH shows it)"
+                    : "");
+        code = exec ? (rep->err == ENOENT ? 127 : 126) : SBX_SETUP_FAILED;
+        json_object_set_new(summary, "failed",
+                            json_pack("{s:s,s:s}", "step", step, "error", strerror(rep->err)));
+    } else {
+        int st = rep->have_status ? rep->status : call.status;
+        code = shell_status(st);
+        if (WIFEXITED(st))
+            json_object_set_new(summary, "exit_code", json_integer(WEXITSTATUS(st)));
+        else if (WIFSIGNALED(st))
+            json_object_set_new(summary, "signal", json_integer(WTERMSIG(st)));
+    }
+    if (call.timed_out) {
+        fprintf(stderr, "toolexec sandbox: timed out after %.3g s: killed\n",
+                (double)o->timeout_ms / 1000);
+        code = SBX_TIMED_OUT;
+    } else if (call.killed_by) {
+        code = 128 + call.killed_by;
+    }
+    json_object_set_new(summary, "status", json_integer(code));
+    json_object_set_new(summary, "timed_out", json_boolean(call.timed_out));
+    json_object_set_new(summary, "duration_ms", json_integer((json_int_t)ms));
+    if (rep->have_usage)
+        json_object_set_new(summary, "usage",
+                            json_pack("{s:I,s:I,s:I}", "user_ms", (json_int_t)rep->user_ms,
+                                      "sys_ms", (json_int_t)rep->sys_ms, "maxrss_kb",
+                                      (json_int_t)rep->maxrss_kb));
+    json_t *f = td_denials_fields(&call.denied);
+    if (f) {
+        say_denials(f);
+        json_object_update(summary, f);
+        json_decref(f);
+    } else
+        json_object_set_new(summary, "denied", json_array());
+    td_denials_clear(&call.denied);
+    if (o->json_out)
+        write_summary(o->json_out, summary);
+    json_decref(summary);
+    return code;
+}
+
+int td_sandboxrun_main(int argc, char **argv)
+{
+    struct td_sbx_opts o;
+    int rc = td_sbx_parse(argc, argv, &o);
+    if (rc) {
+        json_decref(o.def);
+        return rc < 0 ? 0 : rc;
+    }
+    td_log_setup("text");
+    td_log_set_level(o.log_level);
+    /* a closed 0, 1 or 2 is the command's /dev/null, and no pipe of ours
+     * lands there */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+            return SBX_SETUP_FAILED;
+    int code = SBX_SETUP_FAILED;
+    struct td_tool *t = NULL;
+    char *workdir = NULL, cwd[PATH_MAX], err[PATH_MAX + 256];
+    if (!getcwd(cwd, sizeof(cwd)))
+        snprintf(cwd, sizeof(cwd), "/");
+    if (setup_layers() < 0)
+        goto out;
+    if (td_registry_parse_def(cwd, "toolexec sandbox", o.def, &t, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    td_loop = uv_default_loop();
+    if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)
+        goto out;
+    uv_timer_init(td_loop, &call.timer);
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(td_loop, &call.sig[i]);
+        uv_signal_start(&call.sig[i], on_signal, sigs[i]);
+    }
+    const char *what = "";
+    int report = -1, e = 0;
+    call.pid = start_call(t, &workdir, &report, &what, &e);
+    struct td_report rep = {0};
+    if (call.pid < 0) {
+        fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));
+        on_exit_cb(NULL, 0, NULL);
+        uv_run(td_loop, UV_RUN_DEFAULT);
+    } else {
+        td_reaper_watch(call.pid, on_reaped, on_exit_cb, NULL);
+        if (o.timeout_ms)
+            uv_timer_start(&call.timer, on_timeout, o.timeout_ms, 0);
+        uv_run(td_loop, UV_RUN_DEFAULT);
+        uint64_t ms = (uv_hrtime() - call.t0) / 1000000;
+        td_sandbox_report(report, &rep);
+        code = finish(&o, &rep, ms);
+    }
+    if (report >= 0)
+        close(report);
+    if (workdir) { /* here and now: the loop's thread pool would cost more to start */
+        int dfd = open(td_cfg.work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || td_remove_tree_at(dfd, strrchr(workdir, '/') + 1) < 0)
+            fprintf(stderr, "toolexec sandbox: %s not removed\n", workdir);
+        if (dfd >= 0)
+            close(dfd);
+    }
+    td_calldir_shutdown();
+    uv_loop_close(td_loop);
+out:
+    td_cgroup_release(call.cg);
+    td_cgroup_close();
+    free(workdir);
+    free(td_cfg.work_dir);
+    free(td_init_path);
+    if (t)
+        td_tool_unref(t);
+    json_decref(o.def);
+    return code;
+}

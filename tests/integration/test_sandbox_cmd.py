@@ -1,0 +1,295 @@
+"""toolexec sandbox -- COMMAND (issue 22): one command run with a tool
+call's confinement, no daemon. Real processes: the CLI execs toolexecd
+--sandbox-run, which builds the sandbox with the daemon's own code. Each
+test runs as the user running the suite (root in CI) and again as nobody
+(an unprivileged user: user namespaces, no cgroup)."""
+
+import http.server
+import json
+import os
+import pty
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+import unittest
+
+import harness
+
+TOOLEXEC = os.environ.get("TOOLEXEC", "")
+# the system one: a pyenv shim under /root is hidden, as every home is
+PY = "/usr/bin/python3"
+# a place the default view shows (read-only) and does not hide, unlike /tmp
+VISIBLE = os.path.dirname(os.path.abspath(harness.TOOLEXECD or TOOLEXEC))
+
+
+class _Quiet(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from the host\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def http_server():
+    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+    return s
+
+
+class Base:
+    """The tests; prefix() and env() say as whom they run."""
+
+    as_nobody = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="sbx-", dir=VISIBLE)
+        os.chmod(cls.tmp, 0o755)
+        cls.runtime = tempfile.mkdtemp(prefix="sbx-rt-")
+        cls.http = http_server()
+        cls.port = cls.http.server_address[1]
+        # a second port with nothing allowed on it (and nothing listening)
+        other = http_server()
+        cls.other_port = other.server_address[1]
+        cls.other = other
+        if cls.as_nobody:
+            nb = pwd.getpwnam("nobody")
+            os.chown(cls.runtime, nb.pw_uid, nb.pw_gid)
+        os.chmod(cls.runtime, 0o700)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.http.shutdown()
+        cls.other.shutdown()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        shutil.rmtree(cls.runtime, ignore_errors=True)
+
+    def owned_dir(self, name):
+        """A directory the command's user may write to (root runs it as
+        toolexec or nobody), outside /tmp (private in the sandbox)."""
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+        return d
+
+    def prefix(self):
+        if not self.as_nobody:
+            return []
+        nb = pwd.getpwnam("nobody")
+        return ["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid, "--clear-groups"]
+
+    def sandbox(self, *args, stdin=b"", **kw):
+        env = dict(os.environ, XDG_RUNTIME_DIR=self.runtime)
+        p = subprocess.run(self.prefix() + [TOOLEXEC, "sandbox"] + list(args), input=stdin,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=60 * harness.SCALE, **kw)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    def json_summary(self, err):
+        lines = [l for l in err.splitlines() if l.startswith("{")]
+        self.assertTrue(lines, err)
+        return json.loads(lines[-1])
+
+    # ---- exit status, signals, stdio ----
+
+    def test_exit_status_is_the_commands(self):
+        for code in (0, 1, 7, 42):
+            rc, _, err = self.sandbox("--", "/bin/sh", "-c", "exit %d" % code)
+            self.assertEqual(rc, code, err)
+
+    def test_signal_death_is_128_plus_n(self):
+        rc, _, err = self.sandbox("--", "/bin/sh", "-c", "kill -TERM $$")
+        self.assertEqual(rc, 128 + 15, err)
+        rc, _, err = self.sandbox("--json", "--", "/bin/sh", "-c", "kill -SEGV $$")
+        self.assertEqual(rc, 128 + 11, err)
+        self.assertEqual(self.json_summary(err)["signal"], 11)
+
+    def test_stdin_is_passed_through(self):
+        data = b"line one\nline two\n" + bytes(range(256)) * 64
+        p = subprocess.run(self.prefix() + [TOOLEXEC, "sandbox", "--", "/bin/cat"], input=data,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime),
+                           timeout=60 * harness.SCALE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, data)
+
+    def test_stdout_and_stderr_are_passed_through(self):
+        rc, out, err = self.sandbox("--", "/bin/sh", "-c", "echo to-out; echo to-err >&2")
+        self.assertEqual((rc, out), (0, "to-out\n"), err)
+        self.assertIn("to-err\n", err)
+        self.assertNotIn("to-err", out)
+
+    def test_a_terminal_is_the_commands(self):
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.run(self.prefix() + [TOOLEXEC, "sandbox", "--", "/bin/sh", "-c",
+                                                "test -t 0 && test -t 1 && echo tty"],
+                               stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+                               env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime),
+                               timeout=60 * harness.SCALE)
+            os.close(slave)
+            slave = -1
+            out = b""
+            try:
+                while True:
+                    chunk = os.read(master, 4096)
+                    if not chunk:
+                        break
+                    out += chunk
+            except OSError:  # EIO: the other side closed
+                pass
+        finally:
+            if slave >= 0:
+                os.close(slave)
+            os.close(master)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"tty", out)
+
+    # ---- the file system ----
+
+    def test_write_outside_write_paths_is_denied(self):
+        w = self.owned_dir("w-" + self.id().rsplit(".", 1)[-1])
+        o = self.owned_dir("o-" + self.id().rsplit(".", 1)[-1])
+        rc, out, err = self.sandbox("--write", w, "--", "/bin/sh", "-c",
+                                    "echo a > %s/ok && echo wrote-ok; echo b > %s/no && "
+                                    "echo wrote-no" % (w, o))
+        self.assertIn("wrote-ok", out, err)
+        self.assertNotIn("wrote-no", out, err)
+        self.assertNotEqual(rc, 0)
+        self.assertTrue(os.path.exists(os.path.join(w, "ok")))
+        self.assertFalse(os.path.exists(os.path.join(o, "no")))
+        # what the command saw (the kernel tells no one else)
+        self.assertRegex(err, "Read-only file system|Permission denied")
+
+    def test_hidden_path_cannot_be_read(self):
+        d = self.owned_dir("h-" + self.id().rsplit(".", 1)[-1])
+        secret = os.path.join(d, "secret")
+        with open(secret, "w") as f:
+            f.write("s3cret\n")
+        os.chmod(secret, 0o644)
+        rc, out, err = self.sandbox("--", "/bin/cat", secret)
+        self.assertEqual((rc, out), (0, "s3cret\n"), err)  # visible without --hide
+        rc, out, err = self.sandbox("--hide", secret, "--", "/bin/cat", secret)
+        self.assertNotEqual(rc, 0)
+        self.assertNotIn("s3cret", out + err)
+
+    # ---- the network ----
+
+    def connect_script(self, port):
+        return ("import socket\n"
+                "try:\n"
+                "    socket.create_connection(('127.0.0.1', %d), timeout=10).close()\n"
+                "    print('connected')\n"
+                "except OSError as e:\n"
+                "    print('refused', e)\n" % port)
+
+    def test_net_off_blocks_a_connect(self):
+        rc, out, err = self.sandbox("--net", "host", "--", PY, "-c", self.connect_script(self.port))
+        self.assertIn("connected", out, err)  # the server is there
+        rc, out, err = self.sandbox("--net", "off", "--json", "--", PY, "-c",
+                                    self.connect_script(self.port))
+        self.assertIn("refused", out, err)
+        self.assertNotIn("connected", out)
+        self.assertIn("denied: system call socket", err)
+        self.assertIn({"kind": "syscall", "name": "socket"}, self.json_summary(err)["denied"])
+
+    def test_net_allow_list_goes_through_the_proxy(self):
+        script = ("import urllib.request, os\n"
+                  "assert os.environ['HTTP_PROXY']\n"
+                  "print(urllib.request.urlopen('http://127.0.0.1:%d/', timeout=10).read()"
+                  ".decode(), end='')\n"
+                  "try:\n"
+                  "    urllib.request.urlopen('http://127.0.0.1:%d/', timeout=10)\n"
+                  "    print('other: reached')\n"
+                  "except Exception as e:\n"
+                  "    print('other: refused', e)\n" % (self.port, self.other_port))
+        summary = os.path.join(self.owned_dir("j-" + self.id().rsplit(".", 1)[-1]), "s.json")
+        rc, out, err = self.sandbox("--net", "127.0.0.1:%d" % self.port, "--json=" + summary,
+                                    "--", PY, "-c", script)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("hello from the host", out)
+        self.assertIn("other: refused", out)
+        self.assertIn("denied: network 127.0.0.1:%d" % self.other_port, err)
+        with open(summary) as f:
+            s = json.load(f)
+        self.assertEqual(s["status"], 0)
+        self.assertIn({"kind": "network", "host": "127.0.0.1", "port": self.other_port},
+                      s["denied"])
+        # a direct connect, around the proxy, has no network to go to
+        rc, out, err = self.sandbox("--net", "127.0.0.1:%d" % self.port, "--", PY, "-c",
+                                    self.connect_script(self.port))
+        self.assertIn("refused", out, err)
+
+    # ---- system calls, limits ----
+
+    def test_denied_syscall_is_reported(self):
+        script = "import ctypes, os; print(ctypes.CDLL(None).ptrace(0, 0, 0, 0))"
+        rc, out, err = self.sandbox("--json", "--", PY, "-c", script)
+        self.assertEqual((rc, out.strip()), (0, "-1"), err)
+        self.assertIn("denied: system call ptrace", err)
+        self.assertIn({"kind": "syscall", "name": "ptrace"}, self.json_summary(err)["denied"])
+        rc, out, err = self.sandbox("--syscalls", "off", "--", PY, "-c", script)
+        self.assertNotIn("denied", err)
+
+    def test_timeout_kills(self):
+        rc, out, err = self.sandbox("--timeout", "0.3", "--json", "--", "/bin/sleep", "60")
+        self.assertEqual(rc, 124, err)
+        self.assertIn("timed out", err)
+        self.assertTrue(self.json_summary(err)["timed_out"])
+
+    def test_memory_limit(self):
+        script = "x = bytearray(160 << 20); print('allocated')"
+        rc, out, err = self.sandbox("--", PY, "-c", script)
+        self.assertEqual((rc, out), (0, "allocated\n"), err)  # fits without the limit
+        rc, out, err = self.sandbox("--memory", "48M", "--", PY, "-c", script)
+        self.assertNotEqual(rc, 0)
+        self.assertNotIn("allocated", out)
+
+    def test_bad_usage_is_125(self):
+        self.assertEqual(self.sandbox("--net", "", "--", "/bin/true")[0], 125)
+        self.assertEqual(self.sandbox("--no-such-option", "--", "/bin/true")[0], 125)
+        rc, _, err = self.sandbox("--", "/no/such/command")
+        self.assertEqual(rc, 127, err)
+
+
+@unittest.skipUnless(TOOLEXEC, "TOOLEXEC not set")
+class AsCaller(Base, unittest.TestCase):
+    pass
+
+
+@unittest.skipUnless(TOOLEXEC and os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class AsNobody(Base, unittest.TestCase):
+    as_nobody = True
+
+
+COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion", "toolexec")
+
+
+@unittest.skipUnless(shutil.which("bash"), "needs bash")
+class Completion(unittest.TestCase):
+    """contrib/bash-completion knows the command, its options and values."""
+
+    def complete(self, *words):
+        script = ('source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); '
+                  '_toolexec; printf "%s\\n" "${COMPREPLY[@]}"')
+        p = subprocess.run(["bash", "-c", script, "bash", COMPLETION] + list(words),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        return p.stdout.decode().split()
+
+    def test_sandbox(self):
+        self.assertIn("sandbox", self.complete("toolexec", "sa"))
+        self.assertEqual(self.complete("toolexec", "sandbox", "--ne"), ["--net"])
+        self.assertEqual(self.complete("toolexec", "sandbox", "--net", ""), ["off", "host"])
+        self.assertEqual(self.complete("toolexec", "sandbox", "--syscalls", "o"), ["off"])
+        self.assertIn("sh", self.complete("toolexec", "sandbox", "--", "sh"))
+
+
+if __name__ == "__main__":
+    harness.main()
