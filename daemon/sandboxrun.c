@@ -23,6 +23,8 @@
 #include "config.h"
 #include "containment.h"
 #include "denials.h"
+#include "learn.h"
+#include "learndef.h"
 #include "egress.h"
 #include "log.h"
 #include "proxy.h"
@@ -338,6 +340,26 @@ static int finish(const struct td_sbx_opts *o, const struct td_report *rep, uint
     return code;
 }
 
+/* --learn FILE: the definition this run proposes (its own keys, "learn"
+ * removed, what the command touched let in), as a tools.d file; "-" is
+ * standard error, standard output being the command's. */
+static int write_learned(struct td_tool *t, const char *where)
+{
+    td_learn_merge(t->learned, call.denied.learn);
+    json_t *p = td_learndef_proposal(t);
+    json_t *def = p ? td_learndef_definition(t, p) : NULL;
+    json_decref(p);
+    int rc = -1;
+    if (def && strcmp(where, "-") == 0)
+        rc = json_dumpf(def, stderr, JSON_INDENT(2)) == 0 && fputc('\n', stderr) != EOF ? 0 : -1;
+    else if (def)
+        rc = json_dump_file(def, where, JSON_INDENT(2));
+    if (rc < 0)
+        fprintf(stderr, "toolexec sandbox: --learn %s: not written\n", where);
+    json_decref(def);
+    return rc;
+}
+
 int td_sandboxrun_main(int argc, char **argv)
 {
     struct td_sbx_opts o;
@@ -375,6 +397,9 @@ int td_sandboxrun_main(int argc, char **argv)
     }
     const char *what = "";
     int report = -1, e = 0;
+    /* --learn: its listener and proxy record into this (learn.h) */
+    if (t->learn && !(call.denied.learn = td_learn_new()))
+        goto out;
     call.pid = start_call(t, &workdir, &report, &what, &e);
     struct td_report rep = {0};
     if (call.pid < 0) {
@@ -389,6 +414,8 @@ int td_sandboxrun_main(int argc, char **argv)
         uint64_t ms = (uv_hrtime() - call.t0) / 1000000;
         td_sandbox_report(report, &rep);
         code = finish(&o, &rep, ms);
+        if (o.learn_out && write_learned(t, o.learn_out) < 0)
+            code = SBX_SETUP_FAILED;
     }
     if (report >= 0)
         close(report);
@@ -407,6 +434,7 @@ out:
     free(workdir);
     free(td_cfg.work_dir);
     free(td_init_path);
+    td_learn_free(call.denied.learn);
     if (t)
         td_tool_unref(t);
     json_decref(o.def);

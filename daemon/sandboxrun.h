@@ -15,10 +15,11 @@
 
 /* What the options ask beyond the definition. */
 struct td_sbx_opts {
-    json_t *def;          /* the tool definition: command, filesystem, network, ... */
-    uint64_t timeout_ms;  /* 0: none */
-    const char *json_out; /* --json: "-" for stderr, else a file; NULL: none */
-    int log_level;        /* TD_LOG_* */
+    json_t *def;           /* the tool definition: command, filesystem, network, ... */
+    uint64_t timeout_ms;   /* 0: none */
+    const char *json_out;  /* --json: "-" for stderr, else a file; NULL: none */
+    int log_level;         /* TD_LOG_* */
+    const char *learn_out; /* --learn FILE: the proposed definition goes there */
 };
 
 /* argv from --sandbox-run on (argv[0] is "--sandbox-run"): the options and

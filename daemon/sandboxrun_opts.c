@@ -104,7 +104,8 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         O_SYSCALLS,
         O_DENY,
         O_USER,
-        O_JSON
+        O_JSON,
+        O_LEARN
     };
     static const struct option opts[] = {
         {"read", required_argument, NULL, O_READ},
@@ -117,6 +118,7 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         {"deny-syscall", required_argument, NULL, O_DENY},
         {"user", required_argument, NULL, O_USER},
         {"json", optional_argument, NULL, O_JSON},
+        {"learn", required_argument, NULL, O_LEARN},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -173,6 +175,10 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
             break;
         case O_JSON:
             o->json_out = optarg ? optarg : "-";
+            break;
+        case O_LEARN: /* learn mode (learndef.c): permissive, every touch recorded */
+            o->learn_out = optarg;
+            json_object_set_new(def, "learn", json_true());
             break;
         case 'v':
             o->log_level = o->log_level == TD_LOG_WARN ? TD_LOG_INFO : TD_LOG_DEBUG;

@@ -268,7 +268,9 @@ static json_t *filesystem(const struct td_learn *l, const struct td_learn_base *
                 free(r);
                 r = NULL;
             }
-            bool shown = r && !under_any(r, b->hidden) && (!b->shown || under_any(r, b->shown));
+            /* a call's /tmp is its own: the host's is hidden from it too */
+            bool shown = r && !under_any(r, b->hidden) && !under_any(r, b->scratch) &&
+                         (!b->shown || under_any(r, b->shown));
             bool in_made = false;
             const char *m;
             json_t *mv;
