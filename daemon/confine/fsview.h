@@ -47,6 +47,8 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
 bool td_fsview_is_host(const struct td_fsview *v);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
+/* Whether calls get a mount namespace, so a view (td_fsview_setup's). */
+extern bool td_fsview_mount_ns;
 /* At start: say what calls see (a warning where it is the host's). */
 void td_fsview_setup(bool mount_ns);
 

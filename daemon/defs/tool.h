@@ -65,6 +65,11 @@ struct td_tool {
      * shares its parent's parts but these two where it owns them */
     struct td_tool *parent; /* NULL: a definition as loaded */
     bool own_fs, own_egress;
+    /* issue 23, part 3: the layers (TD_LAYER_*) its definition asks for and
+     * those it lets run without (besteffort.c); what its calls run under,
+     * less the per-call uid (run/enforced.c, made at its first call) */
+    unsigned wants, best_effort;
+    json_t *enforced;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */
