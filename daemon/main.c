@@ -280,6 +280,7 @@ int main(int argc, char **argv)
         OPT_TOOL_TIMEOUT,
         OPT_FILESYSTEM, /* issue 11 (f1) */
         OPT_REQUIRE_CONFINEMENT,
+        OPT_DISABLE_LAYER,
         OPT_METRICS_LISTEN,
         OPT_METRICS_TIMEOUT,
         OPT_AUDIT_ARGS,
@@ -323,6 +324,7 @@ int main(int argc, char **argv)
         {"tool-timeout", required_argument, NULL, OPT_TOOL_TIMEOUT},
         {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
         {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
+        {"disable-layer", required_argument, NULL, OPT_DISABLE_LAYER},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
         {"metrics-timeout", required_argument, NULL, OPT_METRICS_TIMEOUT},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
@@ -586,6 +588,13 @@ int main(int argc, char **argv)
         case OPT_REQUIRE_CONFINEMENT:
             require_confinement = true;
             break;
+        case OPT_DISABLE_LAYER:
+            if (strcmp(optarg, "landlock") && strcmp(optarg, "seccomp")) {
+                fprintf(stderr, "toolexecd: --disable-layer: expected landlock or seccomp\n");
+                return 2;
+            }
+            td_cfg.layers_off |= optarg[0] == 'l' ? TD_LAYER_LANDLOCK : TD_LAYER_SECCOMP;
+            break;
         case 'h':
             td_usage(stdout);
             return 0;
@@ -605,6 +614,9 @@ int main(int argc, char **argv)
         td_usage(stderr);
         return 2;
     }
+    /* the layers a definition may ask for, as the daemon would give them */
+    if (check && tools_given && td_containment_probe_ns(containment))
+        td_fsview_mount_ns = true;
     if (check && tools_given)
         return td_defcheck(td_cfg.tools_dir, stdout);
     if (check)

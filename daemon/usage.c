@@ -85,6 +85,8 @@ void td_usage(FILE *f)
         "                             default (the host read-only, secrets hidden),\n"
         "                             minimal (/usr, /etc, /lib* only) or host\n"
         "      --require-confinement  refuse to start without every confinement layer\n"
+        "      --disable-layer L      run calls without layer L: landlock or seccomp\n"
+        "                             (tests; hosts where it misbehaves); repeatable\n"
         "      --credentials-dir DIR  the files of the credentials that \"network\".\"headers\"\n"
         "                             name (default $CREDENTIALS_DIRECTORY, else\n"
         "                             " TD_CREDENTIALS_DEFAULT ")\n"

@@ -21,6 +21,14 @@ struct td_limits {
     uint64_t cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb;
 };
 
+/* Confinement layers a definition may ask for and list in "best_effort"
+ * (issue 23, defs/besteffort.c); --disable-layer turns the last two off. */
+enum {
+    TD_LAYER_VIEW = 1,     /* a mount namespace of its own for its view */
+    TD_LAYER_LANDLOCK = 2, /* Landlock on its writes */
+    TD_LAYER_SECCOMP = 4,  /* its system-call filter */
+};
+
 struct td_config {
     const char *socket_path;
     const char *tools_dir;
@@ -32,6 +40,7 @@ struct td_config {
     struct td_limits limits;        /* daemon-wide defaults */
     const char *user, *group;       /* default worker user/group (root daemon) */
     int network;                    /* default for "network": 1 yes, 0 no */
+    unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits (issue 23) */
     unsigned max_clients;           /* connections beyond it are refused */
     unsigned max_workers;           /* worker processes at once, all batches */
     size_t max_batch_calls;         /* calls in one run request */

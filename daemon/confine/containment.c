@@ -146,6 +146,16 @@ int td_containment_setup(const char *want)
     return 0;
 }
 
+bool td_containment_probe_ns(const char *want)
+{
+    char *init = find_init();
+    int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
+    bool ns = init && strcmp(want, "pgroup") != 0 &&
+              td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | userns) == 0;
+    free(init);
+    return ns;
+}
+
 /* The confinement layers (issue 11, section 5): what the kernel offers and
  * whether calls get it. */
 struct layers {

@@ -714,11 +714,14 @@ int td_fsview_landlock_abi(void)
     static int abi = -1;
     if (abi < 0)
         abi = te_landlock_abi();
-    return abi;
+    return td_cfg.layers_off & TD_LAYER_LANDLOCK ? 0 : abi;
 }
+
+bool td_fsview_mount_ns;
 
 void td_fsview_setup(bool mount_ns)
 {
+    td_fsview_mount_ns = mount_ns;
     int abi = td_fsview_landlock_abi();
     if (td_fs_default == TD_FS_HOST)
         td_log(TD_LOG_WARN, "--filesystem host: tools without a \"filesystem\" key see the host's "

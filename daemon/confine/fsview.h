@@ -63,6 +63,8 @@ const char *td_fsview_hides(const struct td_fsview *v, const char *path);
 int td_fsview_landlock_abi(void);
 /* The paths every view hides (n of them), for learn mode's base. */
 const char *const *td_fsview_default_hidden(size_t *n);
+/* Whether calls get a mount namespace, so a view (td_fsview_setup's). */
+extern bool td_fsview_mount_ns;
 /* At start: say what calls see (a warning where it is the host's). */
 void td_fsview_setup(bool mount_ns);
 

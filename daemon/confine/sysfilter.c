@@ -70,6 +70,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "config.h"
 #include "log.h"
 #include "sysfilter.h"
 #include "toolexec.h"
@@ -332,6 +333,10 @@ int td_sysfilter_probe(char *detail, size_t len)
     if (!notify_ok && !notify_missing)
         probe_notify();
     uint32_t errno_action = SECCOMP_RET_ERRNO;
+    if (td_cfg.layers_off & TD_LAYER_SECCOMP) {
+        snprintf(detail, len, "turned off by --disable-layer seccomp");
+        return 0;
+    }
     if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &errno_action) < 0) {
         snprintf(detail, len, "no seccomp filters: %s", strerror(errno));
         return 0;
@@ -414,6 +419,8 @@ void td_sysfilter_conf_free(struct td_sysfilter_conf *c)
 
 const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, enum td_net net)
 {
+    if (td_cfg.layers_off & TD_LAYER_SECCOMP) /* --disable-layer seccomp */
+        return NULL;
     if (c && c->own[net])
         return c->own[net];
     bool off = c && c->off;
@@ -424,10 +431,22 @@ const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, e
 
 const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c, enum td_net net)
 {
+    if (td_cfg.layers_off & TD_LAYER_SECCOMP)
+        return NULL;
     if (c && c->own_tpl[net])
         return c->own_tpl[net];
     bool off = c && c->off;
     if (off && net == TD_NET_HOST)
         return NULL;
     return common_tpl[off][net].prog.filter ? &common_tpl[off][net] : NULL;
+}
+
+bool td_sysfilter_conf_custom(const struct td_sysfilter_conf *c)
+{
+    return c && c->own[0];
+}
+
+bool td_sysfilter_conf_off(const struct td_sysfilter_conf *c)
+{
+    return c && c->off;
 }

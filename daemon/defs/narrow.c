@@ -43,6 +43,7 @@ static struct td_tool *derive(struct td_tool *t)
     d->refs = 1;
     d->parent = td_tool_ref(t);
     d->own_fs = d->own_egress = false;
+    d->enforced = NULL; /* its own (run/enforced.c) */
     d->warm = false;
     return d;
 }

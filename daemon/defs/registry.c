@@ -33,6 +33,7 @@
 #include "log.h"
 #include "registry.h"
 #include "sysfilter.h"
+#include "besteffort.h"
 #include "warmdef.h"
 #include "toolexec.h"
 
@@ -68,9 +69,11 @@ void td_tool_unref(struct td_tool *t)
         if (t->own_egress)
             td_egress_free(t->egress);
         td_tool_unref(t->parent);
+        json_decref(t->enforced);
         free(t);
         return;
     }
+    json_decref(t->enforced);
     free(t->name);
     free(t->description);
     free(t->file);
@@ -145,13 +148,14 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {
-        "name",      "description", "schema",        "command",       "protocol",
-        "context",   "timeout_ms",  "env",           "limits",        "user",
-        "group",     "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
-        "coerce",    "spill",       "syscalls",      "deny_syscalls", "filesystem",
-        "title",     "annotations", "output_schema", "strict",        "start",
-        "max_forks", /* template.c */
-        "learn"};    /* learndef.c */
+        "name",       "description", "schema",        "command",       "protocol",
+        "context",    "timeout_ms",  "env",           "limits",        "user",
+        "group",      "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
+        "coerce",     "spill",       "syscalls",      "deny_syscalls", "filesystem",
+        "title",      "annotations", "output_schema", "strict",        "start",
+        "max_forks",    /* template.c */
+        "learn",        /* learndef.c */
+        "best_effort"}; /* besteffort.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -329,6 +333,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         goto out;
     t->fs->proxy_ca = td_egress_creds(t->egress) != NULL; /* credentials.h */
     if ((rc = td_declare_parse(file, def, t, err, errlen)) < 0)
+        goto out;
+    if ((rc = td_besteffort_parse(file, def, t, err, errlen)) < 0)
         goto out;
     struct td_warmdef wd;
     if (td_warmdef_parse(file, def, t->argv && t->protocol == TD_PROTO_FRAMED, &wd, err, errlen) <

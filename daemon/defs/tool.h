@@ -73,6 +73,11 @@ struct td_tool {
     bool learn_minimal;       /* its "filesystem" said "root": "minimal" */
     struct td_learn *learned; /* all its calls since load */
     json_t *learn_def;        /* its definition as read */
+    /* issue 23, part 3: the layers (TD_LAYER_*) its definition asks for and
+     * those it lets run without (besteffort.c); what its calls run under,
+     * less the per-call uid (run/enforced.c, made at its first call) */
+    unsigned wants, best_effort;
+    json_t *enforced;
 };
 struct td_registry {
     struct td_tool **tools; /* sorted by name */

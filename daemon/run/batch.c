@@ -21,6 +21,7 @@
 
 #include "batch.h"
 #include "batch_int.h"
+#include "enforced.h"
 #include "bigres.h"
 #include "bus.h"
 #include "config.h"
@@ -167,6 +168,8 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
         json_object_update(done, c->denied);
     if (done && c->start)
         json_object_set_new(done, "start", json_string(c->start));
+    if (done && c->enforced)
+        json_object_set(done, "enforced", c->enforced);
     if (done && truncated && spill_path)
         json_object_set_new(truncated, "spill_path", json_string(spill_path));
     if (done && truncated)
@@ -362,6 +365,8 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
             json_object_set(c->denied, "learned", p);
         json_decref(p);
     }
+    if (f && c->tool && !c->enforced)
+        c->enforced = td_enforced_call(c->tool, f->uid);
     int rc = td_content_check(result, td_cfg.max_content);
     if (rc < 0) {
         char detail[128];
@@ -741,6 +746,7 @@ void td_batch_free(struct td_batch *b)
         td_big_unref(c->big);
         json_decref(c->halt);
         json_decref(c->denied);
+        json_decref(c->enforced);
     }
     json_decref(b->req);
     free(b->calls);

@@ -51,6 +51,7 @@ struct call {
     bool have_ru;
     json_t *denied;    /* {"denied": [...], "learned": {...}} for the completed event; NULL: none */
     const char *start; /* warm tools: "warm" or "cold" (template.c) */
+    json_t *enforced;  /* what it ran under (enforced.c); NULL: it never ran */
     json_t *awaiting;  /* an error waiting for the client's decision */
     uv_timer_t *ask_timer; /* ... until the call's timeout */
 };

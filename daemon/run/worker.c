@@ -191,7 +191,8 @@ void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage 
     struct td_big *big = w->big;
     w->big = NULL;
     if (cb)
-        cb(w->cb_data, result, &(struct td_call_facts){.ru = ru, .denied = &w->denied, .big = big});
+        cb(w->cb_data, result,
+           &(struct td_call_facts){.ru = ru, .denied = &w->denied, .big = big, .uid = w->run_uid});
     else {
         json_decref(result);
         td_big_unref(big);

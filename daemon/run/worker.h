@@ -21,6 +21,7 @@ struct td_call_facts {
     const struct rusage *ru;         /* the worker's (wait4), NULL when not known */
     const struct td_denials *denied; /* what its confinement refused; NULL: nothing */
     struct td_big *big;              /* the result's big text (bigres.h), the callee's to unref */
+    long long uid;                   /* the uid its process ran as; -1: not known */
 };
 /* facts: NULL when nothing is known (the call never had a worker). */
 typedef void (*td_result_cb)(void *data, json_t *result /* stolen */,

@@ -81,6 +81,7 @@ struct td_worker {
     json_t *pending; /* the result, waiting for the killed worker's reaping */
     bool cancelling;
     uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
+    long long run_uid;         /* the uid it runs as (issue 23's record); -1: not known */
     bool paused;               /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg;      /* the call's cgroup, NULL without one */
     bool cg_memory;            /* memory_mb is its memory.max */

@@ -315,12 +315,19 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     /* learn mode: its listener and proxy record into this (learn.h) */
     if (s->tool->learn && !(w->denied.learn = td_learn_new()))
         goto fail;
+    w->run_uid = -1;
     struct td_child child;
     if (s->tool->warm && !plain) {
         bool warm = start_warm(w, s, &child, &workdir);
         if (s->start)
             *s->start = warm ? "warm" : "cold";
         if (warm) {
+            /* a uid of the call's own is taken by its PID 1 (warmid.c),
+             * unknown here */
+            bool pool = s->tool->switch_user && !s->tool->user && td_identity_active();
+            w->run_uid = pool                   ? -1
+                         : s->tool->switch_user ? (long long)s->tool->uid
+                                                : (long long)geteuid();
             td_spawndesc_limits(s->tool, 0, &w->limits);
             uint64_t ob = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
             w->max_output = ob > UINT32_MAX ? UINT32_MAX : (uint32_t)ob;
@@ -376,6 +383,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
     w->cg_memory = d.cg_memory;
+    w->run_uid = s->tool->switch_user ? (long long)uid : (long long)geteuid();
     uint64_t t0 = uv_hrtime();
     int rc;
     if (via) { /* off the loop: the spawner starts it (spawner.c) */

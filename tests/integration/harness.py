@@ -324,6 +324,7 @@ class Daemon:
         os.mkdir(self.work_dir)
         self.args = list(args)
         self.env = env
+        self._harness_views = {}  # tool files given the harness's view
         self.proc = None
         self.clients = []
         for t in tools:
@@ -347,9 +348,11 @@ class Daemon:
     def add_tool(self, definition, filename=None):
         if filename is None:
             filename = definition["name"] + ".json"
+        self._harness_views.pop(filename, None)
         if self.WRITE_TMP and isinstance(definition, dict) and "filesystem" not in definition:
             definition = dict(definition, filesystem=with_tree(
                 {"write": [os.path.realpath(self.tmp)]}))
+            self._harness_views[filename] = definition
         path = os.path.join(self.tools_dir, filename)
         with open(path, "w") as f:
             if isinstance(definition, str):
@@ -378,6 +381,13 @@ class Daemon:
             # Daemon(...) starts it unless start=False: a second one would
             # be left running, its socket taken over
             raise RuntimeError("this daemon is running already (pid %d)" % self.proc.pid)
+        # The view add_tool gave is the harness's, not the test's: under
+        # --containment pgroup (no mount namespace) such a tool runs without
+        # it, as a definition may say (issue 23: else refused at load).
+        if "pgroup" in self.args:
+            for filename, definition in list(self._harness_views.items()):
+                if "best_effort" not in definition:
+                    self.add_tool(dict(definition, best_effort=["view"]), filename)
         env = dict(os.environ)
         # A marker that must never reach a worker's environment.
         env["TE_DAEMON_ONLY_MARKER"] = "leak"

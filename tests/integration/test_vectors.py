@@ -132,6 +132,13 @@ def set_measured_aside(pattern, value):
             if not type_ok(t, value[k]) or value[k] < 0:
                 raise Mismatch("%s: expected a non-negative %s, got %r" % (k, t, value[k]))
             del value[k]
+    # issue 23: what the call ran under depends on the host (Landlock ABI,
+    # cgroup or rlimit, the uid): checked for its members and set aside
+    if "enforced" in value and not (isinstance(pattern, dict) and "enforced" in pattern):
+        e = value.pop("enforced")
+        if not isinstance(e, dict) or sorted(e) != ["landlock", "limits", "network", "seccomp",
+                                                     "uid", "view"]:
+            raise Mismatch("enforced: expected its six members, got %r" % (e,))
     for k in ("duration_ms", "queued_ms"):
         if isinstance(pattern, dict) and pattern.get("event") == "tool_execution_completed" \
                 and k not in pattern and k in value:
