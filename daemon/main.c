@@ -23,6 +23,7 @@
 #include "toolpaths.h"
 #include "containment.h"
 #include "credentials.h"
+#include "egress.h"
 #include "spares.h"
 #include "spawner.h"
 #include "fsview.h"
@@ -60,12 +61,18 @@ static void start_flush(void);
 static bool use_spawner = true;
 
 /* The egress proxy's CA for hosts with credential headers (proxy_tls.h):
- * made now, once the work directory (where its bundle goes) is known. */
+ * made once a loaded tool has such headers (at start or at a reload), so
+ * that a daemon without them writes no bundle into its work directory. */
 static void credproxy_setup(void)
 {
     char err[PATH_MAX + 256];
-    uint64_t t0 = uv_hrtime();
     td_fsview_secret_dir = td_credentials_path();
+    bool wanted = false;
+    for (size_t i = 0; i < td_tools->n && !wanted; i++)
+        wanted = td_egress_creds(td_tools->tools[i]->egress) != NULL;
+    if (td_fsview_ca_bundle || !wanted)
+        return;
+    uint64_t t0 = uv_hrtime();
     if (td_tls_setup(td_cfg.work_dir, err, sizeof(err)) < 0) {
         td_log(TD_LOG_WARN, "egress: no TLS for credential headers: %s", err);
         return;
@@ -188,6 +195,7 @@ static void on_reload(uv_signal_t *h, int signum)
     } else {
         td_registry_free(td_tools);
         td_tools = fresh;
+        credproxy_setup(); /* before any of its calls' views is planned */
         td_toolpaths_loaded(td_tools);
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
         td_server_tools_changed();
@@ -722,6 +730,8 @@ out_loop:
 out_loop_closed:
     uv_loop_close(td_loop);
 out_tools:
+    if (td_fsview_ca_bundle) /* the daemon's, not a call's: gone with it */
+        unlink(td_fsview_ca_bundle);
     td_calldir_shutdown();
     free(td_cfg.work_dir);
     free(td_init_path);

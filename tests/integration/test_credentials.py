@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import ssl
 import subprocess
 import tempfile
@@ -272,6 +273,37 @@ class BadCredentialFile(unittest.TestCase):
             self.assertNotIn(SECRET, err)
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+
+class Bundle(unittest.TestCase):
+    """The proxy's CA bundle is the daemon's file: written into its work
+    directory only when a loaded tool has credential headers (at start or at
+    a reload), removed when the daemon stops."""
+
+    def test_written_when_needed_and_gone_at_stop(self):
+        harness.require_env()
+        d = tempfile.mkdtemp(prefix="te-cred-")
+        self.addCleanup(shutil.rmtree, d, True)
+        creds = os.path.join(d, "creds")
+        os.mkdir(creds, 0o700)
+        with open(os.path.join(creds, "api"), "w") as f:
+            f.write(SECRET)
+        os.chmod(os.path.join(creds, "api"), 0o600)
+        plain = tool("plain", {"allow": ["example.com"]})
+        dm = Daemon([plain], args=["--credentials-dir", creds])
+        bundle = os.path.join(dm.work_dir, "ca-bundle.pem")
+        try:
+            self.assertFalse(os.path.exists(bundle))
+            # a reload that brings a tool with headers makes it
+            t = tool("cred", {"allow": ["example.com"],
+                              "headers": {"example.com": {"Authorization": {"credential": "api"}}}})
+            with open(os.path.join(dm.tools_dir, "cred.json"), "w") as f:
+                json.dump(t, f)
+            dm.proc.send_signal(signal.SIGHUP)
+            harness.deadline_wait(lambda: os.path.exists(bundle), what="the bundle at reload")
+        finally:
+            dm.stop()
+        self.assertFalse(os.path.exists(bundle))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ class Framed(DaemonTestCase):
         # measured per call (durations, the worker's resource use): checked apart
         for k in ("duration_ms", "queued_ms", "cpu_user_ms", "cpu_sys_ms", "max_rss_kb"):
             self.assertGreaterEqual(done.pop(k), 0, k)
+        # what it ran under differs from host to host: test_enforced checks it
+        self.assertEqual(sorted(done.pop("enforced")),
+                         ["landlock", "limits", "network", "seccomp", "uid", "view"])
         self.assertEqual(res.events, [
             {"event": "tool_execution_started", "batch": "b1", "id": "c0", "name": "echo",
              "arguments": {"x": 1}},
