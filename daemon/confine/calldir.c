@@ -26,6 +26,7 @@
 #include "calldir.h"
 #include "config.h"
 #include "log.h"
+#include "workshared.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 /* 128 random bits: a name no other call can guess. */
@@ -509,6 +510,8 @@ static int lock(int fd, const char *path, bool wait)
     return -1;
 }
 
+static int open_checked(const char *path);
+
 static int open_given(const char *path)
 {
     if (mkdir(path, 0711) < 0 && errno != EEXIST) {
@@ -520,6 +523,27 @@ static int open_given(const char *path)
         td_log(TD_LOG_ERR, "--work-dir %s: %s", path, strerror(errno));
         return -1;
     }
+    /* an emptyDir or a tmpfs mount is 1777: a directory of ours in it */
+    struct stat st;
+    char *sub = NULL;
+    if (fstat(work_fd, &st) == 0 && td_workshared_is(&st)) {
+        int own = td_workshared_open(work_fd, path, &sub);
+        close(work_fd);
+        work_fd = own;
+        if (own < 0) {
+            free(sub);
+            return -1;
+        }
+        path = sub;
+    }
+    int rc = open_checked(path);
+    free(sub);
+    return rc;
+}
+
+/* The work directory work_fd at path: checked, locked, cleared. */
+static int open_checked(const char *path)
+{
     if (check_dir(work_fd, path) < 0)
         return -1;
     if (lock(work_fd, path, false) == 1) {
