@@ -41,9 +41,14 @@ int td_workshared_open(int fd, const char *path, char **sub)
     }
     int own = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (own < 0) {
-        td_log(TD_LOG_ERR, "--work-dir %s: %s%s", *sub, strerror(errno),
-               errno == ELOOP || errno == ENOTDIR ? " (not a directory of the daemon's: refused)"
-                                                  : "");
+        /* O_NOFOLLOW with O_DIRECTORY: a link is ENOTDIR (or ELOOP) */
+        if (errno == ENOTDIR || errno == ELOOP)
+            td_log(TD_LOG_ERR,
+                   "--work-dir %s: a link or not a directory, not the daemon's own: "
+                   "refused",
+                   *sub);
+        else
+            td_log(TD_LOG_ERR, "--work-dir %s: %s", *sub, strerror(errno));
         return -1;
     }
     td_log(TD_LOG_INFO,
