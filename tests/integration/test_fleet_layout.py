@@ -57,6 +57,8 @@ NOMAD = os.path.join(SRC, "contrib", "nomad", "toolexecd.nomad.hcl")
 ROOT = os.geteuid() == 0
 HAVE = all(shutil.which(t) for t in ("unshare", "setpriv", "mount"))
 TS = "..2026_11_26_08_00_00.123456789"  # the kubelet's timestamped directory
+# the client runs as the allowed uid: an interpreter under /root is not its to run
+CLIENT_PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 
 
 def quantity(q):
@@ -131,7 +133,7 @@ class Pod(Daemon):
                 "r = c.run([{'id': 'c1', 'name': 'cat', 'arguments': {'text': %r}}]); "
                 "print(json.dumps(r.terminal))") % (self.sock, text)
         out = subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups",
-                              "python3", "-c", code], cwd=harness.HERE, capture_output=True,
+                              CLIENT_PY, "-c", code], cwd=harness.HERE, capture_output=True,
                              text=True, timeout=harness.WAIT * 2,
                              env=dict(os.environ, PYTHONPATH=harness.HERE))
         if out.returncode != 0:
