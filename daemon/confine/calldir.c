@@ -323,17 +323,20 @@ int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what)
         if (errno != EEXIST || tries == 8)
             return -errno;
     }
-    /* Owner and mode (0700 whatever the umask) set before any tool runs. */
+    /* Owner and mode (0700 whatever the umask) set before any tool runs;
+     * the mode first, while the directory is ours: a chmod of another
+     * user's needs CAP_FOWNER, which the unit and the manifests do not
+     * grant (the DaemonSet's calls all failed "chmod: EPERM"). */
     int rc = 0, fd = openat(work_fd, name, DIR_FLAGS);
     if (fd < 0) {
         rc = -errno;
         *what = "open";
-    } else if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0) {
-        rc = -errno;
-        *what = "chown";
     } else if (fchmod(fd, 0700) < 0) {
         rc = -errno;
         *what = "chmod";
+    } else if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0) {
+        rc = -errno;
+        *what = "chown";
     }
     if (fd >= 0)
         close(fd);

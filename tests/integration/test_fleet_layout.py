@@ -86,9 +86,12 @@ def nomad():
     tmpfs = [(m.group(1), int(m.group(2))) for m in re.finditer(
         r'mount\s*\{\s*type\s*=\s*"tmpfs"\s*target\s*=\s*"([^"]+)".*?size\s*=\s*(\d+)', hcl, re.S)]
     volumes = json.loads(re.sub(r",\s*\]", "]", re.search(r"\bvolumes\s*=\s*(\[.*?\])", hcl, re.S).group(1)))
+    caps = json.loads(re.search(r"\bcap_add\s*=\s*(\[.*?\])", hcl, re.S).group(1))
+    assert re.search(r'\bcap_drop\s*=\s*\["all"\]', hcl)
+    nnp = "no-new-privileges" in re.search(r"\bsecurity_opt\s*=\s*(\[.*?\])", hcl, re.S).group(1)
     templates = [(m.group(1), m.group(2)) for m in re.finditer(
         r'template\s*\{\s*destination\s*=\s*"([^"]+)"\s*data\s*=\s*<<-JSON\n(.*?)\n\s*JSON\n', hcl, re.S)]
-    return args, tmpfs, volumes, templates
+    return args, tmpfs, volumes, templates, caps, nnp
 
 
 def arg(args, name):
@@ -100,10 +103,12 @@ class Pod(Daemon):
     setup (shell lines run as root before the daemon) has built what the
     runtime gives the container; absolute paths under self.root."""
 
-    def __init__(self, args, setup, user=None):
+    def __init__(self, args, setup, user=None, caps=(), no_new_privs=False):
         self.manifest_args = args
         self.setup = setup
         self.user = user
+        self.caps = caps
+        self.no_new_privs = no_new_privs
         super().__init__(start=False)
         self.root = self.path("root")
         os.mkdir(self.root, 0o755)
@@ -115,10 +120,14 @@ class Pod(Daemon):
     def command(self):
         args = [re.sub(r"^(--[a-z-]+)=(/.*)$", lambda m: m.group(1) + "=" + self.at(m.group(2)), a)
                 for a in self.manifest_args]
-        drop = []
+        # the container's capabilities: the bounding set is what root keeps
+        # at exec (CAP_FOWNER, for one, is not there)
+        drop = ["setpriv", "--bounding-set=-all" + "".join(",+" + c.lower() for c in self.caps)]
+        if self.no_new_privs:
+            drop.append("--no-new-privs")
         if self.user:
-            drop = ["setpriv", "--reuid=%d" % self.user.pw_uid, "--regid=%d" % self.user.pw_gid,
-                    "--clear-groups"]
+            drop += ["--reuid=%d" % self.user.pw_uid, "--regid=%d" % self.user.pw_gid,
+                     "--clear-groups"]
         script = "set -e\n" + "\n".join(self.setup) + '\nexec "$@"\n'
         return (["unshare", "--mount", "--propagation", "private", "--net", "sh", "-c", script,
                  "sh"] + drop + [harness.TOOLEXECD] + args)
@@ -191,7 +200,10 @@ def mount_lines(pod, container, volumes, read_only=None, tmpfs_medium=True):
 
 def k8s_pod(user=None, read_only=None, tmpfs_medium=True):
     container, volumes, _ = daemonset()
-    pod = Pod(container["args"], [], user)
+    sc = container["securityContext"]
+    assert sc["capabilities"]["drop"] == ["ALL"] and sc.get("runAsUser") == 0
+    pod = Pod(container["args"], [], user, sc["capabilities"]["add"],
+              sc.get("allowPrivilegeEscalation") is False)
     pod.setup = mount_lines(pod, container, volumes, read_only, tmpfs_medium)
     return pod, container
 
@@ -300,8 +312,8 @@ class TestDaemonSet(unittest.TestCase):
 @unittest.skipUnless(ROOT and HAVE, "needs root (mounts, namespaces), unshare and setpriv")
 class TestNomadJob(unittest.TestCase):
     def test_root_daemon_starts_and_serves(self):
-        args, tmpfs, volumes, templates = nomad()
-        pod = Pod(args, [])
+        args, tmpfs, volumes, templates, caps, nnp = nomad()
+        pod = Pod(args, [], caps=caps, no_new_privs=nnp)
         self.addCleanup(pod.stop)
         for target, size in tmpfs:  # Docker's tmpfs: mode 1777 unless told
             os.makedirs(pod.at(target))
