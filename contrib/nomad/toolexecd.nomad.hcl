@@ -50,6 +50,7 @@ job "toolexecd" {
         readonly_rootfs = true
         # the node's socket directory, shared with agent jobs
         volumes = ["/run/toolexecd:/run/toolexecd"]
+        # 1777, as /tmp: toolexecd works in toolexecd-0 (0711) inside it
         mount {
           type   = "tmpfs"
           target = "/run/toolexecd-work"

@@ -26,6 +26,7 @@
 #include "calldir.h"
 #include "config.h"
 #include "log.h"
+#include "workshared.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 /* 128 random bits: a name no other call can guess. */
@@ -322,17 +323,20 @@ int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what)
         if (errno != EEXIST || tries == 8)
             return -errno;
     }
-    /* Owner and mode (0700 whatever the umask) set before any tool runs. */
+    /* Owner and mode (0700 whatever the umask) set before any tool runs;
+     * the mode first, while the directory is ours: a chmod of another
+     * user's needs CAP_FOWNER, which the unit and the manifests do not
+     * grant (the DaemonSet's calls all failed "chmod: EPERM"). */
     int rc = 0, fd = openat(work_fd, name, DIR_FLAGS);
     if (fd < 0) {
         rc = -errno;
         *what = "open";
-    } else if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0) {
-        rc = -errno;
-        *what = "chown";
     } else if (fchmod(fd, 0700) < 0) {
         rc = -errno;
         *what = "chmod";
+    } else if (uid != (uid_t)-1 && fchown(fd, uid, gid) < 0) {
+        rc = -errno;
+        *what = "chown";
     }
     if (fd >= 0)
         close(fd);
@@ -509,6 +513,8 @@ static int lock(int fd, const char *path, bool wait)
     return -1;
 }
 
+static int open_checked(const char *path);
+
 static int open_given(const char *path)
 {
     if (mkdir(path, 0711) < 0 && errno != EEXIST) {
@@ -520,6 +526,27 @@ static int open_given(const char *path)
         td_log(TD_LOG_ERR, "--work-dir %s: %s", path, strerror(errno));
         return -1;
     }
+    /* an emptyDir or a tmpfs mount is 1777: a directory of ours in it */
+    struct stat st;
+    char *sub = NULL;
+    if (fstat(work_fd, &st) == 0 && td_workshared_is(&st)) {
+        int own = td_workshared_open(work_fd, path, &sub);
+        close(work_fd);
+        work_fd = own;
+        if (own < 0) {
+            free(sub);
+            return -1;
+        }
+        path = sub;
+    }
+    int rc = open_checked(path);
+    free(sub);
+    return rc;
+}
+
+/* The work directory work_fd at path: checked, locked, cleared. */
+static int open_checked(const char *path)
+{
     if (check_dir(work_fd, path) < 0)
         return -1;
     if (lock(work_fd, path, false) == 1) {

@@ -108,7 +108,9 @@
  *     capability up to the kernel's last): nothing the call execs can ever
  *     gain one. Harmless to keep while no_new_privs holds, but nothing
  *     needs it (issue 20, item 5). While we still hold CAP_SETPCAP: as
- *     root, or in the call's user namespace; an unprivileged daemon without
+ *     root (a root daemon not given CAP_SETPCAP, as the unit and the fleet
+ *     manifests give it none, keeps it: no_new_privs suffices), or in the
+ *     call's user namespace; an unprivileged daemon without
  *     one (--containment pgroup) has no capability to give away. Not for a
  *     call that runs as root by the operator's choice ("user": "root", or a
  *     root daemon that switches no user): root without its capabilities is
@@ -150,6 +152,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <linux/seccomp.h>
@@ -253,12 +256,27 @@ struct child_args {
     bool spare; /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
 };
 
+/* Whether CAP_SETPCAP is in our effective set (raw capget: this child
+ * shares the daemon's memory, see step 10). */
+static bool have_setpcap(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct d[2] = {0};
+    return !TE_SYS_FAILED(te_sys(SYS_capget, (long)&h, (long)d, 0, 0)) &&
+           (d[CAP_SETPCAP / 32].effective & (1u << (CAP_SETPCAP % 32)));
+}
+
 /* Step 9b (see the top): up to the first EINVAL, which is past the
- * kernel's last capability; -1 with errno set. */
+ * kernel's last capability; -1 with errno set. A root daemon without
+ * CAP_SETPCAP (the DaemonSet's and the Nomad job's capabilities, as the
+ * systemd unit's) cannot empty it: no_new_privs (step 11) still keeps
+ * whatever the call execs from gaining one, so the drop is skipped. */
 static int drop_bounding_set(void)
 {
     for (long cap = 0;; cap++) {
         long r = te_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0);
+        if (r == -EPERM && cap == 0 && !have_setpcap())
+            return 0;
         if (r == -EINVAL && cap > 0)
             return 0;
         if (TE_SYS_FAILED(r)) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "defcheck.h"
+#include "defsafe.h"
 #include "registry.h"
 #include "toolpaths.h"
 #include "toolexec.h"
@@ -177,7 +178,7 @@ int td_defcheck(const char *dir, FILE *out)
             close(dfd);
         return 1;
     }
-    if (td_registry_unsafe(&dst, why, sizeof(why)))
+    if (td_defs_unsafe(&dst, dfd, why, sizeof(why)))
         problem(&c, absdir, why);
     char **files = NULL;
     int n = td_registry_list_defs(dfd, &files);

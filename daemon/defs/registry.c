@@ -31,6 +31,7 @@
 #include "learndef.h"
 #include "declare.h"
 #include "log.h"
+#include "defsafe.h"
 #include "registry.h"
 #include "sysfilter.h"
 #include "besteffort.h"
@@ -401,20 +402,6 @@ static int by_string(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Who may change st: nobody but root and us. NULL when that holds. */
-static const char *unsafe(const struct stat *st, char *why, size_t len)
-{
-    if (st->st_uid != 0 && st->st_uid != geteuid())
-        snprintf(why, len, "owned by uid %u, not root or the daemon's uid %u", (unsigned)st->st_uid,
-                 (unsigned)geteuid());
-    else if (st->st_mode & (S_IWGRP | S_IWOTH))
-        snprintf(why, len, "writable by %s (mode %04o); chmod go-w",
-                 st->st_mode & S_IWOTH ? "others" : "its group", (unsigned)(st->st_mode & 07777));
-    else
-        return NULL;
-    return why;
-}
-
 /* Read definition NAME in directory dfd: 0 with the text in *text (NUL
  * terminated), or -1 with why it is refused in why. stat first, so a FIFO
  * or a device (a link may point anywhere) is never opened. */
@@ -430,8 +417,6 @@ static int read_def(int dfd, const char *name, char **text, size_t *len, struct 
         snprintf(why, whylen, "not a regular file");
         return -1;
     }
-    if (unsafe(st, why, whylen))
-        return -1;
     if (st->st_size > TD_TOOL_FILE_MAX) {
         snprintf(why, whylen, "%lld bytes, more than the %d a definition may have",
                  (long long)st->st_size, TD_TOOL_FILE_MAX);
@@ -447,6 +432,12 @@ static int read_def(int dfd, const char *name, char **text, size_t *len, struct 
     }
     if (st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
         snprintf(why, whylen, "replaced while being read");
+        close(fd);
+        return -1;
+    }
+    /* checked on the open file: its mount is the one a read-only
+     * exception (defsafe.c) looks at */
+    if (td_defs_unsafe(&st2, fd, why, whylen)) {
         close(fd);
         return -1;
     }
@@ -542,7 +533,7 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
             close(dfd);
         return fail(err, errlen, "%s: %s", absdir, strerror(e));
     }
-    if (unsafe(&dst, why, sizeof(why))) {
+    if (td_defs_unsafe(&dst, dfd, why, sizeof(why))) {
         close(dfd);
         return fail(err, errlen, "%s: %s: refusing every definition in it", absdir, why);
     }
@@ -675,11 +666,6 @@ void td_registry_free(struct td_registry *r)
 }
 
 /* ---- for defcheck.c (toolexecd --check --tools DIR, issue 14) --------------- */
-
-const char *td_registry_unsafe(const struct stat *st, char *why, size_t len)
-{
-    return unsafe(st, why, len);
-}
 
 int td_registry_list_defs(int dfd, char ***out)
 {

@@ -26,7 +26,6 @@ extern struct td_registry *td_tools;
 /* The loader's steps one by one, for defcheck.c (issue 14: every problem
  * in every file, not the first). */
 struct stat;
-const char *td_registry_unsafe(const struct stat *st, char *why, size_t len);
 int td_registry_list_defs(int dfd, char ***out);
 int td_registry_read_def(int dfd, const char *name, char **text, size_t *len, struct stat *st,
                          char *why, size_t whylen);

@@ -18,10 +18,11 @@ src=$(cd "$here/../.." && pwd)
 
 pass=0
 fail=0
+skipped=0
 ok() { pass=$((pass + 1)); echo "ok      $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL    $*"; }
 summary() {
-    echo "container test: $pass passed, $fail failed"
+    echo "container test: $pass passed, $fail failed, $skipped skipped"
     [ "$fail" -eq 0 ]
     exit $?
 }
@@ -105,5 +106,40 @@ if out=$(b run --isolation chroot "$c" -- /bin/sh -c "$script" 2>&1); then
     ok "in the image: the toolexec user, the Python SDK, a batch through toolexecd and toolexec"
 else
     bad "the image does not run a batch: $out"
+fi
+
+# ---- the DaemonSet's container under podman (issue 22) ------------------------------
+# The image run with the DaemonSet's args, securityContext and volumes as the
+# kubelet lays them out (configMap 0777 with ..data, read-only; emptyDir
+# Memory 1777): it must start, answer its readiness probe and serve a batch
+# (podman_daemonset.py, bounded). podman uses buildah's storage. Without
+# systemd as PID 1: cgroupfs, events to a file. As root podman raises nofile
+# and nproc to 1048576 and 4194304, which needs CAP_SYS_RESOURCE (not in
+# every VM's bounding set): 4096 each. runc when installed: crun 1.8 refuses
+# a hybrid cgroup layout (v1 controllers and a v2 hierarchy).
+if ! command -v podman >/dev/null; then
+    skipped=$((skipped + 1))
+    echo "SKIP    podman is not installed: the DaemonSet's container is not run"
+else
+    {
+        echo '[containers]'
+        echo 'default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]'
+        echo '[engine]'
+        echo 'cgroup_manager = "cgroupfs"'
+        echo 'events_logger = "file"'
+        if command -v runc >/dev/null; then echo 'runtime = "runc"'; fi
+    } >"$tmp/containers.conf"
+    CONTAINERS_CONF="$tmp/containers.conf" timeout 600 /usr/bin/python3 \
+        "$here/podman_daemonset.py" localhost/toolexecd:test \
+        podman --root "$tmp/storage" --runroot "$tmp/runroot" --storage-driver vfs \
+        >"$tmp/podman.out" 2>&1
+    prc=$?
+    cat "$tmp/podman.out"
+    pass=$((pass + $(grep -c '^ok ' "$tmp/podman.out")))
+    fail=$((fail + $(grep -c '^FAIL ' "$tmp/podman.out")))
+    skipped=$((skipped + $(grep -c '^SKIP ' "$tmp/podman.out")))
+    if [ "$prc" -ne 0 ] && [ "$prc" -ne 77 ] && ! grep -q '^FAIL ' "$tmp/podman.out"; then
+        bad "podman_daemonset.py exited $prc"
+    fi
 fi
 summary

@@ -123,6 +123,9 @@ sock = next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--socket="))
 host = {v["name"]: v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
 mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
 assert any(sock.startswith(mounts[n] + "/") and host[n] == mounts[n] for n in host), (sock, host)
+# a configMap volume is 0777: toolexecd loads it only from a read-only mount
+cms = {v["name"] for v in ds["volumes"] if "configMap" in v}
+assert all(m.get("readOnly") is True for m in c["volumeMounts"] if m["name"] in cms), cms
 ag = docs["Deployment"]["spec"]["template"]["spec"]
 env = {e["name"]: e["value"] for e in ag["containers"][0]["env"]}
 assert env["TOOLEXECD_SOCKET"] == sock
@@ -135,7 +138,7 @@ nomad_caps = set(json.loads(re.search(r"cap_add\s*=\s*(\[.*?\])", hcl).group(1))
 assert {x.upper() for x in nomad_caps} == caps, nomad_caps
 assert f'"--socket={sock}"' in hcl
 PY
-    ok "the DaemonSet and the Nomad job hold the unit's capabilities; socket path, hostPath and allow_uids agree"
+    ok "the DaemonSet and the Nomad job hold the unit's capabilities; socket path, hostPath and allow_uids agree; the configMap is mounted read-only"
 else
     bad "the recipes disagree (see the assertion above)"
 fi
