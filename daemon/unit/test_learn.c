@@ -5,6 +5,7 @@
  * directory as the directory; nothing of the call's own), hosts its
  * "network", the denied calls it made "syscalls" "off" with the rest of
  * the default set. The paths are real ones, in a directory made here. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +20,8 @@
 
 #include "learn.h"
 
-static char root[256];
+static char
+    root[PATH_MAX]; /* realpath()'s size: _FORTIFY_SOURCE aborts on less (a package build) */
 
 static void mk(const char *rel, bool dir)
 {

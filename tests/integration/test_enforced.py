@@ -117,7 +117,14 @@ class RecordCases:
             worker_tool("needx", "identity", schema={"type": "object", "required": ["x"]}),
         ]
         # "dflt": a definition with no "filesystem", the daemon's default view
-        cls.d = cls.make(tools, [worker_tool("dflt", "identity")], ["--log-format", "json"])
+        dflt = worker_tool("dflt", "identity")
+        if harness.tree_reads():
+            # a build tree the default view hides (a package build under
+            # /tmp): the testworker could not load its libtoolexec there
+            dflt = dict(worker_tool("dflt", None), command=["/usr/bin/python3", "-I", "-c", UID_TOOL],
+                        protocol="plain")
+            dflt.pop("filesystem", None)
+        cls.d = cls.make(tools, [dflt], ["--log-format", "json"])
 
     @classmethod
     def tearDownClass(cls):

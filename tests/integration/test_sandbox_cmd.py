@@ -21,7 +21,20 @@ TOOLEXEC = os.environ.get("TOOLEXEC", "")
 # the system one: a pyenv shim under /root is hidden, as every home is
 PY = "/usr/bin/python3"
 # a place the default view shows (read-only) and does not hide, unlike /tmp
-VISIBLE = os.path.dirname(os.path.abspath(harness.TOOLEXECD or TOOLEXEC))
+
+
+def _visible():
+    """The build directory, unless the view leaves it out (a package build
+    under /tmp): then a directory of ours under /var/cache, which it shows."""
+    d = os.path.dirname(os.path.abspath(harness.TOOLEXECD or TOOLEXEC))
+    if not any(d == p or d.startswith(p + "/") for p in harness.VIEW_LEFT_OUT):
+        return d
+    d = "/var/cache/toolexecd-tests"
+    os.makedirs(d, 0o755, exist_ok=True)
+    return d
+
+
+VISIBLE = _visible()
 
 
 class _Quiet(http.server.BaseHTTPRequestHandler):
@@ -68,6 +81,11 @@ class Base:
         cls.http.shutdown()
         cls.other.shutdown()
         shutil.rmtree(cls.tmp, ignore_errors=True)
+        if VISIBLE == "/var/cache/toolexecd-tests":
+            try:
+                os.rmdir(VISIBLE)  # the last class out
+            except OSError:
+                pass
         shutil.rmtree(cls.runtime, ignore_errors=True)
 
     def owned_dir(self, name):
