@@ -29,9 +29,7 @@ def _visible():
     d = os.path.dirname(os.path.abspath(harness.TOOLEXECD or TOOLEXEC))
     if not any(d == p or d.startswith(p + "/") for p in harness.VIEW_LEFT_OUT):
         return d
-    d = "/var/cache/toolexecd-tests"
-    os.makedirs(d, 0o755, exist_ok=True)
-    return d
+    return "/var/cache/toolexecd-tests"  # made by each class, removed by the last
 
 
 VISIBLE = _visible()
@@ -62,6 +60,7 @@ class Base:
 
     @classmethod
     def setUpClass(cls):
+        os.makedirs(VISIBLE, 0o755, exist_ok=True)
         cls.tmp = tempfile.mkdtemp(prefix="sbx-", dir=VISIBLE)
         os.chmod(cls.tmp, 0o755)
         cls.runtime = tempfile.mkdtemp(prefix="sbx-rt-")
