@@ -25,7 +25,7 @@ static char
 
 static void mk(const char *rel, bool dir)
 {
-    char p[512];
+    char p[PATH_MAX + 64];
     snprintf(p, sizeof(p), "%s/%s", root, rel);
     if (dir)
         assert_int_equal(mkdir(p, 0755), 0);
@@ -38,7 +38,7 @@ static void mk(const char *rel, bool dir)
 
 static const char *at(const char *rel)
 {
-    static char buf[4][512];
+    static char buf[4][PATH_MAX + 64];
     static int k;
     k = (k + 1) % 4;
     snprintf(buf[k], sizeof(buf[k]), "%s%s%s", root, rel[0] ? "/" : "", rel);
@@ -72,7 +72,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
+    char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     return system(cmd) == 0 ? 0 : -1;
 }
