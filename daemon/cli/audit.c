@@ -16,23 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nettle/sha2.h>
-
 #include "cli.h"
+#include "sha256hex.h"
 
 #define GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
-#define HEXLEN (2 * SHA256_DIGEST_SIZE)
-
-static void hex_sha256(const char *data, size_t len, char *hex)
-{
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, len, (const uint8_t *)data);
-    sha256_digest(&ctx, sizeof(d), d);
-    for (size_t i = 0; i < sizeof(d); i++)
-        sprintf(hex + 2 * i, "%02x", d[i]);
-}
+#define HEXLEN TD_SHA256_HEX_LEN
 
 /* Where the chain stands: the hash the next line must carry and whose
  * line that is (for the messages). */
@@ -71,7 +59,7 @@ static void check_line(struct chain *ch, const char *path, unsigned long lineno,
     }
     json_decref(rec);
     ch->records++;
-    hex_sha256(line, len, ch->expect);
+    td_sha256_hex(line, len, ch->expect);
     snprintf(ch->where, sizeof(ch->where), "%s:%lu", path, lineno);
 }
 

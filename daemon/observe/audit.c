@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nettle/sha2.h>
-
+#include "sha256hex.h"
 #include "audit.h"
 #include "auditchain.h"
 #include "bus.h"
@@ -77,15 +76,8 @@ static void digest(const json_t *args, char *hex)
     json_t *sorted = sorted_copy(args ? args : json_null());
     char *text = sorted ? te_json_dumps(sorted, JSON_ENCODE_ANY, NULL) : NULL;
     json_decref(sorted);
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    if (text)
-        sha256_update(&ctx, strlen(text), (const uint8_t *)text);
-    sha256_digest(&ctx, sizeof(d), d);
+    td_sha256_hex(text ? text : "", text ? strlen(text) : 0, hex);
     free(text);
-    for (size_t i = 0; i < sizeof(d); i++)
-        sprintf(hex + 2 * i, "%02x", d[i]);
 }
 
 /* The completed event's members the record carries as they are. */
@@ -100,7 +92,7 @@ static void record(const struct td_bus_msg *m)
     int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
     if (!td_log_enabled(level) && !td_auditchain_on())
         return; /* no digest of arguments nobody will read */
-    char hex[2 * SHA256_DIGEST_SIZE + 1];
+    char hex[TD_SHA256_HEX_LEN + 1];
     digest(m->arguments, hex);
     json_t *f = json_pack("{s:s,s:s,s:s}", "record", "call", "tool", m->tool, "outcome", outcome);
     if (!f)

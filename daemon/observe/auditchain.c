@@ -23,27 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
 #include "auditchain.h"
 #include "log.h"
 #include "toolexec.h"
 #include "util.h"
+#include "sha256hex.h"
 
 static char *file_path;
 static int fd = -1;
-static char last[2 * SHA256_DIGEST_SIZE + 1] = TD_AUDITCHAIN_GENESIS;
-
-static void hex_sha256(const char *data, size_t len, char *hex)
-{
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, len, (const uint8_t *)data);
-    sha256_digest(&ctx, sizeof(d), d);
-    for (size_t i = 0; i < sizeof(d); i++)
-        sprintf(hex + 2 * i, "%02x", d[i]);
-}
+static char last[TD_SHA256_HEX_LEN + 1] = TD_AUDITCHAIN_GENESIS;
 
 /* The hash of the last line of f (read) into last; ends a line cut short
  * with its newline (on w). Leaves last alone when the file is empty. 0, or -1. */
@@ -81,7 +69,7 @@ static int chain_from_file(int f, int w)
         free(line);
         return -1;
     }
-    hex_sha256(line, len, last);
+    td_sha256_hex(line, len, last);
     free(line);
     if (cut && write(w, "\n", 1) != 1)
         return -1;
@@ -165,13 +153,13 @@ void td_auditchain_append(const char *batch, const char *call, const json_t *fie
     line[len] = '\n';
     ssize_t n = write(fd, line, len + 1);
     if (n == (ssize_t)(len + 1)) {
-        hex_sha256(line, len, last);
+        td_sha256_hex(line, len, last);
     } else {
         td_log(TD_LOG_ERR, "audit file %s: %s", file_path,
                n < 0 ? strerror(errno) : "short write (disk full?)");
         /* what did reach the file is a line of the chain, ended here */
         if (n > 0) {
-            hex_sha256(line, (size_t)n, last);
+            td_sha256_hex(line, (size_t)n, last);
             if (write(fd, "\n", 1) != 1)
                 td_log(TD_LOG_ERR, "audit file %s: cannot end a cut record", file_path);
         }

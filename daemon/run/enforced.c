@@ -9,8 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <nettle/sha2.h>
-
+#include "sha256hex.h"
 #include "cgroup.h"
 #include "config.h"
 #include "egress.h"
@@ -51,14 +50,8 @@ static json_t *view(const struct td_tool *t)
     /* keys sorted, compact: a digest a client can recompute */
     char *text = v ? te_json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT, NULL) : NULL;
     if (text) {
-        struct sha256_ctx ctx;
-        uint8_t d[SHA256_DIGEST_SIZE];
-        char hex[2 * SHA256_DIGEST_SIZE + 1];
-        sha256_init(&ctx);
-        sha256_update(&ctx, strlen(text), (const uint8_t *)text);
-        sha256_digest(&ctx, sizeof(d), d);
-        for (size_t i = 0; i < sizeof(d); i++)
-            sprintf(hex + 2 * i, "%02x", d[i]);
+        char hex[TD_SHA256_HEX_LEN + 1];
+        td_sha256_hex(text, strlen(text), hex);
         json_object_set_new(v, "sha256", json_string(hex));
     }
     free(text);
