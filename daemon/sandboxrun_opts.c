@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "sandboxrun.h"
+#include "sandboxrun_opts.h"
 
 /* The whole text is toolexec(1)'s (toolexec sandbox --help). */
 #define SBX_USAGE                                                                                  \
