@@ -6,10 +6,13 @@
  * exactly as one.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "fsview.h"
 #include "fsview_narrow.h"
 #include "toolexec.h"
@@ -32,6 +35,56 @@ static bool under_one(char *const *list, const char *path)
             return true;
     }
     return false;
+}
+
+/* What v makes of path: the deepest entry at or above it decides, as in
+ * fsview.c's plan, a tie going to the stricter (hidden, then read-only).
+ * A narrowing may only name a path its tool shows as it asks: a "write"
+ * where the tool writes, a "read" where it reads or writes; never a path
+ * the tool hides (its "hide", the daemon's own, the defaults) or keeps
+ * read-only below a writable one, which naming it would otherwise expose
+ * (an exposure wins over a cover of the same path in the plan). */
+enum shown { NOT_SHOWN, HIDDEN, READ_ONLY, WRITABLE };
+
+struct deepest {
+    size_t len;
+    enum shown how;
+};
+
+static void consider(struct deepest *d, const char *a, enum shown how, const char *path)
+{
+    size_t n = a ? strlen(a) : 0;
+    if (!n || strncmp(a, path, n) != 0 || (path[n] != '\0' && path[n] != '/' && n > 1))
+        return;
+    if (n > d->len || (n == d->len && how < d->how)) {
+        d->len = n;
+        d->how = how;
+    }
+}
+
+static enum shown shown_as(const struct td_fsview *v, const char *path)
+{
+    struct deepest d = {0, NOT_SHOWN};
+    char tools[PATH_MAX];
+    for (size_t i = 0; td_fs_hidden[i]; i++)
+        consider(&d, td_fs_hidden[i], HIDDEN, path);
+    if (td_cfg.tools_dir && realpath(td_cfg.tools_dir, tools))
+        consider(&d, tools, HIDDEN, path);
+    const char *const daemon_own[] = {td_cfg.work_dir,
+                                      td_cfg.socket_path,
+                                      td_cfg.events_socket_path,
+                                      td_fsview_secret_dir,
+                                      "/tmp",
+                                      "/dev"};
+    for (size_t i = 0; i < sizeof(daemon_own) / sizeof(daemon_own[0]); i++)
+        consider(&d, daemon_own[i], HIDDEN, path);
+    for (char **h = v->hide; h && *h; h++)
+        consider(&d, *h, HIDDEN, path);
+    for (char **x = v->read; x && *x; x++)
+        consider(&d, *x, READ_ONLY, path);
+    for (char **x = v->write; x && *x; x++)
+        consider(&d, *x, WRITABLE, path);
+    return d.how;
 }
 
 static bool listed(char *const *list, const char *path)
@@ -73,7 +126,7 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
         return rc;
     bool minimal = v->dflt ? td_fs_default == TD_FS_MINIMAL : v->minimal;
     for (size_t i = 0; p->write && p->write[i]; i++)
-        if (!under_one(v->write, p->write[i])) {
+        if (shown_as(v, p->write[i]) != WRITABLE) {
             rc = fail(err, errlen, "%s.filesystem.write[%zu]: \"%s\" is not writable by tool %s",
                       key, i, p->write[i], tool);
             goto out;
@@ -86,7 +139,7 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
         goto out;
     }
     for (size_t i = 0; p->read && p->read[i]; i++)
-        if (!under_one(v->read, p->read[i]) && !under_one(v->write, p->read[i])) {
+        if (shown_as(v, p->read[i]) < READ_ONLY) {
             rc = fail(err, errlen, "%s.filesystem.read[%zu]: \"%s\" is not readable by tool %s",
                       key, i, p->read[i], tool);
             goto out;
@@ -98,6 +151,10 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
     add_all(write, w);
     if (json_object_get(pol, "read")) {
         add_all(read, p->read);
+        /* what the tool keeps read-only below a path still writable stays so */
+        for (char **q = v->read; q && *q; q++)
+            if (under_one(w, *q) && !listed(p->read, *q))
+                json_array_append_new(read, json_string(*q));
     } else {
         add_all(read, v->read);
         /* a path no longer writable is still seen, read-only */

@@ -82,6 +82,19 @@ class NarrowCases:
                         filesystem=harness.with_tree({"write": cls.dirs})))
         d.add_tool(dict(base, name="nonet", network=False))
         d.add_tool(dict(base, name="hostfs", network=False, filesystem="host"))
+        # a writable directory with a hidden file and a read-only directory
+        # inside it; the same in a minimal root with another read path
+        top = d.shared_dir("nest")
+        cls.secret, cls.ro = os.path.join(top, "secret"), d.shared_dir("nest/ro")
+        with open(cls.secret, "w") as f:
+            f.write("s3cret")
+        os.chmod(cls.secret, 0o666)
+        cls.top, cls.other, cls.ro_sub = top, d.shared_dir("other"), d.shared_dir("nest/ro/x")
+        nest = {"write": [top], "hide": [cls.secret], "read": [cls.ro]}
+        d.add_tool(dict(base, name="nest", network=False, filesystem=harness.with_tree(nest)))
+        d.add_tool(dict(base, name="nestmin", network=False,
+                        filesystem=harness.with_tree(dict(nest, root="minimal",
+                                                          read=[cls.ro, cls.other]))))
         cls.d = d
         cls.started(d)
 
@@ -210,6 +223,27 @@ class NarrowCases:
         self.refused(["calls[0].policy.network.max_bytes: not a key a policy narrows"],
                      policy={"network": {"allow": [], "max_bytes": 1}})
         self.refused(["policy: expected an object"], batch_policy="tight")
+
+    def test_no_widening_below_a_writable_path(self):
+        # a path the tool hides, or keeps read-only, below one it writes:
+        # naming it in a narrowed "write" (or "read") must not expose it
+        self.refused(["calls[0].policy.filesystem.write[0]", self.secret, "not writable"],
+                     name="nest", policy={"filesystem": {"write": [self.secret]}})
+        self.refused(["calls[0].policy.filesystem.write[0]", self.ro, "not writable"],
+                     name="nest", policy={"filesystem": {"write": [self.ro]}})
+        self.refused(["calls[0].policy.filesystem.write[0]", "not writable"], name="nest",
+                     policy={"filesystem": {"write": [self.ro_sub]}})
+        self.refused(["calls[0].policy.filesystem.read[0]", self.secret, "not readable"],
+                     name="nestmin", policy={"filesystem": {"read": [self.secret]}})
+        # a minimal root's read list narrowed: what it kept read-only below
+        # its writable directory stays read-only
+        p = os.path.join(self.ro, "f-%d" % os.getpid())
+        q = os.path.join(self.top, "f-%d" % os.getpid())
+        out = self.out(self.run_one({"write": [p, q]}, name="nestmin",
+                                    policy={"filesystem": {"read": [self.other]}}))
+        self.assertEqual(out[q], "written", out)
+        self.assertIn(out[p], ("Read-only file system", "Permission denied"), out)
+        self.assertFalse(os.path.exists(p))
 
     def test_lower_limits_accepted(self):
         res = self.run_one({}, policy={"memory_mb": 512, "processes": 16,
