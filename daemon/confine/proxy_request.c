@@ -116,6 +116,11 @@ static char *origin_request(struct conn *k, size_t *len)
     size_t rest = k->head_len - k->head_end;
     /* credential headers (credentials.h) replace the call's own */
     const struct td_cred_host *cred = td_creds_find(td_egress_creds(k->call->e), k->host, k->port);
+    /* in clear text, to an address no certificate vouches for, only where
+     * the definition said so: a header host with its port, not 443 (a host
+     * without one gets its credentials over TLS alone, proxy_tls.c) */
+    if (cred && (cred->port == 0 || k->port == 443))
+        cred = NULL;
     size_t cap = k->head_end + 1024 + rest;
     for (size_t i = 0; cred && i < cred->n; i++)
         cap += strlen(cred->h[i].name) + strlen(cred->h[i].value) + 4;

@@ -498,7 +498,7 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     for (size_t i = 0; i < h->n; i++)
         addlen += strlen(h->h[i].name) + strlen(h->h[i].value) + 4;
     addlen += sizeof("Connection: close\r\n");
-    if (!bundle || !t || !(t->add = malloc(addlen)) || (plen && !(t->pre = malloc(plen))) ||
+    if (!bundle || !t || !(t->add = calloc(1, addlen)) || (plen && !(t->pre = malloc(plen))) ||
         !(t->drop = calloc(h->n + 1, sizeof(char *))))
         goto fail;
     /* copies: the tool's definition may be reloaded while this runs */

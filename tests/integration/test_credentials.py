@@ -306,5 +306,39 @@ class Bundle(unittest.TestCase):
         self.assertFalse(os.path.exists(bundle))
 
 
+class NoClearTextWithoutAPort(unittest.TestCase):
+    """A header host written without a port gets its credentials over
+    HTTPS alone: a plain http:// request to it on port 80 goes out without
+    them (clear text, no certificate: only where the definition names the
+    port)."""
+
+    def test_plain_http_to_a_portless_host_gets_no_header(self):
+        harness.require_env()
+        try:
+            srv = ThreadingHTTPServer(("127.0.0.1", 80), Handler)
+        except OSError as e:
+            self.skipTest("port 80 not ours to bind: %s" % e)
+        srv.daemon_threads = True
+        srv.seen = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        d = tempfile.mkdtemp(prefix="te-cred-")
+        self.addCleanup(shutil.rmtree, d, True)
+        creds = os.path.join(d, "creds")
+        os.mkdir(creds, 0o700)
+        with open(os.path.join(creds, "api"), "w") as f:
+            f.write(SECRET)
+        os.chmod(os.path.join(creds, "api"), 0o600)
+        t = tool("noport", {"allow": ["127.0.0.1"],
+                            "headers": {"127.0.0.1": {"Authorization": {"credential": "api"}}}})
+        dm = Daemon([t], args=["--credentials-dir", creds])
+        self.addCleanup(dm.stop)
+        res = dm.client().run([{"id": "c", "name": "noport",
+                                "arguments": {"op": "get", "url": "http://127.0.0.1/x"}}])
+        self.assertEqual(res.result("c")["ok"]["status"], 401, res.result("c"))
+        self.assertEqual(srv.seen, [[]], srv.seen)
+
+
 if __name__ == "__main__":
     unittest.main()
