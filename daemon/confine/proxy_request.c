@@ -189,7 +189,7 @@ static void tls_handover(struct conn *k, const struct td_cred_host *cred)
         ud = fcntl(ufd, F_DUPFD_CLOEXEC, 3);
     }
     static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-    uint64_t used = c->bytes_up + c->bytes_down;
+    uint64_t used = c->bytes_up + c->bytes_down; /* the TLS connections' own: td_tls_start */
     bool started = false;
     if (cd >= 0 && ud >= 0 &&
         uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1},
@@ -441,7 +441,7 @@ static void decide(struct conn *k)
         respond(k, "400 Bad Request", "toolexecd: bad port\n");
         return;
     }
-    if (c->exhausted) {
+    if (c->exhausted || c->bytes_up + c->bytes_down + td_tls_used(c) >= c->max_bytes) {
         char why[100];
         snprintf(why, sizeof(why), "this call's max_bytes (%llu) are used up",
                  (unsigned long long)c->max_bytes);

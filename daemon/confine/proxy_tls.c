@@ -69,16 +69,63 @@ struct leaf {
 static struct leaf leaves[MAX_LEAVES];
 static size_t nleaves;
 
+/* What one owner's (a call's) ended-TLS connections have relayed, shared
+ * by them: max_bytes holds for the call, not for each connection. Kept
+ * while the owner lives or a connection of its runs; an owner that stopped
+ * is never matched again (its address may be a new call's). */
+struct spent {
+    LIST_ENTRY(spent) link;
+    const void *owner;
+    bool stopped;
+    unsigned refs; /* its connections, and 1 while the owner lives */
+    uint64_t used, limit;
+};
+static LIST_HEAD(, spent) spents = LIST_HEAD_INITIALIZER(spents);
+
+/* under lock */
+static struct spent *spent_of(const void *owner, bool make)
+{
+    struct spent *p;
+    LIST_FOREACH(p, &spents, link)
+        if (p->owner == owner && !p->stopped)
+            return p;
+    if (!make || !(p = calloc(1, sizeof(*p))))
+        return NULL;
+    p->owner = owner;
+    p->refs = 1;
+    LIST_INSERT_HEAD(&spents, p, link);
+    return p;
+}
+
+/* under lock */
+static void spent_unref(struct spent *p)
+{
+    if (p && --p->refs == 0) {
+        LIST_REMOVE(p, link);
+        free(p);
+    }
+}
+
+/* Count n more bytes; false once past the limit. */
+static bool spend(struct spent *p, size_t n)
+{
+    pthread_mutex_lock(&lock);
+    p->used += n;
+    bool ok = p->used <= p->limit;
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
 struct tconn {
     LIST_ENTRY(tconn) link;
     const void *owner;
+    struct spent *spent;
     int cfd, ufd;
     char host[256];
     char *add;   /* the header lines to add */
     char **drop; /* the names of the headers added, NULL-terminated */
     char *pre;
     size_t pre_len, pre_off;
-    uint64_t budget;
 };
 static LIST_HEAD(, tconn) conns = LIST_HEAD_INITIALIZER(conns);
 
@@ -362,7 +409,6 @@ static void relay(struct tconn *t, gnutls_session_t cs, gnutls_session_t us)
 {
     char buf[CHUNK];
     bool c_eof = false;
-    uint64_t used = 0;
     for (;;) {
         bool pc = !c_eof && gnutls_record_check_pending(cs) > 0;
         bool pu = gnutls_record_check_pending(us) > 0;
@@ -379,13 +425,13 @@ static void relay(struct tconn *t, gnutls_session_t cs, gnutls_session_t us)
             if (n <= 0) {
                 c_eof = true;
                 gnutls_bye(us, GNUTLS_SHUT_WR);
-            } else if ((used += (uint64_t)n) > t->budget || send_all(us, buf, (size_t)n) < 0) {
+            } else if (!spend(t->spent, (size_t)n) || send_all(us, buf, (size_t)n) < 0) {
                 return;
             }
         }
         if (pu) {
             ssize_t n = recv_rec(us, buf, sizeof(buf));
-            if (n <= 0 || (used += (uint64_t)n) > t->budget || send_all(cs, buf, (size_t)n) < 0)
+            if (n <= 0 || !spend(t->spent, (size_t)n) || send_all(cs, buf, (size_t)n) < 0)
                 return;
         }
     }
@@ -484,6 +530,7 @@ static void *run(void *arg)
     LIST_REMOVE(t, link);
     close(t->cfd);
     close(t->ufd);
+    spent_unref(t->spent);
     pthread_mutex_unlock(&lock);
     tconn_free(t);
     return NULL;
@@ -515,7 +562,6 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     t->owner = owner;
     t->cfd = cfd;
     t->ufd = ufd;
-    t->budget = budget;
     snprintf(t->host, sizeof(t->host), "%s", host);
     /* a handshake's flight is several sends here: without this, Nagle and
      * the peer's delayed ACK hold each for ~40 ms (measured: 125 ms a
@@ -529,10 +575,13 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     struct tconn *o;
     LIST_FOREACH(o, &conns, link)
         open += o->owner == owner;
-    if (open >= max_open) {
+    if (open >= max_open || !(t->spent = spent_of(owner, true))) {
         pthread_mutex_unlock(&lock);
         goto fail;
     }
+    /* budget: what the call's other traffic left, at this start */
+    t->spent->limit = t->spent->used + budget;
+    t->spent->refs++;
     LIST_INSERT_HEAD(&conns, t, link);
     pthread_attr_t attr;
     pthread_t tid;
@@ -541,8 +590,10 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     pthread_attr_setstacksize(&attr, 512 * 1024);
     int rc = pthread_create(&tid, &attr, run, t);
     pthread_attr_destroy(&attr);
-    if (rc != 0)
+    if (rc != 0) {
         LIST_REMOVE(t, link);
+        spent_unref(t->spent);
+    }
     pthread_mutex_unlock(&lock);
     if (rc == 0)
         return 0;
@@ -563,5 +614,19 @@ void td_tls_stop(const void *owner)
             shutdown(t->cfd, SHUT_RDWR);
             shutdown(t->ufd, SHUT_RDWR);
         }
+    struct spent *p = spent_of(owner, false);
+    if (p) {
+        p->stopped = true;
+        spent_unref(p);
+    }
     pthread_mutex_unlock(&lock);
+}
+
+uint64_t td_tls_used(const void *owner)
+{
+    pthread_mutex_lock(&lock);
+    struct spent *p = spent_of(owner, false);
+    uint64_t used = p ? p->used : 0;
+    pthread_mutex_unlock(&lock);
+    return used;
 }

@@ -42,7 +42,7 @@ def get(url, auth=None):
 if op == "get":
     out = get(a["url"], a.get("auth"))
 elif op == "gets":
-    out = [get(a["url"])["status"] for _ in range(a["n"])]
+    out = [get(a["url"]).get("status", "error") for _ in range(a["n"])]
 elif op == "look":
     # everywhere the value might be: environment, /proc, the trust files,
     # the credentials directory, every readable file below these roots
@@ -147,7 +147,9 @@ class CredentialsCases:
         cls.hs, cls.hp = hs, hp
         cred = {"Authorization": {"credential": "api"}}
         cls.d = cls.make_daemon([tool("cred", {"allow": [hs, hp], "headers": {hs: cred, hp: cred}}),
-                                 tool("other", {"allow": [hs, hp]})],
+                                 tool("other", {"allow": [hs, hp]}),
+                                 tool("capped", {"allow": [hs], "headers": {hs: cred},
+                                                 "max_bytes": 800})],
                                 ["--credentials-dir", cls.creddir,
                                  "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
 
@@ -188,6 +190,18 @@ class CredentialsCases:
               "policy": {"network": {"allow": [self.hs]}}}])
         self.assertEqual(res.result("n").get("ok"), {"status": 200, "body": "welcome"}, res.result("n"))
         self.assertEqual(res.result("m")["ok"]["status"], 403, res.result("m"))
+
+    def test_max_bytes_holds_across_tls_connections(self):
+        # each HTTPS request is a connection of its own whose TLS the proxy
+        # ends; together they may relay max_bytes (800: a few requests and
+        # their answers), not each of them
+        res = self.d.client().run([{"id": "c", "name": "capped",
+                                    "arguments": {"op": "gets", "n": 12,
+                                                  "url": "https://%s/x" % self.hs}}])
+        statuses = res.result("c")["ok"]
+        self.assertEqual(statuses[0], 200, statuses)
+        self.assertLess(statuses.count(200), 12, statuses)
+        self.assertNotEqual(statuses[-1], 200, statuses)
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
