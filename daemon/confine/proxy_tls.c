@@ -362,6 +362,34 @@ static bool dropped(const struct tconn *t, const char *name, size_t len)
 /* The head rewritten into out (cap bytes): the call's copies of the
  * credential headers and its connection headers left out, the credentials
  * and "Connection: close" added. Its length, or 0 when it does not fit. */
+/* Does a Host header's value (spaces around it allowed) name t's host? The
+ * headers go only to the host the CONNECT named and the certificate
+ * vouched for, not to another name a shared front end would route by. */
+static bool same_host(const struct tconn *t, const char *v, size_t len)
+{
+    while (len && (*v == ' ' || *v == '\t'))
+        v++, len--;
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    size_t h = len;
+    if (len && v[0] == '[') { /* [v6]:port */
+        const char *rb = memchr(v, ']', len);
+        if (!rb)
+            return false;
+        v++;
+        h = (size_t)(rb - v);
+    } else {
+        const char *colon = memchr(v, ':', len);
+        if (colon)
+            h = (size_t)(colon - v);
+    }
+    return h == strlen(t->host) && strncasecmp(v, t->host, h) == 0;
+}
+
+/* The call's request head with the credential headers in: 0 when it does
+ * not fit, MISDIRECTED when it names another host than the CONNECT's (an
+ * absolute target, a Host header). */
+#define MISDIRECTED ((size_t)-1)
 static size_t rewrite(const struct tconn *t, const char *head, size_t hlen, char *out, size_t cap)
 {
     const char *line = head, *end = head + hlen;
@@ -377,6 +405,14 @@ static size_t rewrite(const struct tconn *t, const char *head, size_t hlen, char
             break; /* the empty line: added below */
         const char *colon = memchr(line, ':', bare);
         size_t nl_len = colon ? (size_t)(colon - line) : 0;
+        if (first) { /* "METHOD /path HTTP/1.1": origin form only */
+            const char *sp = memchr(line, ' ', bare);
+            if (!sp || sp + 1 >= line + bare || (sp[1] != '/' && sp[1] != '*'))
+                return MISDIRECTED;
+        } else if (colon && nl_len == 4 && strncasecmp(line, "host", 4) == 0 &&
+                   !same_host(t, colon + 1, bare - nl_len - 1)) {
+            return MISDIRECTED;
+        }
         bool skip = !first && colon &&
                     (dropped(t, line, nl_len) ||
                      (nl_len == 10 && strncasecmp(line, "connection", 10) == 0) ||
@@ -487,14 +523,17 @@ static void serve(struct tconn *t)
     }
     size_t olen =
         end ? rewrite(t, head, (size_t)(end - head) + 4, out, TD_PROXY_HEAD_MAX + 16384) : 0;
-    if (olen && send_all(us, out, olen) == 0 &&
+    if (olen && olen != MISDIRECTED && send_all(us, out, olen) == 0 &&
         send_all(us, end + 4, len - (size_t)(end + 4 - head)) == 0) {
         explicit_bzero(out, olen);
         free(head);
         free(out);
         relay(t, cs, us);
     } else {
-        if (end && !olen)
+        if (end && olen == MISDIRECTED)
+            answer(cs, "421 Misdirected Request",
+                   "toolexecd: the request names another host than its CONNECT\n");
+        else if (end && !olen)
             answer(cs, "431 Request Header Fields Too Large", "toolexecd: head too large\n");
         if (out)
             explicit_bzero(out, TD_PROXY_HEAD_MAX + 16384);

@@ -30,9 +30,12 @@ TOOL = r'''
 import json, os, sys, urllib.request, urllib.error
 a = json.loads(sys.stdin.readline())
 op = a["op"]
-def get(url, auth=None):
+def get(url, auth=None, host=None):
     try:
-        req = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
+        hdrs = {"Authorization": auth} if auth else {}
+        if host:
+            hdrs["Host"] = host
+        req = urllib.request.Request(url, headers=hdrs)
         r = urllib.request.urlopen(req, timeout=20)
         return {"status": r.status, "body": r.read().decode()}
     except urllib.error.HTTPError as e:
@@ -40,7 +43,7 @@ def get(url, auth=None):
     except OSError as e:
         return {"error": type(e).__name__, "msg": str(e)}
 if op == "get":
-    out = get(a["url"], a.get("auth"))
+    out = get(a["url"], a.get("auth"), a.get("host"))
 elif op == "gets":
     out = [get(a["url"]).get("status", "error") for _ in range(a["n"])]
 elif op == "look":
@@ -202,6 +205,16 @@ class CredentialsCases:
         self.assertEqual(statuses[0], 200, statuses)
         self.assertLess(statuses.count(200), 12, statuses)
         self.assertNotEqual(statuses[-1], 200, statuses)
+
+    def test_another_host_behind_the_connect_gets_nothing(self):
+        # the CONNECT names the allowed host; a Host header naming another
+        # (domain fronting through a shared front end) is refused, unsent
+        before = len(self.https.seen)
+        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host="evil.example")
+        self.assertEqual(out.get("status"), 421, out)
+        self.assertEqual(self.https.seen[before:], [])
+        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host=self.hs)
+        self.assertEqual(out.get("status"), 200, out)
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
