@@ -30,6 +30,7 @@ struct lent {
     LIST_ENTRY(lent) link;
     uv_poll_t poll;
     int pidfd;
+    pid_t pid; /* the daemon's view, while pidfd's process lives */
     uid_t uid;
 };
 static LIST_HEAD(, lent) lents = LIST_HEAD_INITIALIZER(lents);
@@ -114,6 +115,7 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
         goto out;
     }
     l->pidfd = pidfd;
+    l->pid = pid;
     l->uid = uid;
     l->poll.data = l;
     if (uv_poll_init(td_loop, &l->poll, pidfd) < 0) {
@@ -144,4 +146,13 @@ void td_warmid_close(void)
 {
     while (!LIST_EMPTY(&lents))
         lent_end(LIST_FIRST(&lents), false);
+}
+
+long long td_warmid_uid_of(pid_t p1)
+{
+    struct lent *l;
+    LIST_FOREACH(l, &lents, link)
+        if (l->pid == p1 && alive(l->pidfd))
+            return l->uid;
+    return -1;
 }

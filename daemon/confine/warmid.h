@@ -19,6 +19,9 @@
  * refusal and fails its call). 0; -EPERM when the process is not such a
  * child (the template is lying); another -errno when no uid could be given. */
 int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid);
+/* The uid lent to the live P1 whose pid (the daemon's view) is p1; -1:
+ * none (issue 23's record of what a call ran as). */
+long long td_warmid_uid_of(pid_t p1);
 /* At shutdown: stop watching (the pool goes with the daemon). */
 void td_warmid_close(void);
 

@@ -30,6 +30,7 @@
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
+#include "warmid.h"
 #include "sysnotify.h"
 #include "spares.h"
 #include "spawndesc.h"
@@ -156,6 +157,8 @@ static void on_warm_forked(void *data, int pidfd)
 {
     struct td_worker *w = data;
     w->pidfd = pidfd;
+    if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
+        w->run_uid = td_warmid_uid_of(td_sandbox_pidfd_pid(pidfd));
     if (w->kill_pending)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
@@ -323,7 +326,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             *s->start = warm ? "warm" : "cold";
         if (warm) {
             /* a uid of the call's own is taken by its PID 1 (warmid.c),
-             * unknown here */
+             * known once it has forked (on_warm_forked) */
             bool pool = s->tool->switch_user && !s->tool->user && td_identity_active();
             w->run_uid = pool                   ? -1
                          : s->tool->switch_user ? (long long)s->tool->uid
