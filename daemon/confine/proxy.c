@@ -171,7 +171,7 @@ static void on_flow_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         return;
     }
     /* the call's connections whose TLS we end count too (proxy_tls.c) */
-    if (c->bytes_up + c->bytes_down + td_tls_used(c) + (uint64_t)n > c->max_bytes) {
+    if (proxy_relayed(c) + (uint64_t)n > c->max_bytes) {
         if (!c->exhausted)
             td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
                     "egress: max_bytes (%llu) reached; %s port %u closed",

@@ -20,6 +20,9 @@
 
 #include <uv.h>
 
+#include "egress.h"
+#include "proxy_tls.h"
+
 struct td_denials;
 struct td_egress;
 
@@ -92,5 +95,13 @@ void proxy_conn_close(struct conn *k);
 void proxy_relay(struct conn *k);
 /* Reads the flow's source again, unless it has ended. */
 void proxy_flow_read(struct flow *f);
+
+/* The call's bytes relayed so far, both ways: on its connections here and,
+ * for a tool with credential headers, on those whose TLS proxy_tls.c ends
+ * (asked only then: its lock stays off every other call's data path). */
+static inline uint64_t proxy_relayed(const struct td_proxy *c)
+{
+    return c->bytes_up + c->bytes_down + (td_egress_creds(c->e) ? td_tls_used(c) : 0);
+}
 
 #endif

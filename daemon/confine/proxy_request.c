@@ -441,7 +441,7 @@ static void decide(struct conn *k)
         respond(k, "400 Bad Request", "toolexecd: bad port\n");
         return;
     }
-    if (c->exhausted || c->bytes_up + c->bytes_down + td_tls_used(c) >= c->max_bytes) {
+    if (c->exhausted || proxy_relayed(c) >= c->max_bytes) {
         char why[100];
         snprintf(why, sizeof(why), "this call's max_bytes (%llu) are used up",
                  (unsigned long long)c->max_bytes);
