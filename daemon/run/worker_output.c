@@ -227,6 +227,12 @@ void td_worker_drain(struct td_worker *w, uv_pipe_t *p,
             break;
         total += (size_t)n;
         take(w, read_buf, (size_t)n);
+        /* A frame just taken may have finished the call, which closes this
+         * pipe (uv_close closes its fd at once): reading on would read a
+         * closed descriptor, or one the same turn reused (seen with strace:
+         * read(fd) = EBADF after the result's events). */
+        if (uv_is_closing((uv_handle_t *)p))
+            break;
     }
 }
 
