@@ -44,12 +44,13 @@ json_t *td_big_frame(char *body, size_t len, struct td_big **big);
  * otherwise, *buf untouched. */
 json_t *td_big_plain(char **buf, size_t len, struct td_big **big);
 
-/* A plain tool's stdout as its result: {"ok": v}, v the JSON it printed,
- * else its text (one trailing newline dropped), else (not UTF-8) base64;
- * with big, a big text as above (*buf taken). NULL: out of memory. */
-json_t *td_plain_result(char **buf, size_t len, struct td_big **big);
-/* n more bytes of a plain tool's stdout; -ENOMEM */
-int td_plain_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
+struct td_plain;
+/* A plain tool's stdout (plainesc.h) as its result: {"ok": v}, v the JSON
+ * it printed, else its text (one trailing newline dropped), else (not
+ * UTF-8) base64; with big, a big text as above (its buffer taken, already
+ * escaped when it was escaped as it came). NULL: out of memory (or an
+ * escaped stdout without big: feed it with esc_from 0 then). */
+json_t *td_plain_result(struct td_plain *p, struct td_big **big);
 
 void td_big_unref(struct td_big *b);
 /* The big result a marker stands for; NULL for any other value. */
