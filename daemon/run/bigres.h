@@ -3,8 +3,9 @@
  *
  * A result {"ok": S} whose string S is at least TD_BIG_MIN bytes is not
  * parsed into a jansson string: its text stays in the buffer it arrived in
- * (the frame's body, or a plain tool's stdout), rewritten in place to the
- * JSON escaping the daemon writes (te_json_dumps), and the result holds a
+ * (the frame's body, or a plain tool's stdout, escaped as it arrived:
+ * plainesc.h), rewritten in place to the JSON escaping the daemon writes
+ * (te_json_dumps), and the result holds a
  * marker string in S's place. The events that carry S (the result, the
  * content when it is not cut, the messages) are written around it: their
  * line up to the marker, S's bytes from that one buffer, the rest

@@ -14,6 +14,9 @@
  * offset an escaped offset stands for, so a reader of a window (the cut's
  * tail) starts near it. Text that turns out not to be UTF-8 is turned back
  * into the bytes the tool wrote (the result is then base64, as before).
+ * Measured (bench/bigresult.py --mib 64, 2 CPUs, two runs): plain text
+ * 3.09x / 2.02x the tool's time before, 1.31x / 1.35x after; plain 'x'
+ * 2.70x / 1.45x before, 1.03x / 1.05x after; peak unchanged (1.10x).
  *
  * Pure (no libuv, no JSON): tested in daemon/unit/test_plainesc.c.
  */
