@@ -9,6 +9,7 @@
 
 #include "bigres.h"
 #include "cut.h"
+#include "plainesc.h"
 #include "toolexec.h"
 #include "cleanup.h"
 #include "util.h"
@@ -22,9 +23,11 @@
 struct td_big {
     unsigned long long id;
     unsigned refs;
-    char *buf;       /* owned: the frame or stdout S arrived in */
-    const char *esc; /* S as te_json_dumps() escapes it, no quotes, in buf */
-    size_t esc_n, n; /* esc's length; S's own */
+    char *buf;                 /* owned: the frame or stdout S arrived in */
+    const char *esc;           /* S as te_json_dumps() escapes it, no quotes, in buf */
+    size_t esc_n, n;           /* esc's length; S's own */
+    struct td_esc_mark *marks; /* where decode() may start (plainesc.h) */
+    size_t nmarks;
     struct td_big *next;
 };
 
@@ -46,34 +49,6 @@ static size_t ws(const unsigned char *s, size_t i, size_t len)
     while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
         i++;
     return i;
-}
-
-/* The length of the well-formed UTF-8 sequence at s (as jansson checks it:
- * no overlong form, no surrogate, at most U+10FFFF); 0 if there is none. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-    unsigned c = s[0], k, cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        k = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        k = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        k = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (left < k)
-        return 0;
-    for (unsigned i = 1; i < k; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return k;
 }
 
 static long hex4(const unsigned char *s, bool *upper)
@@ -205,7 +180,7 @@ static long scan(const unsigned char *s, size_t lim, size_t *dec, bool *canon)
             i += used;
             continue;
         }
-        size_t k = utf8_seq(s + i, lim - i);
+        size_t k = td_utf8_seq(s + i, lim - i);
         if (!k)
             return -1;
         i += k, d += k;
@@ -318,7 +293,7 @@ json_t *td_big_plain(char **bufp, size_t len, struct td_big **big)
             extra += short_escape(s[k]) ? 1 : 5;
             k++;
         } else {
-            size_t q = utf8_seq(s + k, n - k);
+            size_t q = td_utf8_seq(s + k, n - k);
             if (!q)
                 return NULL; /* not text: base64, as before */
             k += q;
@@ -351,13 +326,35 @@ json_t *td_big_plain(char **bufp, size_t len, struct td_big **big)
     return res;
 }
 
-json_t *td_plain_result(char **buf, size_t len, struct td_big **big)
+/* p's bytes, escaped as they came (plainesc.h), as a big text: without
+ * one trailing newline (its escape the last two bytes). */
+static json_t *big_escaped(struct td_plain *p, struct td_big **big)
 {
-    json_t *res = big && *buf ? td_big_plain(buf, len, big) : NULL;
+    json_t *res = NULL;
+    struct td_big *b = big_new(&res);
+    if (!b)
+        return NULL;
+    bool nl = p->last == '\n';
+    *big = big_adopt(b, p->buf, p->buf, p->len - (nl ? 2 : 0), p->raw - nl);
+    b->marks = p->marks;
+    b->nmarks = p->nmarks;
+    p->buf = NULL;
+    p->marks = NULL;
+    td_plain_free(p);
+    return res;
+}
+
+json_t *td_plain_result(struct td_plain *p, struct td_big **big)
+{
+    json_t *res = NULL;
+    if (td_plain_done(p)) /* escaped only where a big result may be made */
+        return big ? big_escaped(p, big) : NULL;
+    if (big && p->buf)
+        res = td_big_plain(&p->buf, p->len, big);
     if (res)
         return res;
-    size_t n = len;
-    const char *out = *buf ? *buf : "";
+    size_t len = p->len, n = len;
+    const char *out = p->buf ? p->buf : "";
     json_t *v = te_json_loadb(out, n, JSON_DECODE_ANY, NULL);
     if (!v) {
         if (n && out[n - 1] == '\n')
@@ -367,23 +364,6 @@ json_t *td_plain_result(char **buf, size_t len, struct td_big **big)
     if (!v) /* not text: hand it over intact rather than as a broken string */
         v = td_base64_value(out, len);
     return v ? json_pack("{s:o}", "ok", v) : NULL;
-}
-
-int td_plain_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
-{
-    if (*len + n > *cap) {
-        size_t c = *cap ? *cap : 4096;
-        while (c < *len + n)
-            c *= 2;
-        char *p2 = realloc(*buf, c);
-        if (!p2)
-            return -ENOMEM;
-        *buf = p2;
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    return 0;
 }
 
 void td_big_unref(struct td_big *b)
@@ -396,6 +376,7 @@ void td_big_unref(struct td_big *b)
             break;
         }
     free(b->buf);
+    free(b->marks);
     free(b);
 }
 
@@ -427,10 +408,21 @@ static void decode(const struct td_big *b, size_t from, size_t to, char *out)
         return;
     }
     const unsigned char *s = (const unsigned char *)b->esc;
-    size_t i = 0, d = 0;
+    size_t i = 0, d = 0, ml = 0, mh = b->nmarks;
+    while (ml < mh) { /* the last mark at or before from: the cut's tail is O(its window) */
+        size_t mid = ml + (mh - ml) / 2;
+        if (b->marks[mid].raw <= from && b->marks[mid].esc <= b->esc_n)
+            ml = mid + 1;
+        else
+            mh = mid;
+    }
+    if (ml)
+        i = b->marks[ml - 1].esc, d = b->marks[ml - 1].raw;
     while (i < b->esc_n && d < to) {
-        const unsigned char *bs = memchr(s + i, '\\', b->esc_n - i);
-        size_t run = (bs ? (size_t)(bs - s) : b->esc_n) - i;
+        /* no further than to: a run that long already ends the window */
+        size_t lim = b->esc_n - i < to - d ? b->esc_n - i : to - d;
+        const unsigned char *bs = memchr(s + i, '\\', lim);
+        size_t run = bs ? (size_t)(bs - (s + i)) : lim;
         const unsigned char *p = s + i;
         unsigned char one;
         if (!run) { /* an escape, as te_json_dumps() writes them */

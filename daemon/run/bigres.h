@@ -3,8 +3,9 @@
  *
  * A result {"ok": S} whose string S is at least TD_BIG_MIN bytes is not
  * parsed into a jansson string: its text stays in the buffer it arrived in
- * (the frame's body, or a plain tool's stdout), rewritten in place to the
- * JSON escaping the daemon writes (te_json_dumps), and the result holds a
+ * (the frame's body, or a plain tool's stdout, escaped as it arrived:
+ * plainesc.h), rewritten in place to the JSON escaping the daemon writes
+ * (te_json_dumps), and the result holds a
  * marker string in S's place. The events that carry S (the result, the
  * content when it is not cut, the messages) are written around it: their
  * line up to the marker, S's bytes from that one buffer, the rest
@@ -44,12 +45,13 @@ json_t *td_big_frame(char *body, size_t len, struct td_big **big);
  * otherwise, *buf untouched. */
 json_t *td_big_plain(char **buf, size_t len, struct td_big **big);
 
-/* A plain tool's stdout as its result: {"ok": v}, v the JSON it printed,
- * else its text (one trailing newline dropped), else (not UTF-8) base64;
- * with big, a big text as above (*buf taken). NULL: out of memory. */
-json_t *td_plain_result(char **buf, size_t len, struct td_big **big);
-/* n more bytes of a plain tool's stdout; -ENOMEM */
-int td_plain_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
+struct td_plain;
+/* A plain tool's stdout (plainesc.h) as its result: {"ok": v}, v the JSON
+ * it printed, else its text (one trailing newline dropped), else (not
+ * UTF-8) base64; with big, a big text as above (its buffer taken, already
+ * escaped when it was escaped as it came). NULL: out of memory (or an
+ * escaped stdout without big: feed it with esc_from 0 then). */
+json_t *td_plain_result(struct td_plain *p, struct td_big **big);
 
 void td_big_unref(struct td_big *b);
 /* The big result a marker stands for; NULL for any other value. */

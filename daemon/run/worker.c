@@ -88,7 +88,7 @@ static void on_handle_closed(uv_handle_t *h)
     nworkers--;
     te_frame_decoder_free(&w->dec);
     td_tool_unref(w->tool);
-    free(w->plain);
+    td_plain_free(&w->plain);
     td_big_unref(w->big);
     free(w->reqbody);
     td_sysnotify_stop(w->sysn);
@@ -353,8 +353,7 @@ void td_worker_decide_on_exit(struct td_worker *w)
     }
     int code = e.code;
     if (w->tool->protocol == TD_PROTO_PLAIN && code == 0) {
-        json_t *res =
-            td_plain_result(&w->plain, w->plain_len, w->tool->output_validator ? NULL : &w->big);
+        json_t *res = td_plain_result(&w->plain, w->tool->output_validator ? NULL : &w->big);
         if (res)
             td_worker_finish(w, res);
         else

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "denials.h"
+#include "plainesc.h"
 #include "sandbox.h"
 #include "toolexec.h"
 
@@ -65,10 +66,9 @@ struct td_worker {
     int status;
     struct rusage ru;
     te_frame_decoder dec;
-    char *plain;
-    size_t plain_len, plain_cap;
-    struct td_big *big; /* a big result's text (bigres.h) until it is handed over */
-    size_t discarded;   /* stdout bytes after the result was known */
+    struct td_plain plain; /* a plain tool's stdout (plainesc.h) */
+    struct td_big *big;    /* a big result's text (bigres.h) until it is handed over */
+    size_t discarded;      /* stdout bytes after the result was known */
     char tail[TD_STDERR_TAIL];
     size_t tail_len;
     struct td_limits limits; /* in force for this call */

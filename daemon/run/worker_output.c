@@ -84,7 +84,7 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
         return;
     }
     if (w->tool->protocol == TD_PROTO_PLAIN) {
-        if (w->plain_len + n > w->max_output) {
+        if (w->plain.raw + n > w->max_output) {
             char detail[128];
             snprintf(detail, sizeof(detail), "output exceeds the limit of %u bytes", w->max_output);
             td_worker_fail(
@@ -92,7 +92,9 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
                 json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)w->max_output), NULL);
             return;
         }
-        if (td_plain_append(&w->plain, &w->plain_len, &w->plain_cap, p, n) < 0)
+        /* escaped as it comes once it may be a big text (plainesc.h); an
+         * output validator reads the text as the tool wrote it */
+        if (td_plain_feed(&w->plain, p, n, w->tool->output_validator ? 0 : TD_BIG_MIN) < 0)
             td_worker_fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
         return;
     }
