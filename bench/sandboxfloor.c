@@ -167,6 +167,13 @@ static void start(struct td_tool *t, struct slot *s)
     if (pid < 0)
         die(what, strerror((int)-pid));
     td_spawndesc_free(&d);
+    /* Its seccomp listener, made and handed up as the daemon's is, closed
+     * at once: no loop here answers it (sysnotify.c), and a call's denied
+     * system call then fails (ENOSYS) rather than wait for an answer. */
+    if (s->handed[TD_HAND_SECCOMP] >= 0) {
+        close(s->handed[TD_HAND_SECCOMP]);
+        s->handed[TD_HAND_SECCOMP] = -1;
+    }
     s->pid = pid;
     s->in = c.in, s->out = c.out, s->err = c.err, s->report = c.report;
     s->out_eof = s->rep_done = false;
