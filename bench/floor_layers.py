@@ -106,13 +106,23 @@ def kernel_us(data, comms, calls):
         if not frames:
             by_call["(user)"] += us
             continue
-        sc = next((f for f in reversed(frames) if re.match(r"__(x64|do|se)_sys_", f)), None)
-        if not sc:
-            sc = ("(seccomp filter)" if "__secure_computing" in frames else
-                  "(page fault)" if "exc_page_fault" in frames else
+        # the system call: the frame do_syscall_64 called (a wrapper such
+        # as ksys_mmap_pgoff where the kernel inlined __x64_sys_*)
+        sc = None
+        if "__secure_computing" in frames:
+            sc = "(seccomp filter)"
+        elif any(re.match(r"__(x64|do|se)_sys_", f) for f in frames):
+            sc = next(f for f in reversed(frames) if re.match(r"__(x64|do|se)_sys_", f))
+        elif "do_syscall_64" in frames:
+            i = frames.index("do_syscall_64")
+            if i > 0 and frames[i - 1] == "x64_sys_call":  # the dispatcher
+                i -= 1
+            sc = frames[i - 1] if i > 0 else "(syscall entry)"
+        else:
+            sc = ("(page fault)" if "exc_page_fault" in frames else
                   "(interrupt)" if any(f.startswith(("sysvec_", "asm_sysvec")) for f in frames)
                   else "(fork child)" if "ret_from_fork" in frames else "(other)")
-        by_call[re.sub(r"^__(x64|do|se)_sys_", "", sc)] += us
+        by_call[re.sub(r"^(__(x64|do|se)_sys_|ksys_|__sys_|kernel_)", "", sc)] += us
         by_fn[next((f for f in frames if not SKIP.match(f)), frames[0])] += us
     return by_call, by_fn
 
