@@ -12,14 +12,22 @@ confinement. R rounds, interleaved so drift hits all alike, of N calls:
   plain      a bare fork+exec+pipe loop of the worker (bench --plain)
   nsfloor    (root) the same with each worker in a new mount and PID
              namespace, every mount private, a /proc of its own (BENCH_NS=1)
+  sandbox    (root) the confinement floor: the same loop starting each call
+             in the sandbox the daemon would build, by the daemon's own code
+             (bench/sandboxfloor.c: a uid of its own, the view, Landlock, the
+             filter, the init...), no loop, spawner or messages; at
+             concurrency 1 and 16 only (its time is the loop's, as the
+             program measures it, without its start-up)
   spawner    one batch of N calls through the spawner daemon (toolexec run)
   spares     the same with --spares 2 (sandboxes prepared ahead, spares.c)
   loop       the same through the --spawner no daemon
   pool       a Python asyncio pool doing a bare fork+exec of the worker, one
              request frame each (no isolation)
 
-at concurrency 1 and 16 (per-call time), and calls/s at 1, 2, 4, 16, 64,
-256. Then, for each daemon, K calls that sleep started in one batch (the
+at concurrency 1 and 16 (per-call time; spawner / sandbox is what the
+daemon adds above its own confinement, sandbox / plain what the
+confinement costs; bench/floor_layers.py breaks the floor down by layer),
+and calls/s at 1, 2, 4, 16, 64, 256. Then, for each daemon, K calls that sleep started in one batch (the
 time until the last has started), and the throughput of echo calls while
 they are in flight against none in flight.
 
@@ -43,6 +51,12 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def floor(cmd):
+    """sandboxfloor's own time for its calls (its start-up not counted)."""
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return float(out.split()[-1]) * 1e-6
 
 
 def timed(cmd, env=None):
@@ -216,14 +230,17 @@ def main():
             ns_env = dict(os.environ, BENCH_NS="1")
             kinds["nsfloor"] = lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)],
                                                env=ns_env)
+            sfloor = os.path.join(build, "bench", "sandboxfloor")
+            kinds["sandbox"] = lambda c: floor([sfloor, worker, str(a.calls), str(c)]) * a.calls
         rates = {}
         for conc in () if a.no_sweep else (1, 2, 4, 16, 64, 256):
-            times = {k: [] for k in kinds}
-            for k, f in kinds.items():  # warm-up
-                f(conc)
+            # the floor only where its ratios are printed
+            times = {k: [] for k in kinds if k != "sandbox" or conc in (1, 16)}
+            for k in times:  # warm-up
+                kinds[k](conc)
             for _ in range(a.rounds):
-                for k, f in kinds.items():
-                    times[k].append(f(conc) / a.calls * 1e6)
+                for k in times:
+                    times[k].append(kinds[k](conc) / a.calls * 1e6)
             med = {k: statistics.median(v) for k, v in times.items()}
             rates[conc] = {k: 1e6 / v for k, v in med.items()}
             if conc in (1, 16):
@@ -237,11 +254,14 @@ def main():
                 if "nsfloor" in med:
                     print("  spawner / nsfloor  %.2f" % (med["spawner"] / med["nsfloor"]))
                     print("  nsfloor / plain    %.2f" % (med["nsfloor"] / med["plain"]))
+                    print("  spawner / sandbox  %.2f" % (med["spawner"] / med["sandbox"]))
+                    print("  sandbox / plain    %.2f" % (med["sandbox"] / med["plain"]))
         if rates:
             print("\ncalls/s by concurrency (median of %d rounds)" % a.rounds)
-            print("  conc " + "".join("%10s" % k for k in kinds) + "   spawner/pool")
+            cols = [k for k in kinds if k != "sandbox"]
+            print("  conc " + "".join("%10s" % k for k in cols) + "   spawner/pool")
             for conc, r in rates.items():
-                print("  %4d " % conc + "".join("%10.0f" % r[k] for k in kinds) +
+                print("  %4d " % conc + "".join("%10.0f" % r[k] for k in cols) +
                       "   %.2f" % (r["spawner"] / r["pool"]))
             for k in ("spawner", "spares", "loop"):
                 print("  %s c256 / c16: %.2f" % (k, rates[256][k] / rates[16][k]))
