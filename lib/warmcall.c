@@ -17,15 +17,16 @@
 
 #include "warmcall.h"
 
-int te_warm_call_identity(const struct te_warm_id *id, unsigned long nproc)
+int te_warm_drop_bounding(void)
 {
     /* every capability the kernel knows: EINVAL past the last one */
     for (unsigned long cap = 0;; cap++)
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
-            if (errno != EINVAL || cap == 0)
-                return -1;
-            break;
-        }
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+            return errno != EINVAL || cap == 0 ? -1 : 0;
+}
+
+int te_warm_call_identity(const struct te_warm_id *id, unsigned long nproc)
+{
     if (id->set &&
         (setresgid(id->gid, id->gid, id->gid) < 0 || setresuid(id->uid, id->uid, id->uid) < 0 ||
          prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0))

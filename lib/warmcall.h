@@ -20,11 +20,20 @@ struct te_warm_id {
     gid_t gid;
 };
 
-/* In P2, with P1's capabilities in the call's user namespace still held:
- * the bounding set emptied, id taken (setresgid, setresuid), dumpable again
+/* In P2, with P1's capabilities in the call's user namespace still held
+ * (its bounding set P1's, emptied: te_warm_drop_bounding()): its
+ * id taken (setresgid, setresuid), dumpable again
  * (a uid change clears it; P2's memory is its own, unlike P1's), and
  * RLIMIT_NPROC nproc (0: none) as soft and hard limit. 0, or -1 with errno. */
 int te_warm_call_identity(const struct te_warm_id *id, unsigned long nproc);
+
+/* In P1's first half (a spare's, made ahead): the bounding set emptied,
+ * which P2 inherits at its fork. Not in P2: one prctl per capability, ~41,
+ * each through whatever hooks the host has on prctl (bench/floor_layers.py:
+ * 58-62 us a call on this VM, whose BPF hook sees every prctl), was on the
+ * call's path. P1 needs none of the bounding set: it never execs, and its
+ * effective capabilities stay. 0, or -1 with errno. */
+int te_warm_drop_bounding(void);
 
 /* In P2 where no view's Landlock domain is coming (ll_abi > 0): a Landlock
  * domain of its own, which the kernel bars from ptrace access (/proc/PID/mem,

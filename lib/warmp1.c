@@ -205,6 +205,7 @@ int te_warm_p1(const struct te_warm_p1_args *arg)
 #endif
         te_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);
     PREP(STEP_MOUNT, fail || te_warm_view_base_mounts(&here, &cover, &id) == 0);
+    PREP(STEP_USERNS, te_warm_drop_bounding() == 0); /* for P2 to inherit */
 #undef PREP
     /* From "p" to the call's hand-over the template runs: raw calls only. */
     te_sys(SYS_write, HAND_FD, (long)"p", 1, 0);
@@ -244,9 +245,9 @@ int te_warm_p1(const struct te_warm_p1_args *arg)
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
             p1_fail(STEP_SIGNALS);
-        /* its own uid, limit and bounding set while it has the
-         * capabilities for them; then the death signal, which a uid change
-         * clears */
+        /* its own uid and limit while it has the capabilities for them
+         * (its bounding set is P1's, empty); then the death signal, which
+         * a uid change clears */
         if (te_warm_call_identity(&id, *a.call_nproc) < 0)
             p1_fail(STEP_USERNS);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
