@@ -180,6 +180,12 @@ static void on_terminate(uv_signal_t *h, int signum)
     maybe_exit();
 }
 
+static void online_cpus_update(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    td_cfg.online_cpus = cpus > 0 ? (unsigned)cpus : 1;
+}
+
 /* SIGHUP: re-read the tool definitions, all or nothing. Calls in flight keep
  * the definitions they started with (they hold references). */
 static void on_reload(uv_signal_t *h, int signum)
@@ -188,6 +194,7 @@ static void on_reload(uv_signal_t *h, int signum)
         return;
     td_auditchain_reopen(); /* after a rotation */
     td_notify_reloading();
+    online_cpus_update(); /* CPUs brought on- or offline since */
     struct td_registry *fresh;
     char err[PATH_MAX + 256];
     if (td_registry_load(td_cfg.tools_dir, &fresh, err, sizeof(err)) < 0) {
@@ -632,9 +639,10 @@ int main(int argc, char **argv)
     if (td_config_resolve() < 0)
         return 2;
 
+    online_cpus_update();
     if (!td_cfg.max_workers) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        td_cfg.max_workers = cpus > 4 ? (unsigned)cpus * 4 : 16;
+        unsigned cpus = td_cfg.online_cpus;
+        td_cfg.max_workers = cpus > 4 ? cpus * 4 : 16;
     }
     if (td_log_setup(log_format) < 0) {
         fprintf(stderr, "toolexecd: --log-format: expected text or json\n");

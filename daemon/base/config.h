@@ -43,6 +43,8 @@ struct td_config {
     unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits (issue 23) */
     unsigned max_clients;           /* connections beyond it are refused */
     unsigned max_workers;           /* worker processes at once, all batches */
+    unsigned online_cpus;           /* sysconf(_SC_NPROCESSORS_ONLN) at start and each reload:
+                                       glibc reads /sys for it on every ask, once per request */
     size_t max_batch_calls;         /* calls in one run request */
     unsigned socket_mode;           /* permission bits of the socket file */
     const char *socket_group;       /* group of the socket file, NULL: ours */

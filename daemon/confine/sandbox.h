@@ -79,8 +79,9 @@ ssize_t td_sandbox_recv_handed(int sock, int flags, int handed[TD_HAND_COUNT]);
  * kills the whole group instead). */
 int td_sandbox_kill_tool(pid_t init);
 /* The same for an init known by a pidfd (a warm call's PID 1, which is the
- * template's child, not ours). */
-int td_sandbox_kill_tool_pidfd(int init_pidfd);
+ * template's child, not ours) and its pid, learned from the pidfd (or with
+ * it) while the init lived: kept with the pidfd, not asked again. */
+int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init);
 /* The pid the daemon sees behind a pidfd (its fdinfo): -1 once the process
  * has exited, 0 when unknown. */
 pid_t td_sandbox_pidfd_pid(int fd);

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,21 +73,34 @@ static pid_t init_child(pid_t init)
 
 pid_t td_sandbox_pidfd_pid(int fd)
 {
-    char path[64], line[128];
+    /* read whole into a stack buffer: no stdio (its malloc'd buffer), one
+     * open, read, close; "Pid:" is the fdinfo's fourth line, well inside */
+    char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    FILE *f = fopen(path, "re");
-    pid_t pid = 0;
-    int v;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "Pid: %d", &v) == 1)
-            pid = v;
-    if (f)
-        fclose(f);
-    return pid;
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return 0;
+    ssize_t n = read(f, buf, sizeof(buf) - 1);
+    close(f);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nPid:\t");
+    return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}
+
+/* Has the process behind a pidfd not exited yet? A pidfd polls readable
+ * once its process has exited; until then its pid is its own. */
+static bool pidfd_alive(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
 }
 
 /* init_pidfd >= 0: the init is not our child (a warm call's PID 1, the
- * template's), so its pid is proven not reused by its pidfd, last. */
+ * template's; a cold call's init, the spawner's), so its pid is proven not
+ * reused by its pidfd, last: `init` was learned from the pidfd while it
+ * lived, and a process that has not exited keeps its pid. */
 static int kill_tool(pid_t init, int init_pidfd)
 {
     pid_t tool = init_child(init);
@@ -99,7 +114,7 @@ static int kill_tool(pid_t init, int init_pidfd)
     int rc = 0;
     if (init_child(init) != tool)
         rc = 0; /* reaped between the reads: nothing to kill */
-    else if (init_pidfd >= 0 && td_sandbox_pidfd_pid(init_pidfd) != init)
+    else if (init_pidfd >= 0 && !pidfd_alive(init_pidfd))
         rc = -ESRCH; /* the init is gone: its pid may be another's */
     else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         rc = -errno;
@@ -112,8 +127,7 @@ int td_sandbox_kill_tool(pid_t init)
     return kill_tool(init, -1);
 }
 
-int td_sandbox_kill_tool_pidfd(int init_pidfd)
+int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init)
 {
-    pid_t init = td_sandbox_pidfd_pid(init_pidfd);
     return init > 0 ? kill_tool(init, init_pidfd) : -ESRCH;
 }

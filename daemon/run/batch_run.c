@@ -43,8 +43,7 @@ bool td_batch_tool_allowed(const struct td_tool *t, const struct ucred *cred)
 
 static uint64_t default_concurrency(size_t ncalls)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t c = (uint64_t)(cpus > 0 ? cpus : 1) * 2;
+    uint64_t c = (uint64_t)(td_cfg.online_cpus ? td_cfg.online_cpus : 1) * 2;
     if (ncalls < c)
         c = ncalls;
     return c ? c : 1;

@@ -56,6 +56,10 @@ static STAILQ_HEAD(, queued) queue = STAILQ_HEAD_INITIALIZER(queue);
 static int sock = -1;
 static pid_t spid;
 static uv_poll_t *io; /* one per spawner: closed with it */
+/* the events io is started with, -1 stopped: uv_poll_start() takes the fd
+ * out of epoll and puts it back on every call (two epoll_ctl), so it is
+ * called only when they change, not at every request and reply */
+static int io_events = -1;
 static bool active, stopping;
 static unsigned restarts, in_flight, spares_held;
 
@@ -83,8 +87,9 @@ static void drop_queued(struct queued *q)
 
 static void watch_io(void)
 {
-    if (io)
-        uv_poll_start(io, UV_READABLE | (STAILQ_EMPTY(&queue) ? 0 : UV_WRITABLE), on_io);
+    int want = UV_READABLE | (STAILQ_EMPTY(&queue) ? 0 : UV_WRITABLE);
+    if (io && want != io_events && uv_poll_start(io, want, on_io) == 0)
+        io_events = want;
 }
 
 /* Send what the queue holds, in order, until the socket is full. */
@@ -176,8 +181,10 @@ static void drain(void)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            if (n == 0 && io) /* the spawner is gone: its reaping decides */
+            if (n == 0 && io) { /* the spawner is gone: its reaping decides */
                 uv_poll_stop(io);
+                io_events = -1;
+            }
             return;
         }
         int fds[MAX_REPLY_FDS];
@@ -194,6 +201,8 @@ static void drain(void)
 static void on_io(uv_poll_t *h, int status, int events)
 {
     (void)h;
+    if (status < 0) /* libuv stopped the handle before telling */
+        io_events = -1;
     if (status < 0 || (events & UV_READABLE))
         drain();
     if (events & UV_WRITABLE)
@@ -217,6 +226,7 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     if (io)
         uv_close((uv_handle_t *)io, on_io_closed);
     io = NULL;
+    io_events = -1;
     close(sock);
     sock = -1;
     spid = 0;
@@ -276,8 +286,8 @@ static void fork_spawner(void)
         free(io);
         io = NULL;
         td_log(TD_LOG_ERR, "spawner: cannot watch its socket");
-    } else {
-        uv_poll_start(io, UV_READABLE, on_io);
+    } else if (uv_poll_start(io, UV_READABLE, on_io) == 0) {
+        io_events = UV_READABLE;
     }
     td_reaper_watch(pid, NULL, on_spawner_exit, (void *)(intptr_t)pid);
     flush();
@@ -304,6 +314,7 @@ void td_spawner_stop(void)
     if (io)
         uv_close((uv_handle_t *)io, on_io_closed);
     io = NULL;
+    io_events = -1;
     if (sock >= 0)
         close(sock); /* the spawner leaves on this end's close */
     sock = -1;

@@ -230,10 +230,10 @@ void td_worker_finish(struct td_worker *w, json_t *result)
      * its resource use, then its exit ends the namespace. A warm call's
      * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. */
     bool tool_killed =
-        !w->cancelling &&
-        (w->pidfd >= 0 && (w->init || w->warm) ? td_sandbox_kill_tool_pidfd(w->pidfd) == 0
-         : w->init && !w->via_spawner          ? td_sandbox_kill_tool(w->pid) == 0
-                                               : false);
+        !w->cancelling && (w->pidfd >= 0 && (w->init || w->warm)
+                               ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid) == 0
+                           : w->init && !w->via_spawner ? td_sandbox_kill_tool(w->pid) == 0
+                                                        : false);
     if (!tool_killed)
         td_worker_kill_group(w);
     if (w->cancelling) {

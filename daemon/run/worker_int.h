@@ -108,7 +108,8 @@ struct td_worker {
     void (*progress_cb)(void *data, const json_t *progress);
     /* warm start (template.c): a fork of the tool's template */
     struct td_warm_call *warm;
-    int pidfd; /* the call's PID 1, once forked; -1 before */
+    int pidfd;       /* the call's PID 1, once forked; -1 before */
+    pid_t pidfd_pid; /* its pid, learned with it (kill_tool needs it; no fdinfo read again) */
     /* issue 21: started by the spawner (spawner.c), off the loop: its pid
      * and pidfd (ours to close) come later, its end from the spawner */
     bool via_spawner;

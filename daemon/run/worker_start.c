@@ -157,8 +157,9 @@ static void on_warm_forked(void *data, int pidfd)
 {
     struct td_worker *w = data;
     w->pidfd = pidfd;
+    w->pidfd_pid = td_sandbox_pidfd_pid(pidfd);
     if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
-        w->run_uid = td_warmid_uid_of(td_sandbox_pidfd_pid(pidfd));
+        w->run_uid = td_warmid_uid_of(w->pidfd_pid);
     if (w->kill_pending)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
@@ -208,6 +209,7 @@ static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAN
     }
     w->pid = pid;
     w->pidfd = pidfd;
+    w->pidfd_pid = pid; /* the spawner's child: its pid while it has not exited */
     /* from the request to the child's exec: the spawn cost, queueing included */
     td_bus_publish(&(struct td_bus_msg){
         .kind = TD_BUS_SPAWN, .tool = w->tool->name, .us = (uv_hrtime() - w->spawn_t0) / 1000});
