@@ -30,29 +30,11 @@ assert len(UNIT) == 61, len(UNIT)
 
 # argv: size, how ("ok": ends with a newline; "bad": a stray 0x80 at
 # 1.5 MiB; "cutchar": ends inside a 4-byte character)
-TOOL = r"""
-import os, sys
-n = int(sys.argv[1]); how = sys.argv[2]
-sys.stdin.buffer.read()
-unit = bytes.fromhex(sys.argv[3])
-b = bytearray((unit * (n // len(unit) + 1))[:n])
-if how == "bad":
-    b[3 * (1 << 19) + 5] = 0x80
-if how == "cutchar":
-    b[-3:] = b"\xf0\x9f\x98"
-else:
-    b[-1:] = b"\n"
-sizes = [65537, 4093, 1, 3, 65535, 7, 131071, 2]
-off = i = 0
-while off < n:
-    k = min(sizes[i % len(sizes)], n - off)
-    off += os.write(1, bytes(b[off:off + k]))
-    i += 1
-"""
-
-
-def payload(n, how):
-    b = bytearray((UNIT * (n // len(UNIT) + 1))[:n])
+# The payload, written once: the tool builds it from this text and the
+# test the same, to check what the client gets byte for byte.
+PAYLOAD = r"""
+def payload(unit, n, how):
+    b = bytearray((unit * (n // len(unit) + 1))[:n])
     if how == "bad":
         b[3 * (1 << 19) + 5] = 0x80
     if how == "cutchar":
@@ -60,6 +42,21 @@ def payload(n, how):
     else:
         b[-1:] = b"\n"
     return bytes(b)
+"""
+exec(PAYLOAD)
+
+TOOL = PAYLOAD + r"""
+import os, sys
+n = int(sys.argv[1]); how = sys.argv[2]
+sys.stdin.buffer.read()
+b = payload(bytes.fromhex(sys.argv[3]), n, how)
+sizes = [65537, 4093, 1, 3, 65535, 7, 131071, 2]
+off = i = 0
+while off < n:
+    k = min(sizes[i % len(sizes)], n - off)
+    off += os.write(1, b[off:off + k])
+    i += 1
+"""
 
 
 N = 2 * MIB + 12345
@@ -84,7 +81,7 @@ class BigPlainText(unittest.TestCase):
         cls.d.stop()
 
     def test_text_byte_for_byte(self):
-        text = payload(N, "ok")[:-1]  # one trailing newline dropped
+        text = payload(UNIT, N, "ok")[:-1]  # one trailing newline dropped
         s = text.decode()
         for limit in (len(text) + 1, 100000, MIB + 1, MIB + 2):  # whole, then cut
             lines = run_raw(self.d, "plain_ok", {}, max_content_bytes=limit)
@@ -104,7 +101,7 @@ class BigPlainText(unittest.TestCase):
 
     def test_not_utf8_is_base64_of_what_it_wrote(self):
         for how in ("bad", "cutchar"):
-            raw = payload(N, how)
+            raw = payload(UNIT, N, how)
             evs = [json.loads(x) for x in run_raw(self.d, "plain_" + how, {})]
             self.assertEqual(evs[1]["result"], {"ok": {
                 "encoding": "base64", "data": base64.b64encode(raw).decode(),
