@@ -2,6 +2,7 @@
  * util.c - small JSON helpers shared by the daemon's modules (a leaf).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,4 +74,13 @@ int td_write_at(int dirfd, const char *file, const char *text)
     int e = n < 0 ? errno : EIO;
     close(fd);
     return n == (ssize_t)strlen(text) ? 0 : -e;
+}
+
+int td_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
 }

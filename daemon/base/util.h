@@ -20,4 +20,8 @@ json_t *td_base64_value(const char *p, size_t n);
  * 0 or -errno. */
 int td_write_at(int dirfd, const char *file, const char *text);
 
+/* err (errlen bytes) set from fmt; returns -EINVAL: the one line a parser
+ * ends a bad input with (`return td_fail(err, errlen, "%s: ...", key);`). */
+int td_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

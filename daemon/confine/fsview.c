@@ -53,6 +53,7 @@
 #include "fsview.h"
 #include "log.h"
 #include "toolexec.h"
+#include "util.h"
 
 enum td_fs_default td_fs_default = TD_FS_VIEW;
 const char *td_fsview_ca_bundle;
@@ -78,15 +79,6 @@ static const char *const devices[] = {"null", "zero", "full", "random", "urandom
 #define SLOT_CALL 0
 #define SLOT_DEV 3 /* after the two hiders */
 #define SLOT_FIRST (SLOT_DEV + 5)
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
 
 static void free_strv(char **v)
 {
@@ -130,10 +122,10 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
     if (!v)
         return 0;
     if (!json_is_array(v))
-        return fail(err, errlen, "%s: filesystem.%s: expected an array of paths", file, key);
+        return td_fail(err, errlen, "%s: filesystem.%s: expected an array of paths", file, key);
     if (strcmp(key, "hide") && (*total += json_array_size(v)) > MAX_EXPOSED)
-        return fail(err, errlen, "%s: filesystem.%s: at most %d read and write paths together",
-                    file, key, MAX_EXPOSED);
+        return td_fail(err, errlen, "%s: filesystem.%s: at most %d read and write paths together",
+                       file, key, MAX_EXPOSED);
     *out = calloc(json_array_size(v) + 1, sizeof(char *));
     if (!*out)
         return -ENOMEM;
@@ -142,9 +134,9 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
         char why[PATH_MAX + 64];
         const char *p = te_json_text_value(a), *bad;
         if (!p || strlen(p) != json_string_length(a))
-            return fail(err, errlen, "%s: filesystem.%s[%zu]: expected a path", file, key, i);
+            return td_fail(err, errlen, "%s: filesystem.%s[%zu]: expected a path", file, key, i);
         if ((bad = path_problem(p, why, sizeof(why))))
-            return fail(err, errlen, "%s: filesystem.%s[%zu]: \"%s\": %s", file, key, i, p, bad);
+            return td_fail(err, errlen, "%s: filesystem.%s[%zu]: \"%s\": %s", file, key, i, p, bad);
         if (!((*out)[i] = strdup(p)))
             return -ENOMEM;
     }
@@ -173,15 +165,16 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
         {
             if (strcmp(key, "root") && strcmp(key, "read") && strcmp(key, "write") &&
                 strcmp(key, "hide")) {
-                rc = fail(err, errlen, "%s: filesystem.%s: unknown key (root, read, write, hide)",
-                          file, key);
+                rc = td_fail(err, errlen,
+                             "%s: filesystem.%s: unknown key (root, read, write, hide)", file, key);
                 break;
             }
         }
         json_t *root = json_object_get(v, "root");
         const char *r = te_json_text_value(root);
         if (rc == 0 && root && (!r || (strcmp(r, "host") && strcmp(r, "minimal"))))
-            rc = fail(err, errlen, "%s: filesystem.root: expected \"host\" or \"minimal\"", file);
+            rc =
+                td_fail(err, errlen, "%s: filesystem.root: expected \"host\" or \"minimal\"", file);
         f->minimal = r && strcmp(r, "minimal") == 0;
         size_t total = 0;
         if (rc == 0)
@@ -191,8 +184,9 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
         if (rc == 0)
             rc = parse_paths(file, v, "hide", &f->hide, &total, err, errlen);
     } else {
-        rc = fail(err, errlen,
-                  "%s: filesystem: expected \"host\" or an object (root, read, write, hide)", file);
+        rc = td_fail(err, errlen,
+                     "%s: filesystem: expected \"host\" or an object (root, read, write, hide)",
+                     file);
     }
     if (rc < 0) {
         td_fsview_free(f);

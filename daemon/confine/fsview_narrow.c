@@ -16,15 +16,7 @@
 #include "fsview.h"
 #include "fsview_narrow.h"
 #include "toolexec.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+#include "util.h"
 
 /* path is one of list's, or beneath one */
 static bool under_one(char *const *list, const char *path)
@@ -106,20 +98,21 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
 {
     *out = NULL;
     if (!json_is_object(pol))
-        return fail(err, errlen, "%s.filesystem: expected an object (read, write, hide)", key);
+        return td_fail(err, errlen, "%s.filesystem: expected an object (read, write, hide)", key);
     const char *k;
     json_t *x;
     json_object_foreach(pol, k, x)
     {
         if (strcmp(k, "read") && strcmp(k, "write") && strcmp(k, "hide"))
-            return fail(err, errlen,
-                        "%s.filesystem.%s: not a key a policy narrows (read, write, hide)", key, k);
+            return td_fail(err, errlen,
+                           "%s.filesystem.%s: not a key a policy narrows (read, write, hide)", key,
+                           k);
     }
     if (td_fsview_is_host(v))
-        return fail(err, errlen,
-                    "%s.filesystem: tool %s sees the host's file system (no view of its own): "
-                    "there is no view to narrow",
-                    key, tool);
+        return td_fail(err, errlen,
+                       "%s.filesystem: tool %s sees the host's file system (no view of its own): "
+                       "there is no view to narrow",
+                       key, tool);
     struct td_fsview *p;
     int rc = td_fsview_parse(key, pol, &p, err, errlen);
     if (rc < 0)
@@ -127,21 +120,21 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
     bool minimal = v->dflt ? td_fs_default == TD_FS_MINIMAL : v->minimal;
     for (size_t i = 0; p->write && p->write[i]; i++)
         if (shown_as(v, p->write[i]) != WRITABLE) {
-            rc = fail(err, errlen, "%s.filesystem.write[%zu]: \"%s\" is not writable by tool %s",
-                      key, i, p->write[i], tool);
+            rc = td_fail(err, errlen, "%s.filesystem.write[%zu]: \"%s\" is not writable by tool %s",
+                         key, i, p->write[i], tool);
             goto out;
         }
     if (p->read && !minimal) {
-        rc = fail(err, errlen,
-                  "%s.filesystem.read: tool %s's view shows the host's file system read-only "
-                  "(not a minimal root): narrow it with \"hide\"",
-                  key, tool);
+        rc = td_fail(err, errlen,
+                     "%s.filesystem.read: tool %s's view shows the host's file system read-only "
+                     "(not a minimal root): narrow it with \"hide\"",
+                     key, tool);
         goto out;
     }
     for (size_t i = 0; p->read && p->read[i]; i++)
         if (shown_as(v, p->read[i]) < READ_ONLY) {
-            rc = fail(err, errlen, "%s.filesystem.read[%zu]: \"%s\" is not readable by tool %s",
-                      key, i, p->read[i], tool);
+            rc = td_fail(err, errlen, "%s.filesystem.read[%zu]: \"%s\" is not readable by tool %s",
+                         key, i, p->read[i], tool);
             goto out;
         }
     json_t *def = json_object(), *read = json_array(), *write = json_array(), *hide = json_array();

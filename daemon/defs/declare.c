@@ -25,17 +25,7 @@
 
 #include "declare.h"
 #include "tool.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
+#include "util.h"
 
 /* A copy of schema (an object) as every client takes it; NULL with err set
  * (naming file, key and pointer) when no object could pass it. */
@@ -44,7 +34,7 @@ static json_t *listed_schema(const char *file, const char *key, const json_t *sc
 {
     json_t *s = json_deep_copy(schema);
     if (!s) {
-        fail(err, errlen, "%s: %s: out of memory", file, key);
+        td_fail(err, errlen, "%s: %s: out of memory", file, key);
         return NULL;
     }
     json_t *type = json_object_get(s, "type");
@@ -59,8 +49,8 @@ static json_t *listed_schema(const char *file, const char *key, const json_t *sc
     }
     if (!object) {
         json_decref(s);
-        fail(err, errlen, "%s: %s/type: must allow \"object\" (a call's arguments are an object)",
-             file, key);
+        td_fail(err, errlen,
+                "%s: %s/type: must allow \"object\" (a call's arguments are an object)", file, key);
         return NULL;
     }
     json_object_set_new(s, "type", json_string("object"));
@@ -84,7 +74,7 @@ static int parse_annotations(const char *file, const json_t *v, struct td_tool *
                              size_t errlen)
 {
     if (!json_is_object(v))
-        return fail(err, errlen, "%s: annotations: expected an object", file);
+        return td_fail(err, errlen, "%s: annotations: expected an object", file);
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)v, key, val)
@@ -93,12 +83,12 @@ static int parse_annotations(const char *file, const json_t *v, struct td_tool *
         while (i < sizeof(hints) / sizeof(hints[0]) && strcmp(key, hints[i]) != 0)
             i++;
         if (i == sizeof(hints) / sizeof(hints[0]))
-            return fail(err, errlen,
-                        "%s: annotations.%s: unknown key (readOnlyHint, destructiveHint, "
-                        "idempotentHint, openWorldHint)",
-                        file, key);
+            return td_fail(err, errlen,
+                           "%s: annotations.%s: unknown key (readOnlyHint, destructiveHint, "
+                           "idempotentHint, openWorldHint)",
+                           file, key);
         if (!json_is_boolean(val))
-            return fail(err, errlen, "%s: annotations.%s: expected true or false", file, key);
+            return td_fail(err, errlen, "%s: annotations.%s: expected true or false", file, key);
     }
     t->annotations = json_incref((json_t *)v);
     return 0;
@@ -117,7 +107,7 @@ int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, cha
 
     json_t *v = json_object_get(def, "title");
     if (v && (!te_json_is_text(v) || json_string_length(v) == 0))
-        return fail(err, errlen, "%s: title: expected a non-empty string", file);
+        return td_fail(err, errlen, "%s: title: expected a non-empty string", file);
     if (v && !(t->title = strdup(json_string_value(v))))
         return -ENOMEM;
 
@@ -127,19 +117,20 @@ int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, cha
 
     v = json_object_get(def, "strict");
     if (v && !json_is_boolean(v))
-        return fail(err, errlen, "%s: strict: expected true or false", file);
+        return td_fail(err, errlen, "%s: strict: expected true or false", file);
     t->strict = json_is_true(v);
 
     v = json_object_get(def, "output_schema");
     if (v) {
         if (!json_is_object(v))
-            return fail(err, errlen, "%s: output_schema: expected a JSON object", file);
+            return td_fail(err, errlen, "%s: output_schema: expected a JSON object", file);
         /* Validated in its listed form: structuredContent is an object. */
         if (!(t->output_schema = listed_schema(file, "output_schema", v, err, errlen)))
             return -EINVAL;
         char why[512];
         if (te_schema_compile(t->output_schema, &t->output_validator, why, sizeof(why)) < 0)
-            return fail(err, errlen, "%s: output_schema%s%s", file, why[0] == '/' ? "" : ": ", why);
+            return td_fail(err, errlen, "%s: output_schema%s%s", file, why[0] == '/' ? "" : ": ",
+                           why);
     }
     return 0;
 }
@@ -161,17 +152,17 @@ int td_declare_check_names(const struct td_registry *r, char *err, size_t errlen
         for (size_t j = 0; j < r->n; j++)
             if (i != j && strcmp(r->tools[i]->api_name, r->tools[j]->name) == 0 &&
                 strcmp(r->tools[i]->name, r->tools[j]->name) != 0)
-                return fail(err, errlen,
-                            "%s: name: \"%s\" is declared to OpenAI and Anthropic as \"%s\", "
-                            "the name of the tool in %s",
-                            r->tools[i]->file, r->tools[i]->name, r->tools[i]->api_name,
-                            r->tools[j]->file);
+                return td_fail(err, errlen,
+                               "%s: name: \"%s\" is declared to OpenAI and Anthropic as \"%s\", "
+                               "the name of the tool in %s",
+                               r->tools[i]->file, r->tools[i]->name, r->tools[i]->api_name,
+                               r->tools[j]->file);
             else if (i < j && strcmp(r->tools[i]->api_name, r->tools[j]->api_name) == 0)
-                return fail(err, errlen,
-                            "%s: name: \"%s\" and \"%s\" (%s) are both declared to OpenAI and "
-                            "Anthropic as \"%s\"",
-                            r->tools[j]->file, r->tools[j]->name, r->tools[i]->name,
-                            r->tools[i]->file, r->tools[j]->api_name);
+                return td_fail(err, errlen,
+                               "%s: name: \"%s\" and \"%s\" (%s) are both declared to OpenAI and "
+                               "Anthropic as \"%s\"",
+                               r->tools[j]->file, r->tools[j]->name, r->tools[i]->name,
+                               r->tools[i]->file, r->tools[j]->api_name);
     return 0;
 }
 

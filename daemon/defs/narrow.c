@@ -22,17 +22,7 @@
 #include "registry.h"
 #include "tool.h"
 #include "toolexec.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#include "util.h"
 
 static struct td_tool *derive(struct td_tool *t)
 {
@@ -75,16 +65,16 @@ static int narrow_limit(struct td_tool *d, const char *k, json_t *v, const char 
 {
     uint64_t want, *own = limit_of(&d->limits, k), *dflt = limit_of(&td_cfg.limits, k);
     if (!own)
-        return fail(err, errlen,
-                    "%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
-                    "file_size_mb, output_mb)",
-                    key);
+        return td_fail(err, errlen,
+                       "%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
+                       "file_size_mb, output_mb)",
+                       key);
     if (!positive(v, &want))
-        return fail(err, errlen, "%s: expected a positive integer", key);
+        return td_fail(err, errlen, "%s: expected a positive integer", key);
     uint64_t now = *own ? *own : *dflt;
     if (now && want > now)
-        return fail(err, errlen, "%s: %llu is above tool %s's %llu", key, (unsigned long long)want,
-                    d->name, (unsigned long long)now);
+        return td_fail(err, errlen, "%s: %llu is above tool %s's %llu", key,
+                       (unsigned long long)want, d->name, (unsigned long long)now);
     *own = want;
     return 0;
 }
@@ -102,26 +92,29 @@ static int narrow_network(struct td_tool *d, json_t *v, const char *key, char *e
     }
     if (json_is_true(v)) {
         if (now != 1)
-            return fail(err, errlen, "%s.network: true: tool %s has %s", key, d->name,
-                        now ? "an allow-list" : "no network");
+            return td_fail(err, errlen, "%s.network: true: tool %s has %s", key, d->name,
+                           now ? "an allow-list" : "no network");
         return 0;
     }
     if (!json_is_object(v))
-        return fail(err, errlen, "%s.network: expected false, true or {\"allow\": [hosts]}", key);
+        return td_fail(err, errlen, "%s.network: expected false, true or {\"allow\": [hosts]}",
+                       key);
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x)
     {
         if (strcmp(k, "allow"))
-            return fail(err, errlen, "%s.network.%s: not a key a policy narrows (allow)", key, k);
+            return td_fail(err, errlen, "%s.network.%s: not a key a policy narrows (allow)", key,
+                           k);
     }
     json_t *allow = json_object_get(v, "allow");
     if (!json_is_array(allow))
-        return fail(err, errlen, "%s.network.allow: expected an array of host names", key);
+        return td_fail(err, errlen, "%s.network.allow: expected an array of host names", key);
     if (now == 0)
         return json_array_size(allow) == 0
                    ? 0
-                   : fail(err, errlen, "%s.network.allow[0]: tool %s has no network", key, d->name);
+                   : td_fail(err, errlen, "%s.network.allow[0]: tool %s has no network", key,
+                             d->name);
     struct td_egress *e;
     char why[400];
     int bad_at = -1;
@@ -130,12 +123,13 @@ static int narrow_network(struct td_tool *d, json_t *v, const char *key, char *e
         int rc = obj ? td_egress_parse(obj, &e, why, sizeof(why)) : -1;
         json_decref(obj);
         if (rc < 0)
-            return fail(err, errlen, "%s.network.%s", key, obj ? why : ": out of memory");
+            return td_fail(err, errlen, "%s.network.%s", key, obj ? why : ": out of memory");
     } else if (td_egress_narrow(d->egress, allow, &e, &bad_at, why, sizeof(why)) < 0) {
         if (bad_at < 0)
-            return fail(err, errlen, "%s.network.%s", key, why);
-        return fail(err, errlen, "%s.network.allow[%d]: \"%s\" is not in tool %s's allow-list", key,
-                    bad_at, json_string_value(json_array_get(allow, (size_t)bad_at)), d->name);
+            return td_fail(err, errlen, "%s.network.%s", key, why);
+        return td_fail(err, errlen, "%s.network.allow[%d]: \"%s\" is not in tool %s's allow-list",
+                       key, bad_at, json_string_value(json_array_get(allow, (size_t)bad_at)),
+                       d->name);
     }
     if (d->own_egress)
         td_egress_free(d->egress);
@@ -154,7 +148,7 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
         return 0;
     }
     if (!json_is_object(pol))
-        return fail(err, errlen, "%s: expected an object", key);
+        return td_fail(err, errlen, "%s: expected an object", key);
     const char *k;
     json_t *v;
     bool deep = false; /* anything but the timeout: a tool of its own */
@@ -162,10 +156,10 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
     {
         if (strcmp(k, "network") && strcmp(k, "filesystem") && strcmp(k, "timeout_ms") &&
             strcmp(k, "limits") && strcmp(k, "memory_mb") && strcmp(k, "processes"))
-            return fail(err, errlen,
-                        "%s.%s: not a key a policy narrows (network, filesystem, timeout_ms, "
-                        "limits, memory_mb, processes)",
-                        key, k);
+            return td_fail(err, errlen,
+                           "%s.%s: not a key a policy narrows (network, filesystem, timeout_ms, "
+                           "limits, memory_mb, processes)",
+                           key, k);
         deep |= strcmp(k, "timeout_ms") != 0;
     }
     json_t *to = json_object_get(pol, "timeout_ms");
@@ -173,10 +167,10 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
     if (t->timeout_ms && (!ceiling || t->timeout_ms < ceiling))
         ceiling = t->timeout_ms;
     if (to && !positive(to, &want))
-        return fail(err, errlen, "%s.timeout_ms: expected a positive integer", key);
+        return td_fail(err, errlen, "%s.timeout_ms: expected a positive integer", key);
     if (to && ceiling && want > ceiling)
-        return fail(err, errlen, "%s.timeout_ms: %llu is above tool %s's %llu", key,
-                    (unsigned long long)want, t->name, (unsigned long long)ceiling);
+        return td_fail(err, errlen, "%s.timeout_ms: %llu is above tool %s's %llu", key,
+                       (unsigned long long)want, t->name, (unsigned long long)ceiling);
     if (!deep) {
         *timeout_ms = to ? want : ceiling;
         *out = td_tool_ref(t);
@@ -184,12 +178,12 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
     }
     struct td_tool *d = derive(t);
     if (!d)
-        return fail(err, errlen, "%s: out of memory", key);
+        return td_fail(err, errlen, "%s: out of memory", key);
     char sub[128];
     int rc = 0;
     json_t *lim = json_object_get(pol, "limits");
     if (lim && !json_is_object(lim))
-        rc = fail(err, errlen, "%s.limits: expected an object", key);
+        rc = td_fail(err, errlen, "%s.limits: expected an object", key);
     json_object_foreach(lim, k, v)
     {
         if (rc == 0) {

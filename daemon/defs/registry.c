@@ -37,6 +37,7 @@
 #include "besteffort.h"
 #include "warmdef.h"
 #include "toolexec.h"
+#include "util.h"
 
 /* The largest definition file read. The largest bundled one is about 1 KiB;
  * a schema with a few thousand enum values still fits. */
@@ -96,15 +97,6 @@ void td_tool_unref(struct td_tool *t)
     free(t);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
 /* Resolve command[0]: absolute as is; with a '/' relative to the definition's
  * directory; a bare name through the worker's PATH (left bare when absent, so
  * the call reports the exec error). */
@@ -160,7 +152,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     const char *key;
     json_t *v;
     if (!json_is_object(def))
-        return fail(err, errlen, "%s: expected a JSON object", file);
+        return td_fail(err, errlen, "%s: expected a JSON object", file);
     json_object_foreach(def, key, v)
     {
         size_t i;
@@ -168,7 +160,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             if (strcmp(key, keys[i]) == 0)
                 break;
         if (i == sizeof(keys) / sizeof(keys[0]))
-            return fail(err, errlen, "%s: %s: unknown key", file, key);
+            return td_fail(err, errlen, "%s: %s: unknown key", file, key);
     }
 
     struct td_tool *t = calloc(1, sizeof(*t));
@@ -178,7 +170,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     int rc = -EINVAL;
 #define BAD(...)                                                                                   \
     do {                                                                                           \
-        rc = fail(err, errlen, __VA_ARGS__);                                                       \
+        rc = td_fail(err, errlen, __VA_ARGS__);                                                    \
         goto out;                                                                                  \
     } while (0)
 
@@ -524,24 +516,24 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
     char **names = NULL;
     *out = NULL;
     if (!realpath(dir, absdir))
-        return fail(err, errlen, "%s: %s", dir, strerror(errno));
+        return td_fail(err, errlen, "%s: %s", dir, strerror(errno));
     int dfd = open(absdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat dst;
     if (dfd < 0 || fstat(dfd, &dst) < 0) {
         int e = errno;
         if (dfd >= 0)
             close(dfd);
-        return fail(err, errlen, "%s: %s", absdir, strerror(e));
+        return td_fail(err, errlen, "%s: %s", absdir, strerror(e));
     }
     if (td_defs_unsafe(&dst, dfd, why, sizeof(why))) {
         close(dfd);
-        return fail(err, errlen, "%s: %s: refusing every definition in it", absdir, why);
+        return td_fail(err, errlen, "%s: %s: refusing every definition in it", absdir, why);
     }
     int n = list_defs(dfd, &names);
     if (n < 0) {
         int e = errno;
         close(dfd);
-        return fail(err, errlen, "%s: %s", absdir, strerror(e));
+        return td_fail(err, errlen, "%s: %s", absdir, strerror(e));
     }
     struct td_registry *r = calloc(1, sizeof(*r));
     if (r)
@@ -570,8 +562,8 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
             char *near = strstr(jerr.text, " near '");
             if (near && !(st.st_mode & S_IROTH))
                 *near = '\0';
-            rc = fail(err, errlen, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
-                      jerr.text);
+            rc = td_fail(err, errlen, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
+                         jerr.text);
         } else {
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
         }
@@ -593,8 +585,8 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
         qsort(r->tools, r->n, sizeof(*r->tools), by_name);
         for (size_t i = 1; i < r->n; i++)
             if (strcmp(r->tools[i - 1]->name, r->tools[i]->name) == 0)
-                rc = fail(err, errlen, "%s: name: \"%s\" is already defined in %s",
-                          r->tools[i]->file, r->tools[i]->name, r->tools[i - 1]->file);
+                rc = td_fail(err, errlen, "%s: name: \"%s\" is already defined in %s",
+                             r->tools[i]->file, r->tools[i]->name, r->tools[i - 1]->file);
         if (rc == 0)
             rc = td_declare_check_names(r, err, errlen);
     }
