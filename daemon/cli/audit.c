@@ -98,14 +98,9 @@ static int check_file(struct chain *ch, const char *path)
 
 int cli_cmd_audit(struct cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
-        if (opt == 'h')
-            return cli_help("audit");
-        if (!cli_common_option(cli, opt, optarg))
-            return cli_bad_option("audit", opt, argv);
-    }
+    int done = cli_only_common_options(cli, "audit", argc, argv);
+    if (done >= 0)
+        return done;
     if (optind >= argc || strcmp(argv[optind], "verify") != 0)
         return cli_usage_error("audit", "expected: audit verify FILE...");
     if (optind + 1 >= argc)

@@ -55,6 +55,10 @@ te_client *cli_connect(struct cli *cli);
 /* clang-format on */
 /* Options every command accepts: --socket, --json. True when handled. */
 bool cli_common_option(struct cli *cli, int opt, const char *arg);
+/* The options of a command that takes only the common ones (getopt_long
+ * over argv, optind left at its first operand): -1 to go on, else the
+ * exit code (--help, a bad option). */
+int cli_only_common_options(struct cli *cli, const char *cmd, int argc, char **argv);
 /* Print a command's help on stdout; returns CLI_EXIT_OK. */
 int cli_help(const char *cmd);
 /* Where cli_help finds a command's help text (toolexec.c's table). */

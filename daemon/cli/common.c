@@ -74,6 +74,20 @@ bool cli_common_option(struct cli *cli, int opt, const char *arg)
     return true;
 }
 
+int cli_only_common_options(struct cli *cli, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+        if (cli_common_option(cli, opt, optarg))
+            continue;
+        if (opt == 'h')
+            return cli_help(cmd);
+        return cli_bad_option(cmd, opt, argv);
+    }
+    return -1;
+}
+
 json_t *cli_json_loadf(FILE *f, size_t flags, json_error_t *err)
 {
     /* Read it all, then te_json_loadb(): jansson's json_loadf() would refuse

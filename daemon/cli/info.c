@@ -17,15 +17,9 @@
  * to go on, else the exit code. */
 static int parse_common(struct cli *cli, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
-        if (cli_common_option(cli, opt, optarg))
-            continue;
-        if (opt == 'h')
-            return cli_help(cmd);
-        return cli_bad_option(cmd, opt, argv);
-    }
+    int rc = cli_only_common_options(cli, cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (optind < argc)
         return cli_usage_error(cmd, "unexpected '%s'", argv[optind]);
     return -1;
@@ -336,15 +330,9 @@ static int write_definition(const char *file, const json_t *def)
 
 int cli_cmd_learn(struct cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
-        if (cli_common_option(cli, opt, optarg))
-            continue;
-        if (opt == 'h')
-            return cli_help("learn");
-        return cli_bad_option("learn", opt, argv);
-    }
+    int done = cli_only_common_options(cli, "learn", argc, argv);
+    if (done >= 0)
+        return done;
     if (optind >= argc)
         return cli_usage_error("learn", "expected the name of a tool in learn mode");
     if (argc - optind > 2)
