@@ -439,6 +439,16 @@ class Daemon:
         self.clients.append(c)
         return c
 
+    def stats(self):
+        """The reply to {"op": "stats"}, on a client of its own."""
+        c = self.client()
+        try:
+            c.send({"op": "stats"})
+            return c.recv()
+        finally:
+            c.close()
+            self.clients.remove(c)
+
     # -- tear-down --------------------------------------------------------
     def kill(self):
         _live_daemons.discard(self)

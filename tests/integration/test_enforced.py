@@ -58,16 +58,6 @@ def completed(res, cid="c"):
     return res.completed(cid)
 
 
-def stats(d):
-    c = d.client()
-    try:
-        c.send({"op": "stats"})
-        return c.recv()
-    finally:
-        c.close()
-        d.clients.remove(c)
-
-
 def audit_records(d):
     out = {}
     for line in d.stderr().splitlines():
@@ -200,7 +190,7 @@ class RecordCases:
 
     def test_warm_tool(self):
         def ready():
-            t = (stats(self.d).get("templates") or {}).get("warm")
+            t = (self.d.stats().get("templates") or {}).get("warm")
             return t if t and t["state"] == "ready" else None
         deadline_wait(ready, what="the warm template")
         ev = self.run1("warm")

@@ -76,18 +76,8 @@ def py_tool(name, script, *argv, **fields):
     return host_if_warm(d)
 
 
-def stats(d):
-    c = d.client()
-    try:
-        c.send({"op": "stats"})
-        return c.recv()
-    finally:
-        c.close()
-        d.clients.remove(c)
-
-
 def template(d, name):
-    return (stats(d).get("templates") or {}).get(name)
+    return (d.stats().get("templates") or {}).get(name)
 
 
 def wait_ready(d, name, other_than=None):
@@ -379,7 +369,7 @@ class Warm(WarmCase):
                 res = d.client().run([{"id": "a", "name": name, "arguments": {"k": 1}}])
                 self.assertEqual(res.result("a"), {"ok": {"k": 1}})
                 self.assertEqual(completed(res)["start"], "cold")
-            self.assertFalse((stats(d).get("templates") or {}), "no template started")
+            self.assertFalse((d.stats().get("templates") or {}), "no template started")
 
     def test_template_crash_at_start(self):
         res = self.run1("h_crash")

@@ -105,25 +105,15 @@ def daemon_sockets(pid):
     return n
 
 
-def stats(d):
-    c = d.client()
-    try:
-        c.send({"op": "stats"})
-        return c.recv()
-    finally:
-        c.close()
-        d.clients.remove(c)
-
-
 def wait_ready(d, name, other_than=None):
     # a warm tool has its template's entry from its load on; none: the
     # daemon runs its calls cold (main before this work: "its egress
     # allow-list (a proxy per call) is built only for cold calls")
-    assert name in (stats(d).get("templates") or {}), "no template for %s: %s" % (
+    assert name in (d.stats().get("templates") or {}), "no template for %s: %s" % (
         name, [l for l in d.stderr().splitlines() if "tool %s:" % name in l])
 
     def ready():
-        t = (stats(d).get("templates") or {}).get(name)
+        t = (d.stats().get("templates") or {}).get(name)
         return t if t and t["state"] == "ready" and t["pid"] != other_than else None
     return deadline_wait(ready, what="the warm template of %s to be ready" % name)
 
@@ -256,7 +246,7 @@ class WarmEgressCases:
         for c in calls:
             self.assertEqual(res.result(c["id"]), {"ok": c["arguments"]})
             self.assertEqual(res.completed(c["id"]).get("start"), "warm")
-        t = stats(self.d)["templates"]["we"]
+        t = self.d.stats()["templates"]["we"]
         self.assertEqual((t["pid"], t["restarts"]), (first["pid"], first["restarts"]),
                          [l for l in self.d.stderr().splitlines() if "tool we:" in l])
 
