@@ -85,6 +85,9 @@ int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init);
 /* The pid the daemon sees behind a pidfd (its fdinfo): -1 once the process
  * has exited, 0 when unknown. */
 pid_t td_sandbox_pidfd_pid(int fd);
+/* Has the process behind a pidfd not exited yet? (A pidfd polls readable
+ * once its process has exited; until then its pid is its own.) */
+bool td_pidfd_alive(int pidfd);
 /* Can a child be started with these namespace flags (CLONE_NEWPID,
  * CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET), and, with CLONE_NEWNS, make its
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until

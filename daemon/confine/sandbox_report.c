@@ -89,9 +89,7 @@ pid_t td_sandbox_pidfd_pid(int fd)
     return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
 }
 
-/* Has the process behind a pidfd not exited yet? A pidfd polls readable
- * once its process has exited; until then its pid is its own. */
-static bool pidfd_alive(int pidfd)
+bool td_pidfd_alive(int pidfd)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     return poll(&p, 1, 0) == 0;
@@ -114,7 +112,7 @@ static int kill_tool(pid_t init, int init_pidfd)
     int rc = 0;
     if (init_child(init) != tool)
         rc = 0; /* reaped between the reads: nothing to kill */
-    else if (init_pidfd >= 0 && !pidfd_alive(init_pidfd))
+    else if (init_pidfd >= 0 && !td_pidfd_alive(init_pidfd))
         rc = -ESRCH; /* the init is gone: its pid may be another's */
     else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
         rc = -errno;

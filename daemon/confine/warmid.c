@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,12 +71,6 @@ static pid_t parent_of(int dir)
     return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
 }
 
-static bool alive(int pidfd)
-{
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
-}
-
 int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid)
 {
     int rc = -EPERM, dir = -1, ns = -1;
@@ -87,7 +80,8 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);
     /* the directory opened while the pidfd's process lives is that
      * process's, whatever the number is later */
-    if (pid <= 0 || (dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || !alive(pidfd))
+    if (pid <= 0 || (dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        !td_pidfd_alive(pidfd))
         goto out;
     uid_t owner;
     if (parent_of(dir) != tpid || (ns = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
@@ -152,7 +146,7 @@ long long td_warmid_uid_of(pid_t p1)
 {
     struct lent *l;
     LIST_FOREACH(l, &lents, link)
-        if (l->pid == p1 && alive(l->pidfd))
+        if (l->pid == p1 && td_pidfd_alive(l->pidfd))
             return l->uid;
     return -1;
 }
