@@ -435,15 +435,17 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
         return rc;
     }
     slots[id] = (struct slot){.ops = ops, .data = data, .gen = slots[id].gen, .busy = true};
+    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
+    if (rc < 0) { /* the spare, not asked for, is still its owner's to drop */
+        free_slot(id);
+        return rc;
+    }
     /* a spare's slot is the call's from here: nothing more is said of it */
     uint32_t sid = spare ? (uint32_t)(spare - 1) : 0;
     if (spare && sid < nslots && slots[sid].busy && slots[sid].spare &&
         slots[sid].gen == (uint32_t)(spare >> 32))
         free_slot(sid);
-    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
-    if (rc < 0)
-        free_slot(id);
-    return rc;
+    return 0;
 }
 
 uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,

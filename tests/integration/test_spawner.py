@@ -13,6 +13,7 @@ Root and unprivileged daemon.
 """
 
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -226,6 +227,47 @@ class FewDescriptors(DaemonTestCase):
         self.assertGreater(daemon_fds, 12 * 4)  # the daemon's, by contrast, grew
         self.c.send({"op": "cancel", "batch": "hold"})
         self.c.finish_batch("hold")
+
+
+def lowest_free_fd(pid):
+    used = {int(x) for x in os.listdir("/proc/%d/fd" % pid)}
+    return next(n for n in range(len(used) + 1) if n not in used)
+
+
+class SpareOfAFailedStart(DaemonTestCase):
+    """A call takes the spare, then cannot start (no descriptor left for its
+    pipes): the call ends with a typed error, and the spare, which the
+    spawner still holds, is dropped (it used to be freed on the daemon's
+    side while its process lived, its uid and cgroup back in the pools,
+    and the spawner's later word of it landed on freed memory)."""
+    TOOLS = TOOLS
+    ARGS = ["--spares", "1"]
+
+    def ready_spares(self):
+        return self.daemon.stats()["spawner"]["spares"].get("who", 0)
+
+    def test_a_spare_taken_by_a_start_that_fails_is_dropped(self):
+        pid = self.daemon.proc.pid
+        sp = harness.deadline_wait(lambda: spawner_of(pid), what="the spawner")
+        self.c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
+        harness.deadline_wait(lambda: self.ready_spares() == 1, what="a ready spare")
+        spare = harness.deadline_wait(lambda: (lambda s: s[0] if len(s) == 1 else None)(
+            spares_of(sp)), what="the spare's process")
+        # no descriptor free below the limit: the call's pipes cannot be made
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free_fd(pid), hard))
+        try:
+            res = self.c.run([{"id": "f", "name": "who"}], batch=harness.new_token("fails"))
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        te = res.tool_error("f")
+        self.assertEqual(te["reason"], "handler_exit", te)
+        self.assertIn("Too many open files", te["cause"].get("spawn_error", ""), te)
+        harness.deadline_wait(lambda: not alive(spare), what="the spare of the failed start to go")
+        res = self.c.run([{"id": "w", "name": "who"}], batch=harness.new_token("after"))
+        self.assertIn("ok", res.result("w"))
+        harness.deadline_wait(lambda: self.ready_spares() == 1, what="a new spare")
+        self.assertEqual(self.daemon.proc.poll(), None)
 
 
 class Lifetime(unittest.TestCase):
