@@ -43,7 +43,7 @@ struct slot {
 
 struct queued {
     STAILQ_ENTRY(queued) link;
-    uint32_t id;
+    uint32_t type, id, gen; /* the slot it speaks for, at its generation */
     uint8_t *msg;
     size_t len;
     int fds[MAX_REQ_FDS];
@@ -92,24 +92,72 @@ static void watch_io(void)
         io_events = want;
 }
 
-/* Send what the queue holds, in order, until the socket is full. */
-static void flush(void)
+static bool slot_is(uint32_t id, uint32_t gen)
+{
+    return id < nslots && slots[id].busy && slots[id].gen == gen;
+}
+
+/* A DROP of a spare whose slot has ended since (the spawner that held it
+ * died): nothing left to drop. */
+static bool stale_drop(const struct queued *q)
+{
+    return q->type == TD_SPAWN_REQ_DROP && !slot_is(q->id, q->gen);
+}
+
+/* A request the socket refused for good: its call fails to start, its spare
+ * is not made (a DROP is let go: the spare goes with its spawner). */
+static void fail_queued(struct queued *q, int err)
+{
+    uint32_t type = q->type, id = q->id, gen = q->gen;
+    drop_queued(q);
+    td_log(TD_LOG_ERR, "spawner: send: %s: the request fails", strerror(err));
+    if (type == TD_SPAWN_REQ_DROP || !slot_is(id, gen))
+        return;
+    const struct td_spawner_ops *ops = slots[id].ops;
+    const struct td_spare_ops *sops = slots[id].spare;
+    void *data = slots[id].data;
+    free_slot(id);
+    if (sops)
+        sops->prepared(data, err, "spawn request");
+    else
+        ops->started(data, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, err, "spawn request");
+}
+
+/* Send what the queue holds, in order, until the socket is full. A send
+ * that can never succeed (EMSGSIZE, ENOBUFS, ETOOMANYREFS...) fails its
+ * request and the rest go on; from the loop only (on_io): the callers of
+ * td_spawner_call() and _prepare() are not ready for a callback, and the
+ * socket, writable, brings on_io at once. */
+static void flush(bool from_loop)
 {
     while (sock >= 0 && !STAILQ_EMPTY(&queue)) {
         struct queued *q = STAILQ_FIRST(&queue);
+        if (stale_drop(q)) {
+            STAILQ_REMOVE_HEAD(&queue, link);
+            drop_queued(q);
+            continue;
+        }
         struct iovec iov = {.iov_base = q->msg, .iov_len = q->len};
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
         te_fds_space u;
         te_fds_put(&m, &u, q->fds, q->nfds);
         if (sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-            if (errno == EINTR)
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EPIPE && errno != ECONNRESET)
-                td_log(TD_LOG_ERR, "spawner: send: %s", strerror(errno));
-            return; /* full, or the spawner is gone: its restart resends */
+            if (err == EAGAIN || err == EPIPE || err == ECONNRESET || err == ENOTCONN)
+                return; /* full, or the spawner is gone: its restart resends */
+            if (!from_loop)
+                return;
+            STAILQ_REMOVE_HEAD(&queue, link);
+            fail_queued(q, err);
+            continue;
         }
         STAILQ_REMOVE_HEAD(&queue, link);
-        slots[q->id].sent = true;
+        /* sent for its own slot only: a DROP is not its spare's request,
+         * and a slot ended and reused since is another's */
+        if (q->type != TD_SPAWN_REQ_DROP && slot_is(q->id, q->gen))
+            slots[q->id].sent = true;
         drop_queued(q);
     }
 }
@@ -206,7 +254,7 @@ static void on_io(uv_poll_t *h, int status, int events)
     if (status < 0 || (events & UV_READABLE))
         drain();
     if (events & UV_WRITABLE)
-        flush();
+        flush(true);
     watch_io();
 }
 
@@ -253,10 +301,47 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
         else
             ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
     }
+    /* the DROPs of spares that died with it: nothing to drop in the next */
+    struct queued *q, *next;
+    for (q = STAILQ_FIRST(&queue); q; q = next) {
+        next = STAILQ_NEXT(q, link);
+        if (stale_drop(q)) {
+            STAILQ_REMOVE(&queue, q, queued, link);
+            drop_queued(q);
+        }
+    }
     if (stopping)
         return;
     restarts++;
     fork_spawner();
+}
+
+/* The socket takes the largest request as one datagram: a Unix datagram
+ * larger than the send buffer (less a little) fails with EMSGSIZE, and the
+ * buffer is net.core.wmem_default's, which a host may keep small. Past
+ * wmem_max with SO_SNDBUFFORCE where we may (root), else up to it.
+ * TOOLEXECD_TEST_SPAWNER_SNDBUF (tests only): a buffer of that size
+ * instead, for a request that cannot be sent. */
+static void size_sndbuf(int fd)
+{
+    int want = (int)(sizeof(struct td_spawn_req) + TD_SPAWNMSG_MAX + 4096), have = 0;
+    socklen_t len = sizeof(have);
+    const char *test = getenv("TOOLEXECD_TEST_SPAWNER_SNDBUF");
+    if (test && *test) {
+        int n = atoi(test);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n));
+        return;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &len) == 0 && have >= want)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+    len = sizeof(have);
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &len) == 0 && have < want)
+        td_log(TD_LOG_WARN,
+               "spawner: its socket's send buffer is %d bytes, less than the largest "
+               "request (%d; net.core.wmem_max): larger ones fail",
+               have, want);
 }
 
 static void fork_spawner(void)
@@ -279,6 +364,7 @@ static void fork_spawner(void)
         return;
     }
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    size_sndbuf(sv[0]);
     sock = sv[0];
     spid = pid;
     io = malloc(sizeof(*io));
@@ -290,7 +376,7 @@ static void fork_spawner(void)
         io_events = UV_READABLE;
     }
     td_reaper_watch(pid, NULL, on_spawner_exit, (void *)(intptr_t)pid);
-    flush();
+    flush(false);
     watch_io();
 }
 
@@ -416,9 +502,11 @@ static int request(uint32_t type, const struct td_spawn *s, int *theirs, uint32_
         memcpy(q->msg + sizeof(req), body, blen);
     free(body);
     q->len = sizeof(req) + blen;
+    q->type = type;
     q->id = id;
+    q->gen = req.gen;
     STAILQ_INSERT_TAIL(&queue, q, link);
-    flush();
+    flush(false);
     watch_io();
     return 0;
 }

@@ -270,6 +270,40 @@ class SpareOfAFailedStart(DaemonTestCase):
         self.assertEqual(self.daemon.proc.poll(), None)
 
 
+class RequestTooBigForTheSocket(DaemonTestCase):
+    """A request the spawner's socket can never take (EMSGSIZE here: a
+    send buffer made small for the test, a description larger than it)
+    fails its call with a typed error; the calls queued behind it run. It
+    used to stay at the head of the queue, every later call waiting behind
+    it and the loop logging the error at every turn."""
+    SNDBUF = 64 * 1024  # the kernel doubles it: 128 KiB
+    TOOLS = [worker_tool("echo", "echo", timeout_ms=10000),
+             worker_tool("big", "echo", timeout_ms=10000, env={"BIG": "x" * (150 * 1024)})]
+
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        cls.daemon = Daemon(cls.TOOLS, env={"TOOLEXECD_TEST_SPAWNER_SNDBUF": str(cls.SNDBUF)})
+
+    def test_a_request_that_cannot_be_sent_fails_and_the_queue_goes_on(self):
+        calls = [{"id": "b", "name": "big", "arguments": {"n": 0}}] + \
+            [{"id": "e%d" % i, "name": "echo", "arguments": {"n": i}} for i in range(3)]
+        res = self.c.run(calls, batch=harness.new_token("q"), max_concurrency=4)
+        te = res.tool_error("b")
+        self.assertEqual(te["reason"], "handler_exit", te)
+        self.assertIn("Message too long", te["cause"].get("spawn_error", ""), te)
+        for i in range(3):
+            self.assertEqual(res.result("e%d" % i), {"ok": {"n": i}})
+        res = self.c.run([{"id": "a", "name": "echo", "arguments": {"n": 9}}],
+                         batch=harness.new_token("after"))
+        self.assertEqual(res.result("a"), {"ok": {"n": 9}})
+        self.assertEqual(self.daemon.stderr().count("spawner: send"), 1, self.daemon.stderr())
+        # nothing left held for the call that failed (a call's result may
+        # come a moment before the spawner's word of its end)
+        harness.deadline_wait(lambda: self.daemon.stats()["spawner"]["calls"] == 0,
+                              what="no call in flight")
+
+
 class Lifetime(unittest.TestCase):
     def test_no_spawner_or_spare_outlives_the_daemon(self):
         d = Daemon(TOOLS, ARGS)
