@@ -162,19 +162,17 @@ static void flush(bool from_loop)
     }
 }
 
-static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
+static void on_reply(const struct td_spawn_reply *r, const struct td_spawn_got *g, int *fds,
+                     size_t nfds)
 {
     size_t used = 0;
-    if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen && slots[r->id].spare) {
+    if (slot_is(r->id, r->gen) && slots[r->id].spare) {
         struct slot *s = &slots[r->id];
         const struct td_spare_ops *ops = s->spare;
         void *data = s->data;
         if (r->type == TD_SPAWN_PREPARED && r->err) {
-            char what[sizeof(r->what) + 1];
-            memcpy(what, r->what, sizeof(r->what));
-            what[sizeof(r->what)] = '\0';
             free_slot(r->id);
-            ops->prepared(data, r->err, what);
+            ops->prepared(data, r->err, g->what);
         } else if (r->type == TD_SPAWN_PREPARED) {
             s->started = true;
             ops->prepared(data, 0, NULL);
@@ -182,34 +180,26 @@ static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
             free_slot(r->id);
             ops->gone(data);
         }
-    } else if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen) {
+    } else if (slot_is(r->id, r->gen)) {
         struct slot *s = &slots[r->id];
         if (r->type == TD_SPAWN_STARTED && !s->started) {
-            int handed[TD_HAND_COUNT], pidfd = -1;
-            if (!r->err && nfds > 0)
-                pidfd = fds[used++];
+            int handed[TD_HAND_COUNT], pidfd = g->pidfd >= 0 ? fds[g->pidfd] : -1;
             for (int k = 0; k < TD_HAND_COUNT; k++)
-                handed[k] = !r->err && (r->handed & (1u << k)) && used < nfds ? fds[used++] : -1;
-            char what[sizeof(r->what) + 1];
-            memcpy(what, r->what, sizeof(r->what));
-            what[sizeof(r->what)] = '\0';
+                handed[k] = g->handed[k] >= 0 ? fds[g->handed[k]] : -1;
+            used = g->used;
             if (r->err || pidfd < 0) {
                 free_slot(r->id);
                 s->ops->started(s->data, 0, -1, handed, r->err ? r->err : EBADMSG,
-                                what[0] ? what : "spawner");
+                                g->what[0] ? g->what : "spawner");
             } else {
                 s->started = true;
                 s->ops->started(s->data, r->pid, pidfd, handed, 0, NULL);
             }
         } else if (r->type == TD_SPAWN_EXITED && s->started) {
-            struct rusage ru = {0};
-            ru.ru_utime = (struct timeval){r->user_us / 1000000, r->user_us % 1000000};
-            ru.ru_stime = (struct timeval){r->sys_us / 1000000, r->sys_us % 1000000};
-            ru.ru_maxrss = r->maxrss_kb;
             const struct td_spawner_ops *ops = s->ops;
             void *data = s->data;
             free_slot(r->id);
-            ops->exited(data, r->status, &ru, NULL);
+            ops->exited(data, r->status, &g->ru, NULL);
         }
     }
     for (size_t i = used; i < nfds; i++)
@@ -237,12 +227,14 @@ static void drain(void)
         }
         int fds[MAX_REPLY_FDS];
         size_t nfds = te_fds_take(&m, fds, MAX_REPLY_FDS);
-        if (n != (ssize_t)sizeof(r)) {
+        struct td_spawn_reply r2;
+        struct td_spawn_got g;
+        if (!td_spawnmsg_reply(&r, (size_t)n, nfds, &r2, &g)) {
             for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
             continue;
         }
-        on_reply(&r, fds, nfds);
+        on_reply(&r2, &g, fds, nfds);
     }
 }
 

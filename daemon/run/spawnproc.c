@@ -192,9 +192,7 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
 {
     struct td_spawn_reply r = {.type = TD_SPAWN_STARTED, .id = q->id, .gen = q->gen};
     struct td_spawnmsg m;
-    size_t need =
-        TD_SANDBOX_ENDS + !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
-    int rc = nfds != need ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
+    int rc = nfds != td_spawnmsg_req_fds(q) ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
     const char *what = "spawn request";
     if (rc == 0) {
         size_t k = TD_SANDBOX_ENDS;
@@ -335,9 +333,10 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
 {
     struct td_spawn_reply r = {.type = TD_SPAWN_PREPARED, .id = q->id, .gen = q->gen};
     struct td_spawnmsg m;
-    size_t need = !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
     const char *what = "spare";
-    int rc = nfds != need || nspares == MAX_SPARES ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
+    int rc = nfds != td_spawnmsg_req_fds(q) || nspares == MAX_SPARES
+                 ? -EBADMSG
+                 : td_spawnmsg_unpack(body, len, &m);
     int ctl[2] = {-1, -1}, rep[2] = {-1, -1};
     if (rc == 0) {
         size_t k = 0;
