@@ -44,6 +44,7 @@ struct slot {
 struct queued {
     STAILQ_ENTRY(queued) link;
     uint32_t type, id, gen; /* the slot it speaks for, at its generation */
+    bool orphan;            /* a DROP of a spare whose slot is gone (fail_queued) */
     uint8_t *msg;
     size_t len;
     int fds[MAX_REQ_FDS];
@@ -101,14 +102,41 @@ static bool slot_is(uint32_t id, uint32_t gen)
  * died): nothing left to drop. */
 static bool stale_drop(const struct queued *q)
 {
-    return q->type == TD_SPAWN_REQ_DROP && !slot_is(q->id, q->gen);
+    return q->type == TD_SPAWN_REQ_DROP && !q->orphan && !slot_is(q->id, q->gen);
 }
 
 /* A request the socket refused for good: its call fails to start, its spare
- * is not made (a DROP is let go: the spare goes with its spawner). */
+ * is not made (a DROP is let go: the spare goes with its spawner). A call's
+ * spare, never told of it, is dropped first: the DROP goes before anything
+ * later, so that the call's uid, given back now, is not another's while it
+ * still runs as that uid. */
 static void fail_queued(struct queued *q, int err)
 {
     uint32_t type = q->type, id = q->id, gen = q->gen;
+    struct td_spawn_req h;
+    memcpy(&h, q->msg, sizeof(h));
+    if (type == TD_SPAWN_REQ_START && h.spare_id != TD_SPAWN_NO_SPARE) {
+        uint8_t *msg = malloc(sizeof(h));
+        struct queued *d = calloc(1, sizeof(*d));
+        if (msg && d) {
+            memcpy(msg,
+                   &(struct td_spawn_req){.type = TD_SPAWN_REQ_DROP,
+                                          .id = h.spare_id,
+                                          .gen = h.spare_gen,
+                                          .spare_id = TD_SPAWN_NO_SPARE},
+                   sizeof(h));
+            *d = (struct queued){.type = TD_SPAWN_REQ_DROP,
+                                 .id = h.spare_id,
+                                 .gen = h.spare_gen,
+                                 .orphan = true,
+                                 .msg = msg,
+                                 .len = sizeof(h)};
+            STAILQ_INSERT_HEAD(&queue, d, link);
+        } else {
+            free(msg);
+            free(d);
+        }
+    }
     drop_queued(q);
     td_log(TD_LOG_ERR, "spawner: send: %s: the request fails", strerror(err));
     if (type == TD_SPAWN_REQ_DROP || !slot_is(id, gen))
@@ -297,7 +325,7 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     struct queued *q, *next;
     for (q = STAILQ_FIRST(&queue); q; q = next) {
         next = STAILQ_NEXT(q, link);
-        if (stale_drop(q)) {
+        if (stale_drop(q) || q->orphan) {
             STAILQ_REMOVE(&queue, q, queued, link);
             drop_queued(q);
         }

@@ -283,7 +283,7 @@ class RequestTooBigForTheSocket(DaemonTestCase):
     @classmethod
     def setUpClass(cls):
         harness.require_env()
-        cls.daemon = Daemon(cls.TOOLS, env={"TOOLEXECD_TEST_SPAWNER_SNDBUF": str(cls.SNDBUF)})
+        cls.daemon = Daemon(cls.TOOLS, cls.ARGS, env={"TOOLEXECD_TEST_SPAWNER_SNDBUF": str(cls.SNDBUF)})
 
     def test_a_request_that_cannot_be_sent_fails_and_the_queue_goes_on(self):
         calls = [{"id": "b", "name": "big", "arguments": {"n": 0}}] + \
@@ -302,6 +302,35 @@ class RequestTooBigForTheSocket(DaemonTestCase):
         # come a moment before the spawner's word of its end)
         harness.deadline_wait(lambda: self.daemon.stats()["spawner"]["calls"] == 0,
                               what="no call in flight")
+
+
+class SpareOfARequestTooBig(DaemonTestCase):
+    """A call that took a spare and whose request the socket then refuses
+    (as above): the spare, never told of its call, is dropped; it used to
+    live on in the spawner, its uid back in the pool with the call's."""
+    TOOLS = RequestTooBigForTheSocket.TOOLS
+    ARGS = ["--spares", "1"]
+    setUpClass = RequestTooBigForTheSocket.__dict__["setUpClass"]
+    SNDBUF = RequestTooBigForTheSocket.SNDBUF
+
+    def test_the_spare_of_a_request_too_big_is_dropped(self):
+        sp = harness.deadline_wait(lambda: spawner_of(self.daemon.proc.pid), what="the spawner")
+        big = [{"id": "b", "name": "big", "arguments": {"n": 0}}]
+        # the first call is refused too, but its tool gets a spare (a spare's
+        # description carries no environment: it fits)
+        res = self.c.run(big, batch=harness.new_token("first"))
+        self.assertEqual(res.tool_error("b")["reason"], "handler_exit")
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("big", 0) == 1, what="a spare")
+        spare = harness.deadline_wait(lambda: (lambda s: s[0] if len(s) == 1 else None)(
+            spares_of(sp)), what="the spare's process")
+        res = self.c.run(big, batch=harness.new_token("takes"))
+        te = res.tool_error("b")
+        self.assertIn("Message too long", te["cause"].get("spawn_error", ""), te)
+        harness.deadline_wait(lambda: not alive(spare), what="the spare of the refused call to go")
+        res = self.c.run([{"id": "e", "name": "echo", "arguments": {"n": 1}}],
+                         batch=harness.new_token("after"))
+        self.assertEqual(res.result("e"), {"ok": {"n": 1}})
 
 
 class Lifetime(unittest.TestCase):
