@@ -9,7 +9,10 @@ spawnproc.c), a process of their own, off the daemon's loop.
   started, and the next calls run.
 - No spawner outlives the daemon (SIGKILL of the daemon).
 - "--spawner no": the loop starts calls itself, as before.
-Root and unprivileged daemon.
+- A call that took a spare and cannot start (no descriptor), or whose
+  request the socket refuses for good (too big for its buffer), ends with a
+  typed error; the spare is dropped, and the calls behind it run.
+Root and unprivileged daemon (the failures: root).
 """
 
 import os
@@ -234,6 +237,8 @@ def lowest_free_fd(pid):
     return next(n for n in range(len(used) + 1) if n not in used)
 
 
+# Root only: the unprivileged daemon's limit cannot be lowered from here
+# (prlimit: EPERM).
 class SpareOfAFailedStart(DaemonTestCase):
     """A call takes the spare, then cannot start (no descriptor left for its
     pipes): the call ends with a typed error, and the spare, which the
@@ -247,9 +252,10 @@ class SpareOfAFailedStart(DaemonTestCase):
         return self.daemon.stats()["spawner"]["spares"].get("who", 0)
 
     def test_a_spare_taken_by_a_start_that_fails_is_dropped(self):
+        c = self.daemon.client()
         pid = self.daemon.proc.pid
         sp = harness.deadline_wait(lambda: spawner_of(pid), what="the spawner")
-        self.c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
+        c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
         harness.deadline_wait(lambda: self.ready_spares() == 1, what="a ready spare")
         spare = harness.deadline_wait(lambda: (lambda s: s[0] if len(s) == 1 else None)(
             spares_of(sp)), what="the spare's process")
@@ -257,14 +263,14 @@ class SpareOfAFailedStart(DaemonTestCase):
         soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free_fd(pid), hard))
         try:
-            res = self.c.run([{"id": "f", "name": "who"}], batch=harness.new_token("fails"))
+            res = c.run([{"id": "f", "name": "who"}], batch=harness.new_token("fails"))
         finally:
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
         te = res.tool_error("f")
         self.assertEqual(te["reason"], "handler_exit", te)
         self.assertIn("Too many open files", te["cause"].get("spawn_error", ""), te)
         harness.deadline_wait(lambda: not alive(spare), what="the spare of the failed start to go")
-        res = self.c.run([{"id": "w", "name": "who"}], batch=harness.new_token("after"))
+        res = c.run([{"id": "w", "name": "who"}], batch=harness.new_token("after"))
         self.assertIn("ok", res.result("w"))
         harness.deadline_wait(lambda: self.ready_spares() == 1, what="a new spare")
         self.assertEqual(self.daemon.proc.poll(), None)
