@@ -13,7 +13,10 @@
  * A call takes a ready spare of its own tool (the same definition, by
  * pointer), with its uid, directory and cgroup; the spawner then hands the
  * spare the call's pipes and environment. A spare that dies unused gives
- * all of it back.
+ * all of it back. A call whose start fails before the spawner is asked
+ * (no descriptor, no memory) hands its spare back: it is dropped, and
+ * keeps its uid, directory and cgroup until the spawner says it is gone,
+ * since its process lives until then.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +52,7 @@ struct spare {
     struct td_cgroup *cg;
     struct td_limits limits;
     bool ready, dropping;
+    bool lent;        /* taken by a call not yet sent to the spawner */
     uint64_t used_ms; /* its tool's last call */
 };
 
@@ -124,7 +128,7 @@ static unsigned of_tool(const struct td_tool *t)
     unsigned n = 0;
     struct spare *s;
     LIST_FOREACH(s, &all, link)
-        n += s->tool == t && !s->dropping;
+        n += s->tool == t && !s->dropping && !s->lent;
     return n;
 }
 
@@ -144,7 +148,7 @@ static void on_idle_check(uv_timer_t *t)
     struct spare *s, *next;
     for (s = LIST_FIRST(&all); s; s = next) {
         next = LIST_NEXT(s, link);
-        if (now - s->used_ms > SPARE_IDLE_MS)
+        if (now - s->used_ms > SPARE_IDLE_MS && !s->lent)
             drop(s);
     }
     if (LIST_EMPTY(&all)) {
@@ -216,7 +220,7 @@ void td_spares_refill(struct td_tool *t)
         if (held - dropping >= cap) {
             struct spare *lru = NULL;
             LIST_FOREACH(s, &all, link)
-                if (s->tool != t && !s->dropping && (!lru || s->used_ms < lru->used_ms))
+                if (s->tool != t && !s->dropping && !s->lent && (!lru || s->used_ms < lru->used_ms))
                     lru = s;
             if (!lru)
                 break;
@@ -241,7 +245,7 @@ bool td_spares_take(struct td_tool *t, struct td_spare_grant *g)
     /* the oldest ready one (the list is newest first) */
     struct spare *s = NULL, *x;
     LIST_FOREACH(x, &all, link)
-        if (x->tool == t && x->ready && !x->dropping)
+        if (x->tool == t && x->ready && !x->dropping && !x->lent)
             s = x;
     if (!s)
         return false;
@@ -252,12 +256,38 @@ bool td_spares_take(struct td_tool *t, struct td_spare_grant *g)
                                  .dir = s->dir,
                                  .cg = s->cg,
                                  .limits = s->limits};
+    s->lent = true;
+    td_log(TD_LOG_DEBUG, "tool %s: a call takes a spare (%u held)", t->name, held);
+    return true;
+}
+
+static struct spare *lent_of(const struct td_spare_grant *g)
+{
+    struct spare *s;
+    LIST_FOREACH(s, &all, link)
+        if (s->lent && s->handle == g->handle)
+            return s;
+    return NULL;
+}
+
+void td_spares_taken(const struct td_spare_grant *g)
+{
+    struct spare *s = lent_of(g);
+    if (!s)
+        return;
     s->taken = (uid_t)-1;
     s->dir = NULL;
     s->cg = NULL;
     release(s, false);
-    td_log(TD_LOG_DEBUG, "tool %s: a call takes a spare (%u held)", t->name, held);
-    return true;
+}
+
+void td_spares_untake(const struct td_spare_grant *g)
+{
+    struct spare *s = lent_of(g);
+    if (!s)
+        return;
+    s->lent = false;
+    drop(s);
 }
 
 void td_spares_drop_all(void)
@@ -288,7 +318,7 @@ json_t *td_spares_stats(void)
     json_t *o = json_object();
     struct spare *s;
     LIST_FOREACH(s, &all, link) {
-        if (!s->ready || s->dropping)
+        if (!s->ready || s->dropping || s->lent)
             continue;
         json_t *n = json_object_get(o, s->tool->name);
         json_object_set_new(o, s->tool->name, json_integer(n ? json_integer_value(n) + 1 : 1));

@@ -31,8 +31,14 @@ struct td_spare_grant {
     struct td_limits limits;
 };
 
-/* A ready spare of t for a call, if one is there. */
+/* A ready spare of t for a call, if one is there: lent to the call until
+ * td_spares_taken() (the spawner was asked to start the call with it: all
+ * of it the call's) or td_spares_untake() (it was not: the spare is
+ * dropped, and keeps what g names until the spawner says it is gone; the
+ * call gives none of it back). One of the two follows every take. */
 bool td_spares_take(struct td_tool *t, struct td_spare_grant *g);
+void td_spares_taken(const struct td_spare_grant *g);
+void td_spares_untake(const struct td_spare_grant *g);
 /* After a call of t: spares of t made up to what is kept (--spares). */
 void td_spares_refill(struct td_tool *t);
 /* Every spare dropped (a reload: definitions may have changed). */

@@ -43,7 +43,8 @@ struct slot {
 
 struct queued {
     STAILQ_ENTRY(queued) link;
-    uint32_t id;
+    uint32_t type, id, gen; /* the slot it speaks for, at its generation */
+    bool orphan;            /* a DROP of a spare whose slot is gone (fail_queued) */
     uint8_t *msg;
     size_t len;
     int fds[MAX_REQ_FDS];
@@ -92,41 +93,114 @@ static void watch_io(void)
         io_events = want;
 }
 
-/* Send what the queue holds, in order, until the socket is full. */
-static void flush(void)
+static bool slot_is(uint32_t id, uint32_t gen)
+{
+    return id < nslots && slots[id].busy && slots[id].gen == gen;
+}
+
+/* A DROP of a spare whose slot has ended since (the spawner that held it
+ * died): nothing left to drop. */
+static bool stale_drop(const struct queued *q)
+{
+    return q->type == TD_SPAWN_REQ_DROP && !q->orphan && !slot_is(q->id, q->gen);
+}
+
+/* A request the socket refused for good: its call fails to start, its spare
+ * is not made (a DROP is let go: the spare goes with its spawner). A call's
+ * spare, never told of it, is dropped first: the DROP goes before anything
+ * later, so that the call's uid, given back now, is not another's while it
+ * still runs as that uid. */
+static void fail_queued(struct queued *q, int err)
+{
+    uint32_t type = q->type, id = q->id, gen = q->gen;
+    struct td_spawn_req h;
+    memcpy(&h, q->msg, sizeof(h));
+    if (type == TD_SPAWN_REQ_START && h.spare_id != TD_SPAWN_NO_SPARE) {
+        uint8_t *msg = malloc(sizeof(h));
+        struct queued *d = calloc(1, sizeof(*d));
+        if (msg && d) {
+            memcpy(msg,
+                   &(struct td_spawn_req){.type = TD_SPAWN_REQ_DROP,
+                                          .id = h.spare_id,
+                                          .gen = h.spare_gen,
+                                          .spare_id = TD_SPAWN_NO_SPARE},
+                   sizeof(h));
+            *d = (struct queued){.type = TD_SPAWN_REQ_DROP,
+                                 .id = h.spare_id,
+                                 .gen = h.spare_gen,
+                                 .orphan = true,
+                                 .msg = msg,
+                                 .len = sizeof(h)};
+            STAILQ_INSERT_HEAD(&queue, d, link);
+        } else {
+            free(msg);
+            free(d);
+        }
+    }
+    drop_queued(q);
+    td_log(TD_LOG_ERR, "spawner: send: %s: the request fails", strerror(err));
+    if (type == TD_SPAWN_REQ_DROP || !slot_is(id, gen))
+        return;
+    const struct td_spawner_ops *ops = slots[id].ops;
+    const struct td_spare_ops *sops = slots[id].spare;
+    void *data = slots[id].data;
+    free_slot(id);
+    if (sops)
+        sops->prepared(data, err, "spawn request");
+    else
+        ops->started(data, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, err, "spawn request");
+}
+
+/* Send what the queue holds, in order, until the socket is full. A send
+ * that can never succeed (EMSGSIZE, ENOBUFS, ETOOMANYREFS...) fails its
+ * request and the rest go on; from the loop only (on_io): the callers of
+ * td_spawner_call() and _prepare() are not ready for a callback, and the
+ * socket, writable, brings on_io at once. */
+static void flush(bool from_loop)
 {
     while (sock >= 0 && !STAILQ_EMPTY(&queue)) {
         struct queued *q = STAILQ_FIRST(&queue);
+        if (stale_drop(q)) {
+            STAILQ_REMOVE_HEAD(&queue, link);
+            drop_queued(q);
+            continue;
+        }
         struct iovec iov = {.iov_base = q->msg, .iov_len = q->len};
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
         te_fds_space u;
         te_fds_put(&m, &u, q->fds, q->nfds);
         if (sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-            if (errno == EINTR)
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EPIPE && errno != ECONNRESET)
-                td_log(TD_LOG_ERR, "spawner: send: %s", strerror(errno));
-            return; /* full, or the spawner is gone: its restart resends */
+            if (err == EAGAIN || err == EPIPE || err == ECONNRESET || err == ENOTCONN)
+                return; /* full, or the spawner is gone: its restart resends */
+            if (!from_loop)
+                return;
+            STAILQ_REMOVE_HEAD(&queue, link);
+            fail_queued(q, err);
+            continue;
         }
         STAILQ_REMOVE_HEAD(&queue, link);
-        slots[q->id].sent = true;
+        /* sent for its own slot only: a DROP is not its spare's request,
+         * and a slot ended and reused since is another's */
+        if (q->type != TD_SPAWN_REQ_DROP && slot_is(q->id, q->gen))
+            slots[q->id].sent = true;
         drop_queued(q);
     }
 }
 
-static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
+static void on_reply(const struct td_spawn_reply *r, const struct td_spawn_got *g, int *fds,
+                     size_t nfds)
 {
     size_t used = 0;
-    if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen && slots[r->id].spare) {
+    if (slot_is(r->id, r->gen) && slots[r->id].spare) {
         struct slot *s = &slots[r->id];
         const struct td_spare_ops *ops = s->spare;
         void *data = s->data;
         if (r->type == TD_SPAWN_PREPARED && r->err) {
-            char what[sizeof(r->what) + 1];
-            memcpy(what, r->what, sizeof(r->what));
-            what[sizeof(r->what)] = '\0';
             free_slot(r->id);
-            ops->prepared(data, r->err, what);
+            ops->prepared(data, r->err, g->what);
         } else if (r->type == TD_SPAWN_PREPARED) {
             s->started = true;
             ops->prepared(data, 0, NULL);
@@ -134,34 +208,26 @@ static void on_reply(const struct td_spawn_reply *r, int *fds, size_t nfds)
             free_slot(r->id);
             ops->gone(data);
         }
-    } else if (r->id < nslots && slots[r->id].busy && slots[r->id].gen == r->gen) {
+    } else if (slot_is(r->id, r->gen)) {
         struct slot *s = &slots[r->id];
         if (r->type == TD_SPAWN_STARTED && !s->started) {
-            int handed[TD_HAND_COUNT], pidfd = -1;
-            if (!r->err && nfds > 0)
-                pidfd = fds[used++];
+            int handed[TD_HAND_COUNT], pidfd = g->pidfd >= 0 ? fds[g->pidfd] : -1;
             for (int k = 0; k < TD_HAND_COUNT; k++)
-                handed[k] = !r->err && (r->handed & (1u << k)) && used < nfds ? fds[used++] : -1;
-            char what[sizeof(r->what) + 1];
-            memcpy(what, r->what, sizeof(r->what));
-            what[sizeof(r->what)] = '\0';
+                handed[k] = g->handed[k] >= 0 ? fds[g->handed[k]] : -1;
+            used = g->used;
             if (r->err || pidfd < 0) {
                 free_slot(r->id);
                 s->ops->started(s->data, 0, -1, handed, r->err ? r->err : EBADMSG,
-                                what[0] ? what : "spawner");
+                                g->what[0] ? g->what : "spawner");
             } else {
                 s->started = true;
                 s->ops->started(s->data, r->pid, pidfd, handed, 0, NULL);
             }
         } else if (r->type == TD_SPAWN_EXITED && s->started) {
-            struct rusage ru = {0};
-            ru.ru_utime = (struct timeval){r->user_us / 1000000, r->user_us % 1000000};
-            ru.ru_stime = (struct timeval){r->sys_us / 1000000, r->sys_us % 1000000};
-            ru.ru_maxrss = r->maxrss_kb;
             const struct td_spawner_ops *ops = s->ops;
             void *data = s->data;
             free_slot(r->id);
-            ops->exited(data, r->status, &ru, NULL);
+            ops->exited(data, r->status, &g->ru, NULL);
         }
     }
     for (size_t i = used; i < nfds; i++)
@@ -189,12 +255,14 @@ static void drain(void)
         }
         int fds[MAX_REPLY_FDS];
         size_t nfds = te_fds_take(&m, fds, MAX_REPLY_FDS);
-        if (n != (ssize_t)sizeof(r)) {
+        struct td_spawn_reply r2;
+        struct td_spawn_got g;
+        if (!td_spawnmsg_reply(&r, (size_t)n, nfds, &r2, &g)) {
             for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
             continue;
         }
-        on_reply(&r, fds, nfds);
+        on_reply(&r2, &g, fds, nfds);
     }
 }
 
@@ -206,7 +274,7 @@ static void on_io(uv_poll_t *h, int status, int events)
     if (status < 0 || (events & UV_READABLE))
         drain();
     if (events & UV_WRITABLE)
-        flush();
+        flush(true);
     watch_io();
 }
 
@@ -253,10 +321,47 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
         else
             ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
     }
+    /* the DROPs of spares that died with it: nothing to drop in the next */
+    struct queued *q, *next;
+    for (q = STAILQ_FIRST(&queue); q; q = next) {
+        next = STAILQ_NEXT(q, link);
+        if (stale_drop(q) || q->orphan) {
+            STAILQ_REMOVE(&queue, q, queued, link);
+            drop_queued(q);
+        }
+    }
     if (stopping)
         return;
     restarts++;
     fork_spawner();
+}
+
+/* The socket takes the largest request as one datagram: a Unix datagram
+ * larger than the send buffer (less a little) fails with EMSGSIZE, and the
+ * buffer is net.core.wmem_default's, which a host may keep small. Past
+ * wmem_max with SO_SNDBUFFORCE where we may (root), else up to it.
+ * TOOLEXECD_TEST_SPAWNER_SNDBUF (tests only): a buffer of that size
+ * instead, for a request that cannot be sent. */
+static void size_sndbuf(int fd)
+{
+    int want = (int)(sizeof(struct td_spawn_req) + TD_SPAWNMSG_MAX + 4096), have = 0;
+    socklen_t len = sizeof(have);
+    const char *test = getenv("TOOLEXECD_TEST_SPAWNER_SNDBUF");
+    if (test && *test) {
+        int n = atoi(test);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n));
+        return;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &len) == 0 && have >= want)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+    len = sizeof(have);
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &len) == 0 && have < want)
+        td_log(TD_LOG_WARN,
+               "spawner: its socket's send buffer is %d bytes, less than the largest "
+               "request (%d; net.core.wmem_max): larger ones fail",
+               have, want);
 }
 
 static void fork_spawner(void)
@@ -279,6 +384,7 @@ static void fork_spawner(void)
         return;
     }
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    size_sndbuf(sv[0]);
     sock = sv[0];
     spid = pid;
     io = malloc(sizeof(*io));
@@ -290,7 +396,7 @@ static void fork_spawner(void)
         io_events = UV_READABLE;
     }
     td_reaper_watch(pid, NULL, on_spawner_exit, (void *)(intptr_t)pid);
-    flush();
+    flush(false);
     watch_io();
 }
 
@@ -416,9 +522,11 @@ static int request(uint32_t type, const struct td_spawn *s, int *theirs, uint32_
         memcpy(q->msg + sizeof(req), body, blen);
     free(body);
     q->len = sizeof(req) + blen;
+    q->type = type;
     q->id = id;
+    q->gen = req.gen;
     STAILQ_INSERT_TAIL(&queue, q, link);
-    flush();
+    flush(false);
     watch_io();
     return 0;
 }
@@ -435,15 +543,17 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
         return rc;
     }
     slots[id] = (struct slot){.ops = ops, .data = data, .gen = slots[id].gen, .busy = true};
+    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
+    if (rc < 0) { /* the spare, not asked for, is still its owner's to drop */
+        free_slot(id);
+        return rc;
+    }
     /* a spare's slot is the call's from here: nothing more is said of it */
     uint32_t sid = spare ? (uint32_t)(spare - 1) : 0;
     if (spare && sid < nslots && slots[sid].busy && slots[sid].spare &&
         slots[sid].gen == (uint32_t)(spare >> 32))
         free_slot(sid);
-    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
-    if (rc < 0)
-        free_slot(id);
-    return rc;
+    return 0;
 }
 
 uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,

@@ -287,6 +287,48 @@ int td_spawnmsg_unpack(const uint8_t *buf, size_t len, struct td_spawnmsg *m)
     return 0;
 }
 
+size_t td_spawnmsg_req_fds(const struct td_spawn_req *q)
+{
+    if (q->type == TD_SPAWN_REQ_DROP)
+        return 0;
+    return (q->type == TD_SPAWN_REQ_START ? TD_SANDBOX_ENDS : 0) +
+           !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
+}
+
+/* Microseconds as a timeval; what is not a time (negative) as none. */
+static struct timeval tv_of(int64_t us)
+{
+    if (us < 0)
+        us = 0;
+    return (struct timeval){us / 1000000, us % 1000000};
+}
+
+bool td_spawnmsg_reply(const void *buf, size_t n, size_t nfds, struct td_spawn_reply *r,
+                       struct td_spawn_got *g)
+{
+    *g = (struct td_spawn_got){.pidfd = -1};
+    for (int k = 0; k < TD_HAND_COUNT; k++)
+        g->handed[k] = -1;
+    if (n != sizeof(*r))
+        return false;
+    memcpy(r, buf, sizeof(*r));
+    memcpy(g->what, r->what, sizeof(r->what));
+    g->what[sizeof(r->what)] = '\0';
+    /* a start's pidfd, then what it handed up in the order of their bits */
+    if (r->type == TD_SPAWN_STARTED && !r->err && nfds > 0) {
+        g->pidfd = (int)g->used++;
+        for (int k = 0; k < TD_HAND_COUNT; k++)
+            if ((r->handed & (1u << k)) && g->used < nfds)
+                g->handed[k] = (int)g->used++;
+    }
+    if (r->type == TD_SPAWN_EXITED) {
+        g->ru.ru_utime = tv_of(r->user_us);
+        g->ru.ru_stime = tv_of(r->sys_us);
+        g->ru.ru_maxrss = r->maxrss_kb < 0 ? 0 : r->maxrss_kb;
+    }
+    return true;
+}
+
 void td_spawnmsg_free(struct td_spawnmsg *m)
 {
     free(m->argv);

@@ -46,6 +46,25 @@ struct td_spawn_reply {
     char what[32]; /* the step that failed (err != 0) */
 };
 
+/* The descriptors a request of q's header comes with (the spawner's
+ * check): the child's four ends for a START, then the cgroup's where flags
+ * say so; none for a DROP. */
+size_t td_spawnmsg_req_fds(const struct td_spawn_req *q);
+
+/* A reply as the loop reads it (spawner.c): n bytes that came with nfds
+ * descriptors. False when it is not one (its descriptors are all to
+ * close). Else *r, and in *g which of the descriptors are what (indexes,
+ * -1 for none): the first g->used are taken, the rest to close; the step
+ * (what) NUL-terminated, and the resource use of an EXITED. */
+struct td_spawn_got {
+    int pidfd, handed[TD_HAND_COUNT];
+    size_t used;
+    char what[sizeof(((struct td_spawn_reply *)0)->what) + 1];
+    struct rusage ru;
+};
+bool td_spawnmsg_reply(const void *buf, size_t n, size_t nfds, struct td_spawn_reply *r,
+                       struct td_spawn_got *g);
+
 /* s packed into a malloc'd buffer (*buf, *len); the descriptor fields
  * (cgroup_dir, cgroup_procs) are not packed. 0 or -errno. */
 int td_spawnmsg_pack(const struct td_spawn *s, uint8_t **buf, size_t *len);

@@ -7,11 +7,11 @@
  *    with sandbox.c's steps (td_sandbox_start, a vfork-style clone that
  *    suspends this process, not the daemon's loop), a pidfd of it opened,
  *    STARTED sent back with the pidfd and what the child handed up;
- *  - SIGCHLD (a signalfd): every exited child reaped with wait4(), its
- *    process group killed at once (strays of a call without a PID
- *    namespace: the daemon's reaper did this before; the pgid cannot be
- *    reused while a member lives, and nothing forks in between), EXITED sent
- *    with the status and resource use;
+ *  - SIGCHLD (a signalfd): every exited child seen (waitid, WNOWAIT), a
+ *    call's process group killed while its leader, not yet reaped, still
+ *    holds the pgid (strays of a call without a PID namespace: the daemon's
+ *    reaper did this before), then reaped with wait4(), EXITED sent with the
+ *    status and resource use;
  *  - the daemon's end closed: exit (and PR_SET_PDEATHSIG takes us along if
  *    the daemon dies first; our calls follow by theirs).
  *
@@ -192,9 +192,7 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
 {
     struct td_spawn_reply r = {.type = TD_SPAWN_STARTED, .id = q->id, .gen = q->gen};
     struct td_spawnmsg m;
-    size_t need =
-        TD_SANDBOX_ENDS + !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
-    int rc = nfds != need ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
+    int rc = nfds != td_spawnmsg_req_fds(q) ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
     const char *what = "spawn request";
     if (rc == 0) {
         size_t k = TD_SANDBOX_ENDS;
@@ -255,14 +253,40 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
             close(fds[i]);
 }
 
+/* A call's leader seen exited but not yet reaped (WNOWAIT): its pid, and
+ * so its pgid, stays held while its group is killed, so that the kill
+ * cannot reach a group that reused the number. Its status and resource use
+ * then come from the reaping itself. */
+static pid_t next_exited(int *status, struct rusage *ru)
+{
+    for (;;) {
+        siginfo_t si = {0};
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        pid_t pid = si.si_pid;
+        if (pid <= 0)
+            return 0;
+        for (size_t i = 0; i < nrun; i++)
+            if (run[i].pid == pid) {
+                kill(-pid, SIGKILL);
+                break;
+            }
+        pid_t got;
+        while ((got = wait4(pid, status, WNOHANG, ru)) < 0 && errno == EINTR)
+            ;
+        return got == pid ? pid : -1; /* -1: not ours to reap after all */
+    }
+}
+
 static void reap(int sock)
 {
     for (;;) {
         int status;
         struct rusage ru;
-        pid_t pid = wait4(-1, &status, WNOHANG, &ru);
-        if (pid < 0 && errno == EINTR)
-            continue;
+        pid_t pid = next_exited(&status, &ru);
         if (pid <= 0)
             return;
         size_t s2 = 0;
@@ -289,7 +313,6 @@ static void reap(int sock)
             i++;
         if (i == nrun)
             continue; /* an orphan we adopted */
-        kill(-pid, SIGKILL);
         struct td_spawn_reply r = {
             .type = TD_SPAWN_EXITED,
             .id = run[i].id,
@@ -310,9 +333,10 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
 {
     struct td_spawn_reply r = {.type = TD_SPAWN_PREPARED, .id = q->id, .gen = q->gen};
     struct td_spawnmsg m;
-    size_t need = !!(q->flags & TD_SPAWN_CGROUP_DIR) + !!(q->flags & TD_SPAWN_CGROUP_PROCS);
     const char *what = "spare";
-    int rc = nfds != need || nspares == MAX_SPARES ? -EBADMSG : td_spawnmsg_unpack(body, len, &m);
+    int rc = nfds != td_spawnmsg_req_fds(q) || nspares == MAX_SPARES
+                 ? -EBADMSG
+                 : td_spawnmsg_unpack(body, len, &m);
     int ctl[2] = {-1, -1}, rep[2] = {-1, -1};
     if (rc == 0) {
         size_t k = 0;

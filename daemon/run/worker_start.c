@@ -306,6 +306,9 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     char *workdir = NULL;
     char **env = NULL;
     uid_t taken = (uid_t)-1; /* the call's own uid, once taken */
+    /* a spare lent to the call (spares.h) until the spawner is asked */
+    struct td_spare_grant grant = {.handle = TD_NO_SPARE};
+    bool lent = false;
     /* framed: the request object in one frame; plain: the arguments as one
      * line of compact JSON */
     bool plain = s->tool->protocol == TD_PROTO_PLAIN;
@@ -348,10 +351,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
      * spare (spares.c), which is then the call's alone. */
     uid_t uid = s->tool->uid;
     gid_t gid = s->tool->gid;
-    struct td_spare_grant grant = {.handle = TD_NO_SPARE};
     bool via = td_spawner_active();
     if (via && td_spares_take(s->tool, &grant)) {
         td_logc(TD_LOG_DEBUG, s->batch_id, s->call_id, "takes a spare of %s", s->tool->name);
+        lent = true;
         taken = grant.taken;
         uid = grant.uid;
         gid = grant.gid;
@@ -384,7 +387,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     struct td_spawndesc d;
     if ((err = -td_spawndesc_build(&d, TD_SPAWN_CALL, s->tool, &w->limits, w->cg, workdir,
                                    s->tool->switch_user ? uid : (uid_t)-1, gid, env, &what)) > 0) {
-        rmdir(workdir);
+        if (!lent)
+            rmdir(workdir);
         goto fail;
     }
     w->cg_memory = d.cg_memory;
@@ -398,6 +402,10 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         if (rc == 0 &&
             (rc = td_spawner_call(&d.sp, theirs, &spawner_ops, w, grant.handle, &what)) < 0) {
             close(child.in), close(child.out), close(child.err), close(child.report);
+        }
+        if (rc == 0 && lent) { /* the spawner has it: all of it the call's */
+            td_spares_taken(&grant);
+            lent = false;
         }
     } else {
         rc = td_sandbox_spawn(&d.sp, &child, &what);
@@ -414,7 +422,8 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     env = NULL;
     if (rc < 0) {
         err = -rc;
-        rmdir(workdir);
+        if (!lent)
+            rmdir(workdir);
         goto fail;
     }
     if (via && !s->tool->warm && !s->tool->parent) /* the next call's (a narrowed tool: none) */
@@ -486,6 +495,13 @@ started:
     return w;
 
 fail:
+    if (lent) { /* its process lives on: the spare keeps its uid, directory
+                 * and cgroup until the spawner says it is gone */
+        td_spares_untake(&grant);
+        workdir = NULL;
+        taken = (uid_t)-1;
+        w->cg = NULL;
+    }
     if (env) {
         for (char **e = env; *e; e++)
             free(*e);

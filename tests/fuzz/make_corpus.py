@@ -183,6 +183,81 @@ LINES = {
 }
 
 
+# fuzz_spawnmsg: the spawner's wire (daemon/run/spawnmsg.h), in the machine's
+# order. A request: [even byte][td_spawn_req][description]; a reply: [odd
+# byte: bits 1-7 the descriptors that came][td_spawn_reply].
+SPAWN_MAGIC, SPAWN_NONE = 0x50535454, 0xFFFFFFFF
+
+
+def sp_str(s):
+    if s is None:
+        return struct.pack("=I", SPAWN_NONE)
+    b = s.encode()
+    return struct.pack("=I", len(b)) + b + b"\0"
+
+
+def sp_strv(v):
+    if v is None:
+        return struct.pack("=I", SPAWN_NONE)
+    return struct.pack("=I", len(v)) + b"".join(sp_str(s) for s in v)
+
+
+def sp_desc(argv=("/bin/true",), envp=("PATH=/usr/bin",), cwd="/tmp/w", ints=(0,) * 9,
+            work_dir=None, maps=(None, None), hide=None, ll_write=None, rlimits=(),
+            filter_len=None, ops=None):
+    b = struct.pack("=I9i", SPAWN_MAGIC, *ints)
+    b += sp_str(cwd) + sp_str(work_dir) + sp_str(maps[0]) + sp_str(maps[1])
+    b += sp_strv(argv) + sp_strv(envp) + sp_strv(hide) + sp_strv(ll_write)
+    b += struct.pack("=I", len(rlimits)) + b"".join(struct.pack("=iQQ", *r) for r in rlimits)
+    if filter_len is None:
+        b += struct.pack("=I", SPAWN_NONE)
+    else:  # BPF_RET|BPF_K, SECCOMP_RET_ALLOW
+        b += struct.pack("=I", filter_len) + struct.pack("=HBBI", 6, 0, 0, 0x7FFF0000) * filter_len
+    if ops is None:
+        b += struct.pack("=I", SPAWN_NONE)
+    else:
+        b += struct.pack("=I", len(ops))
+        for kind, optional, slot, mode, path, arg, arg2 in ops:
+            b += struct.pack("=BBhI", kind, optional, slot, mode)
+            b += sp_str(path) + sp_str(arg) + sp_str(arg2)
+    return b
+
+
+def sp_req(kind, desc=b"", flags=0, spare=(SPAWN_NONE, 0)):
+    return b"\0" + struct.pack("=6I", kind, 7, 1, flags, *spare) + desc
+
+
+def sp_reply(kind, nfds=0, err=0, handed=0, pid=1234, status=0, us=(1500000, 20, 4096),
+             what=b""):
+    return bytes([1 | nfds << 1]) + struct.pack("=3I3i2I3q32s", kind, 7, 1, pid, err, status,
+                                               handed, 0, *us, what)
+
+
+CALL = sp_desc(argv=("/usr/lib/toolexecd-init", "/usr/bin/python3", "-c", "pass"),
+               envp=("PATH=/usr/bin:/bin", "TOOLEXEC_TOOL=who", "TOOLEXEC_CALL_ID=c1"),
+               ints=(1, 0x20020000, 100000, 100000, 1, 1, 3, 0, 0), work_dir="/run/toolexecd",
+               maps=("0 100000 1", "0 100000 1"), hide=("/etc/shadow",),
+               ll_write=("/tmp",), rlimits=((4, 0, 0), (7, 1024, 1024)), filter_len=1,
+               ops=((1, 0, 3, 0o755, "/usr", None, None), (2, 1, 4, 0, None, "/tmp", "x")))
+SPAWNMSG = {
+    "start-minimal": sp_req(1, sp_desc()),
+    "start-call": sp_req(1, CALL, flags=3),
+    "start-with-spare": sp_req(1, CALL, spare=(3, 2)),
+    "prepare": sp_req(2, sp_desc(envp=()), flags=1),
+    "drop": sp_req(3),
+    "start-truncated": sp_req(1, CALL[:-3]),
+    "start-no-argv": sp_req(1, sp_desc(argv=None)),
+    "started": sp_reply(1, nfds=3, handed=3),
+    "started-failed": sp_reply(1, err=24, what=b"pipe"),
+    "started-no-pidfd": sp_reply(1),
+    "exited": sp_reply(2, status=9),
+    "exited-negative-times": sp_reply(2, us=(-1, -1000001, -5)),
+    "prepared-failed": sp_reply(3, err=12, what=b"x" * 32),
+    "spare-gone": sp_reply(4, nfds=1),
+    "reply-short": sp_reply(2)[:40],
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     shutil.rmtree(d, ignore_errors=True)
@@ -209,4 +284,5 @@ if __name__ == "__main__":
     write("fuzz_lines", LINES)
     write("fuzz_request", {**REQUEST, **REQUEST_RAW})
     write("fuzz_response", RESPONSE)
+    write("fuzz_spawnmsg", SPAWNMSG)
     write_lines("request_errors.jsonl", REQUEST_ERRORS)

@@ -9,10 +9,14 @@ spawnproc.c), a process of their own, off the daemon's loop.
   started, and the next calls run.
 - No spawner outlives the daemon (SIGKILL of the daemon).
 - "--spawner no": the loop starts calls itself, as before.
-Root and unprivileged daemon.
+- A call that took a spare and cannot start (no descriptor), or whose
+  request the socket refuses for good (too big for its buffer), ends with a
+  typed error; the spare is dropped, and the calls behind it run.
+Root and unprivileged daemon (the failures: root).
 """
 
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -226,6 +230,113 @@ class FewDescriptors(DaemonTestCase):
         self.assertGreater(daemon_fds, 12 * 4)  # the daemon's, by contrast, grew
         self.c.send({"op": "cancel", "batch": "hold"})
         self.c.finish_batch("hold")
+
+
+def lowest_free_fd(pid):
+    used = {int(x) for x in os.listdir("/proc/%d/fd" % pid)}
+    return next(n for n in range(len(used) + 1) if n not in used)
+
+
+# Root only: the unprivileged daemon's limit cannot be lowered from here
+# (prlimit: EPERM).
+class SpareOfAFailedStart(DaemonTestCase):
+    """A call takes the spare, then cannot start (no descriptor left for its
+    pipes): the call ends with a typed error, and the spare, which the
+    spawner still holds, is dropped (it used to be freed on the daemon's
+    side while its process lived, its uid and cgroup back in the pools,
+    and the spawner's later word of it landed on freed memory)."""
+    TOOLS = TOOLS
+    ARGS = ["--spares", "1"]
+
+    def ready_spares(self):
+        return self.daemon.stats()["spawner"]["spares"].get("who", 0)
+
+    def test_a_spare_taken_by_a_start_that_fails_is_dropped(self):
+        c = self.daemon.client()
+        pid = self.daemon.proc.pid
+        sp = harness.deadline_wait(lambda: spawner_of(pid), what="the spawner")
+        c.run([{"id": "w", "name": "who"}], batch=harness.new_token("first"))
+        harness.deadline_wait(lambda: self.ready_spares() == 1, what="a ready spare")
+        spare = harness.deadline_wait(lambda: (lambda s: s[0] if len(s) == 1 else None)(
+            spares_of(sp)), what="the spare's process")
+        # no descriptor free below the limit: the call's pipes cannot be made
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free_fd(pid), hard))
+        try:
+            res = c.run([{"id": "f", "name": "who"}], batch=harness.new_token("fails"))
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        te = res.tool_error("f")
+        self.assertEqual(te["reason"], "handler_exit", te)
+        self.assertIn("Too many open files", te["cause"].get("spawn_error", ""), te)
+        harness.deadline_wait(lambda: not alive(spare), what="the spare of the failed start to go")
+        res = c.run([{"id": "w", "name": "who"}], batch=harness.new_token("after"))
+        self.assertIn("ok", res.result("w"))
+        harness.deadline_wait(lambda: self.ready_spares() == 1, what="a new spare")
+        self.assertEqual(self.daemon.proc.poll(), None)
+
+
+class RequestTooBigForTheSocket(DaemonTestCase):
+    """A request the spawner's socket can never take (EMSGSIZE here: a
+    send buffer made small for the test, a description larger than it)
+    fails its call with a typed error; the calls queued behind it run. It
+    used to stay at the head of the queue, every later call waiting behind
+    it and the loop logging the error at every turn."""
+    SNDBUF = 64 * 1024  # the kernel doubles it: 128 KiB
+    TOOLS = [worker_tool("echo", "echo", timeout_ms=10000),
+             worker_tool("big", "echo", timeout_ms=10000, env={"BIG": "x" * (150 * 1024)})]
+
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        cls.daemon = Daemon(cls.TOOLS, cls.ARGS, env={"TOOLEXECD_TEST_SPAWNER_SNDBUF": str(cls.SNDBUF)})
+
+    def test_a_request_that_cannot_be_sent_fails_and_the_queue_goes_on(self):
+        calls = [{"id": "b", "name": "big", "arguments": {"n": 0}}] + \
+            [{"id": "e%d" % i, "name": "echo", "arguments": {"n": i}} for i in range(3)]
+        res = self.c.run(calls, batch=harness.new_token("q"), max_concurrency=4)
+        te = res.tool_error("b")
+        self.assertEqual(te["reason"], "handler_exit", te)
+        self.assertIn("Message too long", te["cause"].get("spawn_error", ""), te)
+        for i in range(3):
+            self.assertEqual(res.result("e%d" % i), {"ok": {"n": i}})
+        res = self.c.run([{"id": "a", "name": "echo", "arguments": {"n": 9}}],
+                         batch=harness.new_token("after"))
+        self.assertEqual(res.result("a"), {"ok": {"n": 9}})
+        self.assertEqual(self.daemon.stderr().count("spawner: send"), 1, self.daemon.stderr())
+        # nothing left held for the call that failed (a call's result may
+        # come a moment before the spawner's word of its end)
+        harness.deadline_wait(lambda: self.daemon.stats()["spawner"]["calls"] == 0,
+                              what="no call in flight")
+
+
+class SpareOfARequestTooBig(DaemonTestCase):
+    """A call that took a spare and whose request the socket then refuses
+    (as above): the spare, never told of its call, is dropped; it used to
+    live on in the spawner, its uid back in the pool with the call's."""
+    TOOLS = RequestTooBigForTheSocket.TOOLS
+    ARGS = ["--spares", "1"]
+    setUpClass = RequestTooBigForTheSocket.__dict__["setUpClass"]
+    SNDBUF = RequestTooBigForTheSocket.SNDBUF
+
+    def test_the_spare_of_a_request_too_big_is_dropped(self):
+        sp = harness.deadline_wait(lambda: spawner_of(self.daemon.proc.pid), what="the spawner")
+        big = [{"id": "b", "name": "big", "arguments": {"n": 0}}]
+        # the first call is refused too, but its tool gets a spare (a spare's
+        # description carries no environment: it fits)
+        res = self.c.run(big, batch=harness.new_token("first"))
+        self.assertEqual(res.tool_error("b")["reason"], "handler_exit")
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("big", 0) == 1, what="a spare")
+        spare = harness.deadline_wait(lambda: (lambda s: s[0] if len(s) == 1 else None)(
+            spares_of(sp)), what="the spare's process")
+        res = self.c.run(big, batch=harness.new_token("takes"))
+        te = res.tool_error("b")
+        self.assertIn("Message too long", te["cause"].get("spawn_error", ""), te)
+        harness.deadline_wait(lambda: not alive(spare), what="the spare of the refused call to go")
+        res = self.c.run([{"id": "e", "name": "echo", "arguments": {"n": 1}}],
+                         batch=harness.new_token("after"))
+        self.assertEqual(res.result("e"), {"ok": {"n": 1}})
 
 
 class Lifetime(unittest.TestCase):
