@@ -738,6 +738,7 @@ out_loop:
 out_loop_closed:
     uv_loop_close(td_loop);
 out_tools:
+    td_auditchain_close();   /* after the last call's record */
     if (td_fsview_ca_bundle) /* the daemon's, not a call's: gone with it */
         unlink(td_fsview_ca_bundle);
     td_calldir_shutdown();
