@@ -86,6 +86,16 @@ static size_t egress_env(const struct td_tool *t, char **env, size_t i)
     return i;
 }
 
+/* The most a worker may send: output_mb where set, else --max-frame-bytes;
+ * at most what a frame decoder takes (TE_FRAME_MAX_LIMIT). */
+static uint32_t output_cap(const struct td_limits *l)
+{
+    if (!l->output_mb)
+        return td_cfg.max_frame;
+    return l->output_mb > TE_FRAME_MAX_LIMIT >> 20 ? TE_FRAME_MAX_LIMIT
+                                                   : (uint32_t)(l->output_mb << 20);
+}
+
 static char **build_env(const struct td_worker_spec *s)
 {
     size_t n = s->tool->nenv + 5 + 6 + 4, i = 0;
@@ -334,8 +344,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
                          : s->tool->switch_user ? (long long)s->tool->uid
                                                 : (long long)geteuid();
             td_spawndesc_limits(s->tool, 0, &w->limits);
-            uint64_t ob = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
-            w->max_output = ob > UINT32_MAX ? UINT32_MAX : (uint32_t)ob;
+            w->max_output = output_cap(&w->limits);
             goto started;
         }
     }
@@ -378,9 +387,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             goto fail;
         }
     }
-    /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
-    uint64_t out_bytes = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
-    w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
+    w->max_output = output_cap(&w->limits);
     struct td_spawndesc d;
     if ((err = -td_spawndesc_build(&d, TD_SPAWN_CALL, s->tool, &w->limits, w->cg, workdir,
                                    s->tool->switch_user ? uid : (uid_t)-1, gid, env, &what)) > 0) {
