@@ -1,5 +1,11 @@
-/* Unit tests of --limits parsing (util.c: td_limits_parse). */
+/* Unit tests of --limits parsing (config.c: td_limits_parse) and util.c's
+ * file helpers. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +15,7 @@
 #include <cmocka.h>
 
 #include "toolexecd.h"
+#include "util.h"
 
 static void test_limits_valid(void **state)
 {
@@ -64,12 +71,51 @@ static void test_limits_set(void **state)
     assert_int_equal(td_limits_set(&l, "", 7), -EINVAL);
 }
 
+static int entries(DIR *d)
+{
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    return n;
+}
+
+/* The copy is close-on-exec (a dup() was not), lists from the start each
+ * time (it shares the descriptor's position), and leaves the descriptor
+ * open. */
+static void test_opendir_dup(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/te-util-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    assert_int_equal(mkdirat(dfd, "a", 0700), 0);
+    assert_int_equal(mkdirat(dfd, "b", 0700), 0);
+    for (int round = 0; round < 2; round++) {
+        DIR *d = td_opendir_dup(dfd);
+        assert_non_null(d);
+        assert_int_not_equal(dirfd(d), dfd);
+        assert_true(fcntl(dirfd(d), F_GETFD) & FD_CLOEXEC);
+        assert_int_equal(entries(d), 2);
+        closedir(d);
+    }
+    assert_true(fcntl(dfd, F_GETFD) >= 0);
+    assert_null(td_opendir_dup(-1));
+    assert_int_equal(errno, EBADF);
+    unlinkat(dfd, "a", AT_REMOVEDIR);
+    unlinkat(dfd, "b", AT_REMOVEDIR);
+    close(dfd);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_valid),
         cmocka_unit_test(test_limits_invalid),
         cmocka_unit_test(test_limits_set),
+        cmocka_unit_test(test_opendir_dup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
