@@ -1,5 +1,5 @@
-/* Unit tests of --limits parsing (config.c: td_limits_parse) and util.c's
- * file helpers. */
+/* Unit tests of --limits parsing (config.c: td_limits_parse), util.c's
+ * file helpers and envlist.c's environments. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "envlist.h"
 #include "toolexecd.h"
 #include "util.h"
 
@@ -109,13 +110,38 @@ static void test_opendir_dup(void **state)
     rmdir(dir);
 }
 
+/* Entries past any count one might have written down: the array grows,
+ * always NULL-ended. */
+static void test_envlist(void **state)
+{
+    (void)state;
+    struct td_envlist e = {0};
+    char **env = td_envlist_finish(&e);
+    assert_non_null(env);
+    assert_null(env[0]);
+    td_envlist_free(env);
+    for (int i = 0; i < 1000; i++)
+        td_envlist_add(&e, "V%d=%s", i, i % 2 ? "odd" : "even");
+    env = td_envlist_finish(&e);
+    assert_non_null(env);
+    assert_int_equal(e.n, 0); /* left empty */
+    int n = 0;
+    for (char **p = env; *p; p++, n++) {
+        char want[32];
+        snprintf(want, sizeof(want), "V%d=%s", n, n % 2 ? "odd" : "even");
+        assert_string_equal(*p, want);
+    }
+    assert_int_equal(n, 1000);
+    td_envlist_free(env);
+    td_envlist_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_limits_valid),
-        cmocka_unit_test(test_limits_invalid),
-        cmocka_unit_test(test_limits_set),
-        cmocka_unit_test(test_opendir_dup),
+        cmocka_unit_test(test_limits_valid), cmocka_unit_test(test_limits_invalid),
+        cmocka_unit_test(test_limits_set),   cmocka_unit_test(test_opendir_dup),
+        cmocka_unit_test(test_envlist),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
