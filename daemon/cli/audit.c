@@ -10,10 +10,12 @@
  * exit status is 0 only when every chain is intact (1 when broken, 2 when a
  * file cannot be read). A chain shows a record changed, removed, reordered
  * or a head cut off; records cut off the tail show only where the daemon
- * noticed it on reopening the file (its "chain_break" record). The check
- * of each line is auditverify.c's.
+ * noticed it on reopening the file (its "chain_break" record), or against
+ * a head the daemon logged (--head HASH: some line must hash to it). The
+ * check of each line is auditverify.c's.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,20 +48,45 @@ static int check_file(struct auditverify *v, const char *path)
     return rc;
 }
 
+static bool is_hash(const char *s)
+{
+    return strlen(s) == TD_SHA256_HEX_LEN && strspn(s, "0123456789abcdef") == TD_SHA256_HEX_LEN;
+}
+
 int cli_cmd_audit(struct cli *cli, int argc, char **argv)
 {
-    int done = cli_only_common_options(cli, "audit", argc, argv);
-    if (done >= 0)
-        return done;
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"head", required_argument, NULL, 'H'}, {0}};
+    const char *head = NULL;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+        if (cli_common_option(cli, opt, optarg))
+            continue;
+        if (opt == 'h')
+            return cli_help("audit");
+        if (opt != 'H')
+            return cli_bad_option("audit", opt, argv);
+        if (!is_hash(optarg))
+            return cli_usage_error("audit", "--head: expected a SHA-256 in hex (64 of 0-9a-f)");
+        head = optarg;
+    }
     if (optind >= argc || strcmp(argv[optind], "verify") != 0)
-        return cli_usage_error("audit", "expected: audit verify FILE...");
+        return cli_usage_error("audit", "expected: audit verify [--head HASH] FILE...");
     if (optind + 1 >= argc)
         return cli_usage_error("audit", "verify: no FILE given");
     struct auditverify v;
     auditverify_init(&v, stdout);
+    if (head)
+        auditverify_head(&v, head);
     for (int i = optind + 1; i < argc; i++)
         if (check_file(&v, argv[i]) < 0)
             return CLI_EXIT_ERROR;
+    if (head && !v.head_seen) {
+        printf("%s: no line hashes to the head given (--head %s): the records from it on "
+               "were cut off the tail, or it is not this log's head\n",
+               argv[argc - 1], head);
+        v.breaks++;
+    }
     if (v.breaks) {
         printf("%lu problem%s in %lu records\n", v.breaks, v.breaks == 1 ? "" : "s", v.records);
         return CLI_EXIT_FAILED;

@@ -21,6 +21,12 @@ void auditverify_init(struct auditverify *v, FILE *out)
     memcpy(v->expect, GENESIS, sizeof(v->expect));
 }
 
+void auditverify_head(struct auditverify *v, const char *head)
+{
+    v->head = head;
+    v->head_seen = strcmp(head, GENESIS) == 0;
+}
+
 /* A chain_break record: reported; true when it explains its own link (it
  * names the line before it as what the daemon found), so the link is not
  * reported again as a plain break. */
@@ -74,6 +80,7 @@ void auditverify_line(struct auditverify *v, const char *path, unsigned long lin
     json_decref(rec);
     v->records++;
     td_sha256_hex(line, len, v->expect);
+    v->head_seen |= v->head && strcmp(v->expect, v->head) == 0;
     snprintf(v->where, sizeof(v->where), "%s:%lu", path, lineno);
     if (!ended) {
         fprintf(v->out,

@@ -19,10 +19,15 @@ struct auditverify {
     char expect[TD_SHA256_HEX_LEN + 1];
     char where[512]; /* "FILE:LINE", empty before the first line */
     unsigned long breaks, records;
+    const char *head; /* --head: a hash some line must have, or NULL */
+    bool head_seen;
 };
 
 /* A chain that starts from 64 zeros (a fresh log), printing to out. */
 void auditverify_init(struct auditverify *v, FILE *out);
+/* Also look for the line whose SHA-256 is head (a chain head the daemon
+ * logged; 64 zeros: the empty log's). */
+void auditverify_head(struct auditverify *v, const char *head);
 /* One line of path (line number lineno): its bytes without the newline;
  * ended says whether a newline followed it. */
 void auditverify_line(struct auditverify *v, const char *path, unsigned long lineno,

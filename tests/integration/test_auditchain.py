@@ -14,6 +14,7 @@ file rotated away (a new empty one, or copytruncate) goes on cleanly.
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -255,6 +256,27 @@ class AuditChainReopenTest(unittest.TestCase):
         self.assertEqual(err.count("reopened (empty: rotated), chain head"), 2, err)
         self.assertEqual(err.count("reopened (as it was), chain head"), 1, err)
         self.assertIn("closed, chain head %s" % sha(lines_of(self.log)[-1]), err)
+
+    def test_tail_cut_while_stopped_against_the_logged_head(self):
+        with Daemon(TOOLS, ["--audit-file", self.log]) as d:
+            one_call(d, "h1", 1, self.log)
+            one_call(d, "h2", 2, self.log)
+            err = stopped_log(d)
+        head = re.findall(r"closed, chain head ([0-9a-f]{64})", err)
+        self.assertEqual(head, [sha(lines_of(self.log)[-1])], err)
+        rc, out = verify("--head", head[0], self.log)
+        self.assertEqual(rc, 0, out)
+        first = lines_of(self.log)[0]
+        with open(self.log, "r+b") as f:
+            f.truncate(len(first) + 1)
+        rc, out = verify(self.log)  # the chain alone cannot tell
+        self.assertEqual(rc, 0, out)
+        rc, out = verify("--head", head[0], self.log)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("no line hashes to the head given (--head %s)" % head[0], out)
+        rc, out = verify("--head", "xyz", self.log)
+        self.assertEqual(rc, 2, out)
+        self.assertIn("--head: expected a SHA-256", out)
 
 
 class AuditChainUnprivilegedTest(unittest.TestCase):
