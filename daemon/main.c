@@ -390,10 +390,12 @@ int main(int argc, char **argv)
             break;
         case OPT_FRAME:
         case OPT_CONTENT:
-        case OPT_REQUEST:
-            if (!td_config_parse_size(optarg, UINT32_MAX, &v)) {
-                fprintf(stderr, "toolexecd: %s: expected a size in bytes (1 to %u)\n",
-                        opts[opt - OPT_WORK + 2].name, UINT32_MAX);
+        case OPT_REQUEST: {
+            /* a frame is held whole: no more than a decoder takes */
+            uint32_t most = opt == OPT_FRAME ? TE_FRAME_MAX_LIMIT : UINT32_MAX;
+            if (!td_config_parse_size(optarg, most, &v)) {
+                fprintf(stderr, "toolexecd: --%s: expected a size in bytes (1 to %u)\n",
+                        opts[opt - OPT_WORK + 2].name, most);
                 return 2;
             }
             if (opt == OPT_FRAME)
@@ -403,6 +405,7 @@ int main(int argc, char **argv)
             else
                 td_cfg.max_request = v;
             break;
+        }
         case OPT_LOG: {
             int level = td_log_level_parse(optarg);
             if (level < 0) {
@@ -738,6 +741,7 @@ out_loop:
 out_loop_closed:
     uv_loop_close(td_loop);
 out_tools:
+    td_auditchain_close();   /* after the last call's record */
     if (td_fsview_ca_bundle) /* the daemon's, not a call's: gone with it */
         unlink(td_fsview_ca_bundle);
     td_calldir_shutdown();

@@ -26,6 +26,7 @@
 #include "learn.h"
 #include "learndef.h"
 #include "egress.h"
+#include "envlist.h"
 #include "log.h"
 #include "proxy.h"
 #include "reaper.h"
@@ -108,45 +109,24 @@ static void on_exit_cb(void *data, int status, const struct rusage *ru)
 /* The environment: ours, with the proxy's variables for an allow-list. */
 static char **build_env(const struct td_tool *t)
 {
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 8, sizeof(char *));
-    if (!env)
-        return NULL;
-    size_t k = 0;
     static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
                                        "ALL_PROXY",  "NO_PROXY",    "no_proxy"};
-    for (size_t i = 0; i < n; i++) {
+    struct td_envlist env = {0};
+    for (char **e = environ; *e; e++) {
         bool drop = false;
         for (size_t v = 0; t->egress && v < sizeof(vars) / sizeof(vars[0]); v++) {
             size_t len = strlen(vars[v]);
-            drop |= strncmp(environ[i], vars[v], len) == 0 && environ[i][len] == '=';
+            drop |= strncmp(*e, vars[v], len) == 0 && (*e)[len] == '=';
         }
         if (!drop)
-            env[k++] = strdup(environ[i]);
+            td_envlist_add(&env, "%s", *e);
     }
-    for (size_t v = 0; t->egress && v < 5; v++)
-        if (asprintf(&env[k++], "%s=" TD_EGRESS_URL, vars[v]) < 0)
-            env[k - 1] = NULL;
+    for (size_t v = 0; t->egress && v < 5; v++) /* the proxy's, not NO_PROXY */
+        td_envlist_add(&env, "%s=" TD_EGRESS_URL, vars[v]);
     const char *no = t->egress ? td_egress_no_proxy(t->egress) : NULL;
-    if (no && asprintf(&env[k++], "NO_PROXY=%s", no) < 0)
-        env[k - 1] = NULL;
-    for (size_t i = 0; i < k; i++)
-        if (!env[i]) { /* out of memory somewhere */
-            for (size_t j = 0; j < k; j++)
-                free(env[j]);
-            free(env);
-            return NULL;
-        }
-    return env;
-}
-
-static void free_env(char **env)
-{
-    for (char **e = env; e && *e; e++)
-        free(*e);
-    free(env);
+    if (no)
+        td_envlist_add(&env, "NO_PROXY=%s", no);
+    return td_envlist_finish(&env);
 }
 
 /* Our ends for the call: copies of 0, 1, 2 (sandbox.c closes what it is
@@ -275,7 +255,7 @@ static pid_t start_call(struct td_tool *t, char **workdir, int *report, const ch
     }
     if (built)
         td_spawndesc_free(&d);
-    free_env(env);
+    td_envlist_free(env);
     *err = -rc;
     if (rc < 0)
         return -1;

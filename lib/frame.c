@@ -2,7 +2,8 @@
  * frame.c - the length-prefixed frame codec: a 4-byte big-endian length N,
  * then N bytes. Incremental (bytes arrive in any split) and size-capped: an
  * announced length over the cap is refused as soon as the header is complete,
- * before any body byte is buffered. No I/O here.
+ * before any body byte is buffered; the cap itself is at most
+ * TE_FRAME_MAX_LIMIT. No I/O here.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 void te_frame_decoder_init(te_frame_decoder *d, uint32_t max)
 {
     memset(d, 0, sizeof(*d));
-    d->max = max;
+    d->max = max > TE_FRAME_MAX_LIMIT ? TE_FRAME_MAX_LIMIT : max;
 }
 
 void te_frame_decoder_free(te_frame_decoder *d)
@@ -45,7 +46,12 @@ int te_frame_feed(te_frame_decoder *d, const void *buf, size_t len, size_t *cons
             *consumed = used;
             return -EMSGSIZE;
         }
-        d->body = malloc((size_t)d->len + 1);
+        size_t size; /* the body and its NUL; len + 1 wraps a 32-bit size_t */
+        if (__builtin_add_overflow((size_t)d->len, (size_t)1, &size)) {
+            *consumed = used;
+            return -EMSGSIZE;
+        }
+        d->body = malloc(size);
         if (!d->body)
             return -ENOMEM;
         d->have = 0;

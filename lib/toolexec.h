@@ -39,6 +39,10 @@ extern "C" {
 /* Default cap on a frame body. Large enough for any sane tool result, small
  * enough that a hostile worker cannot make the daemon allocate gigabytes. */
 #define TE_FRAME_MAX_DEFAULT (16u * 1024u * 1024u)
+/* The largest cap a decoder takes (a larger one is lowered to it): a body
+ * and its NUL fit a 32-bit size_t with room to spare, and no daemon should
+ * hold a gigabyte from one worker. */
+#define TE_FRAME_MAX_LIMIT (1024u * 1024u * 1024u)
 
 typedef struct te_frame_decoder {
     uint32_t max; /* largest body accepted */
@@ -55,6 +59,7 @@ enum {
     TE_FRAME_DONE = 1, /* a frame is complete; see te_frame_take() */
 };
 
+/* max: the largest body accepted, at most TE_FRAME_MAX_LIMIT. */
 void te_frame_decoder_init(te_frame_decoder *d, uint32_t max);
 void te_frame_decoder_free(te_frame_decoder *d);
 /* Feed up to len bytes. Stops at the end of the first complete frame;

@@ -1,5 +1,6 @@
 /*
- * util.c - small JSON helpers shared by the daemon's modules (a leaf).
+ * util.c - small JSON and file helpers shared by the daemon's modules (a
+ * leaf).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -74,6 +75,24 @@ int td_write_at(int dirfd, const char *file, const char *text)
     int e = n < 0 ? errno : EIO;
     close(fd);
     return n == (ssize_t)strlen(text) ? 0 : -e;
+}
+
+DIR *td_opendir_dup(int dirfd)
+{
+    /* F_DUPFD_CLOEXEC, not dup(): the copy must not outlive us in a child */
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return NULL;
+    }
+    /* the copy shares dirfd's position: a listing before this one left it
+     * at the end */
+    rewinddir(d);
+    return d;
 }
 
 int td_fail(char *err, size_t errlen, const char *fmt, ...)

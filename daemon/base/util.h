@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,6 +20,10 @@ json_t *td_base64_value(const char *p, size_t n);
 /* text written whole to dirfd/file (a cgroup or /proc file: one write);
  * 0 or -errno. */
 int td_write_at(int dirfd, const char *file, const char *text);
+
+/* dirfd's entries from the start, on a close-on-exec copy of it (dirfd
+ * stays open, closedir() closes the copy); NULL with errno. */
+DIR *td_opendir_dup(int dirfd);
 
 /* err (errlen bytes) set from fmt; returns -EINVAL: the one line a parser
  * ends a bad input with (`return td_fail(err, errlen, "%s: ...", key);`). */

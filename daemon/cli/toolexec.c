@@ -95,15 +95,19 @@ static const struct cli_command commands[] = {
      "  -s, --socket PATH            the daemon's socket\n"
      "  -h, --help                   this text\n"},
     {"audit", cli_cmd_audit,
-     "usage: toolexec audit verify FILE...\n"
+     "usage: toolexec audit verify [--head HASH] FILE...\n"
      "\n"
      "Check the hash chain of toolexecd's audit file (--audit-file): each\n"
      "record's prev_sha256 must be the SHA-256 of the line before it. Give\n"
      "rotated files oldest first; they chain across. Prints each place the\n"
      "chain breaks or is cut (FILE:LINE and what was expected); exits 0 only\n"
      "when every chain is intact, 1 when one is not, 2 when a file cannot be\n"
-     "read. Needs no daemon.\n"
+     "read. A chain_break record (the daemon found records cut off the tail\n"
+     "when it reopened the file) is a problem. Needs no daemon.\n"
      "\n"
+     "      --head HASH            a chain head the daemon logged (\"audit file\n"
+     "                             ...: chain head HASH\"): some line must hash\n"
+     "                             to it, else records were cut off the tail\n"
      "  -h, --help                 this text\n"},
     {"learn", cli_cmd_learn,
      "usage: toolexec learn [OPTIONS] TOOL [FILE]\n"

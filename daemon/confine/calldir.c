@@ -26,6 +26,7 @@
 #include "calldir.h"
 #include "config.h"
 #include "log.h"
+#include "util.h"
 #include "workshared.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -476,13 +477,9 @@ static bool is_call_name(const char *s)
  * files. Nothing else in an operator's directory is touched. */
 static void clean_leftovers(const char *path)
 {
-    int fd = dup(work_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = td_opendir_dup(work_fd);
+    if (!d)
         return;
-    }
     unsigned n = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -589,13 +586,9 @@ static char *default_base(mode_t *mode)
 /* Every work.XXXXXX beside ours that no daemon holds any more. */
 static void remove_stale(const char *base)
 {
-    int fd = dup(base_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = td_opendir_dup(base_fd);
+    if (!d)
         return;
-    }
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strncmp(de->d_name, "work.", 5) || strlen(de->d_name) != 11 ||

@@ -244,13 +244,9 @@ void td_cgroup_probe(const char *want, struct td_cgroup_info *in)
 /* Kill and remove call-* cgroups a killed daemon left behind. */
 static void remove_stale(void)
 {
-    int fd = dup(base_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = td_opendir_dup(base_fd);
+    if (!d)
         return;
-    }
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, "call-", 5) != 0)

@@ -468,13 +468,9 @@ static int read_def(int dfd, const char *name, char **text, size_t *len, struct 
 /* The names of the definitions in dfd, sorted; -1 on error. */
 static int list_defs(int dfd, char ***out)
 {
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = td_opendir_dup(dfd);
+    if (!d)
         return -1;
-    }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;

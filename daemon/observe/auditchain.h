@@ -18,9 +18,12 @@
  * the chain goes on from. -1 with a message in err. */
 int td_auditchain_open(const char *path, char *err, size_t errlen);
 /* SIGHUP: the file again by its name (logrotate moved it away); the chain
- * goes on from the last record written, or from the last line of what is
- * there now. */
+ * goes on from the last record written. A non-empty file whose last line
+ * is not that record first gets a record {"record": "chain_break",
+ * "expected_prev": the head, "found_prev": the file's last line's hash}. */
 void td_auditchain_reopen(void);
+/* At the end: logs the chain head, closes the file. */
+void td_auditchain_close(void);
 /* Whether records go to an audit file. */
 bool td_auditchain_on(void);
 /* Appends one record: ts, batch, call, fields' members and prev_sha256. */

@@ -14,10 +14,12 @@
  * network reaches 127.0.0.1 as any process does, and neither seccomp nor
  * Landlock can single out one address and port cheaply, so the endpoint
  * tells calls apart by the owner of the peer's socket: a root daemon's calls
- * run as a uid of --call-uids or as the workers' default user; an
- * unprivileged daemon's calls run as the daemon's own uid, so it refuses
- * that uid (scrape as another user). A peer the kernel cannot place
- * (elsewhere, another network namespace) is not a call of ours.
+ * run as a uid of --call-uids, as the workers' default user, or as the user
+ * a definition names ("user"; every such uid since the start, so a call of
+ * a definition a reload dropped is still refused); an unprivileged
+ * daemon's calls run as the daemon's own uid, so it refuses that uid
+ * (scrape as another user). A peer the kernel cannot place (elsewhere,
+ * another network namespace) is not a call of ours.
  *
  * A scraper that stalls holds a connection for at most --metrics-timeout
  * seconds; one local uid (or one remote address) holds at most
@@ -44,10 +46,12 @@
 #include "metrics.h"
 #include "metricshttp.h"
 #include "peerowner.h"
+#include "registry.h"
 
 #define CONN_LIMIT 128
 #define OWNER_LIMIT 8
 #define ACCEPT_BURST 32 /* accepted per readiness, so a flood cannot hold the loop */
+#define NAMED_MAX 256   /* named users remembered; past it, the loaded ones still count */
 
 /* Connections of one local uid or one remote address. */
 struct owner {
@@ -67,6 +71,9 @@ static unsigned npending;
 static int listen_fd = -1;
 static uv_poll_t listen_h;
 static uid_t worker_uid = (uid_t)-1;
+/* The uids definitions named as "user", since the start. */
+static uid_t named[NAMED_MAX];
+static size_t nnamed;
 static struct MHD_Daemon *mhd;
 static uv_poll_t poll_h;
 static uv_timer_t timer_h;
@@ -185,12 +192,33 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, char *err, siz
     return 0;
 }
 
+/* Whether a definition loaded now, or one since the start, runs its calls
+ * as uid (its "user"). */
+static bool named_user(uid_t uid)
+{
+    bool found = false;
+    for (size_t i = 0; td_tools && i < td_tools->n; i++) {
+        const struct td_tool *t = td_tools->tools[i];
+        if (!t->switch_user || !t->user)
+            continue;
+        size_t k = 0;
+        while (k < nnamed && named[k] != t->uid)
+            k++;
+        if (k == nnamed && nnamed < NAMED_MAX)
+            named[nnamed++] = t->uid;
+        found |= t->uid == uid;
+    }
+    for (size_t k = 0; k < nnamed; k++)
+        found |= named[k] == uid;
+    return found;
+}
+
 /* A socket made by one of our calls (see the top of the file). */
 static bool is_call(uid_t uid)
 {
     if (geteuid() != 0)
         return uid == geteuid();
-    return td_identity_in_range(uid) || uid == worker_uid;
+    return td_identity_in_range(uid) || uid == worker_uid || named_user(uid);
 }
 
 static struct owner *owner_of(bool local, uid_t uid, const struct sockaddr_storage *ss)

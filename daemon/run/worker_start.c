@@ -21,6 +21,7 @@
 #include "config.h"
 #include "containment.h"
 #include "egress.h"
+#include "envlist.h"
 #include "fsview.h"
 #include "learn.h"
 #include "identity.h"
@@ -64,58 +65,56 @@ static bool env_has(const struct td_tool *t, const char *name)
 }
 
 /* The proxy of an egress allow-list (egress.h), where the definition's env
- * does not say otherwise; the next free index (NULL entries: no memory). */
-static size_t egress_env(const struct td_tool *t, char **env, size_t i)
+ * does not say otherwise. */
+static void egress_env(const struct td_tool *t, struct td_envlist *env)
 {
     static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
                                        "ALL_PROXY"};
     for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++)
-        if (!env_has(t, vars[k]) && asprintf(&env[i++], "%s=" TD_EGRESS_URL, vars[k]) < 0)
-            env[i - 1] = NULL;
+        if (!env_has(t, vars[k]))
+            td_envlist_add(env, "%s=" TD_EGRESS_URL, vars[k]);
     const char *no = td_egress_no_proxy(t->egress);
-    if (no && !env_has(t, "NO_PROXY") && asprintf(&env[i++], "NO_PROXY=%s", no) < 0)
-        env[i - 1] = NULL;
+    if (no && !env_has(t, "NO_PROXY"))
+        td_envlist_add(env, "NO_PROXY=%s", no);
     /* credential headers: the proxy ends TLS for those hosts with its own
      * CA, in the bundle its view has where the system's was (fsview.c) */
     static const char *const trust[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
                                         "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE"};
     const char *bundle = td_fsview_is_host(t->fs) ? td_fsview_ca_bundle : TD_TLS_VIEW_BUNDLE;
-    for (size_t k = 0; td_egress_creds(t->egress) && bundle && k < 4; k++)
-        if (!env_has(t, trust[k]) && asprintf(&env[i++], "%s=%s", trust[k], bundle) < 0)
-            env[i - 1] = NULL;
-    return i;
+    for (size_t k = 0; td_egress_creds(t->egress) && bundle && k < sizeof(trust) / sizeof(trust[0]);
+         k++)
+        if (!env_has(t, trust[k]))
+            td_envlist_add(env, "%s=%s", trust[k], bundle);
 }
 
+/* The most a worker may send: output_mb where set, else --max-frame-bytes;
+ * at most what a frame decoder takes (TE_FRAME_MAX_LIMIT). */
+static uint32_t output_cap(const struct td_limits *l)
+{
+    if (!l->output_mb)
+        return td_cfg.max_frame;
+    return l->output_mb > TE_FRAME_MAX_LIMIT >> 20 ? TE_FRAME_MAX_LIMIT
+                                                   : (uint32_t)(l->output_mb << 20);
+}
+
+/* A call's environment: PATH unless the definition sets it, the
+ * definition's env, the call's names, the egress proxy's. NULL: no memory. */
 static char **build_env(const struct td_worker_spec *s)
 {
-    size_t n = s->tool->nenv + 5 + 6 + 4, i = 0;
-    char **env = calloc(n, sizeof(char *));
-    if (!env)
-        return NULL;
+    struct td_envlist env = {0};
     bool has_path = false;
     for (size_t k = 0; k < s->tool->nenv; k++)
         has_path |= strncmp(s->tool->env[k], "PATH=", 5) == 0;
     if (!has_path)
-        env[i++] = strdup("PATH=" TD_WORKER_PATH);
+        td_envlist_add(&env, "PATH=%s", TD_WORKER_PATH);
     for (size_t k = 0; k < s->tool->nenv; k++)
-        env[i++] = strdup(s->tool->env[k]);
-    if (asprintf(&env[i++], "TOOLEXEC_TOOL=%s", s->tool->name) < 0)
-        env[i - 1] = NULL;
-    if (asprintf(&env[i++], "TOOLEXEC_CALL_ID=%s", s->call_id) < 0)
-        env[i - 1] = NULL;
-    if (asprintf(&env[i++], "TOOLEXEC_BATCH=%s", s->batch_id) < 0)
-        env[i - 1] = NULL;
+        td_envlist_add(&env, "%s", s->tool->env[k]);
+    td_envlist_add(&env, "TOOLEXEC_TOOL=%s", s->tool->name);
+    td_envlist_add(&env, "TOOLEXEC_CALL_ID=%s", s->call_id);
+    td_envlist_add(&env, "TOOLEXEC_BATCH=%s", s->batch_id);
     if (s->tool->egress)
-        i = egress_env(s->tool, env, i);
-    for (size_t k = 0; k < i; k++) {
-        if (!env[k]) {
-            for (size_t j = 0; j < i; j++)
-                free(env[j]);
-            free(env);
-            return NULL;
-        }
-    }
-    return env;
+        egress_env(s->tool, &env);
+    return td_envlist_finish(&env);
 }
 
 static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t gid,
@@ -293,9 +292,7 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
         td_cgroup_release(*cg);
         *cg = NULL;
     }
-    for (char **e = env; *e; e++)
-        free(*e);
-    free(env);
+    td_envlist_free(env);
     return rc;
 }
 
@@ -337,8 +334,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
                          : s->tool->switch_user ? (long long)s->tool->uid
                                                 : (long long)geteuid();
             td_spawndesc_limits(s->tool, 0, &w->limits);
-            uint64_t ob = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
-            w->max_output = ob > UINT32_MAX ? UINT32_MAX : (uint32_t)ob;
+            w->max_output = output_cap(&w->limits);
             goto started;
         }
     }
@@ -381,9 +377,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             goto fail;
         }
     }
-    /* output_mb where set, else --max-frame-bytes (16 MiB by default) */
-    uint64_t out_bytes = w->limits.output_mb ? w->limits.output_mb << 20 : td_cfg.max_frame;
-    w->max_output = out_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)out_bytes;
+    w->max_output = output_cap(&w->limits);
     struct td_spawndesc d;
     if ((err = -td_spawndesc_build(&d, TD_SPAWN_CALL, s->tool, &w->limits, w->cg, workdir,
                                    s->tool->switch_user ? uid : (uid_t)-1, gid, env, &what)) > 0) {
@@ -416,9 +410,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     td_spawndesc_free(&d);
     w->via_spawner = via;
     w->spawn_t0 = t0;
-    for (char **e = env; *e; e++)
-        free(*e);
-    free(env);
+    td_envlist_free(env);
     env = NULL;
     if (rc < 0) {
         err = -rc;
@@ -502,11 +494,7 @@ fail:
         taken = (uid_t)-1;
         w->cg = NULL;
     }
-    if (env) {
-        for (char **e = env; *e; e++)
-            free(*e);
-        free(env);
-    }
+    td_envlist_free(env);
     free(workdir);
     free(body);
     if (taken != (uid_t)-1) /* no process of the call was started */

@@ -4,6 +4,7 @@
 The seeds are committed; run this only to regenerate them after changing the
 list below. Each seed is small and shows one meaningful case.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -258,6 +259,41 @@ SPAWNMSG = {
 }
 
 
+def audit_chain(records, genesis="0" * 64):
+    """An audit file: each record a compact JSON line whose prev_sha256 is
+    the SHA-256 of the line before (as toolexecd writes it); the lines."""
+    out, prev = [], genesis
+    for r in records:
+        line = json.dumps(dict(r, prev_sha256=prev), separators=(",", ":")).encode()
+        prev = hashlib.sha256(line).hexdigest()
+        out.append(line)
+    return out
+
+
+def audit_seed(lines, which=1, at=7, ended=True):
+    """fuzz_audit input: [which line to tamper][which byte][the file]."""
+    return bytes([which, at]) + b"\n".join(lines) + (b"\n" if ended else b"")
+
+
+CALLS = [{"ts": 1.5 + i, "batch": "b", "call": "c%d" % i, "record": "call", "tool": "echo",
+          "outcome": "ok", "arguments_sha256": "ab" * 32} for i in range(4)]
+_chain = audit_chain(CALLS)
+_break = json.dumps({"ts": 9.0, "record": "chain_break", "expected_prev": "cd" * 32,
+                     "found_prev": hashlib.sha256(_chain[1]).hexdigest(),
+                     "prev_sha256": "cd" * 32}, separators=(",", ":")).encode()
+AUDIT = {
+    "intact": audit_seed(_chain),
+    "one-record": audit_seed(_chain[:1], which=0),
+    "tail-cut-mid-line": audit_seed(_chain[:-1] + [_chain[-1][:20]], ended=False),
+    "edited": audit_seed(_chain[:1] + [_chain[1].replace(b'"ok"', b'"error"')] + _chain[2:]),
+    "reordered": audit_seed([_chain[1], _chain[0]] + _chain[2:]),
+    "chain-break": audit_seed(_chain[:2] + [_break]),
+    "not-json": audit_seed(_chain[:1] + [b"not json", b"{\"prev_sha256\":3}", b"[]"]),
+    "empty-lines": audit_seed([b"", b"", _chain[0]]),
+    "nul-bytes": audit_seed([_chain[0][:5] + b"\0" + _chain[0][5:]]),
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     shutil.rmtree(d, ignore_errors=True)
@@ -285,4 +321,5 @@ if __name__ == "__main__":
     write("fuzz_request", {**REQUEST, **REQUEST_RAW})
     write("fuzz_response", RESPONSE)
     write("fuzz_spawnmsg", SPAWNMSG)
+    write("fuzz_audit", AUDIT)
     write_lines("request_errors.jsonl", REQUEST_ERRORS)

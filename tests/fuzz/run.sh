@@ -10,8 +10,8 @@
 #   OUTDIR        binaries, working corpora, logs, artifacts
 #                 (default: $BUILD_DIR, else /tmp/te-fuzz)
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response
-#                 fuzz_spawnmsg)
+#   FUZZ_TARGETS  targets to run (default: every one
+#                 as tests/fuzz/targets lists)
 #   CLANG         compiler (default clang)
 #   FUZZ_CFLAGS   extra compiler flags (e.g. -DTE_FUZZ_NO_UTF8_CHECK)
 #
@@ -34,7 +34,7 @@ out=${1:-${BUILD_DIR:-/tmp/te-fuzz}}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response fuzz_spawnmsg}
+targets=${FUZZ_TARGETS:-$(grep -v '^#' "$here/targets")}
 cc=${CLANG:-clang}
 
 skip_or_fail() { # message
@@ -44,8 +44,8 @@ skip_or_fail() { # message
 }
 
 command -v "$cc" >/dev/null 2>&1 || skip_or_fail "$cc not found"
-if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists jansson; then
-    skip_or_fail "jansson (pkg-config) not found"
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists jansson nettle; then
+    skip_or_fail "jansson or nettle (pkg-config) not found"
 fi
 probe="$out/.probe"
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe.c"
@@ -62,12 +62,19 @@ cflags=(-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
 # shellcheck disable=SC2206
 extra=(${FUZZ_CFLAGS:-})
 
+# fuzz_audit: the audit chain's line check is the client's, its SHA-256 the
+# daemon's (nettle)
+# shellcheck disable=SC2207
+audit=("$root/daemon/cli/auditverify.c" "$root/daemon/base/sha256hex.c" -I"$root/daemon/cli"
+       -I"$root/daemon/base" $(pkg-config --cflags --libs nettle))
+
 # Build all targets in parallel.
 pids=()
 for t in $targets; do
     own=() # a target's sources beyond lib/'s
     case "$t" in
     fuzz_spawnmsg) own=(-I"$root/daemon/run" -I"$root/daemon/confine" "$root/daemon/run/spawnmsg.c") ;;
+    fuzz_audit) own=("${audit[@]}") ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &

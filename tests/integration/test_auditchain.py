@@ -1,4 +1,4 @@
-"""The tamper-evident audit file (issue 23, part 5): --audit-file FILE.
+"""The tamper-evident audit file: --audit-file FILE.
 
 Each record is one JSON line whose "prev_sha256" is the SHA-256 (hex) of
 the previous line's exact bytes, without its newline; the first record of
@@ -6,11 +6,15 @@ a fresh log carries 64 zeros. A rotation (the file renamed, then SIGHUP)
 and a restart carry the chain on; `toolexec audit verify FILE...` checks
 it, files in rotation order, and names the line where it breaks: here
 after a record is edited, deleted, two are reordered, the head is cut.
+The daemon trusts its memory over the file on SIGHUP: records cut off the
+tail before it are marked by a "chain_break" record that verify reports; a
+file rotated away (a new empty one, or copytruncate) goes on cleanly.
 """
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -166,6 +170,113 @@ class AuditChainTest(unittest.TestCase):
     def test_unreadable_file(self):
         rc, out = verify(os.path.join(self.dir, "missing"))
         self.assertEqual(rc, 2, out)
+
+
+def reopen(d):
+    """SIGHUP, and wait until the daemon has reopened the file."""
+    n = d.stderr().count(": reopened")
+    d.proc.send_signal(signal.SIGHUP)
+    deadline_wait(lambda: d.stderr().count(": reopened") > n, what="the reopen")
+
+
+def one_call(d, call_id, n_lines, log):
+    d.client().run([{"id": call_id, "name": "echo", "arguments": {}}], batch=call_id)
+    deadline_wait(lambda: len(lines_of(log)) == n_lines, what="%d records" % n_lines)
+
+
+def stopped_log(d):
+    """SIGTERM; the daemon's log once it has exited."""
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(timeout=60)
+    return d.stderr()
+
+
+class AuditChainReopenTest(unittest.TestCase):
+    """SIGHUP reopens the file; the chain goes on from the last record the
+    daemon wrote, whatever the file holds now."""
+
+    def setUp(self):
+        require_env()
+        if not TOOLEXEC:
+            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
+        self.dir = tempfile.mkdtemp(prefix="te-auditreopen-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.log = os.path.join(self.dir, "audit.log")
+
+    def test_tail_cut_before_sighup_is_reported(self):
+        with Daemon(TOOLS, ["--audit-file", self.log]) as d:
+            for i in range(3):
+                one_call(d, "t%d" % i, i + 1, self.log)
+            written = lines_of(self.log)
+            head = sha(written[-1])
+            # the last record cut off, at a line boundary: the file is a
+            # well-formed chain of two records now
+            with open(self.log, "r+b") as f:
+                f.truncate(len(written[0]) + len(written[1]) + 2)
+            reopen(d)
+            one_call(d, "t3", 4, self.log)
+            err = stopped_log(d)
+        lines = lines_of(self.log)
+        mark = json.loads(lines[2])
+        self.assertEqual(mark["record"], "chain_break")
+        self.assertEqual(mark["expected_prev"], head)
+        self.assertEqual(mark["found_prev"], sha(written[1]))
+        self.assertEqual(mark["prev_sha256"], head)  # the chain goes on from the daemon's head
+        self.assertEqual(json.loads(lines[3])["prev_sha256"], sha(lines[2]))
+        rc, out = verify(self.log)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("audit.log:3: chain_break", out)
+        self.assertIn(head, out)
+        self.assertEqual(out.count("audit.log:"), 1, out)  # one problem, the cut
+        # the head in the daemon's log: at the reopen (with the cut) and at the end
+        self.assertIn("its last line hashes to %s, not to the last record written, %s" %
+                      (sha(written[1]), head), err)
+        self.assertIn("closed, chain head %s" % sha(lines[3]), err)
+
+    def test_rotations_go_on_cleanly(self):
+        old, copy = self.log + ".1", self.log + ".2"
+        with Daemon(TOOLS, ["--audit-file", self.log]) as d:
+            one_call(d, "r1", 1, self.log)
+            one_call(d, "r2", 2, self.log)
+            os.rename(self.log, old)  # logrotate's create: a new file
+            reopen(d)
+            one_call(d, "r3", 1, self.log)
+            shutil.copy(self.log, copy)  # copytruncate: the same file emptied
+            os.truncate(self.log, 0)
+            reopen(d)
+            one_call(d, "r4", 1, self.log)
+            reopen(d)  # a reload without a rotation
+            one_call(d, "r5", 2, self.log)
+            err = stopped_log(d)
+        rc, out = verify(old, copy, self.log)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("chain intact: 5 records", out)
+        with open(self.log) as f:
+            self.assertNotIn("chain_break", f.read())
+        self.assertEqual(err.count("reopened (empty: rotated), chain head"), 2, err)
+        self.assertEqual(err.count("reopened (as it was), chain head"), 1, err)
+        self.assertIn("closed, chain head %s" % sha(lines_of(self.log)[-1]), err)
+
+    def test_tail_cut_while_stopped_against_the_logged_head(self):
+        with Daemon(TOOLS, ["--audit-file", self.log]) as d:
+            one_call(d, "h1", 1, self.log)
+            one_call(d, "h2", 2, self.log)
+            err = stopped_log(d)
+        head = re.findall(r"closed, chain head ([0-9a-f]{64})", err)
+        self.assertEqual(head, [sha(lines_of(self.log)[-1])], err)
+        rc, out = verify("--head", head[0], self.log)
+        self.assertEqual(rc, 0, out)
+        first = lines_of(self.log)[0]
+        with open(self.log, "r+b") as f:
+            f.truncate(len(first) + 1)
+        rc, out = verify(self.log)  # the chain alone cannot tell
+        self.assertEqual(rc, 0, out)
+        rc, out = verify("--head", head[0], self.log)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("no line hashes to the head given (--head %s)" % head[0], out)
+        rc, out = verify("--head", "xyz", self.log)
+        self.assertEqual(rc, 2, out)
+        self.assertIn("--head: expected a SHA-256", out)
 
 
 class AuditChainUnprivilegedTest(unittest.TestCase):

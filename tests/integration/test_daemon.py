@@ -103,6 +103,16 @@ class CommandLine(unittest.TestCase):
                 self.assertNotEqual(p.returncode, 0)
                 self.assertIn(args[0].lstrip("-"), p.stderr.decode())
 
+    def test_max_frame_bytes_is_bounded(self):
+        # a frame is held whole, its length + 1 bytes: 4 GiB - 1 wrapped a
+        # 32-bit size_t; 1 GiB is the most a decoder takes
+        p = self.run_daemon("--max-frame-bytes", "4294967295")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--max-frame-bytes: expected a size in bytes (1 to 1073741824)",
+                      p.stderr.decode())
+        p = self.run_daemon("--max-frame-bytes", "1073741824", "--version")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     @unittest.skipIf(os.geteuid() == 0, "root's default socket is /run/toolexecd/")
     def test_default_socket_in_runtime_dir(self):
         d = Daemon([worker_tool("a", "echo")], start=False)

@@ -81,6 +81,14 @@ class CallsCannotScrape(unittest.TestCase):
         with Daemon([SCRAPER], ["--metrics-listen", "127.0.0.1:0", "--call-uids", "no"]) as d:
             self.check(d)
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root (a tool that names its user)")
+    def test_tool_with_a_named_user(self):
+        # its calls run as that user, neither the workers' default user nor
+        # one of --call-uids: refused all the same
+        tool = dict(SCRAPER, user="daemon")
+        with Daemon([tool], ["--metrics-listen", "127.0.0.1:0"]) as d:
+            self.check(d)
+
     @unittest.skipUnless(os.geteuid() == 0, "needs root (to drop to nobody)")
     def test_unprivileged_daemon(self):
         d = nobody_daemon([SCRAPER], ["--metrics-listen", "127.0.0.1:0"])

@@ -117,6 +117,24 @@ static void cap(void)
     te_frame_header(11, hdr);
     CHECK(te_frame_feed(&d, hdr, 4, &used) == -EMSGSIZE);
     te_frame_decoder_free(&d);
+
+    /* A cap of UINT32_MAX (what --max-frame-bytes once took) is lowered to
+     * TE_FRAME_MAX_LIMIT: a frame of 4 GiB - 1 would have been len + 1 = 0
+     * bytes of buffer on a 32-bit target. Refused, nothing allocated. */
+    te_frame_decoder_init(&d, UINT32_MAX);
+    CHECK(d.max == TE_FRAME_MAX_LIMIT);
+    CHECK(te_frame_feed(&d, huge, sizeof(huge), &used) == -EMSGSIZE);
+    CHECK(used == 4);
+    CHECK(d.body == NULL);
+    te_frame_decoder_free(&d);
+    te_frame_decoder_init(&d, UINT32_MAX);
+    te_frame_header(TE_FRAME_MAX_LIMIT + 1, hdr);
+    CHECK(te_frame_feed(&d, hdr, 4, &used) == -EMSGSIZE);
+    te_frame_decoder_free(&d);
+    te_frame_decoder_init(&d, UINT32_MAX);
+    te_frame_header(TE_FRAME_MAX_LIMIT, hdr); /* at the limit: taken */
+    CHECK(te_frame_feed(&d, hdr, 4, &used) == TE_FRAME_NEED);
+    te_frame_decoder_free(&d);
 }
 
 static void header_roundtrip(void)
