@@ -30,7 +30,7 @@ static void put_question(struct mcp *m, struct mcp_call *c, const char *question
                  "Ask the user this question, then call the tool again with the answer: %s",
                  question) < 0)
         text = NULL;
-    mcp_put_call_result(m, c->id, text ? text : question, false, NULL);
+    mcp_put_call_result(m, &c->req, text ? text : question, false, NULL);
     free(text);
 }
 
@@ -38,7 +38,7 @@ static void put_question(struct mcp *m, struct mcp_call *c, const char *question
  * (elicitation/create) when it can; true when the call now waits for that. */
 static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
 {
-    if (!m->elicitation) {
+    if (!c->req.elicitation) {
         put_question(m, c, question);
         return false;
     }
@@ -53,7 +53,7 @@ static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
         return false;
     }
     c->elicit_id = json_string(id);
-    mcp_put_message(m, req);
+    mcp_put_message(m, req, &c->req);
     return true;
 }
 
@@ -78,7 +78,7 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
                                question ? question : "", shown ? shown : "")
                     : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
                                question ? question : "", action);
-        mcp_put_call_result(m, c->id, n < 0 ? "" : text, false, NULL);
+        mcp_put_call_result(m, &c->req, n < 0 ? "" : text, false, NULL);
         free(text);
         free(shown);
     }
@@ -96,7 +96,7 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
             return; /* answered when the host's response comes */
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
-        mcp_put_call_result(m, c->id, json_string_value(json_object_get(msg, "content")),
+        mcp_put_call_result(m, &c->req, json_string_value(json_object_get(msg, "content")),
                             is_failure(c->result), json_object_get(c->result, "ok"));
     } else {
         const char *type = json_string_value(json_object_get(ev, "type"));
@@ -111,16 +111,16 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
                 json_string_value(json_object_get(json_object_get(ev, "metadata"), "tool_name"));
             char text[256];
             snprintf(text, sizeof(text), "Unknown tool: %.200s", tool ? tool : "");
-            mcp_put_error(m, c->id, RPC_INVALID_PARAMS, text,
+            mcp_put_error(m, &c->req, RPC_INVALID_PARAMS, text,
                           json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
         } else if (type && strcmp(type, "engine_error") == 0) {
             /* forbidden_tool: a tool error, which the model can read and act
              * on */
-            mcp_put_call_result(m, c->id, message, true, NULL);
+            mcp_put_call_result(m, &c->req, message, true, NULL);
         } else {
             int code = reason && strcmp(reason, "invalid_request") == 0 ? RPC_INVALID_PARAMS
                                                                         : RPC_INTERNAL_ERROR;
-            mcp_put_error(m, c->id, code, message,
+            mcp_put_error(m, &c->req, code, message,
                           json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
         }
     }
@@ -137,7 +137,8 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
         return;
     }
     if (!l->cancelled)
-        mcp_put_error(m, l->id, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused", NULL);
+        mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused",
+                      NULL);
     mcp_listing_free(m, l);
 }
 
@@ -149,12 +150,14 @@ static void on_event(struct mcp *m, json_t *ev)
     if (is_event(ev, "tools") && !batch) {
         struct mcp_listing *l = mcp_listing_pop(m);
         if (l && !l->cancelled)
-            mcp_put_result(m, l->id, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
+            mcp_put_result(m, &l->req, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
         if (l)
             mcp_listing_free(m, l);
     } else if (is_event(ev, "tools_changed")) {
-        mcp_put_message(m, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
-                                     "notifications/tools/list_changed"));
+        mcp_put_message(
+            m,
+            json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/tools/list_changed"),
+            NULL);
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
     } else if (is_event(ev, "error") && !batch) {
@@ -190,13 +193,13 @@ void mcp_fail_all(struct mcp *m)
     const char *msg = "lost the connection to toolexecd";
     while (m->calls) {
         if (!m->calls->cancelled)
-            mcp_put_error(m, m->calls->id, RPC_INTERNAL_ERROR, msg, NULL);
+            mcp_put_error(m, &m->calls->req, RPC_INTERNAL_ERROR, msg, NULL);
         mcp_call_remove(m, m->calls);
     }
     struct mcp_listing *l;
     while ((l = mcp_listing_pop(m))) {
         if (!l->cancelled)
-            mcp_put_error(m, l->id, RPC_INTERNAL_ERROR, msg, NULL);
+            mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, msg, NULL);
         mcp_listing_free(m, l);
     }
 }

@@ -1,17 +1,42 @@
 /*
  * mcp_int.h - the parts of `toolexec mcp` (mcp.c) and what they share: the
- * session's state and the messages written to the host.
+ * session's state, the messages written to the client, and how a transport
+ * drives the MCP core.
  *
  * Each calls only those below it:
  *
- *   mcp.c           the session: options, the poll loop
- *   mcp_requests.c  what the host sends: lines, JSON-RPC requests and
+ *   mcp.c           the stdio transport: options, the poll loop, lines of
+ *                   standard input, the sink writing lines to standard output
+ *   mcp_requests.c  the core's entry (mcp_feed): JSON-RPC requests and
  *                   notifications, batches of them
  *   mcp_events.c    what the daemon sends: a call's events, its answer, the
  *                   user's answer to a tool's question (elicitation)
- *   mcp_state.c     the calls and listings in flight, requests to the daemon
- *   mcp_write.c     messages to the host: responses, errors, progress, and
- *                   the JSON-RPC batches they are gathered into
+ *   mcp_state.c     the calls and listings in flight, requests to the daemon,
+ *                   the core's life (mcp_core_init, mcp_core_free)
+ *   mcp_write.c     messages to the client through the sink: responses,
+ *                   errors, progress, and the JSON-RPC batches they are
+ *                   gathered into
+ *
+ * Driving the core from another transport (the core does no I/O of its own
+ * but on the daemon connection):
+ *
+ *   1. mcp_core_init() with a connected te_client and a struct mcp_sink_ops
+ *      (where messages go out) and its context.
+ *   2. Each JSON-RPC message the client sends, parsed: mcp_feed(m, msg,
+ *      origin). origin->stream is the transport's cookie for where messages
+ *      bound to that request go (an HTTP POST's response stream); it comes
+ *      back in every struct mcp_reqctx handed to the sink. Requests are
+ *      answered now or later, from mcp_daemon_readable().
+ *   3. Poll mcp_daemon_fd() for POLLIN and call mcp_daemon_readable() then;
+ *      it reads every whole event already buffered (a partial line makes
+ *      te_client_recv() block for the rest, as the daemon sends whole lines
+ *      that is brief). Call mcp_heartbeats() when its last return (ms) is
+ *      due, and after each feed; -1: none due.
+ *   4. A stream whose reader went away: mcp_stream_gone() cancels the calls
+ *      bound to it. The end of all input: mcp_end_of_input(); the session
+ *      is over once mcp_idle() and no more input is coming.
+ *   5. m->lost set (an exit code): the daemon connection failed;
+ *      mcp_fail_all() answers what is owed, then mcp_core_free().
  */
 #ifndef MCP_INT_H
 #define MCP_INT_H
@@ -27,9 +52,39 @@ enum {
     RPC_INTERNAL_ERROR = -32603,
 };
 
+/* A request, as its messages are addressed: what the sink is told about a
+ * message bound to it. Each request carries its own: under 2026-07-28 a
+ * request is self-contained (its revision and the client's capabilities
+ * come in its _meta). */
+struct mcp_reqctx {
+    json_t *id;          /* NULL: a message whose id could not be read */
+    void *stream;        /* the transport's cookie (mcp_origin), NULL on stdio */
+    const char *version; /* the revision its answer is shaped for */
+    bool elicitation;    /* the client can be sent elicitation/create */
+};
+
+/* Where messages go out. send: msg (stolen) to the client; req is the
+ * request it belongs to (its response, its progress, a request made on its
+ * behalf), NULL for a message of the session (a list change under 2025, an
+ * error answering a message without an id); final: msg is req's last
+ * message (its response), its stream can end. dropped (may be NULL): req
+ * ends without a response (cancelled). */
+struct mcp_sink_ops {
+    void (*send)(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final);
+    void (*dropped)(void *ctx, const struct mcp_reqctx *req);
+};
+
+/* What the transport knows of a message it feeds to the core. */
+struct mcp_origin {
+    void *stream;        /* where messages bound to its request go */
+    const char *subject; /* the authenticated client, NULL: none (stdio) */
+    const char *version; /* the revision the transport negotiated (HTTP's
+                            MCP-Protocol-Version header), NULL: none */
+};
+
 /* A tools/call in flight: its batch, until the batch's terminal event. */
 struct mcp_call {
-    json_t *id; /* the JSON-RPC request's id */
+    struct mcp_reqctx req;
     char *batch;
     json_t *result;                /* from tool_execution_completed, once it came */
     bool cancelled;                /* by the client, or at the end of input: no response */
@@ -43,7 +98,7 @@ struct mcp_call {
 
 /* A tools/list waiting for the daemon's tools event (they come in order). */
 struct mcp_listing {
-    json_t *id;
+    struct mcp_reqctx req;
     bool cancelled;
     struct mcp_listing *next;
 };
@@ -52,11 +107,13 @@ struct mcp_listing {
  * one array once each request in it has been answered (or cancelled). */
 struct mcp_rpcbatch {
     json_t *out;
+    void *stream;
     unsigned pending;
 };
-/* Which batch the response to a request id goes into. */
+/* Which batch the response to a request goes into. */
 struct mcp_route {
     json_t *id;
+    void *stream;
     struct mcp_rpcbatch *rb;
     struct mcp_route *next;
 };
@@ -64,15 +121,15 @@ struct mcp_route {
 struct mcp {
     struct cli *cli;
     te_client *client;
+    const struct mcp_sink_ops *sink;
+    void *sink_ctx;
     json_int_t tool_timeout; /* 0: the daemon's default */
     struct mcp_call *calls;
     struct mcp_listing *listings, **listings_tail;
     unsigned long long seq;      /* tools/call requests so far */
-    te_lines in;                 /* the line of standard input being read */
-    bool eof;                    /* the host is gone: no more input */
-    bool hangup;                 /* writing to standard output failed */
+    bool eof;                    /* no more input */
     int lost;                    /* an exit code once the daemon connection failed */
-    bool elicitation;            /* the host declared the elicitation capability */
+    bool elicitation;            /* the client declared the elicitation capability */
     const char *version;         /* the protocol revision agreed on; NULL before */
     struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
     struct mcp_route *routes;
@@ -80,31 +137,39 @@ struct mcp {
     long long heartbeat_ms;     /* --heartbeat */
 };
 
+/* The core's entry points, for a transport (see the top of this file). */
+void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
+                   const struct mcp_sink_ops *sink, void *sink_ctx);
+void mcp_core_free(struct mcp *m);
+void mcp_feed(struct mcp *m, json_t *msg, const struct mcp_origin *o);
+int mcp_daemon_fd(const struct mcp *m);
+int mcp_daemon_readable(struct mcp *m);
+void mcp_stream_gone(struct mcp *m, void *stream);
+bool mcp_idle(const struct mcp *m);
+
 /* mcp_write.c: writing messages (each stolen) */
-void mcp_put_message(struct mcp *m, json_t *msg);
-void mcp_put_result(struct mcp *m, json_t *id, json_t *result);
-void mcp_put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
-void mcp_put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
-                         const json_t *structured);
+void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req);
+void mcp_put_result(struct mcp *m, const struct mcp_reqctx *req, json_t *result);
+void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const char *message,
+                   json_t *data);
+void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
+                         bool is_error, const json_t *structured);
 void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p);
 int mcp_heartbeats(struct mcp *m);
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb);
-void mcp_route_drop(struct mcp *m, const json_t *id);
+void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req);
 long long mcp_now_ms(void);
 
 /* mcp_state.c: the calls and listings in flight, and the daemon connection */
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch);
-struct mcp_call *mcp_call_by_id(struct mcp *m, const json_t *id);
+struct mcp_call *mcp_call_by_id(struct mcp *m, void *stream, const json_t *id);
 void mcp_call_remove(struct mcp *m, struct mcp_call *c);
 struct mcp_listing *mcp_listing_pop(struct mcp *m);
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
+void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
 void mcp_send_daemon(struct mcp *m, json_t *req);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
 void mcp_end_of_input(struct mcp *m);
-
-/* mcp_requests.c: read what standard input has and handle every whole line
- * in it */
-void mcp_read_input(struct mcp *m);
 
 /* mcp_events.c */
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);

@@ -1,12 +1,22 @@
 /*
  * mcp_state.c - `toolexec mcp`'s session state (mcp_int.h): the tools/call
  * requests in flight and the tools/list requests waiting for their answer;
- * requests to the daemon, a call's cancel, the end of the host's input.
+ * requests to the daemon, a call's cancel, the end of the client's input;
+ * the core's life and the daemon connection's driving (mcp_int.h tells a
+ * transport how).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp_int.h"
+
+/* A copy of a request's context to keep past the message (dst's id is a
+ * reference of its own). */
+void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src)
+{
+    *dst = *src;
+    dst->id = json_incref(src->id);
+}
 
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch)
 {
@@ -16,10 +26,10 @@ struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch)
     return c;
 }
 
-struct mcp_call *mcp_call_by_id(struct mcp *m, const json_t *id)
+struct mcp_call *mcp_call_by_id(struct mcp *m, void *stream, const json_t *id)
 {
     struct mcp_call *c = m->calls;
-    while (c && !json_equal(c->id, id))
+    while (c && (c->req.stream != stream || !json_equal(c->req.id, id)))
         c = c->next;
     return c;
 }
@@ -28,7 +38,7 @@ static void call_free(struct mcp_call *c)
 {
     json_decref(c->progress_token);
     json_decref(c->elicit_id);
-    json_decref(c->id);
+    json_decref(c->req.id);
     json_decref(c->result);
     free(c->batch);
     free(c);
@@ -37,7 +47,7 @@ static void call_free(struct mcp_call *c)
 void mcp_call_remove(struct mcp *m, struct mcp_call *c)
 {
     if (c->cancelled)
-        mcp_route_drop(m, c->id);
+        mcp_route_drop(m, &c->req);
     struct mcp_call **p = &m->calls;
     while (*p != c)
         p = &(*p)->next;
@@ -61,8 +71,8 @@ struct mcp_listing *mcp_listing_pop(struct mcp *m)
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l)
 {
     if (l->cancelled)
-        mcp_route_drop(m, l->id);
-    json_decref(l->id);
+        mcp_route_drop(m, &l->req);
+    json_decref(l->req.id);
     free(l);
 }
 
@@ -106,5 +116,69 @@ void mcp_end_of_input(struct mcp *m)
         next = c->next;
         if (c->elicit_id)
             mcp_call_remove(m, c);
+    }
+}
+
+/* The reader of a stream is gone: what runs for it is cancelled, and what
+ * waits for the client's answer on it is over. */
+void mcp_stream_gone(struct mcp *m, void *stream)
+{
+    for (struct mcp_call *c = m->calls; c; c = c->next)
+        if (c->req.stream == stream)
+            mcp_cancel_call(m, c);
+    for (struct mcp_call *c = m->calls, *next; c; c = next) {
+        next = c->next;
+        if (c->req.stream == stream && c->elicit_id)
+            mcp_call_remove(m, c);
+    }
+    for (struct mcp_listing *l = m->listings; l; l = l->next)
+        if (l->req.stream == stream)
+            l->cancelled = true;
+}
+
+bool mcp_idle(const struct mcp *m)
+{
+    return !m->calls && !m->listings;
+}
+
+int mcp_daemon_fd(const struct mcp *m)
+{
+    return te_client_fd(m->client);
+}
+
+/* The daemon's socket is readable: read its events, every whole one
+ * buffered. Returns m->lost: 0, or an exit code once the connection failed. */
+int mcp_daemon_readable(struct mcp *m)
+{
+    do
+        m->lost = mcp_read_event(m);
+    while (!m->lost && te_client_pending(m->client));
+    return m->lost;
+}
+
+void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
+                   const struct mcp_sink_ops *sink, void *sink_ctx)
+{
+    m->cli = cli;
+    m->client = client;
+    m->sink = sink;
+    m->sink_ctx = sink_ctx;
+    m->listings_tail = &m->listings;
+}
+
+/* Frees what the session holds; the daemon connection stays the caller's. */
+void mcp_core_free(struct mcp *m)
+{
+    while (m->calls)
+        mcp_call_remove(m, m->calls);
+    struct mcp_listing *l;
+    while ((l = mcp_listing_pop(m)))
+        mcp_listing_free(m, l);
+    while (m->routes) {
+        struct mcp_route *r = m->routes;
+        m->routes = r->next;
+        mcp_rb_release(m, r->rb);
+        json_decref(r->id);
+        free(r);
     }
 }
