@@ -236,6 +236,10 @@ class McpModern(unittest.TestCase):
         r = self.call(s, 6, "ask", {"question": "which city?"}, caps, inputResponses=answer,
                       requestState=base64.urlsafe_b64encode(forged).decode() + "." + sig)
         self.assertEqual(r["error"]["code"], -32602, r)
+        for i, bad in enumerate(["", "no-dot", ".", state + "x", "%%%." + sig, 7, None], 100):
+            r = self.call(s, i, "ask", {"question": "which city?"}, caps, inputResponses=answer,
+                          requestState=bad)
+            self.assertEqual(r["error"]["code"], -32602, (bad, r))
         # a client that cannot elicit: the question as text for the model
         res = self.complete(self.call(s, 7, "ask", {"question": "which city?"}))
         self.assertTrue(res["content"][0]["text"].startswith("[ask_user] "), res)
