@@ -143,6 +143,8 @@ static void on_event(struct mcp *m, json_t *ev)
         on_loose_error(m, ev);
     } else if (!(c = mcp_call_by_batch(m, batch))) {
         /* not one of ours any more */
+    } else if (c->elicit_id) {
+        /* its batch is over: it waits for the host's answer alone */
     } else if (is_event(ev, "tool_execution_progress")) {
         if (c->progress_token && !c->cancelled)
             mcp_put_progress(m, c, json_object_get(ev, "progress"));
