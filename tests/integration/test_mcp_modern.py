@@ -16,9 +16,8 @@ import os
 import signal
 import unittest
 
-import harness
-from harness import Daemon, worker_tool
-from test_mcp import TOOLEXEC, Session
+from harness import worker_tool
+from test_mcp import McpCase, Session
 
 V = "2026-07-28"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -40,17 +39,8 @@ def meta(caps=None, **extra):
     return m
 
 
-class McpModern(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        harness.require_env()
-        if not TOOLEXEC:
-            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(TOOLS)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.stop()
+class McpModern(McpCase):
+    TOOLS = TOOLS
 
     def session(self):
         return Session(self, self.d.sock)
