@@ -42,25 +42,108 @@
 #define MCP_HEARTBEAT_MS 5000
 
 /* ------------------------------------------------------------------------ */
-/* The session */
+/* The stdio transport */
 
-static int serve(struct mcp *m)
+struct mcp_stdio {
+    struct mcp *m;
+    te_lines in; /* the line of standard input being read */
+    bool hangup; /* writing to standard output failed */
+};
+
+/* The sink: each message a line on standard output, whatever it answers. */
+static void stdio_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final)
 {
+    struct mcp_stdio *io = ctx;
+    (void)req;
+    (void) final;
+    char *s = te_json_dumps(msg, 0, NULL);
+    json_decref(msg);
+    if (!s) {
+        cli_err("mcp: out of memory; a response is lost");
+        return;
+    }
+    if (!io->hangup && (fputs(s, stdout) == EOF || putchar('\n') == EOF || fflush(stdout) == EOF)) {
+        /* the host closed its end: as good as the end of input */
+        io->hangup = true;
+    }
+    free(s);
+}
+
+static const struct mcp_sink_ops stdio_sink = {.send = stdio_send};
+
+/* One line of input: a JSON-RPC message or a batch of them. */
+static void on_line(struct mcp_stdio *io, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+        i++;
+    if (i == len)
+        return; /* a blank line */
+    json_error_t jerr;
+    json_t *msg = te_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    if (!msg) {
+        char text[256];
+        snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);
+        mcp_put_error(io->m, NULL, RPC_PARSE_ERROR, text, NULL);
+        return;
+    }
+    mcp_feed(io->m, msg, NULL);
+}
+
+/* Read what standard input has and handle every whole line in it. */
+static void read_input(struct mcp_stdio *io)
+{
+    char chunk[65536];
+    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        /* a last line without its newline still counts */
+        size_t len;
+        const char *line = te_lines_finish(&io->in, &len);
+        if (line)
+            on_line(io, line, len);
+        te_lines_free(&io->in);
+        mcp_end_of_input(io->m);
+        return;
+    }
+    const char *p = chunk;
+    size_t left = (size_t)n;
+    while (left) {
+        size_t used;
+        int rc = te_lines_feed(&io->in, p, left, &used);
+        p += used;
+        left -= used;
+        if (rc == TE_LINES_LINE) {
+            size_t len;
+            const char *line = te_lines_line(&io->in, &len);
+            on_line(io, line, len);
+            te_lines_next(&io->in);
+        } else if (rc == -EMSGSIZE) {
+            mcp_put_error(io->m, NULL, RPC_PARSE_ERROR,
+                          "Parse error: the message is longer than 16 MiB", NULL);
+        } else if (rc < 0) {
+            cli_err("mcp: out of memory reading standard input");
+            mcp_end_of_input(io->m);
+            return;
+        }
+    }
+}
+
+static int serve(struct mcp_stdio *io)
+{
+    struct mcp *m = io->m;
     for (;;) {
-        if (m->hangup && !m->eof)
+        if (io->hangup && !m->eof)
             mcp_end_of_input(m);
         if (m->lost) {
             mcp_fail_all(m);
             return m->lost;
         }
-        if (m->eof && !m->calls && !m->listings)
+        if (m->eof && mcp_idle(m))
             return CLI_EXIT_OK;
-        if (te_client_pending(m->client)) {
-            m->lost = mcp_read_event(m);
-            continue;
-        }
         struct pollfd pfd[2] = {
-            {.fd = te_client_fd(m->client), .events = POLLIN},
+            {.fd = mcp_daemon_fd(m), .events = POLLIN},
             {.fd = m->eof ? -1 : STDIN_FILENO, .events = POLLIN},
         };
         if (poll(pfd, 2, mcp_heartbeats(m)) < 0) {
@@ -70,9 +153,9 @@ static int serve(struct mcp *m)
             return CLI_EXIT_ERROR;
         }
         if (pfd[0].revents)
-            m->lost = mcp_read_event(m);
+            mcp_daemon_readable(m);
         if (!m->lost && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
-            mcp_read_input(m);
+            read_input(io);
         else if (pfd[1].revents & POLLNVAL) /* no standard input at all */
             mcp_end_of_input(m);
     }
@@ -88,8 +171,8 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {0},
     };
-    struct mcp m = {.cli = cli, .heartbeat_ms = MCP_HEARTBEAT_MS};
-    te_lines_init(&m.in, MCP_LINE_MAX);
+    struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
+    struct mcp_stdio io = {.m = &m};
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
         if (cli_common_option(cli, opt, optarg))
@@ -114,29 +197,19 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
-    m.client = cli_connect(cli);
-    if (!m.client)
+    te_client *client = cli_connect(cli);
+    if (!client)
         return CLI_EXIT_CONNECT;
+    mcp_core_init(&m, cli, client, &stdio_sink, &io);
+    te_lines_init(&io.in, MCP_LINE_MAX);
     if (isatty(STDIN_FILENO))
         cli_err("mcp: serving MCP on standard input and output, for an MCP host to start; "
                 "Ctrl-D ends it");
     /* A host that closes standard output must not kill us mid-write. */
     signal(SIGPIPE, SIG_IGN);
-    m.listings_tail = &m.listings;
-    int rc = serve(&m);
-    while (m.calls)
-        mcp_call_remove(&m, m.calls);
-    struct mcp_listing *l;
-    while ((l = mcp_listing_pop(&m)))
-        mcp_listing_free(&m, l);
-    while (m.routes) {
-        struct mcp_route *r = m.routes;
-        m.routes = r->next;
-        mcp_rb_release(&m, r->rb);
-        json_decref(r->id);
-        free(r);
-    }
-    te_lines_free(&m.in);
-    te_client_close(m.client);
+    int rc = serve(&io);
+    mcp_core_free(&m);
+    te_lines_free(&io.in);
+    te_client_close(client);
     return rc;
 }

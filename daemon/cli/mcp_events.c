@@ -20,26 +20,12 @@ static bool is_failure(const json_t *result)
     return !result || json_object_get(result, "error") || json_object_get(result, "tool_error");
 }
 
-/* What the model reads when its tool asked the user a question that the
- * host was not asked (no elicitation) or did not put to the user. */
-static void put_question(struct mcp *m, struct mcp_call *c, const char *question)
-{
-    char *text = NULL;
-    if (asprintf(&text,
-                 "[ask_user] The tool needs an answer from the user before it can go on. "
-                 "Ask the user this question, then call the tool again with the answer: %s",
-                 question) < 0)
-        text = NULL;
-    mcp_put_call_result(m, c->id, text ? text : question, false, NULL);
-    free(text);
-}
-
 /* A tool's ask_user: put the question to the user through the host
  * (elicitation/create) when it can; true when the call now waits for that. */
 static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
 {
-    if (!m->elicitation) {
-        put_question(m, c, question);
+    if (!c->req.elicitation) {
+        mcp_put_question(m, &c->req, question);
         return false;
     }
     char id[64];
@@ -49,11 +35,11 @@ static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
                             "requestedSchema", "type", "object", "properties", "answer", "type",
                             "string", "title", "Answer", "required", "answer");
     if (!req) {
-        put_question(m, c, question);
+        mcp_put_question(m, &c->req, question);
         return false;
     }
     c->elicit_id = json_string(id);
-    mcp_put_message(m, req);
+    mcp_put_message(m, req, &c->req);
     return true;
 }
 
@@ -67,20 +53,9 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
     if (c->cancelled) {
         /* no response for a cancelled request */
     } else if (!action) {
-        put_question(m, c, question ? question : "");
+        mcp_put_question(m, &c->req, question ? question : "");
     } else {
-        char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
-                      : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
-                                             : NULL;
-        char *text = NULL;
-        int n = strcmp(action, "accept") == 0
-                    ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
-                               question ? question : "", shown ? shown : "")
-                    : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
-                               question ? question : "", action);
-        mcp_put_call_result(m, c->id, n < 0 ? "" : text, false, NULL);
-        free(text);
-        free(shown);
+        mcp_put_answer(m, &c->req, question, action, answer);
     }
     mcp_call_remove(m, c);
 }
@@ -91,12 +66,14 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
     const char *question = json_string_value(json_object_get(c->result, "ask_user"));
     if (c->cancelled) {
         /* MCP: no response for a cancelled request */
+    } else if (is_event(ev, "batch_completed") && question && c->req.modern) {
+        mcp_put_input_required(m, c, question);
     } else if (is_event(ev, "batch_completed") && question) {
         if (ask_host(m, c, question))
             return; /* answered when the host's response comes */
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
-        mcp_put_call_result(m, c->id, json_string_value(json_object_get(msg, "content")),
+        mcp_put_call_result(m, &c->req, json_string_value(json_object_get(msg, "content")),
                             is_failure(c->result), json_object_get(c->result, "ok"));
     } else {
         const char *type = json_string_value(json_object_get(ev, "type"));
@@ -104,6 +81,7 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
         const char *message = json_string_value(json_object_get(ev, "message"));
         if (!message)
             message = "toolexecd refused the call";
+        mcp_log(m, &c->req, MCP_LOG_ERROR, "%s: %s", c->batch, message);
         if (reason && strcmp(reason, "unknown_tool") == 0) {
             /* the spec (2025-06-18, 2025-11-25) lists an unknown tool as a
              * protocol error, its example -32602 */
@@ -111,16 +89,16 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
                 json_string_value(json_object_get(json_object_get(ev, "metadata"), "tool_name"));
             char text[256];
             snprintf(text, sizeof(text), "Unknown tool: %.200s", tool ? tool : "");
-            mcp_put_error(m, c->id, RPC_INVALID_PARAMS, text,
+            mcp_put_error(m, &c->req, RPC_INVALID_PARAMS, text,
                           json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
         } else if (type && strcmp(type, "engine_error") == 0) {
             /* forbidden_tool: a tool error, which the model can read and act
              * on */
-            mcp_put_call_result(m, c->id, message, true, NULL);
+            mcp_put_call_result(m, &c->req, message, true, NULL);
         } else {
             int code = reason && strcmp(reason, "invalid_request") == 0 ? RPC_INVALID_PARAMS
                                                                         : RPC_INTERNAL_ERROR;
-            mcp_put_error(m, c->id, code, message,
+            mcp_put_error(m, &c->req, code, message,
                           json_pack("{s:s?,s:s?}", "type", type, "reason", reason));
         }
     }
@@ -136,8 +114,11 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
         cli_err("mcp: toolexecd: %s", message ? message : "an error");
         return;
     }
-    if (!l->cancelled)
-        mcp_put_error(m, l->id, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused", NULL);
+    if (l->silent && l->sub)
+        mcp_listen_failed(m, l->sub, message ? message : "toolexecd refused");
+    else if (!l->cancelled && !l->silent)
+        mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused",
+                      NULL);
     mcp_listing_free(m, l);
 }
 
@@ -148,23 +129,29 @@ static void on_event(struct mcp *m, json_t *ev)
     struct mcp_call *c;
     if (is_event(ev, "tools") && !batch) {
         struct mcp_listing *l = mcp_listing_pop(m);
-        if (l && !l->cancelled)
-            mcp_put_result(m, l->id, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
+        if (l && l->silent && l->sub)
+            mcp_listen_acked(m, l->sub);
+        else if (l && !l->cancelled && !l->silent)
+            mcp_put_result(m, &l->req, mcp_list_result(&l->req, json_object_get(ev, "tools")));
         if (l)
             mcp_listing_free(m, l);
     } else if (is_event(ev, "tools_changed")) {
-        mcp_put_message(m, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
-                                     "notifications/tools/list_changed"));
+        mcp_tools_changed(m, ev);
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
     } else if (is_event(ev, "error") && !batch) {
         on_loose_error(m, ev);
     } else if (!(c = mcp_call_by_batch(m, batch))) {
         /* not one of ours any more */
+    } else if (c->elicit_id) {
+        /* its batch is over: it waits for the host's answer alone */
     } else if (is_event(ev, "tool_execution_progress")) {
         if (c->progress_token && !c->cancelled)
             mcp_put_progress(m, c, json_object_get(ev, "progress"));
+    } else if (is_event(ev, "tool_execution_started")) {
+        mcp_log(m, &c->req, MCP_LOG_INFO, "%s: the tool started", c->batch);
     } else if (is_event(ev, "tool_execution_completed")) {
+        mcp_log(m, &c->req, MCP_LOG_DEBUG, "%s: the tool completed", c->batch);
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
@@ -190,13 +177,14 @@ void mcp_fail_all(struct mcp *m)
     const char *msg = "lost the connection to toolexecd";
     while (m->calls) {
         if (!m->calls->cancelled)
-            mcp_put_error(m, m->calls->id, RPC_INTERNAL_ERROR, msg, NULL);
+            mcp_put_error(m, &m->calls->req, RPC_INTERNAL_ERROR, msg, NULL);
         mcp_call_remove(m, m->calls);
     }
     struct mcp_listing *l;
     while ((l = mcp_listing_pop(m))) {
-        if (!l->cancelled)
-            mcp_put_error(m, l->id, RPC_INTERNAL_ERROR, msg, NULL);
+        if (!l->cancelled && !l->silent)
+            mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, msg, NULL);
         mcp_listing_free(m, l);
     }
+    mcp_subs_end(m, true, NULL, true);
 }

@@ -1,17 +1,55 @@
 /*
  * mcp_int.h - the parts of `toolexec mcp` (mcp.c) and what they share: the
- * session's state and the messages written to the host.
+ * session's state, the messages written to the client, and how a transport
+ * drives the MCP core.
  *
  * Each calls only those below it:
  *
- *   mcp.c           the session: options, the poll loop
- *   mcp_requests.c  what the host sends: lines, JSON-RPC requests and
+ *   mcp.c           the stdio transport: options, the poll loop, lines of
+ *                   standard input, the sink writing lines to standard output
+ *   mcp_core.c      the core as a transport drives it: its life, the daemon
+ *                   connection, the end of input or of a stream
+ *   mcp_requests.c  the core's entry (mcp_feed): JSON-RPC requests and
  *                   notifications, batches of them
  *   mcp_events.c    what the daemon sends: a call's events, its answer, the
  *                   user's answer to a tool's question (elicitation)
+ *   mcp_mrtr.c      2026-07-28: a tool's question as an InputRequiredResult,
+ *                   the retry's answer (requestState signed)
+ *   mcp_modern.c    2026-07-28: a request's _meta, server/discover,
+ *                   subscriptions/listen, logs bound to a request
  *   mcp_state.c     the calls and listings in flight, requests to the daemon
- *   mcp_write.c     messages to the host: responses, errors, progress, and
- *                   the JSON-RPC batches they are gathered into
+ *   mcp_write.c     messages to the client through the sink: responses
+ *                   (shaped for the request's revision), errors, progress,
+ *                   and the JSON-RPC batches they are gathered into
+ *
+ * Driving the core from another transport (the core does no I/O of its own
+ * but on the daemon connection):
+ *
+ *   1. mcp_core_init() with a connected te_client and a struct mcp_sink_ops
+ *      (where messages go out) and its context.
+ *   2. Each JSON-RPC message the client sends, parsed: mcp_feed(m, msg,
+ *      origin). origin->stream is the transport's cookie for where messages
+ *      bound to that request go (an HTTP POST's response stream); it comes
+ *      back in every struct mcp_reqctx handed to the sink. Requests are
+ *      answered now or later, from mcp_daemon_readable().
+ *   3. Poll mcp_daemon_fd() for POLLIN and call mcp_daemon_readable() then;
+ *      it reads every whole event already buffered (a partial line makes
+ *      te_client_recv() block for the rest, which is brief: the daemon
+ *      writes whole lines). Call mcp_heartbeats() when its last return (ms) is
+ *      due, and after each feed; -1: none due.
+ *   4. A stream whose reader went away: mcp_stream_gone() cancels the calls
+ *      bound to it. The end of all input: mcp_end_of_input(); the session
+ *      is over once mcp_idle() and no more input is coming.
+ *   5. m->lost set (an exit code): the daemon connection failed;
+ *      mcp_fail_all() answers what is owed, then mcp_core_free().
+ *
+ * A struct mcp holds one legacy session (what initialize chose: revision,
+ * elicitation): a transport with several 2025 sessions runs a core (and a
+ * daemon connection) for each. 2026-07-28 requests carry all they need in
+ * their _meta, so any core serves them. The sink's send gets final true
+ * with a request's response (its stream can end); a listen's notifications
+ * come with final false until its response, if ever. dropped can come for
+ * a stream already gone (mcp_stream_gone()): the transport ignores it.
  */
 #ifndef MCP_INT_H
 #define MCP_INT_H
@@ -25,11 +63,68 @@ enum {
     RPC_METHOD_NOT_FOUND = -32601,
     RPC_INVALID_PARAMS = -32602,
     RPC_INTERNAL_ERROR = -32603,
+    /* MCP 2026-07-28 allocates -32020..-32099 */
+    RPC_UNSUPPORTED_VERSION = -32022,
+};
+
+/* The stateless revision: each request carries its version and the
+ * client's capabilities in _meta, under these keys. */
+#define MCP_MODERN_VERSION "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_LOGLEVEL "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVERINFO "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+
+/* Log levels of notifications/message, least severe first. */
+enum mcp_log_level {
+    MCP_LOG_NONE = -1,
+    MCP_LOG_DEBUG,
+    MCP_LOG_INFO,
+    MCP_LOG_NOTICE,
+    MCP_LOG_WARNING,
+    MCP_LOG_ERROR
+};
+
+/* A request, as its messages are addressed: what the sink is told about a
+ * message bound to it. Each request carries its own: under 2026-07-28 a
+ * request is self-contained (its revision and the client's capabilities
+ * come in its _meta). */
+struct mcp_reqctx {
+    json_t *id;          /* NULL: a message whose id could not be read */
+    void *stream;        /* the transport's cookie (mcp_origin), NULL on stdio */
+    const char *version; /* the revision its answer is shaped for */
+    bool modern;         /* version is 2026-07-28: results carry resultType and
+                            serverInfo, the client's input comes by MRTR */
+    bool elicitation;    /* the client can be asked (elicitation, form mode) */
+    int log_level;       /* modern: notifications/message from this level on;
+                            MCP_LOG_NONE: none */
+    const char *subject; /* the origin's, while mcp_feed() runs; NULL in a copy */
+};
+
+/* Where messages go out. send: msg (stolen) to the client; req is the
+ * request it belongs to (its response, its progress, a request made on its
+ * behalf), NULL for a message of the session (a list change under 2025, an
+ * error answering a message without an id); final: msg is req's last
+ * message (its response), its stream can end. dropped (may be NULL): req
+ * ends without a response (cancelled). */
+struct mcp_sink_ops {
+    void (*send)(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final);
+    void (*dropped)(void *ctx, const struct mcp_reqctx *req);
+};
+
+/* What the transport knows of a message it feeds to the core. */
+struct mcp_origin {
+    void *stream;        /* where messages bound to its request go */
+    const char *subject; /* the authenticated client, NULL: none (stdio) */
+    const char *version; /* the revision the transport negotiated (HTTP's
+                            MCP-Protocol-Version header), NULL: none; a
+                            request without _meta's is served in it */
 };
 
 /* A tools/call in flight: its batch, until the batch's terminal event. */
 struct mcp_call {
-    json_t *id; /* the JSON-RPC request's id */
+    struct mcp_reqctx req;
     char *batch;
     json_t *result;                /* from tool_execution_completed, once it came */
     bool cancelled;                /* by the client, or at the end of input: no response */
@@ -38,25 +133,38 @@ struct mcp_call {
     double progress;               /* the last progress sent (MCP: it must increase) */
     bool reported;                 /* the worker sent progress of its own */
     long long started_ms, sent_ms; /* the call's start; the last notification */
+    char *bind;                    /* modern: what its requestState is bound to */
     struct mcp_call *next;
 };
 
 /* A tools/list waiting for the daemon's tools event (they come in order). */
 struct mcp_listing {
-    json_t *id;
+    struct mcp_reqctx req;
     bool cancelled;
+    bool silent;         /* a subscriptions/listen's watch: no response */
+    struct mcp_sub *sub; /* that listen, to acknowledge; NULL once it is over */
     struct mcp_listing *next;
+};
+
+/* A subscriptions/listen (2026-07-28): open until cancelled or the end. */
+struct mcp_sub {
+    struct mcp_reqctx req;
+    bool tools; /* toolsListChanged: the only kind this server has */
+    bool acked; /* notifications/subscriptions/acknowledged sent */
+    struct mcp_sub *next;
 };
 
 /* A JSON-RPC batch (MCP 2025-03-26 only): its responses, sent together as
  * one array once each request in it has been answered (or cancelled). */
 struct mcp_rpcbatch {
     json_t *out;
+    void *stream;
     unsigned pending;
 };
-/* Which batch the response to a request id goes into. */
+/* Which batch the response to a request goes into. */
 struct mcp_route {
     json_t *id;
+    void *stream;
     struct mcp_rpcbatch *rb;
     struct mcp_route *next;
 };
@@ -64,49 +172,89 @@ struct mcp_route {
 struct mcp {
     struct cli *cli;
     te_client *client;
+    const struct mcp_sink_ops *sink;
+    void *sink_ctx;
     json_int_t tool_timeout; /* 0: the daemon's default */
     struct mcp_call *calls;
     struct mcp_listing *listings, **listings_tail;
     unsigned long long seq;      /* tools/call requests so far */
-    te_lines in;                 /* the line of standard input being read */
-    bool eof;                    /* the host is gone: no more input */
-    bool hangup;                 /* writing to standard output failed */
+    bool eof;                    /* no more input */
     int lost;                    /* an exit code once the daemon connection failed */
-    bool elicitation;            /* the host declared the elicitation capability */
+    bool elicitation;            /* the client declared the elicitation capability */
     const char *version;         /* the protocol revision agreed on; NULL before */
     struct mcp_rpcbatch *cur_rb; /* the JSON-RPC batch being read */
     struct mcp_route *routes;
     unsigned long long elicits; /* elicitation/create requests so far */
     long long heartbeat_ms;     /* --heartbeat */
+    bool legacy_watch;          /* a 2025 tools/list: list changes to the session */
+    struct mcp_sub *subs;
+    unsigned char state_key[32]; /* signs requestState; new each process */
+    bool state_ok;               /* state_key could be drawn */
 };
 
+/* The core's entry points, for a transport (see the top of this file):
+ * mcp_core.c, and mcp_feed() (mcp_requests.c), mcp_heartbeats()
+ * (mcp_write.c), mcp_fail_all() (mcp_events.c). */
+void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
+                   const struct mcp_sink_ops *sink, void *sink_ctx);
+void mcp_core_free(struct mcp *m);
+void mcp_feed(struct mcp *m, json_t *msg, const struct mcp_origin *o);
+int mcp_daemon_fd(const struct mcp *m);
+int mcp_daemon_readable(struct mcp *m);
+void mcp_stream_gone(struct mcp *m, void *stream);
+void mcp_end_of_input(struct mcp *m);
+bool mcp_idle(const struct mcp *m);
+
 /* mcp_write.c: writing messages (each stolen) */
-void mcp_put_message(struct mcp *m, json_t *msg);
-void mcp_put_result(struct mcp *m, json_t *id, json_t *result);
-void mcp_put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
-void mcp_put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
-                         const json_t *structured);
+void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req);
+void mcp_put_result(struct mcp *m, const struct mcp_reqctx *req, json_t *result);
+void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const char *message,
+                   json_t *data);
+void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
+                         bool is_error, const json_t *structured);
 void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p);
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer);
 int mcp_heartbeats(struct mcp *m);
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb);
-void mcp_route_drop(struct mcp *m, const json_t *id);
+void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req);
 long long mcp_now_ms(void);
 
-/* mcp_state.c: the calls and listings in flight, and the daemon connection */
+/* mcp_state.c: the calls and listings in flight, requests to the daemon */
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch);
-struct mcp_call *mcp_call_by_id(struct mcp *m, const json_t *id);
+struct mcp_call *mcp_call_by_id(struct mcp *m, void *stream, const json_t *id);
 void mcp_call_remove(struct mcp *m, struct mcp_call *c);
 struct mcp_listing *mcp_listing_pop(struct mcp *m);
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
+void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
 void mcp_send_daemon(struct mcp *m, json_t *req);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
-void mcp_end_of_input(struct mcp *m);
 
-/* mcp_requests.c: read what standard input has and handle every whole line
- * in it */
-void mcp_read_input(struct mcp *m);
+/* mcp_modern.c: the 2026-07-28 revision's request metadata and methods */
+extern const char *const mcp_versions[];
+const char *mcp_version_known(const char *v);
+bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, const char *method);
+void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q);
+void mcp_on_listen(struct mcp *m, const struct mcp_reqctx *q, const json_t *params);
+void mcp_listen_acked(struct mcp *m, struct mcp_sub *sub);
+void mcp_listen_failed(struct mcp *m, struct mcp_sub *sub, const char *message);
+bool mcp_listen_cancel(struct mcp *m, void *stream, const json_t *id);
+void mcp_tools_changed(struct mcp *m, const json_t *ev);
+void mcp_subs_end(struct mcp *m, bool all, void *stream, bool graceful);
+void mcp_log(struct mcp *m, const struct mcp_reqctx *req, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+json_t *mcp_list_result(const struct mcp_reqctx *req, const json_t *tools);
 
-/* mcp_events.c */
+/* mcp_mrtr.c: the 2026-07-28 revision's questions to the user (multi
+ * round-trip requests): an InputRequiredResult, the retry's answer */
+void mcp_state_init(struct mcp *m);
+char *mcp_call_bind(const char *subject, const char *name, const json_t *args);
+void mcp_put_input_required(struct mcp *m, struct mcp_call *c, const char *question);
+bool mcp_on_retry(struct mcp *m, const struct mcp_reqctx *q, const json_t *params,
+                  const char *bind);
+
+/* mcp_events.c: the daemon's events */
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);
 int mcp_read_event(struct mcp *m);
 void mcp_fail_all(struct mcp *m);

@@ -1,6 +1,6 @@
 /*
- * mcp_requests.c - what the host sends to `toolexec mcp` (mcp_int.h): lines
- * of standard input, each a JSON-RPC request, notification or response, or
+ * mcp_requests.c - what the client sends to `toolexec mcp` (mcp_int.h),
+ * whatever the transport: a JSON-RPC request, notification or response, or
  * a batch of them; the requests initialize, ping, tools/list and
  * tools/call, and notifications/cancelled.
  */
@@ -15,15 +15,8 @@
 #define TE_CLI_VERSION "unknown"
 #endif
 
-/* The newest revision of MCP this server speaks; offered to a client that
- * asks for one it does not know. */
-#define MCP_LATEST_VERSION "2025-11-25"
-
 /* Characters of a request id kept in a batch id, for people reading tail. */
 #define MCP_BATCH_ID_CHARS 40
-
-static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
-                                                 "2025-11-25", NULL};
 
 static bool is_id(const json_t *id)
 {
@@ -55,60 +48,73 @@ static char *batch_id_for(struct mcp *m, const json_t *id)
     return batch;
 }
 
-static void on_initialize(struct mcp *m, json_t *id, const json_t *params)
+static void on_initialize(struct mcp *m, const struct mcp_reqctx *q, const json_t *params)
 {
+    /* initialize is the legacy revisions' handshake: a client asking for
+     * one this server does not know (2026-07-28 included) is offered the
+     * newest of them */
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    const char *version = MCP_LATEST_VERSION;
-    for (const char *const *v = supported_versions; asked && *v; v++)
+    const char *version = mcp_versions[1];
+    for (const char *const *v = mcp_versions + 1; asked && *v; v++)
         if (strcmp(asked, *v) == 0)
             version = *v;
     m->version = version;
     m->elicitation =
         json_is_object(json_object_get(json_object_get(params, "capabilities"), "elicitation"));
-    mcp_put_result(m, id,
+    mcp_put_result(m, q,
                    json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
                              "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
                              "toolexec", "version", TE_CLI_VERSION));
 }
 
-static void on_tools_list(struct mcp *m, json_t *id)
+static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
 {
     /* A cursor is accepted and ignored: the whole list comes in one page. */
     struct mcp_listing *l = calloc(1, sizeof(*l));
-    /* watch: the daemon says when a reload changed its tools */
-    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
+    /* watch: the daemon says when a reload changed its tools, which a 2025
+     * session is told (a modern client asks with subscriptions/listen) */
+    json_t *req = q->modern
+                      ? json_pack("{s:s,s:s}", "op", "tools", "format", "mcp")
+                      : json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
+    if (!q->modern)
+        m->legacy_watch = true;
     if (!l || !req) {
         free(l);
         json_decref(req);
-        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        mcp_put_error(m, q, RPC_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
-    l->id = json_incref(id);
+    mcp_reqctx_copy(&l->req, q);
     *m->listings_tail = l;
     m->listings_tail = &l->next;
     mcp_send_daemon(m, req);
     json_decref(req);
 }
 
-static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
+static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
     if (!name) {
-        mcp_put_error(m, id, RPC_INVALID_PARAMS, "params.name: expected the name of a tool", NULL);
+        mcp_put_error(m, q, RPC_INVALID_PARAMS, "params.name: expected the name of a tool", NULL);
         return;
     }
     if (args && !json_is_object(args) && !json_is_null(args)) {
-        mcp_put_error(m, id, RPC_INVALID_PARAMS, "params.arguments: expected an object", NULL);
+        mcp_put_error(m, q, RPC_INVALID_PARAMS, "params.arguments: expected an object", NULL);
         return;
     }
-    if (mcp_call_by_id(m, id)) {
-        mcp_put_error(m, id, RPC_INVALID_REQUEST, "the request id is in use by a call in progress",
+    if (mcp_call_by_id(m, q->stream, q->id)) {
+        mcp_put_error(m, q, RPC_INVALID_REQUEST, "the request id is in use by a call in progress",
                       NULL);
         return;
     }
+    char *bind = q->modern ? mcp_call_bind(q->subject, name, args) : NULL;
+    if (q->modern && mcp_on_retry(m, q, params, bind)) {
+        free(bind);
+        return;
+    }
     struct mcp_call *c = calloc(1, sizeof(*c));
-    char *batch = batch_id_for(m, id);
+    char *batch = batch_id_for(m, q->id);
     json_t *req = NULL;
     if (c && batch)
         req = json_pack("{s:s,s:s,s:[{s:s,s:s,s:o}]}", "op", "run", "batch", batch, "calls", "id",
@@ -117,18 +123,20 @@ static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
     if (!req) {
         free(c);
         free(batch);
-        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        free(bind);
+        mcp_put_error(m, q, RPC_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
     if (m->tool_timeout)
         json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
-    /* issue 23: the client's narrowing of the tool's confinement, checked
+    /* the client's narrowing of the tool's confinement, checked
      * (and a widening refused) by the daemon */
     json_t *pol = json_object_get(json_object_get(params, "_meta"), "toolexecd/policy");
     if (pol)
         json_object_set(req, "policy", pol);
-    c->id = json_incref(id);
+    mcp_reqctx_copy(&c->req, q);
     c->batch = batch;
+    c->bind = bind;
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (is_id(token))
         c->progress_token = json_incref(token);
@@ -139,12 +147,12 @@ static void on_tools_call(struct mcp *m, json_t *id, const json_t *params)
     json_decref(req);
 }
 
-static void on_cancelled(struct mcp *m, const json_t *params)
+static void on_cancelled(struct mcp *m, void *stream, const json_t *params)
 {
     json_t *id = json_object_get(params, "requestId");
-    if (!is_id(id))
+    if (!is_id(id) || mcp_listen_cancel(m, stream, id))
         return;
-    struct mcp_call *c = mcp_call_by_id(m, id);
+    struct mcp_call *c = mcp_call_by_id(m, stream, id);
     if (c && c->elicit_id) {
         mcp_call_remove(m, c); /* its batch is over; the host's answer is ignored */
         return;
@@ -155,45 +163,51 @@ static void on_cancelled(struct mcp *m, const json_t *params)
     }
     /* A tools/list cannot be stopped, but its answer can be kept back. */
     for (struct mcp_listing *l = m->listings; l; l = l->next)
-        if (json_equal(l->id, id))
+        if (!l->silent && l->req.stream == stream && json_equal(l->req.id, id))
             l->cancelled = true;
     /* Otherwise it has been answered already: nothing to do. */
 }
 
-static void on_notification(struct mcp *m, const char *method, const json_t *params)
+static void on_notification(struct mcp *m, void *stream, const char *method, const json_t *params)
 {
     if (strcmp(method, "notifications/cancelled") == 0)
-        on_cancelled(m, params);
+        on_cancelled(m, stream, params);
     /* notifications/initialized and any other notification: nothing to do,
      * and a notification never gets a response. */
 }
 
-static void on_request(struct mcp *m, json_t *id, const char *method, const json_t *params)
+static void on_request(struct mcp *m, const struct mcp_reqctx *q, const char *method,
+                       const json_t *params)
 {
     /* Requests before initialize are answered all the same. */
     if (strcmp(method, "initialize") == 0) {
-        on_initialize(m, id, params);
-    } else if (strcmp(method, "ping") == 0) {
-        mcp_put_result(m, id, json_object());
+        on_initialize(m, q, params);
+    } else if (strcmp(method, "server/discover") == 0) {
+        mcp_on_discover(m, q);
+    } else if (q->modern && strcmp(method, "subscriptions/listen") == 0) {
+        mcp_on_listen(m, q, params);
+    } else if (!q->modern && strcmp(method, "ping") == 0) {
+        mcp_put_result(m, q, json_object());
     } else if (strcmp(method, "tools/list") == 0) {
-        on_tools_list(m, id);
+        on_tools_list(m, q);
     } else if (strcmp(method, "tools/call") == 0) {
-        on_tools_call(m, id, params);
+        on_tools_call(m, q, params);
     } else {
         char msg[256];
         snprintf(msg, sizeof(msg), "Method not found: %.200s", method);
-        mcp_put_error(m, id, RPC_METHOD_NOT_FOUND, msg, NULL);
+        mcp_put_error(m, q, RPC_METHOD_NOT_FOUND, msg, NULL);
     }
 }
 
-static void on_message(struct mcp *m, json_t *msg);
+static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o);
 
 /* A JSON-RPC batch: MCP 2025-03-26 requires them to be accepted; 2025-06-18
  * removed them. The responses go out as one array. */
-static void on_rpc_batch(struct mcp *m, json_t *msgs)
+static void on_rpc_batch(struct mcp *m, json_t *msgs, const struct mcp_origin *o)
 {
+    struct mcp_reqctx none = {.stream = o->stream};
     if (!m->version || strcmp(m->version, "2025-03-26") != 0 || !json_array_size(msgs)) {
-        mcp_put_error(m, NULL, RPC_INVALID_REQUEST,
+        mcp_put_error(m, &none, RPC_INVALID_REQUEST,
                       json_array_size(msgs) ? "Invalid Request: batches are not supported after "
                                               "protocol revision 2025-03-26"
                                             : "Invalid Request: an empty batch",
@@ -203,9 +217,10 @@ static void on_rpc_batch(struct mcp *m, json_t *msgs)
     struct mcp_rpcbatch *rb = calloc(1, sizeof(*rb));
     if (!rb || !(rb->out = json_array())) {
         free(rb);
-        mcp_put_error(m, NULL, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        mcp_put_error(m, &none, RPC_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
+    rb->stream = o->stream;
     rb->pending = 1; /* until every element has been read */
     size_t i;
     json_t *el;
@@ -215,44 +230,21 @@ static void on_rpc_batch(struct mcp *m, json_t *msgs)
         struct mcp_route *r = NULL;
         if (json_object_get(el, "method") && is_id(id) && (r = calloc(1, sizeof(*r)))) {
             r->id = json_incref(id);
+            r->stream = o->stream;
             r->rb = rb;
             r->next = m->routes;
             m->routes = r;
             rb->pending++;
         }
         m->cur_rb = rb;
-        on_message(m, json_incref(el));
+        on_message(m, json_incref(el), o);
         m->cur_rb = NULL;
     }
     mcp_rb_release(m, rb);
 }
 
-/* One line of input: a JSON-RPC request, notification or response. */
-static void on_line(struct mcp *m, const char *line, size_t len)
-{
-    size_t i = 0;
-    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
-        i++;
-    if (i == len)
-        return; /* a blank line */
-    json_error_t jerr;
-    json_t *msg = te_json_loadb(line, len, JSON_DECODE_ANY, &jerr);
-    if (!msg) {
-        char text[256];
-        snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);
-        mcp_put_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
-        return;
-    }
-    if (json_is_array(msg)) {
-        on_rpc_batch(m, msg);
-        json_decref(msg);
-        return;
-    }
-    on_message(m, msg);
-}
-
-/* One message (stolen). */
-static void on_message(struct mcp *m, json_t *msg)
+/* One message (stolen), a batch's element or alone. */
+static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o)
 {
     json_t *id = json_object_get(msg, "id");
     const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
@@ -270,6 +262,14 @@ static void on_message(struct mcp *m, json_t *msg)
         bad = ""; /* a response: to our elicitation/create, or stray */
     else if (!method)
         bad = "Invalid Request: method: expected a string";
+    struct mcp_reqctx q = {.id = is_id(id) ? id : NULL,
+                           .stream = o->stream,
+                           .version = o->version && mcp_version_known(o->version)
+                                          ? mcp_version_known(o->version)
+                                          : m->version,
+                           .elicitation = m->elicitation,
+                           .log_level = MCP_LOG_NONE,
+                           .subject = o->subject};
     if (bad && !*bad) {
         for (struct mcp_call *c = m->calls; c; c = c->next)
             if (c->elicit_id && json_equal(c->elicit_id, id)) {
@@ -279,56 +279,34 @@ static void on_message(struct mcp *m, json_t *msg)
     }
     if (bad) {
         if (*bad)
-            mcp_put_error(m, is_id(id) ? id : NULL, RPC_INVALID_REQUEST, bad, NULL);
+            mcp_put_error(m, &q, RPC_INVALID_REQUEST, bad, NULL);
         json_decref(msg);
         return;
     }
     if (!id) {
-        on_notification(m, method, json_is_object(params) ? params : NULL);
+        on_notification(m, o->stream, method, json_is_object(params) ? params : NULL);
     } else if (params && !json_is_object(params) && !json_is_null(params)) {
-        mcp_put_error(m, id, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+        mcp_put_error(m, &q, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+    } else if (strcmp(method, "initialize") != 0 &&
+               !mcp_read_meta(m, &q, json_is_object(params) ? params : NULL, method)) {
+        /* answered: its _meta is wrong */
     } else {
-        on_request(m, id, method, json_is_object(params) ? params : NULL);
+        on_request(m, &q, method, json_is_object(params) ? params : NULL);
     }
     json_decref(msg);
 }
 
-/* Read what standard input has and handle every whole line in it. */
-void mcp_read_input(struct mcp *m)
+/* The core's entry: one message the client sent, parsed (stolen): a
+ * request, a notification, a response, or a JSON-RPC batch of them. */
+void mcp_feed(struct mcp *m, json_t *msg, const struct mcp_origin *o)
 {
-    char chunk[65536];
-    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        return;
-    if (n <= 0) {
-        /* a last line without its newline still counts */
-        size_t len;
-        const char *line = te_lines_finish(&m->in, &len);
-        if (line)
-            on_line(m, line, len);
-        te_lines_free(&m->in);
-        mcp_end_of_input(m);
+    static const struct mcp_origin none;
+    if (!o)
+        o = &none;
+    if (json_is_array(msg)) {
+        on_rpc_batch(m, msg, o);
+        json_decref(msg);
         return;
     }
-    const char *p = chunk;
-    size_t left = (size_t)n;
-    while (left) {
-        size_t used;
-        int rc = te_lines_feed(&m->in, p, left, &used);
-        p += used;
-        left -= used;
-        if (rc == TE_LINES_LINE) {
-            size_t len;
-            const char *line = te_lines_line(&m->in, &len);
-            on_line(m, line, len);
-            te_lines_next(&m->in);
-        } else if (rc == -EMSGSIZE) {
-            mcp_put_error(m, NULL, RPC_PARSE_ERROR,
-                          "Parse error: the message is longer than 16 MiB", NULL);
-        } else if (rc < 0) {
-            cli_err("mcp: out of memory reading standard input");
-            mcp_end_of_input(m);
-            return;
-        }
-    }
+    on_message(m, msg, o);
 }

@@ -1,12 +1,21 @@
 /*
  * mcp_state.c - `toolexec mcp`'s session state (mcp_int.h): the tools/call
  * requests in flight and the tools/list requests waiting for their answer;
- * requests to the daemon, a call's cancel, the end of the host's input.
+ * requests to the daemon, a call's cancel.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp_int.h"
+
+/* A copy of a request's context to keep past the message (dst's id is a
+ * reference of its own). */
+void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src)
+{
+    *dst = *src;
+    dst->id = json_incref(src->id);
+    dst->subject = NULL;
+}
 
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch)
 {
@@ -16,10 +25,10 @@ struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch)
     return c;
 }
 
-struct mcp_call *mcp_call_by_id(struct mcp *m, const json_t *id)
+struct mcp_call *mcp_call_by_id(struct mcp *m, void *stream, const json_t *id)
 {
     struct mcp_call *c = m->calls;
-    while (c && !json_equal(c->id, id))
+    while (c && (c->req.stream != stream || !json_equal(c->req.id, id)))
         c = c->next;
     return c;
 }
@@ -28,16 +37,17 @@ static void call_free(struct mcp_call *c)
 {
     json_decref(c->progress_token);
     json_decref(c->elicit_id);
-    json_decref(c->id);
+    json_decref(c->req.id);
     json_decref(c->result);
     free(c->batch);
+    free(c->bind);
     free(c);
 }
 
 void mcp_call_remove(struct mcp *m, struct mcp_call *c)
 {
     if (c->cancelled)
-        mcp_route_drop(m, c->id);
+        mcp_route_drop(m, &c->req);
     struct mcp_call **p = &m->calls;
     while (*p != c)
         p = &(*p)->next;
@@ -61,8 +71,8 @@ struct mcp_listing *mcp_listing_pop(struct mcp *m)
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l)
 {
     if (l->cancelled)
-        mcp_route_drop(m, l->id);
-    json_decref(l->id);
+        mcp_route_drop(m, &l->req);
+    json_decref(l->req.id);
     free(l);
 }
 
@@ -92,19 +102,4 @@ void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     mcp_send_daemon(m, req);
     json_decref(req);
-}
-
-/* The host is gone: cancel what runs. Answers owed to tools/list still go
- * out, if anyone reads them. */
-void mcp_end_of_input(struct mcp *m)
-{
-    m->eof = true;
-    for (struct mcp_call *c = m->calls; c; c = c->next)
-        mcp_cancel_call(m, c);
-    /* calls waiting for the host's answer to a question have no batch */
-    for (struct mcp_call *c = m->calls, *next; c; c = next) {
-        next = c->next;
-        if (c->elicit_id)
-            mcp_call_remove(m, c);
-    }
 }

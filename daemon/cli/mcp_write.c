@@ -1,31 +1,48 @@
 /*
- * mcp_write.c - `toolexec mcp`'s messages to the host (mcp_int.h): one JSON
- * line each on standard output, or gathered into the array answering a
- * JSON-RPC batch; and the progress notifications of running calls.
+ * mcp_write.c - `toolexec mcp`'s messages to the client (mcp_int.h): each
+ * handed to the transport's sink, alone or gathered into the array
+ * answering a JSON-RPC batch; results shaped for the request's revision;
+ * the text of a tool's question and its answer; and the progress
+ * notifications of running calls.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "mcp_int.h"
 
-static void put_line(struct mcp *m, json_t *msg);
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
+#endif
+
+static void put_out(struct mcp *m, json_t *msg, const struct mcp_reqctx *req, bool final)
+{
+    if (msg)
+        m->sink->send(m->sink_ctx, msg, req, final);
+    else
+        cli_err("mcp: out of memory; a message is lost");
+}
 
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb)
 {
     if (--rb->pending)
         return;
-    if (json_array_size(rb->out))
-        put_line(m, rb->out);
-    else
+    struct mcp_reqctx whole = {.stream = rb->stream};
+    if (json_array_size(rb->out)) {
+        put_out(m, rb->out, &whole, true);
+    } else {
         json_decref(rb->out);
+        if (m->sink->dropped)
+            m->sink->dropped(m->sink_ctx, &whole);
+    }
     free(rb);
 }
 
-/* The route of a response to id, unlinked; NULL when it has none. */
-static struct mcp_route *route_take(struct mcp *m, const json_t *id)
+/* The route of a response to id on stream, unlinked; NULL when none. */
+static struct mcp_route *route_take(struct mcp *m, void *stream, const json_t *id)
 {
     for (struct mcp_route **p = &m->routes; *p; p = &(*p)->next)
-        if (json_equal((*p)->id, id)) {
+        if ((*p)->stream == stream && json_equal((*p)->id, id)) {
             struct mcp_route *r = *p;
             *p = r->next;
             return r;
@@ -33,24 +50,28 @@ static struct mcp_route *route_take(struct mcp *m, const json_t *id)
     return NULL;
 }
 
-/* A request of a JSON-RPC batch that gets no response (cancelled). */
-void mcp_route_drop(struct mcp *m, const json_t *id)
+/* A request that gets no response (cancelled): its batch no longer waits
+ * for it; alone, its stream can end. */
+void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req)
 {
-    struct mcp_route *r = m->routes ? route_take(m, id) : NULL;
+    struct mcp_route *r = m->routes && req->id ? route_take(m, req->stream, req->id) : NULL;
     if (r) {
         mcp_rb_release(m, r->rb);
         json_decref(r->id);
         free(r);
+    } else if (m->sink->dropped) {
+        m->sink->dropped(m->sink_ctx, req);
     }
 }
 
-/* Write one message (stolen): a response to a request of a JSON-RPC batch
- * goes into that batch's array. */
-void mcp_put_message(struct mcp *m, json_t *msg)
+/* Send one message (stolen) bound to req (NULL: the session's): a response
+ * to a request of a JSON-RPC batch goes into that batch's array. */
+void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req)
 {
     bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
     json_t *id = response ? json_object_get(msg, "id") : NULL;
-    struct mcp_route *r = id && m->routes ? route_take(m, id) : NULL;
+    void *stream = req ? req->stream : NULL;
+    struct mcp_route *r = id && m->routes ? route_take(m, stream, id) : NULL;
     if (r) {
         json_array_append_new(r->rb->out, msg);
         mcp_rb_release(m, r->rb);
@@ -63,35 +84,39 @@ void mcp_put_message(struct mcp *m, json_t *msg)
         json_array_append_new(m->cur_rb->out, msg);
         return;
     }
-    put_line(m, msg);
+    put_out(m, msg, req, response);
 }
 
-/* Write one message (stolen) as a line on standard output. */
-static void put_line(struct mcp *m, json_t *msg)
+/* A modern result: resultType ("complete" unless set) and the server's
+ * identity in _meta. */
+static void modern_result(const struct mcp_reqctx *req, json_t *result)
 {
-    char *s = msg ? te_json_dumps(msg, 0, NULL) : NULL;
-    json_decref(msg);
-    if (!s) {
-        cli_err("mcp: out of memory; a response is lost");
+    if (!req || !req->modern || !json_is_object(result))
         return;
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
     }
-    if (!m->hangup && (fputs(s, stdout) == EOF || putchar('\n') == EOF || fflush(stdout) == EOF)) {
-        /* the host closed its end: as good as the end of input */
-        m->hangup = true;
-    }
-    free(s);
+    json_object_set_new(meta, MCP_META_SERVERINFO,
+                        json_pack("{s:s,s:s}", "name", "toolexec", "version", TE_CLI_VERSION));
 }
 
 /* A response with result (stolen). */
-void mcp_put_result(struct mcp *m, json_t *id, json_t *result)
+void mcp_put_result(struct mcp *m, const struct mcp_reqctx *req, json_t *result)
 {
-    mcp_put_message(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+    modern_result(req, result);
+    mcp_put_message(
+        m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", req->id, "result", result), req);
 }
 
-/* An error response; id NULL (a message whose id could not be read) leaves
- * "id" out: the schema of 2025-06-18 and later has no null id. data (stolen)
- * may be NULL. */
-void mcp_put_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
+/* An error response; no req->id (a message whose id could not be read)
+ * leaves "id" out: the schema of 2025-06-18 and later has no null id. data
+ * (stolen) may be NULL. */
+void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const char *message,
+                   json_t *data)
 {
     json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
     if (!err)
@@ -100,25 +125,58 @@ void mcp_put_error(struct mcp *m, json_t *id, int code, const char *message, jso
         json_object_set(err, "data", data);
     json_decref(data);
     json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
-    if (msg && id)
-        json_object_set(msg, "id", id);
-    mcp_put_message(m, msg);
+    if (msg && req && req->id)
+        json_object_set(msg, "id", req->id);
+    mcp_put_message(m, msg, req);
 }
 
 /* A tools/call result: one text content, whether the call failed, and
  * the structured result (an object; NULL: none). */
-void mcp_put_call_result(struct mcp *m, json_t *id, const char *text, bool is_error,
-                         const json_t *structured)
+void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
+                         bool is_error, const json_t *structured)
 {
     json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
     if (!content) {
-        mcp_put_error(m, id, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
+        mcp_put_error(m, req, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
         return;
     }
     json_t *r = json_pack("{s:o,s:b}", "content", content, "isError", is_error);
     if (r && json_is_object(structured))
         json_object_set(r, "structuredContent", (json_t *)structured);
-    mcp_put_result(m, id, r);
+    mcp_put_result(m, req, r);
+}
+
+/* What the model reads when its tool asked the user a question that the
+ * host was not asked (no elicitation) or did not put to the user. */
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question)
+{
+    char *text = NULL;
+    if (asprintf(&text,
+                 "[ask_user] The tool needs an answer from the user before it can go on. "
+                 "Ask the user this question, then call the tool again with the answer: %s",
+                 question) < 0)
+        text = NULL;
+    mcp_put_call_result(m, req, text ? text : question, false, NULL);
+    free(text);
+}
+
+/* What the model reads once the user answered a tool's question (action
+ * "accept", answer the answer) or did not. */
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer)
+{
+    char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
+                  : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
+                                         : NULL;
+    char *text = NULL;
+    int n = strcmp(action, "accept") == 0
+                ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
+                           question ? question : "", shown ? shown : "")
+                : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
+                           question ? question : "", action);
+    mcp_put_call_result(m, req, n < 0 ? "" : text, false, NULL);
+    free(text);
+    free(shown);
 }
 
 long long mcp_now_ms(void)
@@ -158,8 +216,10 @@ void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
     c->sent_ms = now;
     if (p)
         c->reported = true;
-    mcp_put_message(m, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method",
-                                 "notifications/progress", "params", params));
+    mcp_put_message(m,
+                    json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
+                              "params", params),
+                    &c->req);
 }
 
 /* Heartbeats due now; returns the ms until the next one, -1 for none. */

@@ -75,6 +75,9 @@ for t in $targets; do
     case "$t" in
     fuzz_spawnmsg) own=(-I"$root/daemon/run" -I"$root/daemon/confine" "$root/daemon/run/spawnmsg.c") ;;
     fuzz_audit) own=("${audit[@]}") ;;
+    fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -DTE_CLI_VERSION=\"fuzz\"
+                   "$root"/daemon/cli/mcp_{core,events,modern,mrtr,requests,state,write}.c
+                   "$root/daemon/base/sha256hex.c" -lnettle) ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
