@@ -161,15 +161,18 @@ bool mcp_auth_scope_ok(const struct mcp_auth_principal *p, const json_t *scopes)
     return false;
 }
 
-bool mcp_auth_token_equal(const char *a, size_t alen, const char *b, size_t blen)
+void mcp_auth_sha256(const char *s, size_t len, uint8_t digest[MCP_AUTH_DIGEST])
 {
-    uint8_t da[SHA256_DIGEST_SIZE], db[SHA256_DIGEST_SIZE];
     struct sha256_ctx c;
     sha256_init(&c);
-    sha256_update(&c, alen, (const uint8_t *)a);
-    sha256_digest(&c, sizeof(da), da);
-    sha256_init(&c);
-    sha256_update(&c, blen, (const uint8_t *)b);
-    sha256_digest(&c, sizeof(db), db);
-    return memeql_sec(da, db, sizeof(da)) != 0;
+    sha256_update(&c, len, (const uint8_t *)s);
+    sha256_digest(&c, MCP_AUTH_DIGEST, digest);
+}
+
+bool mcp_auth_token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+    uint8_t da[MCP_AUTH_DIGEST], db[MCP_AUTH_DIGEST];
+    mcp_auth_sha256(a, alen, da);
+    mcp_auth_sha256(b, blen, db);
+    return memeql_sec(da, db, MCP_AUTH_DIGEST) != 0;
 }

@@ -16,6 +16,8 @@
  *   mcp_auth.c        pure: the PRM document, the metadata URL, the
  *                     WWW-Authenticate values, the Authorization header,
  *                     a tool's scopes checked against a principal's
+ *   mcp_auth_cache.c  pure: tokens verified already, so a client's token
+ *                     is checked once, not at each request
  *   mcp_auth_fetch.c  I/O: one bounded HTTP(S) GET (gnutls, http-parser)
  *   mcp_auth_keys.c   I/O: the issuer's metadata and JWKS fetched, cached,
  *                     refreshed on an unknown "kid" (rate-limited) and when
@@ -39,8 +41,9 @@
  *     if (r.http_status) -> 403 and r.www_authenticate
  *   mcp_auth_result_free(&r); ... mcp_auth_close(a);
  *
- * mcp_auth_authenticate() is thread-safe. It verifies against keys held in
- * memory (tens of microseconds); only a token whose "kid" is not among
+ * mcp_auth_authenticate() is thread-safe. A token seen before (and not
+ * expired, its keys unchanged) costs a SHA-256 and a look-up; a new one a
+ * signature check against keys held in memory; only a token whose "kid" is not among
  * them, or keys older than cfg.max_age_s, make it fetch the JWKS, in the
  * calling thread, bounded by cfg.timeout_ms, at most once per
  * cfg.refresh_min_s (other threads meanwhile use the keys they have).
@@ -52,6 +55,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -153,6 +157,22 @@ bool mcp_auth_scope_ok(const struct mcp_auth_principal *p, const json_t *scopes)
 /* Constant-time: do two strings hold the same bytes? Both are hashed
  * first, so neither length nor content shows in the time it takes. */
 bool mcp_auth_token_equal(const char *a, size_t alen, const char *b, size_t blen);
+#define MCP_AUTH_DIGEST 32 /* SHA-256 */
+void mcp_auth_sha256(const char *s, size_t len, uint8_t digest[MCP_AUTH_DIGEST]);
+
+/* ------------------------------------------------------------------------ */
+/* Pure parts: mcp_auth_cache.c, tokens verified already, by their SHA-256
+ * (not thread-safe: its caller locks). gen: the key set's generation. */
+struct mcp_auth_cache;
+struct mcp_auth_cache *mcp_auth_cache_new(void);
+void mcp_auth_cache_free(struct mcp_auth_cache *c);
+/* A copy of the principal of a token verified with keys of generation gen
+ * and, by e's time, not expired yet. */
+bool mcp_auth_cache_get(struct mcp_auth_cache *c, const uint8_t digest[MCP_AUTH_DIGEST],
+                        unsigned gen, const struct mcp_auth_expect *e,
+                        struct mcp_auth_principal *p);
+void mcp_auth_cache_put(struct mcp_auth_cache *c, const uint8_t digest[MCP_AUTH_DIGEST],
+                        unsigned gen, const struct mcp_auth_principal *p);
 
 /* ------------------------------------------------------------------------ */
 /* I/O: mcp_auth_fetch.c */
@@ -214,8 +234,12 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization,
  * error="insufficient_scope" scope="<the tool's scopes>". */
 void mcp_auth_authorize(const struct mcp_auth *a, const json_t *scopes, struct mcp_auth_result *r);
 
-/* Fetch counts, for tests and stats: JWKS fetches made, refused by the
- * rate limit. */
-void mcp_auth_counts(const struct mcp_auth *a, unsigned *fetches, unsigned *limited);
+/* Counts, for tests and stats. */
+struct mcp_auth_counts {
+    unsigned fetches;    /* JWKS fetches after the first */
+    unsigned limited;    /* refreshes the rate limit refused */
+    unsigned cache_hits; /* tokens found verified already */
+};
+void mcp_auth_counts(const struct mcp_auth *a, struct mcp_auth_counts *n);
 
 #endif

@@ -39,11 +39,13 @@ struct mcp_auth {
     struct static_token *toks;
     size_t ntoks;
     pthread_mutex_t mu;
-    struct held *cur;     /* NULL: no issuer */
+    struct held *cur; /* NULL: no issuer */
+    unsigned gen;     /* cur's generation: the cache's entries name theirs */
+    struct mcp_auth_cache *cache;
     long long fetched_at; /* monotonic seconds, the set in use */
     long long tried_at;   /* the last refresh started; < 0: none yet */
     bool refreshing;
-    unsigned fetches, limited;
+    unsigned fetches, limited, hits;
 };
 
 static long long mono_s(void)
@@ -66,13 +68,14 @@ static void held_drop(struct mcp_auth *a, struct held *h)
     }
 }
 
-static struct held *held_take(struct mcp_auth *a, long long *age)
+static struct held *held_take(struct mcp_auth *a, long long *age, unsigned *gen)
 {
     pthread_mutex_lock(&a->mu);
     struct held *h = a->cur;
     if (h)
         h->refs++;
     *age = mono_s() - a->fetched_at;
+    *gen = a->gen;
     pthread_mutex_unlock(&a->mu);
     return h;
 }
@@ -125,6 +128,7 @@ static void refresh(struct mcp_auth *a)
     if (h) {
         old = a->cur;
         a->cur = h;
+        a->gen++;
         a->fetched_at = now;
     }
     pthread_mutex_unlock(&a->mu);
@@ -225,6 +229,8 @@ struct mcp_auth *mcp_auth_open(const struct mcp_auth_cfg *cfg, char *err, size_t
     a->refresh_min_s = cfg->refresh_min_s ? cfg->refresh_min_s : 30;
     a->max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : 3600;
     snprintf(err, errlen, "out of memory");
+    if (!(a->cache = mcp_auth_cache_new()))
+        goto fail;
     if (!cfg->resource || !(a->prm_url = mcp_auth_metadata_url(cfg->resource))) {
         snprintf(err, errlen, "--resource %s: not an http(s) URL without query or fragment",
                  cfg->resource ? cfg->resource : "(none)");
@@ -268,6 +274,7 @@ void mcp_auth_close(struct mcp_auth *a)
     if (!a)
         return;
     held_drop(a, a->cur);
+    mcp_auth_cache_free(a->cache);
     for (size_t i = 0; i < a->ntoks; i++) {
         explicit_bzero(a->toks[i].token, strlen(a->toks[i].token));
         free(a->toks[i].token);
@@ -294,11 +301,12 @@ const char *mcp_auth_prm_url(const struct mcp_auth *a)
     return a->prm_url;
 }
 
-void mcp_auth_counts(const struct mcp_auth *a, unsigned *fetches, unsigned *limited)
+void mcp_auth_counts(const struct mcp_auth *a, struct mcp_auth_counts *n)
 {
     pthread_mutex_lock((pthread_mutex_t *)&a->mu);
-    *fetches = a->fetches;
-    *limited = a->limited;
+    n->fetches = a->fetches;
+    n->limited = a->limited;
+    n->cache_hits = a->hits;
     pthread_mutex_unlock((pthread_mutex_t *)&a->mu);
 }
 
@@ -361,12 +369,23 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct
                                 .resource = a->resource,
                                 .now = (long long)time(NULL),
                                 .skew = MCP_AUTH_SKEW_S};
+    uint8_t digest[MCP_AUTH_DIGEST];
+    mcp_auth_sha256(tok, len, digest);
     long long age;
-    struct held *h = held_take(a, &age);
+    unsigned gen;
+    struct held *h = held_take(a, &age, &gen);
     if (age >= a->max_age_s) {
         held_drop(a, h);
         refresh(a);
-        h = held_take(a, &age);
+        h = held_take(a, &age, &gen);
+    }
+    pthread_mutex_lock(&a->mu);
+    bool hit = mcp_auth_cache_get(a->cache, digest, gen, &e, &r->principal);
+    a->hits += hit;
+    pthread_mutex_unlock(&a->mu);
+    if (hit) {
+        held_drop(a, h);
+        return;
     }
     char *why = r->error_description;
     size_t wl = sizeof(r->error_description);
@@ -374,12 +393,17 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct
     if (v == MCP_AUTH_UNKNOWN_KID) {
         held_drop(a, h);
         refresh(a);
-        h = held_take(a, &age);
+        h = held_take(a, &age, &gen);
         v = mcp_auth_verify_jwt(h->keys, tok, len, &e, &r->principal, why, wl);
     }
     held_drop(a, h);
-    if (v != MCP_AUTH_VALID)
+    if (v != MCP_AUTH_VALID) {
         deny(a, r, 401, "invalid_token", NULL);
+        return;
+    }
+    pthread_mutex_lock(&a->mu);
+    mcp_auth_cache_put(a->cache, digest, gen, &r->principal);
+    pthread_mutex_unlock(&a->mu);
 }
 
 void mcp_auth_authorize(const struct mcp_auth *a, const json_t *scopes, struct mcp_auth_result *r)

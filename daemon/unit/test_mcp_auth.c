@@ -240,6 +240,38 @@ static void test_unknown_kid(void **state)
     mcp_auth_keys_free(k);
 }
 
+/* A verified token is found again only while it is within its time and
+ * the keys it was verified with are the ones in use. */
+static void test_cache(void **state)
+{
+    (void)state;
+    struct mcp_auth_cache *c = mcp_auth_cache_new();
+    long long now = time(NULL);
+    char *scopes[] = {"x"};
+    struct mcp_auth_principal p = {.subject = "alice",
+                                   .scopes = scopes,
+                                   .nscopes = 1,
+                                   .exp = now + 100},
+                              got;
+    struct mcp_auth_expect e = {.issuer = ISS, .resource = AUD, .now = now, .skew = 60};
+    uint8_t d[MCP_AUTH_DIGEST], other[MCP_AUTH_DIGEST];
+    mcp_auth_sha256("tok", 3, d);
+    mcp_auth_sha256("tol", 3, other);
+    mcp_auth_cache_put(c, d, 7, &p);
+    assert_false(mcp_auth_cache_get(c, other, 7, &e, &got));
+    assert_true(mcp_auth_cache_get(c, d, 7, &e, &got));
+    assert_string_equal(got.subject, "alice");
+    assert_string_equal(got.scopes[0], "x");
+    mcp_auth_principal_free(&got);
+    assert_false(mcp_auth_cache_get(c, d, 8, &e, &got)); /* the keys changed */
+    mcp_auth_cache_put(c, d, 7, &p);
+    e.now = now + 100 + 60; /* expired, skew and all */
+    assert_false(mcp_auth_cache_get(c, d, 7, &e, &got));
+    e.now = now;
+    assert_false(mcp_auth_cache_get(c, d, 7, &e, &got)); /* and dropped */
+    mcp_auth_cache_free(c);
+}
+
 static void test_jwks_parse(void **state)
 {
     (void)state;
@@ -412,7 +444,7 @@ static char *bearer(const cjose_jwk_t *key, const char *alg, const char *kid, co
 static void test_rotation_and_rate_limit(void **state)
 {
     (void)state;
-    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_a, rsa_b};
+    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_b};
     srv_set_jwks(first, 1);
     srv_start();
     char iss[64], err[512];
@@ -435,7 +467,14 @@ static void test_rotation_and_rate_limit(void **state)
     assert_non_null(strstr(r.www_authenticate, "error=\"insufficient_scope\""));
     assert_non_null(strstr(r.www_authenticate, "scope=\"files:write\""));
     mcp_auth_result_free(&r);
-    mcp_auth_authenticate(a, h, &r);
+    struct mcp_auth_counts n;
+    mcp_auth_counts(a, &n);
+    assert_int_equal(n.cache_hits, 0);
+    mcp_auth_authenticate(a, h, &r); /* the same token again: verified already */
+    mcp_auth_counts(a, &n);
+    assert_int_equal(n.cache_hits, 1);
+    assert_string_equal(r.principal.subject, "alice");
+    assert_int_equal(r.principal.nscopes, 1);
     mcp_auth_authorize(a, NULL, &r);
     assert_int_equal(r.http_status, 0);
     json_array_append_new(need, json_string("files:read"));
@@ -443,18 +482,21 @@ static void test_rotation_and_rate_limit(void **state)
     assert_int_equal(r.http_status, 0);
     json_decref(need);
     mcp_auth_result_free(&r);
-    free(h);
 
-    /* the issuer rotates: key b appears; a token of b makes one fetch */
-    srv_set_jwks(rotated, 2);
-    h = bearer(rsa_b, "RS256", "b", NULL);
-    mcp_auth_authenticate(a, h, &r);
+    /* the issuer rotates: key b replaces a; a token of b makes one fetch */
+    srv_set_jwks(rotated, 1);
+    char *hb = bearer(rsa_b, "RS256", "b", NULL);
+    mcp_auth_authenticate(a, hb, &r);
     assert_int_equal(r.http_status, 0);
     mcp_auth_result_free(&r);
-    unsigned fetches, limited;
-    mcp_auth_counts(a, &fetches, &limited);
-    assert_int_equal(fetches, 1);
+    free(hb);
+    mcp_auth_counts(a, &n);
+    assert_int_equal(n.fetches, 1);
     assert_int_equal(srv.jwks_hits, 2);
+    /* a's token, verified before, is not taken from the cache: a is gone */
+    mcp_auth_authenticate(a, h, &r);
+    assert_int_equal(r.http_status, 401);
+    mcp_auth_result_free(&r);
     free(h);
     /* an unknown kid within refresh_min_s: no fetch, 401 invalid_token */
     h = bearer(ec_c, "ES256", "c", NULL);
@@ -464,9 +506,10 @@ static void test_rotation_and_rate_limit(void **state)
     assert_non_null(strstr(r.www_authenticate, "resource_metadata=\"https://mcp.example.com/"
                                                ".well-known/oauth-protected-resource/mcp\""));
     mcp_auth_result_free(&r);
-    mcp_auth_counts(a, &fetches, &limited);
-    assert_int_equal(fetches, 1);
-    assert_int_equal(limited, 1);
+    mcp_auth_counts(a, &n);
+    assert_int_equal(n.fetches, 1);
+    assert_int_equal(n.limited, 2); /* a's kid, then c's */
+    assert_int_equal(n.cache_hits, 1);
     assert_int_equal(srv.jwks_hits, 2);
     free(h);
     /* no Authorization: 401 without an error */
@@ -541,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_wrong_audience_and_issuer),
         cmocka_unit_test(test_forged_algorithms),
         cmocka_unit_test(test_unknown_kid),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_jwks_parse),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_rotation_and_rate_limit),
