@@ -74,18 +74,15 @@ char *mcp_auth_prm_render(const char *resource, const char *issuer, const char *
     return out;
 }
 
-/* value as an RFC 9110 quoted-string: '"' and '\' escaped, control
- * characters (which could split the header) left out. */
+/* value as a quoted-string of the characters RFC 6750 section 3 allows in
+ * its attributes (%x20-21 / %x23-5B / %x5D-7E): others, which could break
+ * the quoting or split the header, are left out. */
 static void put_quoted(FILE *f, const char *value)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            continue;
-        if (*p == '"' || *p == '\\')
-            fputc('\\', f);
-        fputc(*p, f);
-    }
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        if (*p >= 0x20 && *p <= 0x7e && *p != '"' && *p != '\\')
+            fputc(*p, f);
     fputc('"', f);
 }
 

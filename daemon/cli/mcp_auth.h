@@ -135,8 +135,8 @@ char *mcp_auth_prm_render(const char *resource, const char *issuer, const char *
 /* A WWW-Authenticate value (RFC 6750 section 3, RFC 9728 section 5.1):
  * Bearer resource_metadata="<metadata URL>", then error="<error>" and
  * error_description when error is not NULL, then scope="<scope>" when not
- * NULL. Quotes and backslashes in description are escaped, control
- * characters dropped. malloc'd; NULL on a bad resource. */
+ * NULL. Characters RFC 6750 does not allow in them (quotes, backslashes,
+ * controls, non-ASCII) are left out. malloc'd; NULL on a bad resource. */
 char *mcp_auth_www_authenticate(const char *resource, const char *error, const char *description,
                                 const char *scope);
 

@@ -89,6 +89,44 @@ size_t mcp_auth_keys_count(const struct mcp_auth_keys *k)
     return k ? k->n : 0;
 }
 
+/* n bytes of unpadded base64url (RFC 7515 section 2), of a length that
+ * decodes (not 1 mod 4). Checked before cjose sees them: Debian's cjose
+ * 0.6.2.1 aborts on an assertion for some malformed input (a '=' inside a
+ * value), where a newer one returns an error. */
+static bool b64url_ok(const char *s, size_t n)
+{
+    if (n == 0 || n % 4 == 1)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* Three parts of base64url: anything else is no JWS of ours (an empty
+ * signature is "none"'s). */
+static bool compact_ok(const char *t, size_t len)
+{
+    const char *d1 = len <= MCP_AUTH_MAX_TOKEN ? memchr(t, '.', len) : NULL;
+    const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - t)) : NULL;
+    return d2 && b64url_ok(t, (size_t)(d1 - t)) && b64url_ok(d1 + 1, (size_t)(d2 - d1 - 1)) &&
+           b64url_ok(d2 + 1, len - (size_t)(d2 + 1 - t));
+}
+
+/* s for an error text, if it is short printable ASCII: what a token or a
+ * JWKS says goes into logs and WWW-Authenticate's error_description. */
+static const char *shown(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (n == 64 || s[n] < 0x20 || s[n] > 0x7e || s[n] == '"' || s[n] == '\\')
+            return "(not shown)";
+    return s ? s : "";
+}
+
 static const char *str_member(const json_t *o, const char *name)
 {
     return json_string_value(json_object_get(o, name));
@@ -101,30 +139,34 @@ static int import_key(const json_t *jv, struct mcp_auth_key *k, char *err, size_
 {
     const char *kty = str_member(jv, "kty"), *use = str_member(jv, "use");
     const char *alg = str_member(jv, "alg"), *kid = str_member(jv, "kid");
-    static const char *const rsa[] = {"kty", "n", "e", NULL}, *const ec[] = {"kty", "crv", "x", "y",
-                                                                             NULL};
+    const char *crv = str_member(jv, "crv");
+    /* the members in base64url, each required */
+    static const char *const rsa[] = {"n", "e", NULL}, *const ec[] = {"x", "y", NULL};
     const char *const *members;
     if (!json_is_object(jv) || !kty)
         return snprintf(err, errlen, "a key without \"kty\""), 0;
     if (use && strcmp(use, "sig") != 0)
-        return snprintf(err, errlen, "a key for \"use\": \"%.16s\"", use), 0;
+        return snprintf(err, errlen, "a key for \"use\": \"%s\"", shown(use)), 0;
     if (strcmp(kty, "RSA") == 0)
         members = rsa;
-    else if (strcmp(kty, "EC") == 0)
+    else if (strcmp(kty, "EC") == 0 && crv)
         members = ec;
     else
-        return snprintf(err, errlen, "a key of \"kty\" \"%.16s\"", kty), 0;
+        return snprintf(err, errlen, "a key of \"kty\" \"%s\"%s", shown(kty),
+                        strcmp(kty, "EC") == 0 ? " without \"crv\"" : ""),
+               0;
     int ai = alg ? alg_index(alg) : -1;
     if (alg && (ai < 0 || strcmp(kty, algs[ai].kty == CJOSE_JWK_KTY_RSA ? "RSA" : "EC") != 0))
-        return snprintf(err, errlen, "a %s key for \"alg\" \"%.16s\"", kty, alg), 0;
-    json_t *pub = json_object();
-    if (!pub)
-        return -1;
+        return snprintf(err, errlen, "a %s key for \"alg\" \"%s\"", kty, shown(alg)), 0;
+    json_t *pub = json_pack("{s:s}", "kty", kty);
+    if (!pub || (crv && members == ec && json_object_set_new(pub, "crv", json_string(crv)) < 0))
+        return json_decref(pub), -1;
     for (size_t i = 0; members[i]; i++) {
         json_t *m = json_object_get(jv, members[i]);
-        if (!json_is_string(m)) {
+        if (!json_is_string(m) || !b64url_ok(json_string_value(m), json_string_length(m))) {
             json_decref(pub);
-            return snprintf(err, errlen, "a %s key without \"%s\"", kty, members[i]), 0;
+            return snprintf(err, errlen, "a %s key without \"%s\" in base64url", kty, members[i]),
+                   0;
         }
         json_object_set(pub, members[i], m);
     }
@@ -213,28 +255,6 @@ static bool key_fits(const struct mcp_auth_key *k, int ai)
     if (k->kty != algs[ai].kty || (k->alg && strcmp(k->alg, algs[ai].alg) != 0))
         return false;
     return k->kty != CJOSE_JWK_KTY_EC || k->crv == algs[ai].crv;
-}
-
-/* Three non-empty base64url parts: anything else is no JWS of ours (an
- * empty signature is "none"'s). */
-static bool compact_ok(const char *t, size_t len)
-{
-    size_t dots = 0, part = 0;
-    if (len == 0 || len > MCP_AUTH_MAX_TOKEN)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = t[i];
-        if (c == '.') {
-            if (part == 0 || ++dots > 2)
-                return false;
-            part = 0;
-        } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                   c == '-' || c == '_')
-            part++;
-        else
-            return false;
-    }
-    return dots == 2 && part > 0;
 }
 
 static int add_scope(struct mcp_auth_principal *p, const char *s, size_t n)
@@ -342,7 +362,7 @@ enum mcp_auth_verdict mcp_auth_verify_jwt(const struct mcp_auth_keys *keys, cons
     const json_t *kid = json_object_get(hdr, "kid");
     int ai = alg_index(alg);
     if (ai < 0)
-        INVALID("the algorithm \"%.16s\" is not accepted", alg ? alg : "");
+        INVALID("the algorithm \"%s\" is not accepted", shown(alg));
     if (json_object_get(hdr, "crit"))
         INVALID("the token names critical extensions (\"crit\") this server does not know");
     if (kid && !json_is_string(kid))
@@ -359,7 +379,7 @@ enum mcp_auth_verdict mcp_auth_verify_jwt(const struct mcp_auth_keys *keys, cons
     }
     if (!tried && kid) {
         v = MCP_AUTH_UNKNOWN_KID;
-        INVALID("no %s key \"%.64s\" among the issuer's keys", alg, json_string_value(kid));
+        INVALID("no %s key \"%s\" among the issuer's keys", alg, shown(json_string_value(kid)));
     }
     if (!verified)
         INVALID("the token's signature does not verify");

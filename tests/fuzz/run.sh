@@ -10,7 +10,8 @@
 #   OUTDIR        binaries, working corpora, logs, artifacts
 #                 (default: $BUILD_DIR, else /tmp/te-fuzz)
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response)
+#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response
+#                 fuzz_auth)
 #   CLANG         compiler (default clang)
 #   FUZZ_CFLAGS   extra compiler flags (e.g. -DTE_FUZZ_NO_UTF8_CHECK)
 #
@@ -33,7 +34,7 @@ out=${1:-${BUILD_DIR:-/tmp/te-fuzz}}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response}
+targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response fuzz_auth}
 cc=${CLANG:-clang}
 
 skip_or_fail() { # message
@@ -64,8 +65,14 @@ extra=(${FUZZ_CFLAGS:-})
 # Build all targets in parallel.
 pids=()
 for t in $targets; do
-    "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
-        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+    srcs=("$root/lib/frame.c" "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c")
+    if [ "$t" = fuzz_auth ]; then # the MCP HTTP front's token checks: cjose, nettle
+        pkg-config --exists cjose nettle || skip_or_fail "cjose or nettle (pkg-config) not found"
+        # shellcheck disable=SC2207
+        srcs=(-I"$root/daemon/cli" "$root/daemon/cli/mcp_auth.c" "$root/daemon/cli/mcp_auth_jwt.c"
+              "$root/daemon/cli/mcp_auth_cache.c" $(pkg-config --libs cjose nettle))
+    fi
+    "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${srcs[@]}" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0
