@@ -30,7 +30,7 @@
  *                              .issuer = "https://auth.example.com",
  *                              .tokens_dir = NULL};
  *   struct mcp_auth *a = mcp_auth_open(&cfg, err, sizeof(err)); // blocks: start-up fetch
- *   GET <path of mcp_auth_metadata_url()>  -> 200, mcp_auth_prm_json(a)
+ *   GET mcp_auth_prm_path(a)  -> 200, mcp_auth_prm_json(a)
  *   any MCP request:
  *     struct mcp_auth_result r;
  *     mcp_auth_authenticate(a, authorization_header_or_NULL, &r);
@@ -209,9 +209,12 @@ struct mcp_auth;
 struct mcp_auth *mcp_auth_open(const struct mcp_auth_cfg *cfg, char *err, size_t errlen);
 void mcp_auth_close(struct mcp_auth *a);
 
-/* The PRM document and the URL it is served at (owned by a). */
+/* The PRM document, the URL it is served at and that URL's path, which
+ * the front answers GET on with 200, Content-Type: application/json
+ * (owned by a). */
 const char *mcp_auth_prm_json(const struct mcp_auth *a);
 const char *mcp_auth_prm_url(const struct mcp_auth *a);
+const char *mcp_auth_prm_path(const struct mcp_auth *a);
 
 /* An outcome for the HTTP layer. http_status 0: go on (principal filled
  * in); else answer it (401 or 403) with header WWW-Authenticate:
@@ -226,7 +229,8 @@ void mcp_auth_result_free(struct mcp_auth_result *r);
 
 /* authorization: the Authorization header's value, NULL when absent. No
  * token: 401 without error=; a token that is not valid: 401
- * error="invalid_token". A static token is tried first, then a JWT. */
+ * error="invalid_token"; both with scope="<cfg.scopes_supported>" when
+ * there are some. A static token is tried first, then a JWT. */
 void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization,
                            struct mcp_auth_result *r);
 /* After a successful authenticate: may its principal call a tool with

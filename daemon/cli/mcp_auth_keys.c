@@ -34,6 +34,7 @@ struct static_token {
 
 struct mcp_auth {
     char *resource, *issuer, *ca_file, *jwks_uri, *prm_json, *prm_url;
+    char *scope_hint; /* scopes_supported, space separated, for 401s; NULL: none */
     long timeout_ms, refresh_min_s, max_age_s;
     size_t max_bytes;
     struct static_token *toks;
@@ -247,6 +248,14 @@ struct mcp_auth *mcp_auth_open(const struct mcp_auth_cfg *cfg, char *err, size_t
     if (!(a->prm_json = mcp_auth_prm_render(a->resource, a->issuer, cfg->scopes_supported,
                                             cfg->nscopes_supported)))
         goto fail;
+    for (size_t i = 0; i < cfg->nscopes_supported; i++) {
+        char *h;
+        if (asprintf(&h, "%s%s%s", a->scope_hint ? a->scope_hint : "", i ? " " : "",
+                     cfg->scopes_supported[i]) < 0)
+            goto fail;
+        free(a->scope_hint);
+        a->scope_hint = h;
+    }
     if (cfg->tokens_dir && read_tokens(a, cfg->tokens_dir, err, errlen) < 0)
         goto fail;
     if (a->issuer) {
@@ -287,6 +296,7 @@ void mcp_auth_close(struct mcp_auth *a)
     free(a->jwks_uri);
     free(a->prm_json);
     free(a->prm_url);
+    free(a->scope_hint);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -299,6 +309,12 @@ const char *mcp_auth_prm_json(const struct mcp_auth *a)
 const char *mcp_auth_prm_url(const struct mcp_auth *a)
 {
     return a->prm_url;
+}
+
+const char *mcp_auth_prm_path(const struct mcp_auth *a)
+{
+    /* inserted right after the origin, whose host has no '/' */
+    return strstr(strstr(a->prm_url, "://") + 3, "/.well-known/oauth-protected-resource");
 }
 
 void mcp_auth_counts(const struct mcp_auth *a, struct mcp_auth_counts *n)
@@ -320,6 +336,8 @@ void mcp_auth_result_free(struct mcp_auth_result *r)
 static void deny(const struct mcp_auth *a, struct mcp_auth_result *r, int status, const char *error,
                  const char *scope)
 {
+    if (status == 401 && !scope)
+        scope = a->scope_hint; /* MCP: a 401 should say which scopes to ask for */
     mcp_auth_principal_free(&r->principal);
     r->http_status = status;
     free(r->www_authenticate);

@@ -557,7 +557,9 @@ static void test_static_tokens(void **state)
     fputs("s3cret-token\n", f);
     fclose(f);
     assert_int_equal(chmod(path, 0644), 0);
-    struct mcp_auth_cfg cfg = {.resource = AUD, .tokens_dir = dir};
+    const char *supported[] = {"files:read", "admin"};
+    struct mcp_auth_cfg cfg = {
+        .resource = AUD, .tokens_dir = dir, .scopes_supported = supported, .nscopes_supported = 2};
     assert_null(mcp_auth_open(&cfg, err, sizeof(err))); /* readable by others */
     assert_non_null(strstr(err, "mode 0644"));
     assert_int_equal(chmod(path, 0600), 0);
@@ -576,8 +578,10 @@ static void test_static_tokens(void **state)
     mcp_auth_authenticate(a, "Bearer s3cret-tokem", &r);
     assert_int_equal(r.http_status, 401);
     assert_non_null(strstr(r.www_authenticate, "invalid_token"));
+    assert_non_null(strstr(r.www_authenticate, ", scope=\"files:read admin\""));
     mcp_auth_result_free(&r);
     assert_non_null(strstr(mcp_auth_prm_json(a), "\"authorization_servers\":[]"));
+    assert_string_equal(mcp_auth_prm_path(a), "/.well-known/oauth-protected-resource/mcp");
     mcp_auth_close(a);
     unlink(path);
     rmdir(dir);
