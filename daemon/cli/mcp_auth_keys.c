@@ -435,6 +435,6 @@ void mcp_auth_authorize(const struct mcp_auth *a, const json_t *scopes, struct m
     json_array_foreach(scopes, i, v) if (json_is_string(v) && n < sizeof(need)) n +=
         (size_t)snprintf(need + n, sizeof(need) - n, "%s%s", n ? " " : "", json_string_value(v));
     snprintf(r->error_description, sizeof(r->error_description),
-             "the token has none of the scopes this tool needs (%s)", need);
+             "the token has none of the scopes this tool needs (%.200s)", need);
     deny(a, r, 403, "insufficient_scope", need);
 }
