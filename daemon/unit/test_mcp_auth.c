@@ -391,6 +391,11 @@ static void *srv_main(void *arg)
                 body, sizeof(body),
                 "{\"issuer\":\"http://127.0.0.1:%d\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
                 srv.port, srv.port);
+        else if (strncmp(req, "GET /tenant/.well-known/openid-configuration ", 45) == 0)
+            snprintf(body, sizeof(body),
+                     "{\"issuer\":\"http://127.0.0.1:%d/tenant\","
+                     "\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+                     srv.port, srv.port);
         else if (strncmp(req, "GET /jwks ", 10) == 0) {
             snprintf(body, sizeof(body), "%s", srv.jwks);
             srv.jwks_hits++;
@@ -540,6 +545,13 @@ static void test_issuer_mismatch(void **state)
     struct mcp_auth_cfg cfg = {.resource = AUD, .issuer = iss, .timeout_ms = 5000};
     assert_null(mcp_auth_open(&cfg, err, sizeof(err)));
     assert_non_null(strstr(err, "is not http://localhost"));
+    /* an issuer with a path: the two inserted forms are not found (404),
+     * OpenID's appended one is */
+    snprintf(iss, sizeof(iss), "http://127.0.0.1:%d/tenant", srv.port);
+    struct mcp_auth *a = mcp_auth_open(&cfg, err, sizeof(err));
+    if (!a)
+        fail_msg("mcp_auth_open: %s", err);
+    mcp_auth_close(a);
     srv_stop();
     /* plain http off the loopback is refused before any connection */
     cfg.issuer = "http://192.0.2.1";
