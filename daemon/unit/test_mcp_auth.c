@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "jwt_forge.h"
+#include "loopback_server.h"
 #include "mcp_auth.h"
 
 #define AUD "https://mcp.example.com/mcp"
@@ -351,12 +352,11 @@ static void test_render(void **state)
 /* The issuer: a loopback HTTP server in a thread, its JWKS replaceable. */
 
 static struct {
-    int fd, port;
-    pthread_t th;
+    struct lo_server lo;
+    int port;
     pthread_mutex_t mu;
     char *jwks;
     unsigned jwks_hits;
-    volatile int stop;
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void srv_set_jwks(cjose_jwk_t *const *keys, size_t n)
@@ -368,74 +368,54 @@ static void srv_set_jwks(cjose_jwk_t *const *keys, size_t n)
     pthread_mutex_unlock(&srv.mu);
 }
 
-static void *srv_main(void *arg)
+/* One request: the metadata (at the root, or OpenID's appended form for
+ * the issuer "/tenant"), or the JWKS. */
+static void srv_serve(int c)
 {
-    (void)arg;
-    while (!srv.stop) {
-        struct pollfd p = {.fd = srv.fd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int c = accept(srv.fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        char req[4096] = "", body[8192];
-        size_t n = 0;
-        ssize_t r;
-        while (n < sizeof(req) - 1 && !strstr(req, "\r\n\r\n") &&
-               (r = read(c, req + n, sizeof(req) - 1 - n)) > 0)
-            req[n += (size_t)r] = '\0';
-        int status = 200;
-        pthread_mutex_lock(&srv.mu);
-        if (strncmp(req, "GET /.well-known/oauth-authorization-server ", 44) == 0)
-            snprintf(
-                body, sizeof(body),
-                "{\"issuer\":\"http://127.0.0.1:%d\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
-                srv.port, srv.port);
-        else if (strncmp(req, "GET /tenant/.well-known/openid-configuration ", 45) == 0)
-            snprintf(body, sizeof(body),
-                     "{\"issuer\":\"http://127.0.0.1:%d/tenant\","
-                     "\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
-                     srv.port, srv.port);
-        else if (strncmp(req, "GET /jwks ", 10) == 0) {
-            snprintf(body, sizeof(body), "%s", srv.jwks);
-            srv.jwks_hits++;
-        } else {
-            status = 404;
-            snprintf(body, sizeof(body), "{}");
-        }
-        pthread_mutex_unlock(&srv.mu);
-        char head[256];
-        int hn = snprintf(head, sizeof(head),
-                          "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
-                          "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                          status, strlen(body));
-        if (write(c, head, (size_t)hn) < 0 || write(c, body, strlen(body)) < 0)
-            perror("srv write");
-        close(c);
+    char req[4096] = "", body[8192];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof(req) - 1 && !strstr(req, "\r\n\r\n") &&
+           (r = read(c, req + n, sizeof(req) - 1 - n)) > 0)
+        req[n += (size_t)r] = '\0';
+    int status = 200;
+    pthread_mutex_lock(&srv.mu);
+    if (strncmp(req, "GET /.well-known/oauth-authorization-server ", 44) == 0)
+        snprintf(body, sizeof(body),
+                 "{\"issuer\":\"http://127.0.0.1:%d\",\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+                 srv.port, srv.port);
+    else if (strncmp(req, "GET /tenant/.well-known/openid-configuration ", 45) == 0)
+        snprintf(body, sizeof(body),
+                 "{\"issuer\":\"http://127.0.0.1:%d/tenant\","
+                 "\"jwks_uri\":\"http://127.0.0.1:%d/jwks\"}",
+                 srv.port, srv.port);
+    else if (strncmp(req, "GET /jwks ", 10) == 0) {
+        snprintf(body, sizeof(body), "%s", srv.jwks);
+        srv.jwks_hits++;
+    } else {
+        status = 404;
+        snprintf(body, sizeof(body), "{}");
     }
-    return NULL;
+    pthread_mutex_unlock(&srv.mu);
+    char head[256];
+    int hn = snprintf(head, sizeof(head),
+                      "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                      status, strlen(body));
+    if (write(c, head, (size_t)hn) < 0 || write(c, body, strlen(body)) < 0)
+        perror("srv write");
 }
 
 static void srv_start(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    srv.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(srv.fd >= 0);
-    assert_int_equal(bind(srv.fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(srv.fd, 16), 0);
-    assert_int_equal(getsockname(srv.fd, (struct sockaddr *)&a, &al), 0);
-    srv.port = ntohs(a.sin_port);
-    srv.stop = 0;
     srv.jwks_hits = 0;
-    assert_int_equal(pthread_create(&srv.th, NULL, srv_main, NULL), 0);
+    lo_start(&srv.lo, srv_serve);
+    srv.port = srv.lo.port;
 }
 
 static void srv_stop(void)
 {
-    srv.stop = 1;
-    pthread_join(srv.th, NULL);
-    close(srv.fd);
+    lo_stop(&srv.lo);
     free(srv.jwks);
     srv.jwks = NULL;
 }

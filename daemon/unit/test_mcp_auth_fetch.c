@@ -22,12 +22,12 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "loopback_server.h"
 #include "mcp_auth.h"
 
 static struct {
-    int fd, port;
-    pthread_t th;
-    volatile int stop;
+    struct lo_server lo;
+    int port;
     gnutls_certificate_credentials_t cred;
     char ca_path[64];
 } srv;
@@ -68,34 +68,6 @@ static void serve_one(int c)
         gnutls_bye(s, GNUTLS_SHUT_WR);
     }
     gnutls_deinit(s);
-    close(c);
-}
-
-static void *srv_main(void *arg)
-{
-    (void)arg;
-    while (!srv.stop) {
-        struct pollfd p = {.fd = srv.fd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int c = accept(srv.fd, NULL, NULL);
-        if (c >= 0)
-            serve_one(c);
-    }
-    return NULL;
-}
-
-static int listen_loopback(int *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(fd, 16), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
 }
 
 /* A self-signed certificate for DNS name "localhost" (no IP address), its
@@ -132,16 +104,15 @@ static int setup(void **state)
     gnutls_free(pem.data);
     gnutls_x509_crt_deinit(crt);
     gnutls_x509_privkey_deinit(key);
-    srv.fd = listen_loopback(&srv.port);
-    return pthread_create(&srv.th, NULL, srv_main, NULL) == 0 ? 0 : -1;
+    lo_start(&srv.lo, serve_one);
+    srv.port = srv.lo.port;
+    return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    srv.stop = 1;
-    pthread_join(srv.th, NULL);
-    close(srv.fd);
+    lo_stop(&srv.lo);
     gnutls_certificate_free_credentials(srv.cred);
     unlink(srv.ca_path);
     return 0;
@@ -189,7 +160,7 @@ static void test_bounds(void **state)
     assert_int_equal(get("localhost", "/big", srv.ca_path, 256 * 1024, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "larger than the limit"));
     /* a server that takes the connection and never answers */
-    int port, fd = listen_loopback(&port);
+    int port, fd = lo_listen(&port);
     char url[64], *body;
     size_t len;
     snprintf(url, sizeof(url), "https://localhost:%d/jwks", port);
