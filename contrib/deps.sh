@@ -13,6 +13,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 # the egress proxy ends TLS for hosts with credential headers (daemon/confine/proxy_tls.c);
 # openssl: test_credentials makes its test server's certificates
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
+# toolexec mcp over HTTP checks OAuth access tokens (JWTs) with cjose (daemon/cli/mcp_auth_jwt.c)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
 
 te_install_deps() {
     missing=""

@@ -11,6 +11,9 @@
  *   term.c      terminal text: widths, sanitising, tables, durations
  *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
  *               (its parts: mcp_int.h)
+ *   mcp_auth*.c the MCP HTTP front's authorization: bearer tokens (JWTs
+ *               checked against the issuer's keys, static tokens), RFC 9728
+ *               metadata, 401/403 answers (its parts and API: mcp_auth.h)
  */
 #ifndef CLI_H
 #define CLI_H

@@ -94,6 +94,37 @@ static int parse_annotations(const char *file, const json_t *v, struct td_tool *
     return 0;
 }
 
+/* RFC 6749 section 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ) */
+static bool scope_token(const char *s)
+{
+    if (!*s)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x21 || *p > 0x7e || *p == '"' || *p == '\\')
+            return false;
+    return true;
+}
+
+/* "scopes": which OAuth scopes let a token call the tool over the MCP HTTP
+ * front (daemon/cli/mcp_auth.h); declared to MCP in the tool's _meta. */
+static int parse_scopes(const char *file, const json_t *v, struct td_tool *t, char *err,
+                        size_t errlen)
+{
+    size_t i;
+    const json_t *s;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return td_fail(err, errlen, "%s: scopes: expected a non-empty array of scope names", file);
+    json_array_foreach(v, i, s) if (!json_is_string(s) ||
+                                    !scope_token(json_string_value(
+                                        s))) return td_fail(err, errlen,
+                                                            "%s: scopes[%zu]: expected an OAuth "
+                                                            "scope (printable ASCII, no space, "
+                                                            "'\"' or '\\')",
+                                                            file, i);
+    t->scopes = json_incref((json_t *)v);
+    return 0;
+}
+
 int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, char *err,
                      size_t errlen)
 {
@@ -113,6 +144,10 @@ int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, cha
 
     v = json_object_get(def, "annotations");
     if (v && parse_annotations(file, v, t, err, errlen) < 0)
+        return -EINVAL;
+
+    v = json_object_get(def, "scopes");
+    if (v && parse_scopes(file, v, t, err, errlen) < 0)
         return -EINVAL;
 
     v = json_object_get(def, "strict");
@@ -141,6 +176,7 @@ void td_declare_free(struct td_tool *t)
     free(t->api_name);
     free(t->title);
     json_decref(t->annotations);
+    json_decref(t->scopes);
     json_decref(t->output_schema);
     te_schema_free(t->output_validator);
 }
@@ -184,6 +220,8 @@ json_t *td_declare_tool(const struct td_tool *t, const char *format)
             json_object_set(d, "annotations", t->annotations);
         if (t->output_schema)
             json_object_set(d, "outputSchema", t->output_schema);
+        if (t->scopes) /* the key mcp_auth.h's MCP_AUTH_META_SCOPES reads */
+            json_object_set_new(d, "_meta", json_pack("{s:O}", "toolexecd/scopes", t->scopes));
     }
     return d;
 }

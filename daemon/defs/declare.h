@@ -12,7 +12,7 @@
 struct td_tool;
 struct td_registry;
 
-/* Parse the definition keys title, annotations, output_schema and strict,
+/* Parse the definition keys title, annotations, output_schema, strict and scopes,
  * and derive the listed schema and the API name; after t->name and
  * t->schema are set. -EINVAL with err naming file, key and pointer. */
 int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, char *err,

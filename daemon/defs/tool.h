@@ -58,6 +58,8 @@ struct td_tool {
     json_t *output_schema;       /* listed form; NULL: none */
     te_schema *output_validator; /* compiled output_schema */
     bool strict;                 /* OpenAI's strict mode */
+    json_t *scopes;              /* OAuth scopes, one of which a call over MCP's HTTP
+                                    front needs; NULL: any valid token */
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;

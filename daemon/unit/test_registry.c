@@ -16,6 +16,7 @@
 
 #include "toolexecd.h"
 #include "calldir.h"
+#include "declare.h"
 
 static char dir[PATH_MAX];
 
@@ -139,6 +140,10 @@ static void test_errors(void **state)
         {"{\"name\":\"x\",\"schema\":{\"type\":7}}", "x.json: schema"},
         {"{\"name\":\"x\",", "x.json: line 1 column"},
         {"[1]", "x.json: expected a JSON object"},
+        {"{\"name\":\"x\",\"scopes\":[]}", "x.json: scopes: expected a non-empty array"},
+        {"{\"name\":\"x\",\"scopes\":[\"files:read\",\"a b\"]}",
+         "x.json: scopes[1]: expected an OAuth scope"},
+        {"{\"name\":\"x\",\"scopes\":\"files:read\"}", "x.json: scopes: expected a non-empty"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         put("x.json", cases[i].text);
@@ -146,6 +151,33 @@ static void test_errors(void **state)
     }
     char path[PATH_MAX + 8];
     snprintf(path, sizeof(path), "%s/x.json", dir);
+    assert_int_equal(unlink(path), 0);
+}
+
+/* "scopes": declared to MCP in the tool's _meta, where the HTTP front
+ * (daemon/cli/mcp_auth.h) reads it; absent, no _meta. */
+static void test_scopes_declared(void **state)
+{
+    (void)state;
+    put("s.json", "{\"name\":\"s\",\"scopes\":[\"files:write\",\"admin\"]}");
+    put("n.json", "{\"name\":\"n\"}");
+    struct td_registry *r = load(NULL);
+    json_t *d = td_declare_tool(td_registry_find(r, "s"), "mcp");
+    json_t *sc = json_object_get(json_object_get(d, "_meta"), "toolexecd/scopes");
+    assert_int_equal(json_array_size(sc), 2);
+    assert_string_equal(json_string_value(json_array_get(sc, 0)), "files:write");
+    json_decref(d);
+    d = td_declare_tool(td_registry_find(r, "s"), "openai");
+    assert_null(json_object_get(d, "_meta")); /* MCP's alone */
+    json_decref(d);
+    d = td_declare_tool(td_registry_find(r, "n"), "mcp");
+    assert_null(json_object_get(d, "_meta"));
+    json_decref(d);
+    td_registry_free(r);
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/s.json", dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/n.json", dir);
     assert_int_equal(unlink(path), 0);
 }
 
@@ -185,7 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ref_null),    cmocka_unit_test(test_full_definition),
         cmocka_unit_test(test_errors),      cmocka_unit_test(test_duplicate_name),
-        cmocka_unit_test(test_unsafe_file),
+        cmocka_unit_test(test_unsafe_file), cmocka_unit_test(test_scopes_declared),
     };
     return cmocka_run_group_tests(tests, dir_setup, dir_teardown);
 }

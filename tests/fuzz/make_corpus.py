@@ -183,6 +183,28 @@ LINES = {
     "crlf-utf8": lines_seed(sel=4, splits=(2,), stream='{"k":"\u00e9\u4e2d"}\r\n'.encode()),
 }
 
+# fuzz_auth: [mode][bytes]. Mode 1's tokens are signed by the keys of the
+# JWKS in fuzz_auth.c (made once with cjose, daemon/unit/jwt_forge.h).
+AUTH_JWKS = '{"keys":[{"kty":"RSA","kid":"r1","e":"AQAB","n":"r2pWf4W8RkAKm0Djm5HLwdWNiPBBtnjvF-P9-k3SFTDyBH4hFwVpLOV6GEz-82TzPWpDNapEI8vnaKKYfh0rfnQwpQUxh1XvlBq1HQMcPRiumGSKvPLJVa6r6wT_Pg2edpy85x_28Ts4fWgnGqLWVpxWka0s6TzqykKF2guftlRf1bQlqZbALCPnyTeKInRhaZnrkC5lUr9jFesx2hKQM5ZVmH4-bpbJQafpuOp4_dL9zlrXOT1YOM2YW6_uLUK5swCBCb-YyL3JCjIwKM_-Ps97F4_rdfCXaXsR1izln2KHZYBplXz_6-W1QwDU2Flb_lLCXzwRHAIh4Wok58Ni5w"},{"kty":"EC","kid":"e1","crv":"P-256","x":"SPSUoxLaLHBqZd03gPV76104F-RjiEfwS4f3Tf3-yOQ","y":"QkoOP14yUOtEF7x0qHyiIaP8CtI5OwK3ScwXF_XMW8U"}]}'
+AUTH_TOKENS = {
+    'rs256': 'eyJhbGciOiJSUzI1NiIsImtpZCI6InIxIn0.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20iLCJhdWQiOiJodHRwczovL21jcC5leGFtcGxlLmNvbS9tY3AiLCJzdWIiOiJhbGljZSIsIm5iZiI6MTcwMDAwMDAwMCwiZXhwIjo0MTAyNDQ0ODAwLCJpYXQiOjE3MDAwMDAwMDAsInNjb3BlIjoiZmlsZXM6cmVhZCB0b29sczpjYWxsIn0.gglYm7gzCXEm_dZRXvHEhkOj9CwxRlJCsMUDcgbdHctdrWZXQ_M6t7eeD6nVrdJctxlgu4zvqgKOE_Tiq6HDLk3E1cKpHH0nb0LIG9D9cRDtnTenUKMoKGRjTlD7RXFyrJ2EiILUkv8qKfbdX1pJWMBqWO6kUx1zlZv2-LcQuK4gvBawbg2PXv0w_Ni_tsgF7VzYlhwpFghyyO31DcIc29th634FMvh1FuC3PXVPBqn_dutHeXMRZmjUqV9E3_JWU8ftC28VtkZqqUZTpunY6qpPBWpb6EAjtUvpP-NpIIzf1bQsfr4_cqiQVRqQAVXSu1iFg9GEBeqH_FEyB2vJEg',
+    'ps256': 'eyJhbGciOiJQUzI1NiIsImtpZCI6InIxIn0.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20iLCJhdWQiOiJodHRwczovL21jcC5leGFtcGxlLmNvbS9tY3AiLCJzdWIiOiJhbGljZSIsIm5iZiI6MTcwMDAwMDAwMCwiZXhwIjo0MTAyNDQ0ODAwLCJpYXQiOjE3MDAwMDAwMDAsInNjb3BlIjoiZmlsZXM6cmVhZCB0b29sczpjYWxsIn0.IoYfkYbavtYyX0SxPMExSSHJSHzRIxuTXz_Fk27orEQsMMNsg_e4PB35JQnnUIxk40Q6fYTKX_xf3p3K2Gp3gMtIcJ5wXjzAE8glTvvLBlcm4WE-5AJpsGOm0taZ5p4F9fsOsxj2ZGoK4QtcojTHzlYbLjfzjxCz3fPPR2ba4Dkq9iZynDK55QoJ4OCaSVxLWgLMu8BTJvONMgMag-rQ3rN8N1ldB5ZoHIJ-V6hxtYmCoRxRPkov2cP9KZRDWjCJ_w1CCB2zzm1H2cYxwaxogDs30UnsU1I410LduN5JzXk4wGkaTaG0-ev0YKpIZN3m11ceiFH2CbmS3WN-fwcxNg',
+    'es256': 'eyJhbGciOiJFUzI1NiIsImtpZCI6ImUxIn0.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20iLCJhdWQiOiJodHRwczovL21jcC5leGFtcGxlLmNvbS9tY3AiLCJzdWIiOiJhbGljZSIsIm5iZiI6MTcwMDAwMDAwMCwiZXhwIjo0MTAyNDQ0ODAwLCJpYXQiOjE3MDAwMDAwMDAsInNjb3BlIjoiZmlsZXM6cmVhZCB0b29sczpjYWxsIn0.a2Q4oPF_0-iBwNC1DUrLqZ_BVFK93lMqJn0OfDu1WdFpzLL8XNN4cLil3EAQzmdjevsU12JHW2MXcy7aiYTRlQ',
+    'es256-no-kid-scp': 'eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20iLCJhdWQiOlsiaHR0cHM6Ly9tY3AuZXhhbXBsZS5jb20vbWNwIl0sInN1YiI6IngiLCJleHAiOjQxMDI0NDQ4MDAsInNjcCI6WyJhIiwiYiJdfQ._wQ1XeTgPdnQLg0C4bLnqvHZFRlYCHoItMj13xLOfeAdyzL0CUeyO-Nphlc_QTLXyYp710-lenbSGkBJ0Coerg',
+    'rs256-expired': 'eyJhbGciOiJSUzI1NiIsImtpZCI6InIxIn0.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20iLCJhdWQiOiJodHRwczovL21jcC5leGFtcGxlLmNvbS9tY3AiLCJzdWIiOiJ4IiwiZXhwIjoxMDAwfQ.Vszf7nEeofC5FAiuyhY2VDyq9Vs5XxwlHJIhSD0Jtoem6-m9Jqnapqk_pe_1foZrtIVRZhO71tWfc1q1KbR_O54tLd9L61N31F3OGVGQFMq9pOBG6CefYf476Gb-L-2URaB0GDU5lK16itLKvNxdRx1bHreRH0aiPa3GEb4Qo9sYDrL2_Eb3bFrVqbPFWpW7INsxRJWwJnaK3NkX0hkqhs_pTWXWxraKYcKSs0J0VNh7IfDvh-WS2GFlYpVWNFyr15DRGUhw-oVrD9zZynObBffAgCslAI-uSMkt5qvoZF53THAy5s7f2ktmz7B-9EYTbCcEgEi6G1VzqU65hsCzvw',
+}
+AUTH = {
+    **{"token-" + k: b"\x01" + v.encode() for k, v in AUTH_TOKENS.items()},
+    "token-none": b"\x01eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.",
+    "token-hs256": b"\x01eyJhbGciOiJIUzI1NiIsImtpZCI6InIxIn0.eyJzdWIiOiJ4In0.AAAA",
+    "jwks": b"\x00" + AUTH_JWKS.encode(),
+    "jwks-oct-enc": b'\x00{"keys":[{"kty":"oct","k":"c2VjcmV0"},'
+                    b'{"kty":"EC","use":"enc","crv":"P-256","x":"a","y":"b"}]}',
+    "header-bearer": b"\x02Bearer abc.DEF-_~+/==",
+    "header-quotes": b"\x02https://h/p \"x\\\r\n",
+    "cache-token": b"\x03" + AUTH_TOKENS["rs256"].encode(),
+}
+
 
 # fuzz_spawnmsg: the spawner's wire (daemon/run/spawnmsg.h), in the machine's
 # order. A request: [even byte][td_spawn_req][description]; a reply: [odd
@@ -415,4 +437,5 @@ if __name__ == "__main__":
     write("fuzz_spawnmsg", SPAWNMSG)
     write("fuzz_audit", AUDIT)
     write("fuzz_mcp", MCP)
+    write("fuzz_auth", AUTH)
     write_lines("request_errors.jsonl", REQUEST_ERRORS)

@@ -78,6 +78,11 @@ for t in $targets; do
     fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -DTE_CLI_VERSION=\"fuzz\"
                    "$root"/daemon/cli/mcp_{core,events,modern,mrtr,requests,state,write}.c
                    "$root/daemon/base/sha256hex.c" -lnettle) ;;
+    fuzz_auth) # the MCP HTTP front's token checks: cjose, nettle
+        pkg-config --exists cjose nettle || skip_or_fail "cjose or nettle (pkg-config) not found"
+        # shellcheck disable=SC2207
+        own=(-I"$root/daemon/cli" "$root/daemon/cli/mcp_auth.c" "$root/daemon/cli/mcp_auth_jwt.c"
+             "$root/daemon/cli/mcp_auth_cache.c" $(pkg-config --libs cjose nettle)) ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
