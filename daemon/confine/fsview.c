@@ -89,8 +89,9 @@ static void free_strv(char **v)
 
 /* ---- the definition key ---------------------------------------------------- */
 
-/* NULL when path is absolute, normalised and names what is there; else why. */
-static const char *path_problem(const char *p, char *why, size_t len)
+/* NULL when path is absolute, normalised and (resolve) names what is
+ * there; else why. */
+static const char *path_problem(const char *p, bool resolve, char *why, size_t len)
 {
     if (p[0] != '/')
         return "not an absolute path";
@@ -102,6 +103,8 @@ static const char *path_problem(const char *p, char *why, size_t len)
     if (p[n - 1] == '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
         (n >= 2 && strcmp(p + n - 2, "/.") == 0) || (n >= 3 && strcmp(p + n - 3, "/..") == 0))
         return "not normalised (no //, /./, /../ or trailing /)";
+    if (!resolve)
+        return NULL;
     char real[PATH_MAX];
     if (!realpath(p, real)) {
         snprintf(why, len, "%s", strerror(errno));
@@ -114,8 +117,8 @@ static const char *path_problem(const char *p, char *why, size_t len)
     return NULL;
 }
 
-static int parse_paths(const char *file, json_t *obj, const char *key, char ***out, size_t *total,
-                       char *err, size_t errlen)
+static int parse_paths(const char *file, json_t *obj, const char *key, bool resolve, char ***out,
+                       size_t *total, char *err, size_t errlen)
 {
     json_t *v = json_object_get(obj, key), *a;
     size_t i;
@@ -135,7 +138,7 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
         const char *p = te_json_text_value(a), *bad;
         if (!p || strlen(p) != json_string_length(a))
             return td_fail(err, errlen, "%s: filesystem.%s[%zu]: expected a path", file, key, i);
-        if ((bad = path_problem(p, why, sizeof(why))))
+        if ((bad = path_problem(p, resolve, why, sizeof(why))))
             return td_fail(err, errlen, "%s: filesystem.%s[%zu]: \"%s\": %s", file, key, i, p, bad);
         if (!((*out)[i] = strdup(p)))
             return -ENOMEM;
@@ -143,7 +146,8 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
     return 0;
 }
 
-int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen)
+static int parse(const char *file, json_t *v, bool resolve, struct td_fsview **out, char *err,
+                 size_t errlen)
 {
     *out = NULL;
     struct td_fsview *f = calloc(1, sizeof(*f));
@@ -178,11 +182,11 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
         f->minimal = r && strcmp(r, "minimal") == 0;
         size_t total = 0;
         if (rc == 0)
-            rc = parse_paths(file, v, "read", &f->read, &total, err, errlen);
+            rc = parse_paths(file, v, "read", resolve, &f->read, &total, err, errlen);
         if (rc == 0)
-            rc = parse_paths(file, v, "write", &f->write, &total, err, errlen);
+            rc = parse_paths(file, v, "write", resolve, &f->write, &total, err, errlen);
         if (rc == 0)
-            rc = parse_paths(file, v, "hide", &f->hide, &total, err, errlen);
+            rc = parse_paths(file, v, "hide", resolve, &f->hide, &total, err, errlen);
     } else {
         rc = td_fail(err, errlen,
                      "%s: filesystem: expected \"host\" or an object (root, read, write, hide)",
@@ -194,6 +198,17 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
     }
     *out = f;
     return 0;
+}
+
+int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen)
+{
+    return parse(file, v, true, out, err, errlen);
+}
+
+int td_fsview_parse_lexical(const char *key, json_t *v, struct td_fsview **out, char *err,
+                            size_t errlen)
+{
+    return parse(key, v, false, out, err, errlen);
 }
 
 /* ---- the plan ---------------------------------------------------------------- */
