@@ -152,8 +152,8 @@ static const char *tools_dir(const struct td_tool *t, char *buf, size_t len)
     return buf;
 }
 
-int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
-                   uint64_t *timeout_ms, char *err, size_t errlen)
+static int narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
+                       uint64_t *timeout_ms, char *err, size_t errlen)
 {
     *out = NULL;
     if (!pol || json_is_null(pol)) {
@@ -231,4 +231,15 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
     *timeout_ms = to ? want : ceiling;
     *out = d;
     return 0;
+}
+
+int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
+                   uint64_t *timeout_ms, char *err, size_t errlen)
+{
+    int rc = narrow_tool(t, pol, key, out, timeout_ms, err, errlen);
+    /* the message echoes what the client sent: errlen may have cut a
+     * character of it */
+    if (rc < 0 && errlen)
+        te_utf8_repair(err);
+    return rc;
 }

@@ -420,6 +420,20 @@ static void test_tool_widening_refused(void **state)
     tool_refused(t, "{\"network\": 1}", "network: expected false, true or");
     tool_refused(t, "{\"filesystem\": {\"write\": [\"/etc\"]}}",
                  "calls[0].policy.filesystem.write[0]: \"/etc\" is not writable by tool t");
+    /* the message echoes the client's text, cut where err ends: never in
+     * the middle of a character */
+    for (size_t len = 40; len < 60; len++) {
+        char err[64];
+        uint64_t ms = 0;
+        assert_null(narrowed(t,
+                             "{\"filesystem\": {\"write\": [\"/\u00e9\u00e9\u00e9\u00e9\u00e9"
+                             "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"]}}",
+                             &ms, err, len));
+        json_t *s = json_string(err);
+        if (!s)
+            fail_msg("errlen %zu: not UTF-8: %s", len, err);
+        json_decref(s);
+    }
     td_tool_unref(t);
 }
 
