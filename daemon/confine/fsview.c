@@ -208,7 +208,10 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
 int td_fsview_parse_lexical(const char *key, json_t *v, struct td_fsview **out, char *err,
                             size_t errlen)
 {
-    return parse(key, v, false, out, err, errlen);
+    int rc = parse(key, v, false, out, err, errlen);
+    if (rc == 0)
+        (*out)->lexical = true;
+    return rc;
 }
 
 /* ---- the plan ---------------------------------------------------------------- */
@@ -216,7 +219,8 @@ int td_fsview_parse_lexical(const char *key, json_t *v, struct td_fsview **out, 
 enum item_kind {
     I_COVER_DIR,
     I_COVER_FILE,
-    I_VEIL, /* a hidden directory with something exposed below: a tmpfs */
+    I_COVER_ANY, /* a narrowed view's: which of the two, the child sees */
+    I_VEIL,      /* a hidden directory with something exposed below: a tmpfs */
     I_TMP,
     I_DEV,
     I_RO,
@@ -229,6 +233,7 @@ struct item {
     char *path;
     enum item_kind kind;
     bool file;    /* an exposed file, not a directory */
+    bool unknown; /* file or not: the child sees (a narrowed view's) */
     bool dropped; /* makes nothing: below something fresh already */
     int slot;
     char *target; /* I_SYS_LINK */
@@ -338,7 +343,13 @@ static int by_path(const void *x, const void *y)
 
 static bool fresh(enum item_kind k)
 {
-    return k == I_VEIL || k == I_TMP || k == I_DEV || k == I_COVER_DIR;
+    /* a cover of either kind: nothing can be below a file */
+    return k == I_VEIL || k == I_TMP || k == I_DEV || k == I_COVER_DIR || k == I_COVER_ANY;
+}
+
+static bool cover(enum item_kind k)
+{
+    return k == I_COVER_DIR || k == I_COVER_FILE || k == I_COVER_ANY;
 }
 
 struct items {
@@ -353,9 +364,8 @@ static struct item *add(struct items *it, const char *path, enum item_kind kind)
         if (strcmp(it->v[i].path, path) == 0 && kind != I_CALL && it->v[i].kind != I_CALL) {
             /* a path named twice: an exposure wins over a cover, write over read */
             struct item *o = &it->v[i];
-            if (kind == I_RW || (kind == I_RO && o->kind != I_RW) ||
-                (o->kind == I_COVER_DIR || o->kind == I_COVER_FILE))
-                if (!(kind == I_COVER_DIR || kind == I_COVER_FILE))
+            if (kind == I_RW || (kind == I_RO && o->kind != I_RW) || cover(o->kind))
+                if (!cover(kind))
                     o->kind = kind;
             return NULL;
         }
@@ -391,8 +401,7 @@ static bool left_out(const struct items *it, const char *path)
 {
     for (size_t k = 0; k < it->n; k++) {
         enum item_kind kd = it->v[k].kind;
-        if ((kd == I_COVER_DIR || kd == I_COVER_FILE || kd == I_TMP || kd == I_DEV) &&
-            covers(it->v[k].path, path))
+        if ((cover(kd) || kd == I_TMP || kd == I_DEV) && covers(it->v[k].path, path))
             return true;
     }
     return false;
@@ -435,8 +444,14 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     add_cover(&it, td_cfg.socket_path);
     add_cover(&it, td_cfg.events_socket_path);
     add_cover(&it, td_fsview_secret_dir);
+    /* a narrowed view's paths are a client's: never looked up here, on the
+     * loop (a hung mount; what is there): the child sees what each is */
+    bool lexical = v && v->lexical;
     for (char **h = v ? v->hide : NULL; h && *h; h++)
-        add_cover(&it, *h);
+        if (lexical)
+            add(&it, *h, I_COVER_ANY);
+        else
+            add_cover(&it, *h);
     /* what is private, and exposed */
     add(&it, "/tmp", I_TMP);
     add(&it, "/dev", I_DEV);
@@ -471,7 +486,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {
         struct stat st;
-        if (it.v[i].kind == I_RO || it.v[i].kind == I_RW)
+        if ((it.v[i].kind == I_RO || it.v[i].kind == I_RW) && !(it.v[i].unknown = lexical))
             it.v[i].file = lstat(it.v[i].path, &st) == 0 && !S_ISDIR(st.st_mode);
     }
 
@@ -510,7 +525,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         goto out;
     /* a hidden directory with something exposed below it is a veil */
     for (size_t i = 0; i < it.n; i++)
-        if (it.v[i].kind == I_COVER_DIR)
+        if (it.v[i].kind == I_COVER_DIR || it.v[i].kind == I_COVER_ANY)
             for (size_t k = 0; k < it.n; k++)
                 if ((it.v[k].kind == I_RO || it.v[k].kind == I_RW || it.v[k].kind == I_CALL) &&
                     (strictly_below(it.v[k].path, it.v[i].path) ||
@@ -580,6 +595,12 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
                 op(p, TD_FS_BIND, true, e->kind == I_COVER_DIR ? TD_FS_SLOT_HDIR : TD_FS_SLOT_HFILE,
                    0, path, NULL, NULL);
             break;
+        case I_COVER_ANY:
+            if (below_fresh)
+                e->dropped = true;
+            else
+                op(p, TD_FS_COVER, true, 0, 0, path, NULL, NULL);
+            break;
         case I_VEIL:
             if (below_fresh) {
                 e->dropped = true; /* what is below it chains from the fresh one */
@@ -596,7 +617,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         case I_RW:
             nll += e->kind == I_RW;
             if (below_fresh)
-                op(p, TD_FS_CHAIN, false, 0, e->file, path, base, NULL);
+                op(p, TD_FS_CHAIN, false, e->slot, e->unknown ? 2 : e->file, path, base, NULL);
             else if (e->kind == I_RO && !(a && a->kind == I_RW))
                 break; /* the host's, read-only already */
             op(p, TD_FS_BIND, false, e->slot, 1, path, NULL, NULL);

@@ -22,6 +22,8 @@ struct td_fsview {
                                      (a narrowed view's: normalised only) */
     struct td_fsprep *prep;       /* the plan, made at the first call */
     bool proxy_ca;                /* its calls trust the proxy's CA (proxy_tls.h) */
+    bool lexical; /* td_fsview_parse_lexical's: its paths never looked up (the plan's
+                     covers and exposures made as the child finds them) */
 };
 /* Set at start (main.c): the bundle of the system's roots and the egress
  * proxy's CA, bound over the system bundle in the view of a tool with

@@ -20,6 +20,7 @@
 #include "fsview.h"
 #include "fsview_narrow.h"
 #include "narrow.h"
+#include "sandbox_spec.h"
 #include "registry.h"
 #include "tool.h"
 
@@ -305,6 +306,51 @@ static void test_proxy_ca_kept(void **state)
     td_fsview_free(v);
 }
 
+/* A narrowed view's plan looks its paths up no more than the narrowing
+ * did: what each is (a file, a directory, nothing, a link) the child sees
+ * when it makes the view. */
+static void test_plan_looks_nothing_up(void **state)
+{
+    (void)state;
+    struct td_fsview *v = view("{\"write\": [\"/srv/data\"]}");
+    char err[512] = "";
+    /* a file, a directory and nothing, all the same to the plan; /srv over
+     * a writable path below it: a veil, with the way down made as what
+     * /srv/data is */
+    struct td_fsview *n =
+        narrow(v, "{\"hide\": [\"/etc/passwd\", \"/usr/share\", \"/no/such/td\", \"/srv\"]}", err,
+               sizeof(err));
+    if (!n)
+        fail_msg("%s", err);
+    const struct td_fsplan *plan;
+    const char *const *ll;
+    assert_int_equal(td_fsview_plan(n, NULL, NULL, true, &plan, &ll), 0);
+    assert_non_null(plan);
+    int covers = 0, chains = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct td_fs_op *op = &plan->ops[i];
+        const char *path = op->path ? op->path : "";
+        bool named = strcmp(path, "/etc/passwd") == 0 || strcmp(path, "/usr/share") == 0 ||
+                     strcmp(path, "/no/such/td") == 0;
+        if (named) {
+            assert_int_equal(op->kind, TD_FS_COVER);
+            assert_true(op->optional);
+            covers++;
+        }
+        if (strcmp(path, "/srv") == 0)
+            assert_int_equal(op->kind, TD_FS_TMPFS); /* the veil */
+        if (op->kind == TD_FS_CHAIN && strcmp(path, "/srv/data") == 0) {
+            assert_int_equal(op->mode, 2);
+            assert_true(op->slot > TD_FS_SLOT_HFILE);
+            chains++;
+        }
+    }
+    assert_int_equal(covers, 3);
+    assert_int_equal(chains, 1);
+    td_fsview_free(n);
+    td_fsview_free(v);
+}
+
 /* ---- td_narrow_tool ---------------------------------------------------------- */
 
 static struct td_tool *tool(const char *text)
@@ -449,6 +495,7 @@ int main(void)
         cmocka_unit_test_setup(test_read_narrowed, cfg_setup),
         cmocka_unit_test_setup(test_shape_refused, cfg_setup),
         cmocka_unit_test_setup(test_proxy_ca_kept, cfg_setup),
+        cmocka_unit_test_setup(test_plan_looks_nothing_up, cfg_setup),
         cmocka_unit_test_setup(test_tool_narrowed, cfg_setup),
         cmocka_unit_test_setup(test_tool_widening_refused, cfg_setup),
     };

@@ -317,6 +317,39 @@ class NarrowCases:
             os.unlink(link)
             shutil.rmtree(target, ignore_errors=True)
 
+    def test_hide_narrowed_is_enforced(self):
+        # a file, a directory and a path that is not there, hidden by the
+        # policy: the child sees which is which (the loop looked nothing up)
+        base = os.path.join(self.dirs[0], "hid-%d" % os.getpid())
+        f, d = base + ".txt", base + ".d"
+        with open(f, "w") as fh:
+            fh.write("kept")
+        os.chmod(f, 0o666)
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o777)
+        link = base + ".lnk"
+        os.symlink(d, link)
+        try:
+            out = self.out(self.run_one({"write": [f, d + "/x", base + ".ok"]}, policy={
+                "filesystem": {"hide": [f, d, base + ".gone/deeper"]}}))
+            self.assertEqual(out[base + ".ok"], "written", out)
+            self.assertNotEqual(out[f], "written", out)
+            self.assertNotEqual(out[d + "/x"], "written", out)
+            with open(f) as fh:
+                self.assertEqual(fh.read(), "kept")
+            self.assertEqual(os.listdir(d), [])
+            # a link named to be hidden: refused at the spawn, not followed
+            res = self.d.client().run([{"id": "c", "name": "net", "arguments": {},
+                                        "policy": {"filesystem": {"hide": [link]}}}])
+            err = res.result("c").get("tool_error", {})
+            self.assertIn("Too many levels of symbolic links", err.get("message", ""), err)
+        finally:
+            os.unlink(link)
+            shutil.rmtree(d, ignore_errors=True)
+            for p in (f, base + ".ok"):
+                if os.path.exists(p):
+                    os.unlink(p)
+
     def test_lower_limits_accepted(self):
         res = self.run_one({}, policy={"memory_mb": 512, "processes": 16,
                                        "limits": {"open_files": 64}})
