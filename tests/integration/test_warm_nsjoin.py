@@ -22,7 +22,7 @@ import shutil
 import unittest
 
 import harness
-from harness import Daemon, deadline_wait
+from harness import Daemon, deadline_wait, syscall_names
 
 TOOLS = [
     harness.worker_tool("w_ns", "nsjoin", start="warm", timeout_ms=60000),
@@ -32,17 +32,6 @@ REFUSED = {"setns_user": "EPERM", "setns_any": "EPERM", "unshare_user": "EPERM"}
 # mount calls the warm runtime does not make either, tried on a path that is
 # not there (ENOENT or EINVAL had the filter let them through)
 MOUNTS = {"umount2": "EPERM", "pivot_root": "EPERM", "fspick": "EPERM"}
-
-
-def template_ready(d, name):
-    def ready():
-        t = (d.stats().get("templates") or {}).get(name)
-        return t if t and t["state"] == "ready" else None
-    return deadline_wait(ready, what="the warm template of %s to be ready" % name)
-
-
-def syscall_names(done):
-    return sorted(e["name"] for e in done.get("denied", []) if e["kind"] == "syscall")
 
 
 class Checks:
@@ -55,7 +44,7 @@ class Checks:
         harness.give_work_dir(d)
         harness.started(d)
         cls.d = d
-        template_ready(d, "w_ns")
+        harness.wait_template(d, "w_ns")
 
     @classmethod
     def tearDownClass(cls):
