@@ -89,8 +89,9 @@ static void free_strv(char **v)
 
 /* ---- the definition key ---------------------------------------------------- */
 
-/* NULL when path is absolute, normalised and names what is there; else why. */
-static const char *path_problem(const char *p, char *why, size_t len)
+/* NULL when path is absolute, normalised and (resolve) names what is
+ * there; else why. */
+static const char *path_problem(const char *p, bool resolve, char *why, size_t len)
 {
     if (p[0] != '/')
         return "not an absolute path";
@@ -102,6 +103,8 @@ static const char *path_problem(const char *p, char *why, size_t len)
     if (p[n - 1] == '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
         (n >= 2 && strcmp(p + n - 2, "/.") == 0) || (n >= 3 && strcmp(p + n - 3, "/..") == 0))
         return "not normalised (no //, /./, /../ or trailing /)";
+    if (!resolve)
+        return NULL;
     char real[PATH_MAX];
     if (!realpath(p, real)) {
         snprintf(why, len, "%s", strerror(errno));
@@ -114,8 +117,8 @@ static const char *path_problem(const char *p, char *why, size_t len)
     return NULL;
 }
 
-static int parse_paths(const char *file, json_t *obj, const char *key, char ***out, size_t *total,
-                       char *err, size_t errlen)
+static int parse_paths(const char *file, json_t *obj, const char *key, bool resolve, char ***out,
+                       size_t *total, char *err, size_t errlen)
 {
     json_t *v = json_object_get(obj, key), *a;
     size_t i;
@@ -135,7 +138,7 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
         const char *p = te_json_text_value(a), *bad;
         if (!p || strlen(p) != json_string_length(a))
             return td_fail(err, errlen, "%s: filesystem.%s[%zu]: expected a path", file, key, i);
-        if ((bad = path_problem(p, why, sizeof(why))))
+        if ((bad = path_problem(p, resolve, why, sizeof(why))))
             return td_fail(err, errlen, "%s: filesystem.%s[%zu]: \"%s\": %s", file, key, i, p, bad);
         if (!((*out)[i] = strdup(p)))
             return -ENOMEM;
@@ -143,7 +146,8 @@ static int parse_paths(const char *file, json_t *obj, const char *key, char ***o
     return 0;
 }
 
-int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen)
+static int parse(const char *file, json_t *v, bool resolve, struct td_fsview **out, char *err,
+                 size_t errlen)
 {
     *out = NULL;
     struct td_fsview *f = calloc(1, sizeof(*f));
@@ -178,11 +182,11 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
         f->minimal = r && strcmp(r, "minimal") == 0;
         size_t total = 0;
         if (rc == 0)
-            rc = parse_paths(file, v, "read", &f->read, &total, err, errlen);
+            rc = parse_paths(file, v, "read", resolve, &f->read, &total, err, errlen);
         if (rc == 0)
-            rc = parse_paths(file, v, "write", &f->write, &total, err, errlen);
+            rc = parse_paths(file, v, "write", resolve, &f->write, &total, err, errlen);
         if (rc == 0)
-            rc = parse_paths(file, v, "hide", &f->hide, &total, err, errlen);
+            rc = parse_paths(file, v, "hide", resolve, &f->hide, &total, err, errlen);
     } else {
         rc = td_fail(err, errlen,
                      "%s: filesystem: expected \"host\" or an object (root, read, write, hide)",
@@ -196,12 +200,27 @@ int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *e
     return 0;
 }
 
+int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen)
+{
+    return parse(file, v, true, out, err, errlen);
+}
+
+int td_fsview_parse_lexical(const char *key, json_t *v, struct td_fsview **out, char *err,
+                            size_t errlen)
+{
+    int rc = parse(key, v, false, out, err, errlen);
+    if (rc == 0)
+        (*out)->lexical = true;
+    return rc;
+}
+
 /* ---- the plan ---------------------------------------------------------------- */
 
 enum item_kind {
     I_COVER_DIR,
     I_COVER_FILE,
-    I_VEIL, /* a hidden directory with something exposed below: a tmpfs */
+    I_COVER_ANY, /* a narrowed view's: which of the two, the child sees */
+    I_VEIL,      /* a hidden directory with something exposed below: a tmpfs */
     I_TMP,
     I_DEV,
     I_RO,
@@ -214,6 +233,7 @@ struct item {
     char *path;
     enum item_kind kind;
     bool file;    /* an exposed file, not a directory */
+    bool unknown; /* file or not: the child sees (a narrowed view's) */
     bool dropped; /* makes nothing: below something fresh already */
     int slot;
     char *target; /* I_SYS_LINK */
@@ -323,7 +343,13 @@ static int by_path(const void *x, const void *y)
 
 static bool fresh(enum item_kind k)
 {
-    return k == I_VEIL || k == I_TMP || k == I_DEV || k == I_COVER_DIR;
+    /* a cover of either kind: nothing can be below a file */
+    return k == I_VEIL || k == I_TMP || k == I_DEV || k == I_COVER_DIR || k == I_COVER_ANY;
+}
+
+static bool cover(enum item_kind k)
+{
+    return k == I_COVER_DIR || k == I_COVER_FILE || k == I_COVER_ANY;
 }
 
 struct items {
@@ -338,9 +364,8 @@ static struct item *add(struct items *it, const char *path, enum item_kind kind)
         if (strcmp(it->v[i].path, path) == 0 && kind != I_CALL && it->v[i].kind != I_CALL) {
             /* a path named twice: an exposure wins over a cover, write over read */
             struct item *o = &it->v[i];
-            if (kind == I_RW || (kind == I_RO && o->kind != I_RW) ||
-                (o->kind == I_COVER_DIR || o->kind == I_COVER_FILE))
-                if (!(kind == I_COVER_DIR || kind == I_COVER_FILE))
+            if (kind == I_RW || (kind == I_RO && o->kind != I_RW) || cover(o->kind))
+                if (!cover(kind))
                     o->kind = kind;
             return NULL;
         }
@@ -376,8 +401,7 @@ static bool left_out(const struct items *it, const char *path)
 {
     for (size_t k = 0; k < it->n; k++) {
         enum item_kind kd = it->v[k].kind;
-        if ((kd == I_COVER_DIR || kd == I_COVER_FILE || kd == I_TMP || kd == I_DEV) &&
-            covers(it->v[k].path, path))
+        if ((cover(kd) || kd == I_TMP || kd == I_DEV) && covers(it->v[k].path, path))
             return true;
     }
     return false;
@@ -420,8 +444,14 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     add_cover(&it, td_cfg.socket_path);
     add_cover(&it, td_cfg.events_socket_path);
     add_cover(&it, td_fsview_secret_dir);
+    /* a narrowed view's paths are a client's: never looked up here, on the
+     * loop (a hung mount; what is there): the child sees what each is */
+    bool lexical = v && v->lexical;
     for (char **h = v ? v->hide : NULL; h && *h; h++)
-        add_cover(&it, *h);
+        if (lexical)
+            add(&it, *h, I_COVER_ANY);
+        else
+            add_cover(&it, *h);
     /* what is private, and exposed */
     add(&it, "/tmp", I_TMP);
     add(&it, "/dev", I_DEV);
@@ -456,7 +486,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         add(&it, init, I_RO); /* toolexecd-init, the call's PID 1 */
     for (size_t i = 0; i < it.n; i++) {
         struct stat st;
-        if (it.v[i].kind == I_RO || it.v[i].kind == I_RW)
+        if ((it.v[i].kind == I_RO || it.v[i].kind == I_RW) && !(it.v[i].unknown = lexical))
             it.v[i].file = lstat(it.v[i].path, &st) == 0 && !S_ISDIR(st.st_mode);
     }
 
@@ -495,7 +525,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         goto out;
     /* a hidden directory with something exposed below it is a veil */
     for (size_t i = 0; i < it.n; i++)
-        if (it.v[i].kind == I_COVER_DIR)
+        if (it.v[i].kind == I_COVER_DIR || it.v[i].kind == I_COVER_ANY)
             for (size_t k = 0; k < it.n; k++)
                 if ((it.v[k].kind == I_RO || it.v[k].kind == I_RW || it.v[k].kind == I_CALL) &&
                     (strictly_below(it.v[k].path, it.v[i].path) ||
@@ -565,6 +595,12 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
                 op(p, TD_FS_BIND, true, e->kind == I_COVER_DIR ? TD_FS_SLOT_HDIR : TD_FS_SLOT_HFILE,
                    0, path, NULL, NULL);
             break;
+        case I_COVER_ANY:
+            if (below_fresh)
+                e->dropped = true;
+            else
+                op(p, TD_FS_COVER, true, 0, 0, path, NULL, NULL);
+            break;
         case I_VEIL:
             if (below_fresh) {
                 e->dropped = true; /* what is below it chains from the fresh one */
@@ -581,7 +617,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         case I_RW:
             nll += e->kind == I_RW;
             if (below_fresh)
-                op(p, TD_FS_CHAIN, false, 0, e->file, path, base, NULL);
+                op(p, TD_FS_CHAIN, false, e->slot, e->unknown ? 2 : e->file, path, base, NULL);
             else if (e->kind == I_RO && !(a && a->kind == I_RW))
                 break; /* the host's, read-only already */
             op(p, TD_FS_BIND, false, e->slot, 1, path, NULL, NULL);

@@ -18,9 +18,12 @@ struct td_fsview {
     bool dflt;                    /* no "filesystem": the daemon's --filesystem */
     bool host;                    /* "filesystem": "host": no view of its own */
     bool minimal;                 /* "root": "minimal" */
-    char **read, **write, **hide; /* NULL-terminated; absolute, normalised, existing */
+    char **read, **write, **hide; /* NULL-terminated; absolute, normalised, existing
+                                     (a narrowed view's: normalised only) */
     struct td_fsprep *prep;       /* the plan, made at the first call */
     bool proxy_ca;                /* its calls trust the proxy's CA (proxy_tls.h) */
+    bool lexical; /* td_fsview_parse_lexical's: its paths never looked up (the plan's
+                     covers and exposures made as the child finds them) */
 };
 /* Set at start (main.c): the bundle of the system's roots and the egress
  * proxy's CA, bound over the system bundle in the view of a tool with
@@ -42,6 +45,12 @@ extern const char *const td_fs_hidden[];
 /* "filesystem" of definition file (v as read, NULL: none); 0 with *out, or
  * -EINVAL with a message naming file and key in err. */
 int td_fsview_parse(const char *file, json_t *v, struct td_fsview **out, char *err, size_t errlen);
+/* The same for a view whose paths were checked already against another
+ * (fsview_narrow.c): each only absolute and normalised as a string, never
+ * looked up in the file system (the spawn opens each without following a
+ * symbolic link). */
+int td_fsview_parse_lexical(const char *key, json_t *v, struct td_fsview **out, char *err,
+                            size_t errlen);
 void td_fsview_free(struct td_fsview *v);
 /* The view of a tool (v: its "filesystem"; cmd its program, shown even in
  * the hidden tools directory or a minimal root, as is init, toolexecd-init):

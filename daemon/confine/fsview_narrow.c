@@ -1,9 +1,17 @@
 /*
  * fsview_narrow.c - a call's view narrowed by a run request's "policy"
  * (issue 23): fewer writable paths, fewer read paths (a minimal root),
- * more hidden ones; never more. The narrowed view is parsed as a definition's
- * "filesystem" would be, so it is planned and enforced (mounts, Landlock)
- * exactly as one.
+ * more hidden ones; never more. The narrowed view is a definition's
+ * "filesystem" as the plan sees it, so it is planned and enforced (mounts,
+ * Landlock) exactly as one.
+ *
+ * All string work, on the loop: a client's path is normalised lexically
+ * ("//", "/./", "/../") and checked against what the tool's view shows,
+ * never looked up. A lookup as the daemon would stall the loop on a hung
+ * mount and tell any client what exists where it may not look and where a
+ * link points; an error echoes only what the client sent. A path that is a
+ * symbolic link, or passes through one, fails at the spawn, which opens
+ * each path of the view without following links (sandbox_mounts.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +25,36 @@
 #include "fsview_narrow.h"
 #include "toolexec.h"
 #include "util.h"
+
+const char *td_path_lexical(const char *in, char *out, size_t outlen)
+{
+    if (in[0] != '/')
+        return "not an absolute path";
+    size_t n = 0;
+    for (const char *c = in; *c;) {
+        while (*c == '/')
+            c++;
+        const char *end = strchrnul(c, '/');
+        size_t len = (size_t)(end - c);
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            while (n > 0 && out[--n] != '/') /* the last component off; none above the root */
+                ;
+        } else if (len && !(len == 1 && c[0] == '.')) {
+            if (n + 1 + len >= outlen || n + 1 + len >= PATH_MAX)
+                return "too long";
+            out[n++] = '/';
+            memcpy(out + n, c, len);
+            n += len;
+        }
+        c = end;
+    }
+    if (outlen < 2)
+        return "too long";
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+    return NULL;
+}
 
 /* path is one of list's, or beneath one */
 static bool under_one(char *const *list, const char *path)
@@ -54,14 +92,12 @@ static void consider(struct deepest *d, const char *a, enum shown how, const cha
     }
 }
 
-static enum shown shown_as(const struct td_fsview *v, const char *path)
+static enum shown shown_as(const struct td_fsview *v, const char *tools, const char *path)
 {
     struct deepest d = {0, NOT_SHOWN};
-    char tools[PATH_MAX];
     for (size_t i = 0; td_fs_hidden[i]; i++)
         consider(&d, td_fs_hidden[i], HIDDEN, path);
-    if (td_cfg.tools_dir && realpath(td_cfg.tools_dir, tools))
-        consider(&d, tools, HIDDEN, path);
+    consider(&d, tools, HIDDEN, path);
     const char *const daemon_own[] = {td_cfg.work_dir,
                                       td_cfg.socket_path,
                                       td_cfg.events_socket_path,
@@ -93,8 +129,70 @@ static void add_all(json_t *a, char *const *list)
         json_array_append_new(a, json_string(*p));
 }
 
-int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, const char *key,
-                     struct td_fsview **out, char *err, size_t errlen)
+static void free_strv(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+/* What a narrowing's list (name: "read", "write" or "hide") asks of the
+ * tool's view v, and how a path must be shown there to be named in it. */
+static bool allowed(const char *name, enum shown how)
+{
+    if (strcmp(name, "write") == 0)
+        return how == WRITABLE;
+    if (strcmp(name, "read") == 0)
+        return how >= READ_ONLY;
+    return how != HIDDEN; /* hide: what the tool sees (or the minimal root's own) */
+}
+
+/* The policy's list name, each path normalised and checked against v:
+ * *out NULL-terminated (NULL without the key). 0, or < 0 with err naming
+ * the entry and echoing it as the client sent it. */
+static int client_paths(const struct td_fsview *v, const char *tool, const char *tools, json_t *pol,
+                        const char *name, const char *key, char ***out, char *err, size_t errlen)
+{
+    json_t *a = json_object_get(pol, name), *x;
+    size_t i;
+    *out = NULL;
+    if (!a)
+        return 0;
+    if (!json_is_array(a))
+        return td_fail(err, errlen, "%s.filesystem.%s: expected an array of paths", key, name);
+    char **l = calloc(json_array_size(a) + 1, sizeof(char *));
+    if (!l)
+        return td_fail(err, errlen, "%s: out of memory", key);
+    json_array_foreach(a, i, x)
+    {
+        char norm[PATH_MAX];
+        const char *p = te_json_text_value(x), *bad = NULL;
+        int rc = 0;
+        if (!p || strlen(p) != json_string_length(x))
+            rc = td_fail(err, errlen, "%s.filesystem.%s[%zu]: expected a path", key, name, i);
+        else if ((bad = td_path_lexical(p, norm, sizeof(norm))) ||
+                 (strcmp(norm, "/") == 0 && (bad = "the whole root")))
+            rc = td_fail(err, errlen, "%s.filesystem.%s[%zu]: \"%s\": %s", key, name, i, p, bad);
+        else if (!allowed(name, shown_as(v, tools, norm)))
+            rc = td_fail(err, errlen, "%s.filesystem.%s[%zu]: \"%s\" is not %s by tool %s", key,
+                         name, i, p,
+                         strcmp(name, "write") == 0  ? "writable"
+                         : strcmp(name, "read") == 0 ? "readable"
+                                                     : "seen",
+                         tool);
+        else if (!(l[i] = strdup(norm)))
+            rc = td_fail(err, errlen, "%s: out of memory", key);
+        if (rc < 0) {
+            free_strv(l);
+            return rc;
+        }
+    }
+    *out = l;
+    return 0;
+}
+
+int td_fsview_narrow(const struct td_fsview *v, const char *tool, const char *tools, json_t *pol,
+                     const char *key, struct td_fsview **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (!json_is_object(pol))
@@ -113,40 +211,30 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
                        "%s.filesystem: tool %s sees the host's file system (no view of its own): "
                        "there is no view to narrow",
                        key, tool);
-    struct td_fsview *p;
-    int rc = td_fsview_parse(key, pol, &p, err, errlen);
-    if (rc < 0)
-        return rc;
     bool minimal = v->dflt ? td_fs_default == TD_FS_MINIMAL : v->minimal;
-    for (size_t i = 0; p->write && p->write[i]; i++)
-        if (shown_as(v, p->write[i]) != WRITABLE) {
-            rc = td_fail(err, errlen, "%s.filesystem.write[%zu]: \"%s\" is not writable by tool %s",
-                         key, i, p->write[i], tool);
-            goto out;
-        }
-    if (p->read && !minimal) {
+    char **pw = NULL, **pr = NULL, **ph = NULL;
+    int rc = client_paths(v, tool, tools, pol, "write", key, &pw, err, errlen);
+    if (rc == 0 && json_object_get(pol, "read") && !minimal)
         rc = td_fail(err, errlen,
                      "%s.filesystem.read: tool %s's view shows the host's file system read-only "
                      "(not a minimal root): narrow it with \"hide\"",
                      key, tool);
+    if (rc == 0)
+        rc = client_paths(v, tool, tools, pol, "read", key, &pr, err, errlen);
+    if (rc == 0)
+        rc = client_paths(v, tool, tools, pol, "hide", key, &ph, err, errlen);
+    if (rc < 0)
         goto out;
-    }
-    for (size_t i = 0; p->read && p->read[i]; i++)
-        if (shown_as(v, p->read[i]) < READ_ONLY) {
-            rc = td_fail(err, errlen, "%s.filesystem.read[%zu]: \"%s\" is not readable by tool %s",
-                         key, i, p->read[i], tool);
-            goto out;
-        }
     json_t *def = json_object(), *read = json_array(), *write = json_array(), *hide = json_array();
     if (minimal)
         json_object_set_new(def, "root", json_string("minimal"));
-    char **w = json_object_get(pol, "write") ? p->write : v->write;
+    char **w = pw ? pw : v->write;
     add_all(write, w);
-    if (json_object_get(pol, "read")) {
-        add_all(read, p->read);
+    if (pr) {
+        add_all(read, pr);
         /* what the tool keeps read-only below a path still writable stays so */
         for (char **q = v->read; q && *q; q++)
-            if (under_one(w, *q) && !listed(p->read, *q))
+            if (under_one(w, *q) && !listed(pr, *q))
                 json_array_append_new(read, json_string(*q));
     } else {
         add_all(read, v->read);
@@ -156,15 +244,18 @@ int td_fsview_narrow(const struct td_fsview *v, const char *tool, json_t *pol, c
                 json_array_append_new(read, json_string(*q));
     }
     add_all(hide, v->hide);
-    add_all(hide, p->hide);
+    add_all(hide, ph);
     json_object_set_new(def, "read", read);
     json_object_set_new(def, "write", write);
     json_object_set_new(def, "hide", hide);
-    rc = td_fsview_parse(key, def, out, err, errlen);
+    /* every path is the tool's own or one checked above: no lookup */
+    rc = td_fsview_parse_lexical(key, def, out, err, errlen);
     if (rc == 0)
         (*out)->proxy_ca = v->proxy_ca; /* its calls keep their credentials */
     json_decref(def);
 out:
-    td_fsview_free(p);
+    free_strv(pw);
+    free_strv(pr);
+    free_strv(ph);
     return rc;
 }

@@ -139,10 +139,36 @@ static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, 
             return 0;
         return mount(fd_path(src, fds[op->slot]), op->path, NULL, MS_BIND | (op->mode ? MS_REC : 0),
                      NULL);
-    case TD_FS_CHAIN:
+    case TD_FS_CHAIN: {
+        struct stat st;
+        bool file = op->mode == 1;
+        if (op->mode == 2) /* as what the slot holds is */
+            file = fstat(fds[op->slot], &st) == 0 && !S_ISDIR(st.st_mode);
         if (join(buf, NULL, op->path) < 0)
             return -1;
-        return make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), op->mode);
+        return make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), file);
+    }
+    case TD_FS_COVER: {
+        /* bound on the descriptor: no link followed, the last one included
+         * (open_no_symlinks' fallback opens a link itself) */
+        struct stat st;
+        char dst[32];
+        int fd = open_no_symlinks(op->path), rc = -1;
+        if (fd < 0)
+            return -1;
+        if (fstat(fd, &st) == 0) {
+            if (S_ISLNK(st.st_mode))
+                errno = ELOOP;
+            else
+                rc = mount(
+                    fd_path(src, fds[S_ISDIR(st.st_mode) ? TD_FS_SLOT_HDIR : TD_FS_SLOT_HFILE]),
+                    fd_path(dst, fd), NULL, MS_BIND, NULL);
+        }
+        int e = errno;
+        close(fd);
+        errno = e;
+        return rc;
+    }
     case TD_FS_CALLDIR:
         if (join(buf, op->arg2, s->cwd) < 0 ||
             make_chain(buf, strcmp(op->arg, "/") == 0 ? 0 : strlen(op->arg), false) < 0)

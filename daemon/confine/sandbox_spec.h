@@ -32,12 +32,16 @@ enum td_fs_kind {
                       held in slots TD_FS_SLOT_HDIR/HFILE; mode 1: removed */
     TD_FS_BIND,    /* slot bound over path (recursively with mode 1) */
     TD_FS_CHAIN,   /* the directories from arg (exclusive) down to path,
-                      mode 0711; path itself a file when mode is 1 */
+                      mode 0711; path itself a file when mode is 1, or when
+                      mode is 2 and slot holds no directory */
     TD_FS_CALLDIR, /* the chain from arg down to arg2 + cwd, slot 0 bound there */
     TD_FS_PIVOT,   /* path becomes / (the old root detached) */
     TD_FS_RDONLY,  /* every mount read-only (mount_setattr, recursive) */
     TD_FS_RDWR,    /* path's mount writable again (arg2 + cwd when path is NULL) */
+    TD_FS_COVER,   /* the hider of path's kind (HDIR or HFILE) bound over it; a
+                      symbolic link on the way: ELOOP (a narrowed view's hide) */
 };
+#define TD_FS_LAST TD_FS_COVER
 #define TD_FS_SLOTS 48
 #define TD_FS_SLOT_HDIR 1
 #define TD_FS_SLOT_HFILE 2

@@ -38,10 +38,14 @@
  * once at start; a tool with "deny_syscalls" gets its own at load (and
  * reload), never per call. A warm tool's template (template.c) gets the
  * same set less what it needs to set up each call's namespaces (the
- * namespace flags of clone(), unshare, setns and the mount calls): each
- * call's process stacks a filter of its own that refuses exactly those
- * again (lib/warmcall.c), so a warm call ends under the same rules as a cold
- * one. The template's filter is loaded with the listener, like a cold
+ * namespace flags of clone() and the mount calls lib/warmview.c makes): each call's process
+ * stacks a filter of its own that refuses exactly those again
+ * (lib/warmcall.c), so a warm call ends under the same rules as a cold
+ * one. Not setns() nor unshare(), which the warm runtime never calls: the
+ * template owns the user namespace of each call's PID 1 (it made it), and
+ * joined it would have every capability there, the call's uid (a root
+ * daemon's lent one) among them, outside the call's PID namespace and past
+ * the uid's return to the pool. The template's filter is loaded with the listener, like a cold
  * call's: it serves the template and every call forked from it (a filter
  * is inherited), and the daemon tells them apart by PID namespace
  * (template.c). It has to be the template's filter that notifies: of two
@@ -103,10 +107,11 @@ struct td_sysfilter_conf {
 };
 
 /* What a template may do that its calls may not: lib/warmcall.c's stacked
- * filter refuses these again in each call. */
-static const char *const template_allowed[] = {
-    "mount",  "umount2",    "pivot_root", "fsopen",        "fsconfig", "fsmount",
-    "fspick", "move_mount", "open_tree",  "mount_setattr", "unshare",  "setns"};
+ * filter refuses these again in each call. Only what lib/warm*.c calls (the
+ * view's mounts in each P1): never setns or unshare (see above), nor
+ * umount2, pivot_root or fspick. */
+static const char *const template_allowed[] = {"mount",      "fsopen",    "fsconfig",     "fsmount",
+                                               "move_mount", "open_tree", "mount_setattr"};
 
 static bool for_template_only(const char *name)
 {

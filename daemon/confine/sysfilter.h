@@ -53,8 +53,9 @@ enum td_net {
  * socket(AF_INET*) is denied too. */
 const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, enum td_net net);
 /* The filter of a warm tool's template: td_sysfilter_get()'s less the
- * namespace and mount rules its calls' own stacked filter (lib/warmcall.c)
- * puts back (with EPERM, unreported); with a listener where a call's has
+ * rules on clone()'s namespace flags and the mount calls, which its calls'
+ * own stacked filter (lib/warmcall.c) puts back (with EPERM, unreported);
+ * setns and unshare stay refused to the template too; with a listener where a call's has
  * one, serving the template and all its calls. NULL for none. */
 const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c,
                                                  enum td_net net);

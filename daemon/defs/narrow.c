@@ -9,6 +9,7 @@
  * narrow after the fork; a cold start applies every key. It takes no
  * spare (spares.c matches the very definition) and makes none.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,8 +140,20 @@ static int narrow_network(struct td_tool *d, json_t *v, const char *key, char *e
     return 0;
 }
 
-int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
-                   uint64_t *timeout_ms, char *err, size_t errlen)
+/* The tools directory t's definition was read from (registry.c resolved
+ * it): every view hides it. From the file's name, not looked up again. */
+static const char *tools_dir(const struct td_tool *t, char *buf, size_t len)
+{
+    const char *slash = t->file && t->file[0] == '/' ? strrchr(t->file, '/') : NULL;
+    if (!slash || slash == t->file || (size_t)(slash - t->file) >= len)
+        return NULL;
+    memcpy(buf, t->file, (size_t)(slash - t->file));
+    buf[slash - t->file] = '\0';
+    return buf;
+}
+
+static int narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
+                       uint64_t *timeout_ms, char *err, size_t errlen)
 {
     *out = NULL;
     if (!pol || json_is_null(pol)) {
@@ -202,7 +215,9 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
         rc = narrow_network(d, v, key, err, errlen);
     if (rc == 0 && (v = json_object_get(pol, "filesystem"))) {
         struct td_fsview *fs;
-        if (td_fsview_narrow(t->fs, t->name, v, key, &fs, err, errlen) < 0) {
+        char tools[PATH_MAX];
+        if (td_fsview_narrow(t->fs, t->name, tools_dir(t, tools, sizeof(tools)), v, key, &fs, err,
+                             errlen) < 0) {
             rc = -1;
         } else {
             d->fs = fs;
@@ -216,4 +231,15 @@ int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_to
     *timeout_ms = to ? want : ceiling;
     *out = d;
     return 0;
+}
+
+int td_narrow_tool(struct td_tool *t, json_t *pol, const char *key, struct td_tool **out,
+                   uint64_t *timeout_ms, char *err, size_t errlen)
+{
+    int rc = narrow_tool(t, pol, key, out, timeout_ms, err, errlen);
+    /* the message echoes what the client sent: errlen may have cut a
+     * character of it */
+    if (rc < 0 && errlen)
+        te_utf8_repair(err);
+    return rc;
 }

@@ -268,7 +268,7 @@ int td_spawnmsg_unpack(const uint8_t *buf, size_t len, struct td_spawnmsg *m)
             op->path = get_str(&r);
             op->arg = get_str(&r);
             op->arg2 = get_str(&r);
-            if (op->kind > TD_FS_RDWR || slot < 0 || slot >= TD_FS_SLOTS)
+            if (op->kind > TD_FS_LAST || slot < 0 || slot >= TD_FS_SLOTS)
                 r.bad = true;
         }
         m->fs = (struct td_fsplan){m->ops, nops};

@@ -316,6 +316,46 @@ AUDIT = {
 }
 
 
+# fuzz_narrow: a run request's "policy", tried against its four tools
+# (view: writes /srv/data and /w, reads /w/ro and /opt, hides /w/secret and
+# /srv/data/keys; minimal: writes /w, reads /opt/a and /w/ro; host; plain)
+NARROW = {
+    "null": None,
+    "empty": {},
+    "timeout": {"timeout_ms": 1000},
+    "timeout-above": {"timeout_ms": 60001},
+    "limits": {"memory_mb": 128, "processes": 4, "limits": {"open_files": 16, "cpu_ms": 100}},
+    "limit-above": {"limits": {"memory_mb": 4096}},
+    "network-off": {"network": False},
+    "network-on": {"network": True},
+    "allow-subset": {"network": {"allow": ["a.example.org:443", "x.b.example.org"]}},
+    "allow-wider": {"network": {"allow": ["evil.example:443"]}},
+    "write": {"filesystem": {"write": ["/w/sub", "/srv/data/x"]}},
+    "write-dots": {"filesystem": {"write": ["//w/./a/../b/", "/w/../etc"]}},
+    "write-hidden": {"filesystem": {"write": ["/w/secret/x", "/w/ro", "/root/secret"]}},
+    "write-tools": {"filesystem": {"write": ["/etc/toolexecd/tools.d/t.json"]}},
+    "read": {"filesystem": {"read": ["/opt/a/b", "/w/ro/c"]}},
+    "hide": {"filesystem": {"hide": ["/w/sub", "/usr/share", "/", "/w/secret/x"]}},
+    "bad-keys": {"filesystem": {"root": "host"}, "user": "root"},
+    "bad-shapes": {"filesystem": {"write": "/w", "read": [1]}},
+    "utf8": {"filesystem": {"write": ["/w/\u00e9t\u00e9/\u65e5\u672c" * 20]}},
+    "all": {"timeout_ms": 10, "memory_mb": 64, "network": {"allow": []},
+            "filesystem": {"write": [], "hide": ["/w/x"]}},
+}
+
+# fuzz_learn: a learning call's records, one a line (see fuzz_learn.c)
+LEARN = {
+    "reads": b"p1 /etc/hostname\np1 /etc/passwd\np1 /usr/lib/os-release\np1 /etc/hosts\n"
+             b"p1 /etc/group\np1 /etc/nsswitch.conf\n",
+    "writes": b"p2 /etc/hostname\np4 /srv/new-file\np8 /var/tmp/made\np4 /var/tmp/made/f\n",
+    "own": b"p3 /dev/null\np1 /proc/self/status\np2 /var/lib/toolexecd/work/c1/out\np6 /tmp/x\n",
+    "hosts": b"h example.org:443\nh ::1:8080\nh 10.0.0.1\nh example.org:443\n",
+    "syscalls": b"s ptrace\ns bpf\ns sched_yield\n",
+    "merged": b"p1 /etc/hostname\nh a.example:80\nm\np1 /etc/passwd\ns mount\nm\nm\n",
+    "relative": b"p1 etc/passwd\np1 /etc/../etc/./passwd\np1 //etc//hosts\np2 /\n",
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     shutil.rmtree(d, ignore_errors=True)
@@ -438,4 +478,6 @@ if __name__ == "__main__":
     write("fuzz_audit", AUDIT)
     write("fuzz_mcp", MCP)
     write("fuzz_auth", AUTH)
+    write("fuzz_narrow", NARROW)
+    write("fuzz_learn", LEARN)
     write_lines("request_errors.jsonl", REQUEST_ERRORS)

@@ -67,6 +67,8 @@ extra=(${FUZZ_CFLAGS:-})
 # shellcheck disable=SC2207
 audit=("$root/daemon/cli/auditverify.c" "$root/daemon/base/sha256hex.c" -I"$root/daemon/cli"
        -I"$root/daemon/base" $(pkg-config --cflags --libs nettle))
+d="$root/daemon"
+daemon_inc=(-I"$root/daemon" -I"$root/daemon/base" -I"$root/daemon/confine" -I"$root/daemon/defs")
 
 # Build all targets in parallel.
 pids=()
@@ -83,6 +85,10 @@ for t in $targets; do
         # shellcheck disable=SC2207
         own=(-I"$root/daemon/cli" "$root/daemon/cli/mcp_auth.c" "$root/daemon/cli/mcp_auth_jwt.c"
              "$root/daemon/cli/mcp_auth_cache.c" $(pkg-config --libs cjose nettle)) ;;
+    fuzz_narrow)
+        own=("${daemon_inc[@]}" "$d"/defs/narrow.c "$d"/confine/{fsview_narrow,fsview,egress,credentials}.c
+             "$d"/base/{config,util}.c "$root/lib/landlock.c") ;;
+    fuzz_learn) own=("${daemon_inc[@]}" "$d/confine/learn.c") ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &

@@ -260,6 +260,20 @@ def started(d):
     return d
 
 
+def wait_template(d, name, other_than=None):
+    """The warm template of tool name says ready in d's stats (and is not
+    the one of pid other_than): its stats entry."""
+    def ready():
+        t = (d.stats().get("templates") or {}).get(name)
+        return t if t and t["state"] == "ready" and t["pid"] != other_than else None
+    return deadline_wait(ready, what="the warm template of %s to be ready" % name)
+
+
+def syscall_names(done):
+    """The system calls a tool_execution_completed says were denied, sorted."""
+    return sorted(e["name"] for e in done.get("denied", []) if e["kind"] == "syscall")
+
+
 def nobody_daemon(tools, args=(), env=None):
     """A started NobodyDaemon: the unprivileged daemon of the tests that run
     against both, its socket directory and work directory given to it."""

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -244,6 +245,110 @@ class NarrowCases:
         self.assertEqual(out[q], "written", out)
         self.assertIn(out[p], ("Read-only file system", "Permission denied"), out)
         self.assertFalse(os.path.exists(p))
+
+    # -- client paths: string work, nothing looked up or echoed resolved ------
+    def refusal(self, policy, name="net"):
+        call = {"id": "c", "name": name, "arguments": {}, "policy": policy}
+        c = self.d.client()
+        c.send({"op": "run", "batch": "r", "calls": [call]})
+        ev = c.recv_for(lambda e: e.get("event") == "error")
+        self.assertEqual(ev.get("reason"), "invalid_request", ev)
+        return ev["message"]
+
+    def test_root_only_paths_answer_alike(self):
+        # a file that exists under root-only /root, and one that does not:
+        # the same refusal, word for word (a root daemon resolving them
+        # told ENOENT from the rest)
+        if not os.path.isdir("/root"):
+            self.skipTest("no /root here")
+        fd, there = tempfile.mkstemp(prefix="narrow-secret-", dir="/root")
+        os.close(fd)
+        gone = there[:-1] + ("x" if there[-1] != "x" else "y")
+        self.assertFalse(os.path.exists(gone))
+        try:
+            for key in ("write", "hide"):
+                m1 = self.refusal({"filesystem": {key: [there]}})
+                m2 = self.refusal({"filesystem": {key: [gone]}})
+                self.assertIn(there, m1)
+                self.assertEqual(m1.replace(there, "P"), m2.replace(gone, "P"))
+            m1 = self.refusal({"filesystem": {"read": [there]}}, name="nestmin")
+            m2 = self.refusal({"filesystem": {"read": [gone]}}, name="nestmin")
+            self.assertEqual(m1.replace(there, "P"), m2.replace(gone, "P"))
+        finally:
+            os.unlink(there)
+
+    def test_dot_dot_is_string_work(self):
+        # "..": taken lexically, the client's own text echoed
+        up = self.dirs[0] + "/../../../../../../etc"
+        m = self.refusal({"filesystem": {"write": [up]}})
+        self.assertIn('calls[0].policy.filesystem.write[0]: "%s" is not writable by tool net' % up,
+                      m)
+        self.assertIn("not an absolute path", self.refusal({"filesystem": {"write": ["etc"]}}))
+        # "//", "/./" and a trailing "/" name the path they spell
+        p = os.path.join(self.dirs[0], "dots-%d" % os.getpid())
+        out = self.out(self.run_one({"write": [p]}, policy={"filesystem": {"write": [
+            "/" + self.dirs[0].replace("/", "//") + "/./x/../"]}}))
+        self.assertEqual(out[p], "written", out)
+
+    def test_link_target_is_not_revealed(self):
+        # a link where the tool writes, to a directory of its own: the
+        # narrowing does not resolve it (nor say where it points), and the
+        # spawn opens the view's paths without following links
+        target = tempfile.mkdtemp(prefix="narrow-link-target-")
+        os.chmod(target, 0o777)
+        link = os.path.join(self.dirs[0], "lnk-%d" % os.getpid())
+        os.symlink(target, link)
+        try:
+            for path in (link, link + "/below"):
+                call = {"id": "c", "name": "net", "arguments": {"write": [link + "/f"]},
+                        "policy": {"filesystem": {"write": [path]}}}
+                c = self.d.client()
+                c.send({"op": "run", "batch": "l", "calls": [call]})
+                seen = []
+                c.recv_for(lambda e: seen.append(e) or e.get("event") in (
+                    "error", "batch_completed", "batch_failed"))
+                self.assertNotIn(target, json.dumps(seen), seen)
+                done = [e for e in seen if e.get("event") == "tool_execution_completed"]
+                self.assertEqual(len(done), 1, seen)
+                self.assertIn("Too many levels of symbolic links",
+                              done[0]["result"]["tool_error"]["message"], seen)
+                self.assertEqual(os.listdir(target), [], seen)
+        finally:
+            os.unlink(link)
+            shutil.rmtree(target, ignore_errors=True)
+
+    def test_hide_narrowed_is_enforced(self):
+        # a file, a directory and a path that is not there, hidden by the
+        # policy: the child sees which is which (the loop looked nothing up)
+        base = os.path.join(self.dirs[0], "hid-%d" % os.getpid())
+        f, d = base + ".txt", base + ".d"
+        with open(f, "w") as fh:
+            fh.write("kept")
+        os.chmod(f, 0o666)
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o777)
+        link = base + ".lnk"
+        os.symlink(d, link)
+        try:
+            out = self.out(self.run_one({"write": [f, d + "/x", base + ".ok"]}, policy={
+                "filesystem": {"hide": [f, d, base + ".gone/deeper"]}}))
+            self.assertEqual(out[base + ".ok"], "written", out)
+            self.assertNotEqual(out[f], "written", out)
+            self.assertNotEqual(out[d + "/x"], "written", out)
+            with open(f) as fh:
+                self.assertEqual(fh.read(), "kept")
+            self.assertEqual(os.listdir(d), [])
+            # a link named to be hidden: refused at the spawn, not followed
+            res = self.d.client().run([{"id": "c", "name": "net", "arguments": {},
+                                        "policy": {"filesystem": {"hide": [link]}}}])
+            err = res.result("c").get("tool_error", {})
+            self.assertIn("Too many levels of symbolic links", err.get("message", ""), err)
+        finally:
+            os.unlink(link)
+            shutil.rmtree(d, ignore_errors=True)
+            for p in (f, base + ".ok"):
+                if os.path.exists(p):
+                    os.unlink(p)
 
     def test_lower_limits_accepted(self):
         res = self.run_one({}, policy={"memory_mb": 512, "processes": 16,

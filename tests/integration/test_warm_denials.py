@@ -25,7 +25,7 @@ import tempfile
 import unittest
 
 import harness
-from harness import Daemon, deadline_wait
+from harness import Daemon, deadline_wait, syscall_names
 
 # the testworker keeps no LeakSanitizer (detect_leaks=0): a ptrace in
 # "denied" is the probe's
@@ -82,24 +82,6 @@ TOOLS = [
 ]
 
 
-def template_ready(d, name):
-    def ready():
-        c = d.client()
-        try:
-            c.send({"op": "stats"})
-            st = c.recv_for(lambda e: e.get("event") == "stats")
-        finally:
-            c.close()
-            d.clients.remove(c)
-        t = (st.get("templates") or {}).get(name)
-        return t if t and t["state"] == "ready" else None
-    return deadline_wait(ready, what="the warm template of %s to be ready" % name)
-
-
-def syscall_names(done):
-    return sorted(e["name"] for e in done.get("denied", []) if e["kind"] == "syscall")
-
-
 class Checks:
     DAEMON = Daemon
 
@@ -111,10 +93,10 @@ class Checks:
         harness.started(d)
         cls.d = d
         for name in ("w", "w_deny", "w_self"):
-            template_ready(d, name)
+            harness.wait_template(d, name)
         cls.python = python_loads_lib()
         if cls.python:
-            template_ready(d, "py_w")
+            harness.wait_template(d, "py_w")
 
     @classmethod
     def tearDownClass(cls):

@@ -116,6 +116,10 @@
  *                        calls through files (test_warm_denials.py)
  *   deny-at-start        (argv[1]) a template making denied calls (syslog)
  *                        at start and from a child while it lives
+ *   nsjoin               (argv[1]) a template trying setns() into its calls'
+ *                        PID 1's user namespace and unshare() before each
+ *                        fork; ok {"template": its results (warm), "call":
+ *                        the call's own against its parent}
  *   hostile              tries what arguments name against other calls, the
  *                        daemon and the terminal; each attempt is "ok:DATA"
  *                        or its errno name: environ, mem, kill, oom (PID
@@ -593,6 +597,8 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "deep") == 0)
         return deep_mode(argc > 2 ? atol(argv[2]) : 100000);
+    if (argc > 1 && strcmp(argv[1], "nsjoin") == 0)
+        return nsjoin_main();
     if (argc > 1 && strcmp(argv[1], "deny-at-start") == 0) {
         deny_at_start();
         g_argc = 1; /* the mode comes from the arguments */

@@ -69,6 +69,9 @@ json_t *sysprobe_mode(const json_t *args);
 json_t *sysprobe_meet(const json_t *args);
 void deny_at_start(void);
 
+/* tw_nsjoin.c: a warm template trying its calls' namespaces (argv[1] "nsjoin") */
+int nsjoin_main(void);
+
 /* tw_fsview.c: file-system views (test_confine_fs) */
 json_t *fs_probe(const json_t *args);
 
