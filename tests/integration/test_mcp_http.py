@@ -226,6 +226,40 @@ class McpHttp(unittest.TestCase):
         resp = post(c, rpc(6, "ping"), s)
         self.assertEqual(self.json_answer(resp, 6)["result"], {})
 
+    def test_keepalive_comment_opens_stream(self):
+        f = self.front("--keepalive", "1")
+        c = f.conn()
+        msg, h = modern(1, "tools/call", {"name": "wait", "arguments": {"path": os.path.join(
+            self.files, new_token("ka"))}}, name="wait")
+        path = msg["params"]["arguments"]["path"]
+        resp = post(c, msg, h)  # no progressToken: nothing to send but comments
+        self.assertEqual(resp.getheader("Content-Type"), "text/event-stream")
+        seen = []
+        for ev in events(resp):
+            seen.append(ev)
+            if ev is None and len(seen) == 2:
+                open(path, "w").close()
+            if ev is not None:
+                break
+        self.assertEqual(seen[:2], [None, None], seen)
+        self.assertEqual(seen[-1]["id"], 1, seen)
+
+    def test_cancel_notification(self):
+        f = self.front()
+        c, n = f.conn(), f.conn()
+        s = self.initialize(c)
+        c.request("POST", "/mcp", body=json.dumps(rpc(7, "tools/call", {"name": "slow"})),
+                  headers=dict(s, **{"Content-Type": "application/json",
+                                     "Accept": "application/json, text/event-stream"}))
+        wait_token_present(SLOW_TOKEN)
+        resp = post(n, rpc(None, "notifications/cancelled", {"requestId": 7}), s)
+        resp.read()
+        self.assertEqual(resp.status, 202)
+        assert_token_gone(SLOW_TOKEN, timeout=WAIT, what="the cancelled call's worker")
+        # no response: the request's connection is closed without one
+        with self.assertRaises((http.client.HTTPException, OSError)):
+            c.getresponse().read()
+
     def test_get_stream_and_delete(self):
         f = self.front()
         c = f.conn()
