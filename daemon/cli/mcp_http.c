@@ -229,12 +229,21 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
     return mcp_http_x_wait(x);
 }
 
+/* The session a GET or DELETE names: none is 405 (2026-07-28 has no
+ * session, and nothing for them to do without one). *s NULL: answered. */
+static enum MHD_Result session_of(struct mcp_http *h, struct MHD_Connection *conn,
+                                  struct mcp_http_session **s)
+{
+    *s = NULL;
+    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
+        return reply_405(conn, "GET and DELETE need a session (Mcp-Session-Id); POST a request");
+    return mcp_http_session_find(h, conn, s);
+}
+
 static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, void **req_cls)
 {
-    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
-        return reply_405(conn, "GET needs a session (Mcp-Session-Id); POST a request");
-    struct mcp_http_session *s = NULL;
-    enum MHD_Result rc = mcp_http_session_find(h, conn, &s);
+    struct mcp_http_session *s;
+    enum MHD_Result rc = session_of(h, conn, &s);
     if (!s)
         return rc;
     if (s->stream)
@@ -255,10 +264,8 @@ static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, v
 
 static enum MHD_Result on_delete(struct mcp_http *h, struct MHD_Connection *conn)
 {
-    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
-        return reply_405(conn, "DELETE needs a session (Mcp-Session-Id)");
-    struct mcp_http_session *s = NULL;
-    enum MHD_Result rc = mcp_http_session_find(h, conn, &s);
+    struct mcp_http_session *s;
+    enum MHD_Result rc = session_of(h, conn, &s);
     if (!s)
         return rc;
     mcp_http_session_end(s);

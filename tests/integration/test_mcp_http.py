@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,6 +24,7 @@ import unittest
 import harness
 from harness import (Daemon, WAIT, assert_token_gone, deadline_wait, new_token,
                      pids_with_token, wait_token_present, worker_tool)
+from test_mcp import kill_token
 
 TOOLEXEC = os.environ.get("TOOLEXEC", "")
 SLOW_TOKEN = new_token("mcphttp-slow")
@@ -111,6 +111,14 @@ def post(conn, msg, headers=None, raw=None):
     return conn.getresponse()
 
 
+def status(conn, verb, headers=None, body=None):
+    """The status of a request whose answer is not looked at further."""
+    conn.request(verb, "/mcp", body=body, headers=headers or {})
+    resp = conn.getresponse()
+    resp.read()
+    return resp.status
+
+
 def events(resp):
     """The SSE events of a response, as they come: each data's JSON, or
     None for a comment."""
@@ -141,11 +149,7 @@ class McpHttp(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for pid in pids_with_token(SLOW_TOKEN):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_token(SLOW_TOKEN)
         cls.d.stop()
 
     def front(self, *args):
@@ -189,11 +193,7 @@ class McpHttp(unittest.TestCase):
         resp = post(c, rpc(3, "ping"), {"Mcp-Session-Id": "0" * 32})
         self.assertEqual(resp.status, 404)
         resp.read()
-        # DELETE ends it: 404 after
-        c.request("DELETE", "/mcp", headers=s)
-        resp = c.getresponse()
-        resp.read()
-        self.assertEqual(resp.status, 200)
+        self.assertEqual(status(c, "DELETE", s), 200)  # it ends: 404 after
         resp = post(c, rpc(4, "ping"), s)
         self.assertEqual(resp.status, 404)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32001)
@@ -264,23 +264,14 @@ class McpHttp(unittest.TestCase):
         f = self.front()
         c = f.conn()
         s = self.initialize(c)
-        c.request("GET", "/mcp", headers={"Accept": "text/event-stream"})
-        resp = c.getresponse()
-        self.assertEqual(resp.status, 405)  # no session: no stream
-        resp.read()
+        self.assertEqual(status(c, "GET", {"Accept": "text/event-stream"}), 405)  # no session
         g = f.conn()
         g.request("GET", "/mcp", headers=dict(s, Accept="text/event-stream"))
         stream = g.getresponse()
         self.assertEqual(stream.status, 200)
         self.assertEqual(stream.getheader("Content-Type"), "text/event-stream")
-        c.request("GET", "/mcp", headers=s)  # one stream a session
-        resp = c.getresponse()
-        self.assertEqual(resp.status, 409)
-        resp.read()
-        c.request("DELETE", "/mcp", headers=s)
-        resp = c.getresponse()
-        resp.read()
-        self.assertEqual(resp.status, 200)
+        self.assertEqual(status(c, "GET", s), 409)  # one stream a session
+        self.assertEqual(status(c, "DELETE", s), 200)
         self.assertEqual(stream.read(), b"")  # the session's end ends its stream
 
     def test_session_cap_and_expiry(self):
@@ -291,8 +282,7 @@ class McpHttp(unittest.TestCase):
         resp = post(c, rpc(0, "initialize", {"protocolVersion": OLD, "capabilities": {}}))
         self.assertEqual(resp.status, 503)
         resp.read()
-        c.request("DELETE", "/mcp", headers=a)
-        c.getresponse().read()
+        self.assertEqual(status(c, "DELETE", a), 200)
         b = self.initialize(c)  # a place again
 
         def place():
@@ -396,10 +386,7 @@ class McpHttp(unittest.TestCase):
         resp = post(c, msg, dict(h, **{"Content-Type": "text/plain"}))
         self.assertEqual(resp.status, 415)
         resp.read()
-        c.request("PUT", "/mcp", body=b"{}")
-        resp = c.getresponse()
-        self.assertEqual(resp.status, 405)
-        resp.read()
+        self.assertEqual(status(c, "PUT", body=b"{}"), 405)
         c.request("POST", "/other", body=b"{}")
         resp = c.getresponse()
         self.assertEqual(resp.status, 404)
