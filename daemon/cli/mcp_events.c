@@ -22,7 +22,7 @@ static bool is_failure(const json_t *result)
 
 /* What the model reads when its tool asked the user a question that the
  * host was not asked (no elicitation) or did not put to the user. */
-static void put_question(struct mcp *m, struct mcp_call *c, const char *question)
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question)
 {
     char *text = NULL;
     if (asprintf(&text,
@@ -30,8 +30,27 @@ static void put_question(struct mcp *m, struct mcp_call *c, const char *question
                  "Ask the user this question, then call the tool again with the answer: %s",
                  question) < 0)
         text = NULL;
-    mcp_put_call_result(m, &c->req, text ? text : question, false, NULL);
+    mcp_put_call_result(m, req, text ? text : question, false, NULL);
     free(text);
+}
+
+/* What the model reads once the user answered a tool's question (action
+ * "accept", answer the answer) or did not. */
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer)
+{
+    char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
+                  : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
+                                         : NULL;
+    char *text = NULL;
+    int n = strcmp(action, "accept") == 0
+                ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
+                           question ? question : "", shown ? shown : "")
+                : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
+                           question ? question : "", action);
+    mcp_put_call_result(m, req, n < 0 ? "" : text, false, NULL);
+    free(text);
+    free(shown);
 }
 
 /* A tool's ask_user: put the question to the user through the host
@@ -39,7 +58,7 @@ static void put_question(struct mcp *m, struct mcp_call *c, const char *question
 static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
 {
     if (!c->req.elicitation) {
-        put_question(m, c, question);
+        mcp_put_question(m, &c->req, question);
         return false;
     }
     char id[64];
@@ -49,7 +68,7 @@ static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
                             "requestedSchema", "type", "object", "properties", "answer", "type",
                             "string", "title", "Answer", "required", "answer");
     if (!req) {
-        put_question(m, c, question);
+        mcp_put_question(m, &c->req, question);
         return false;
     }
     c->elicit_id = json_string(id);
@@ -67,20 +86,9 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
     if (c->cancelled) {
         /* no response for a cancelled request */
     } else if (!action) {
-        put_question(m, c, question ? question : "");
+        mcp_put_question(m, &c->req, question ? question : "");
     } else {
-        char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
-                      : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
-                                             : NULL;
-        char *text = NULL;
-        int n = strcmp(action, "accept") == 0
-                    ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
-                               question ? question : "", shown ? shown : "")
-                    : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
-                               question ? question : "", action);
-        mcp_put_call_result(m, &c->req, n < 0 ? "" : text, false, NULL);
-        free(text);
-        free(shown);
+        mcp_put_answer(m, &c->req, question, action, answer);
     }
     mcp_call_remove(m, c);
 }
@@ -91,6 +99,8 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
     const char *question = json_string_value(json_object_get(c->result, "ask_user"));
     if (c->cancelled) {
         /* MCP: no response for a cancelled request */
+    } else if (is_event(ev, "batch_completed") && question && c->req.modern) {
+        mcp_put_input_required(m, c, question);
     } else if (is_event(ev, "batch_completed") && question) {
         if (ask_host(m, c, question))
             return; /* answered when the host's response comes */
@@ -104,6 +114,7 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
         const char *message = json_string_value(json_object_get(ev, "message"));
         if (!message)
             message = "toolexecd refused the call";
+        mcp_log(m, &c->req, MCP_LOG_ERROR, "%s: %s", c->batch, message);
         if (reason && strcmp(reason, "unknown_tool") == 0) {
             /* the spec (2025-06-18, 2025-11-25) lists an unknown tool as a
              * protocol error, its example -32602 */
@@ -136,7 +147,9 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
         cli_err("mcp: toolexecd: %s", message ? message : "an error");
         return;
     }
-    if (!l->cancelled)
+    if (l->silent && l->sub)
+        mcp_listen_failed(m, l->sub, message ? message : "toolexecd refused");
+    else if (!l->cancelled && !l->silent)
         mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused",
                       NULL);
     mcp_listing_free(m, l);
@@ -149,15 +162,14 @@ static void on_event(struct mcp *m, json_t *ev)
     struct mcp_call *c;
     if (is_event(ev, "tools") && !batch) {
         struct mcp_listing *l = mcp_listing_pop(m);
-        if (l && !l->cancelled)
-            mcp_put_result(m, &l->req, json_pack("{s:O}", "tools", json_object_get(ev, "tools")));
+        if (l && l->silent && l->sub)
+            mcp_listen_acked(m, l->sub);
+        else if (l && !l->cancelled && !l->silent)
+            mcp_put_result(m, &l->req, mcp_list_result(&l->req, json_object_get(ev, "tools")));
         if (l)
             mcp_listing_free(m, l);
     } else if (is_event(ev, "tools_changed")) {
-        mcp_put_message(
-            m,
-            json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/tools/list_changed"),
-            NULL);
+        mcp_tools_changed(m, ev);
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
     } else if (is_event(ev, "error") && !batch) {
@@ -167,7 +179,10 @@ static void on_event(struct mcp *m, json_t *ev)
     } else if (is_event(ev, "tool_execution_progress")) {
         if (c->progress_token && !c->cancelled)
             mcp_put_progress(m, c, json_object_get(ev, "progress"));
+    } else if (is_event(ev, "tool_execution_started")) {
+        mcp_log(m, &c->req, MCP_LOG_INFO, "%s: the tool started", c->batch);
     } else if (is_event(ev, "tool_execution_completed")) {
+        mcp_log(m, &c->req, MCP_LOG_DEBUG, "%s: the tool completed", c->batch);
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
@@ -198,8 +213,9 @@ void mcp_fail_all(struct mcp *m)
     }
     struct mcp_listing *l;
     while ((l = mcp_listing_pop(m))) {
-        if (!l->cancelled)
+        if (!l->cancelled && !l->silent)
             mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, msg, NULL);
         mcp_listing_free(m, l);
     }
+    mcp_subs_end(m, true, NULL, true);
 }

@@ -92,6 +92,9 @@ void mcp_http_stop(struct mcp_http *h);
 void mcp_http_send(struct mcp_http_x *x, json_t *msg);
 /* The core holds x no more. */
 void mcp_http_release(struct mcp_http_x *x);
+/* Whether x is an exchange of h's that the core holds (not released):
+ * what the core hands back may name one it released already. */
+bool mcp_http_x_held(const struct mcp_http *h, const struct mcp_http_x *x);
 /* x's session, NULL for none. */
 struct mcp_http_session *mcp_http_x_session(const struct mcp_http_x *x);
 /* The exchange of session s answering request id, NULL for none. */

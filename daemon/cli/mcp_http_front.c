@@ -54,6 +54,10 @@ static void sink_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool
 {
     struct core *c = ctx;
     struct mcp_http_x *x = req ? req->stream : NULL;
+    if (x && !mcp_http_x_held(c->f->h, x)) {
+        json_decref(msg); /* its request is over */
+        return;
+    }
     if (!x) {
         if (c->s)
             mcp_http_session_send(c->s, msg);
@@ -68,8 +72,8 @@ static void sink_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool
 
 static void sink_dropped(void *ctx, const struct mcp_reqctx *req)
 {
-    (void)ctx;
-    if (req && req->stream)
+    struct core *c = ctx;
+    if (req && req->stream && mcp_http_x_held(c->f->h, req->stream))
         mcp_http_release(req->stream);
 }
 

@@ -236,6 +236,14 @@ struct mcp_http_session *mcp_http_x_session(const struct mcp_http_x *x)
     return x ? x->session : NULL;
 }
 
+bool mcp_http_x_held(const struct mcp_http *h, const struct mcp_http_x *x)
+{
+    for (const struct mcp_http_x *p = h->xs; p; p = p->next)
+        if (p == x)
+            return p->core_holds;
+    return false;
+}
+
 struct mcp_http_x *mcp_http_x_find(struct mcp_http *h, const struct mcp_http_session *s,
                                    const json_t *id)
 {

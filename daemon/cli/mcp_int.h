@@ -37,6 +37,14 @@
  *      is over once mcp_idle() and no more input is coming.
  *   5. m->lost set (an exit code): the daemon connection failed;
  *      mcp_fail_all() answers what is owed, then mcp_core_free().
+ *
+ * A struct mcp holds one legacy session (what initialize chose: revision,
+ * elicitation): a transport with several 2025 sessions runs a core (and a
+ * daemon connection) for each. 2026-07-28 requests carry all they need in
+ * their _meta, so any core serves them. The sink's send gets final true
+ * with a request's response (its stream can end); a listen's notifications
+ * come with final false until its response, if ever. dropped can come for
+ * a stream already gone (mcp_stream_gone()): the transport ignores it.
  */
 #ifndef MCP_INT_H
 #define MCP_INT_H
@@ -50,6 +58,27 @@ enum {
     RPC_METHOD_NOT_FOUND = -32601,
     RPC_INVALID_PARAMS = -32602,
     RPC_INTERNAL_ERROR = -32603,
+    /* MCP 2026-07-28 allocates -32020..-32099 */
+    RPC_UNSUPPORTED_VERSION = -32022,
+};
+
+/* The stateless revision: each request carries its version and the
+ * client's capabilities in _meta, under these keys. */
+#define MCP_MODERN_VERSION "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_LOGLEVEL "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVERINFO "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+
+/* Log levels of notifications/message, least severe first. */
+enum mcp_log_level {
+    MCP_LOG_NONE = -1,
+    MCP_LOG_DEBUG,
+    MCP_LOG_INFO,
+    MCP_LOG_NOTICE,
+    MCP_LOG_WARNING,
+    MCP_LOG_ERROR
 };
 
 /* A request, as its messages are addressed: what the sink is told about a
@@ -60,7 +89,12 @@ struct mcp_reqctx {
     json_t *id;          /* NULL: a message whose id could not be read */
     void *stream;        /* the transport's cookie (mcp_origin), NULL on stdio */
     const char *version; /* the revision its answer is shaped for */
-    bool elicitation;    /* the client can be sent elicitation/create */
+    bool modern;         /* version is 2026-07-28: results carry resultType and
+                            serverInfo, the client's input comes by MRTR */
+    bool elicitation;    /* the client can be asked (elicitation, form mode) */
+    int log_level;       /* modern: notifications/message from this level on;
+                            MCP_LOG_NONE: none */
+    const char *subject; /* the origin's, while mcp_feed() runs; NULL in a copy */
 };
 
 /* Where messages go out. send: msg (stolen) to the client; req is the
@@ -79,7 +113,8 @@ struct mcp_origin {
     void *stream;        /* where messages bound to its request go */
     const char *subject; /* the authenticated client, NULL: none (stdio) */
     const char *version; /* the revision the transport negotiated (HTTP's
-                            MCP-Protocol-Version header), NULL: none */
+                            MCP-Protocol-Version header), NULL: none; a
+                            request without _meta's is served in it */
 };
 
 /* A tools/call in flight: its batch, until the batch's terminal event. */
@@ -93,6 +128,7 @@ struct mcp_call {
     double progress;               /* the last progress sent (MCP: it must increase) */
     bool reported;                 /* the worker sent progress of its own */
     long long started_ms, sent_ms; /* the call's start; the last notification */
+    char *bind;                    /* modern: what its requestState is bound to */
     struct mcp_call *next;
 };
 
@@ -100,7 +136,17 @@ struct mcp_call {
 struct mcp_listing {
     struct mcp_reqctx req;
     bool cancelled;
+    bool silent;         /* a subscriptions/listen's watch: no response */
+    struct mcp_sub *sub; /* that listen, to acknowledge; NULL once it is over */
     struct mcp_listing *next;
+};
+
+/* A subscriptions/listen (2026-07-28): open until cancelled or the end. */
+struct mcp_sub {
+    struct mcp_reqctx req;
+    bool tools; /* toolsListChanged: the only kind this server has */
+    bool acked; /* notifications/subscriptions/acknowledged sent */
+    struct mcp_sub *next;
 };
 
 /* A JSON-RPC batch (MCP 2025-03-26 only): its responses, sent together as
@@ -135,6 +181,10 @@ struct mcp {
     struct mcp_route *routes;
     unsigned long long elicits; /* elicitation/create requests so far */
     long long heartbeat_ms;     /* --heartbeat */
+    bool legacy_watch;          /* a 2025 tools/list: list changes to the session */
+    struct mcp_sub *subs;
+    unsigned char state_key[32]; /* signs requestState; new each process */
+    bool state_ok;               /* state_key could be drawn */
 };
 
 /* The core's entry points, for a transport (see the top of this file). */
@@ -171,7 +221,34 @@ void mcp_send_daemon(struct mcp *m, json_t *req);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
 void mcp_end_of_input(struct mcp *m);
 
+/* mcp_modern.c: the 2026-07-28 revision's request metadata and methods */
+extern const char *const mcp_versions[];
+const char *mcp_version_known(const char *v);
+bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, const char *method);
+void mcp_modern_result(const struct mcp_reqctx *req, json_t *result);
+void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q);
+void mcp_on_listen(struct mcp *m, const struct mcp_reqctx *q, const json_t *params);
+void mcp_listen_acked(struct mcp *m, struct mcp_sub *sub);
+void mcp_listen_failed(struct mcp *m, struct mcp_sub *sub, const char *message);
+bool mcp_listen_cancel(struct mcp *m, void *stream, const json_t *id);
+void mcp_tools_changed(struct mcp *m, const json_t *ev);
+void mcp_subs_end(struct mcp *m, bool all, void *stream, bool graceful);
+void mcp_log(struct mcp *m, const struct mcp_reqctx *req, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+json_t *mcp_list_result(const struct mcp_reqctx *req, const json_t *tools);
+
+/* mcp_mrtr.c: the 2026-07-28 revision's questions to the user (multi
+ * round-trip requests): an InputRequiredResult, the retry's answer */
+void mcp_state_init(struct mcp *m);
+char *mcp_call_bind(const char *subject, const char *name, const json_t *args);
+void mcp_put_input_required(struct mcp *m, struct mcp_call *c, const char *question);
+bool mcp_on_retry(struct mcp *m, const struct mcp_reqctx *q, const json_t *params,
+                  const char *bind);
+
 /* mcp_events.c */
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer);
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);
 int mcp_read_event(struct mcp *m);
 void mcp_fail_all(struct mcp *m);

@@ -15,15 +15,8 @@
 #define TE_CLI_VERSION "unknown"
 #endif
 
-/* The newest revision of MCP this server speaks; offered to a client that
- * asks for one it does not know. */
-#define MCP_LATEST_VERSION "2025-11-25"
-
 /* Characters of a request id kept in a batch id, for people reading tail. */
 #define MCP_BATCH_ID_CHARS 40
-
-static const char *const supported_versions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
-                                                 "2025-11-25", NULL};
 
 static bool is_id(const json_t *id)
 {
@@ -57,9 +50,12 @@ static char *batch_id_for(struct mcp *m, const json_t *id)
 
 static void on_initialize(struct mcp *m, const struct mcp_reqctx *q, const json_t *params)
 {
+    /* initialize is the legacy revisions' handshake: a client asking for
+     * one this server does not know (2026-07-28 included) is offered the
+     * newest of them */
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    const char *version = MCP_LATEST_VERSION;
-    for (const char *const *v = supported_versions; asked && *v; v++)
+    const char *version = mcp_versions[1];
+    for (const char *const *v = mcp_versions + 1; asked && *v; v++)
         if (strcmp(asked, *v) == 0)
             version = *v;
     m->version = version;
@@ -75,8 +71,13 @@ static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
 {
     /* A cursor is accepted and ignored: the whole list comes in one page. */
     struct mcp_listing *l = calloc(1, sizeof(*l));
-    /* watch: the daemon says when a reload changed its tools */
-    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
+    /* watch: the daemon says when a reload changed its tools, which a 2025
+     * session is told (a modern client asks with subscriptions/listen) */
+    json_t *req = q->modern
+                      ? json_pack("{s:s,s:s}", "op", "tools", "format", "mcp")
+                      : json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
+    if (!q->modern)
+        m->legacy_watch = true;
     if (!l || !req) {
         free(l);
         json_decref(req);
@@ -107,6 +108,11 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
                       NULL);
         return;
     }
+    char *bind = q->modern ? mcp_call_bind(q->subject, name, args) : NULL;
+    if (q->modern && mcp_on_retry(m, q, params, bind)) {
+        free(bind);
+        return;
+    }
     struct mcp_call *c = calloc(1, sizeof(*c));
     char *batch = batch_id_for(m, q->id);
     json_t *req = NULL;
@@ -117,6 +123,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     if (!req) {
         free(c);
         free(batch);
+        free(bind);
         mcp_put_error(m, q, RPC_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
@@ -129,6 +136,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
         json_object_set(req, "policy", pol);
     mcp_reqctx_copy(&c->req, q);
     c->batch = batch;
+    c->bind = bind;
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (is_id(token))
         c->progress_token = json_incref(token);
@@ -142,7 +150,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
 static void on_cancelled(struct mcp *m, void *stream, const json_t *params)
 {
     json_t *id = json_object_get(params, "requestId");
-    if (!is_id(id))
+    if (!is_id(id) || mcp_listen_cancel(m, stream, id))
         return;
     struct mcp_call *c = mcp_call_by_id(m, stream, id);
     if (c && c->elicit_id) {
@@ -155,7 +163,7 @@ static void on_cancelled(struct mcp *m, void *stream, const json_t *params)
     }
     /* A tools/list cannot be stopped, but its answer can be kept back. */
     for (struct mcp_listing *l = m->listings; l; l = l->next)
-        if (l->req.stream == stream && json_equal(l->req.id, id))
+        if (!l->silent && l->req.stream == stream && json_equal(l->req.id, id))
             l->cancelled = true;
     /* Otherwise it has been answered already: nothing to do. */
 }
@@ -174,7 +182,11 @@ static void on_request(struct mcp *m, const struct mcp_reqctx *q, const char *me
     /* Requests before initialize are answered all the same. */
     if (strcmp(method, "initialize") == 0) {
         on_initialize(m, q, params);
-    } else if (strcmp(method, "ping") == 0) {
+    } else if (strcmp(method, "server/discover") == 0) {
+        mcp_on_discover(m, q);
+    } else if (q->modern && strcmp(method, "subscriptions/listen") == 0) {
+        mcp_on_listen(m, q, params);
+    } else if (!q->modern && strcmp(method, "ping") == 0) {
         mcp_put_result(m, q, json_object());
     } else if (strcmp(method, "tools/list") == 0) {
         on_tools_list(m, q);
@@ -252,8 +264,12 @@ static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o)
         bad = "Invalid Request: method: expected a string";
     struct mcp_reqctx q = {.id = is_id(id) ? id : NULL,
                            .stream = o->stream,
-                           .version = m->version,
-                           .elicitation = m->elicitation};
+                           .version = o->version && mcp_version_known(o->version)
+                                          ? mcp_version_known(o->version)
+                                          : m->version,
+                           .elicitation = m->elicitation,
+                           .log_level = MCP_LOG_NONE,
+                           .subject = o->subject};
     if (bad && !*bad) {
         for (struct mcp_call *c = m->calls; c; c = c->next)
             if (c->elicit_id && json_equal(c->elicit_id, id)) {
@@ -271,6 +287,9 @@ static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o)
         on_notification(m, o->stream, method, json_is_object(params) ? params : NULL);
     } else if (params && !json_is_object(params) && !json_is_null(params)) {
         mcp_put_error(m, &q, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+    } else if (strcmp(method, "initialize") != 0 &&
+               !mcp_read_meta(m, &q, json_is_object(params) ? params : NULL, method)) {
+        /* answered: its _meta is wrong */
     } else {
         on_request(m, &q, method, json_is_object(params) ? params : NULL);
     }

@@ -16,6 +16,7 @@ void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src)
 {
     *dst = *src;
     dst->id = json_incref(src->id);
+    dst->subject = NULL;
 }
 
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch)
@@ -41,6 +42,7 @@ static void call_free(struct mcp_call *c)
     json_decref(c->req.id);
     json_decref(c->result);
     free(c->batch);
+    free(c->bind);
     free(c);
 }
 
@@ -109,6 +111,7 @@ void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
 void mcp_end_of_input(struct mcp *m)
 {
     m->eof = true;
+    mcp_subs_end(m, true, NULL, false);
     for (struct mcp_call *c = m->calls; c; c = c->next)
         mcp_cancel_call(m, c);
     /* calls waiting for the host's answer to a question have no batch */
@@ -132,8 +135,9 @@ void mcp_stream_gone(struct mcp *m, void *stream)
             mcp_call_remove(m, c);
     }
     for (struct mcp_listing *l = m->listings; l; l = l->next)
-        if (l->req.stream == stream)
+        if (l->req.stream == stream && !l->silent)
             l->cancelled = true;
+    mcp_subs_end(m, false, stream, false);
 }
 
 bool mcp_idle(const struct mcp *m)
@@ -164,11 +168,13 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
     m->sink = sink;
     m->sink_ctx = sink_ctx;
     m->listings_tail = &m->listings;
+    mcp_state_init(m);
 }
 
 /* Frees what the session holds; the daemon connection stays the caller's. */
 void mcp_core_free(struct mcp *m)
 {
+    mcp_subs_end(m, true, NULL, false);
     while (m->calls)
         mcp_call_remove(m, m->calls);
     struct mcp_listing *l;

@@ -84,6 +84,7 @@ void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req)
 /* A response with result (stolen). */
 void mcp_put_result(struct mcp *m, const struct mcp_reqctx *req, json_t *result)
 {
+    mcp_modern_result(req, result);
     mcp_put_message(
         m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", req->id, "result", result), req);
 }

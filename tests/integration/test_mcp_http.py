@@ -96,6 +96,7 @@ def modern(rid, method, params=None, name=None):
     params = dict(params or {})
     params["_meta"] = dict(params.get("_meta", {}))
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = NEW
+    params["_meta"].setdefault("io.modelcontextprotocol/clientCapabilities", {})
     headers = {"MCP-Protocol-Version": NEW, "Mcp-Method": method}
     if name is not None:
         headers["Mcp-Name"] = name
@@ -308,7 +309,7 @@ class McpHttp(unittest.TestCase):
         enc = "=?base64?" + base64.b64encode(b"echo").decode() + "?="
         msg, h = modern(2, "tools/call", {"name": "echo", "arguments": {}}, name=enc)
         self.assertIn("result", self.json_answer(post(c, msg, h), 2))
-        msg, h = modern(3, "no/such")
+        msg, h = modern(3, "ping")  # not a method of 2026-07-28
         resp = post(c, msg, h)
         self.assertEqual(resp.status, 404)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
@@ -351,7 +352,7 @@ class McpHttp(unittest.TestCase):
     def test_origin(self):
         f = self.front("--allow-origin", "https://app.example")
         c = f.conn()
-        msg, h = modern(1, "ping")
+        msg, h = modern(1, "server/discover")
         for origin, status in [("http://evil.example", 403), ("http://localhost.evil.example", 403),
                                ("null", 403), ("http://localhost:6274", 200),
                                ("http://127.0.0.1", 200), ("https://app.example", 200)]:
@@ -382,7 +383,7 @@ class McpHttp(unittest.TestCase):
         resp = post(c, None, h, raw=b'[{"jsonrpc": "2.0", "id": 4, "method": "ping"}]')
         self.assertEqual(resp.status, 400)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32600)
-        msg, h = modern(4, "ping")
+        msg, h = modern(4, "server/discover")
         resp = post(c, msg, dict(h, **{"Content-Type": "text/plain"}))
         self.assertEqual(resp.status, 415)
         resp.read()
@@ -391,8 +392,9 @@ class McpHttp(unittest.TestCase):
         resp = c.getresponse()
         self.assertEqual(resp.status, 404)
         resp.read()
-        msg, h = modern(5, "ping")  # the connection still serves
-        self.assertEqual(self.json_answer(post(c, msg, h), 5)["result"], {})
+        msg, h = modern(5, "server/discover")  # the connection still serves
+        self.assertEqual(self.json_answer(post(c, msg, h), 5)["result"]["supportedVersions"][0],
+                             NEW)
 
     def test_refuses_non_loopback(self):
         r = subprocess.run([TOOLEXEC, "--socket", self.d.sock, "mcp", "--listen", "0.0.0.0:0"],
@@ -403,12 +405,13 @@ class McpHttp(unittest.TestCase):
     def test_keepalive_connection(self):
         f = self.front()
         c = f.conn()
-        msg, h = modern(0, "ping")
+        msg, h = modern(0, "server/discover")
         post(c, msg, h).read()
         sock = c.sock
         for i in range(1, 200):
-            msg, h = modern(i, "ping")
-            self.assertEqual(self.json_answer(post(c, msg, h), i)["result"], {})
+            msg, h = modern(i, "server/discover")
+            self.assertEqual(self.json_answer(post(c, msg, h), i)["result"]["supportedVersions"][0],
+                             NEW)
         self.assertIs(c.sock, sock)  # one connection throughout
 
     # -- a client going away -------------------------------------------------------
@@ -427,8 +430,9 @@ class McpHttp(unittest.TestCase):
         c.close()
         assert_token_gone(SLOW_TOKEN, timeout=WAIT, what="the closed request's worker")
         # the other client is served still
-        msg3, h3 = modern(3, "ping")
-        self.assertEqual(self.json_answer(post(other, msg3, h3), 3)["result"], {})
+        msg3, h3 = modern(3, "server/discover")
+        self.assertEqual(self.json_answer(post(other, msg3, h3), 3)["result"]["supportedVersions"][0],
+                             NEW)
         self.assertEqual(pids_with_token(SLOW_TOKEN), [])
 
 
