@@ -314,6 +314,32 @@ class McpHttp(unittest.TestCase):
         self.assertEqual(resp.status, 404)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
 
+    def test_modern_stream(self):
+        f = self.front("--heartbeat", "50")
+        c = f.conn()
+        path = os.path.join(self.files, new_token("go"))
+        msg, h = modern(1, "tools/call", {"name": "wait", "arguments": {"path": path},
+                                          "_meta": {"progressToken": 11}}, name="wait")
+        resp = post(c, msg, h)
+        self.assertEqual(resp.getheader("Content-Type"), "text/event-stream")
+        seen = []
+        for ev in events(resp):
+            if ev is not None:
+                seen.append(ev)
+            if len(seen) == 1:
+                open(path, "w").close()
+            if ev is not None and "id" in ev:
+                break
+        self.assertEqual(seen[0]["params"]["progressToken"], 11, seen)
+        self.assertEqual(seen[-1]["result"]["resultType"], "complete", seen)
+        self.assertEqual(resp.read(), b"")
+        # a listen's stream lasts: acknowledged, then open until closed
+        msg, h = modern(2, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        resp = post(c, msg, h)
+        self.assertEqual(resp.getheader("Content-Type"), "text/event-stream")
+        ev = next(e for e in events(resp) if e is not None)
+        self.assertEqual(ev["method"], "notifications/subscriptions/acknowledged", ev)
+
     def test_header_mismatch(self):
         f = self.front()
         c = f.conn()
