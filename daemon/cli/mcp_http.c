@@ -39,6 +39,8 @@
 #include "cli.h"
 #include "mcp_http_int.h"
 
+#define ACCEPT_BURST 32 /* accepted a round, so that a flood cannot hold the loop */
+
 long long mcp_http_now_ms(void)
 {
     struct timespec ts;
@@ -435,6 +437,43 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
     return fd;
 }
 
+static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
+                    enum MHD_ConnectionNotificationCode code)
+{
+    (void)c, (void)ctx;
+    struct mcp_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        h->nconns++;
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && h->nconns)
+        h->nconns--;
+}
+
+/* Connections waiting to be accepted, handed to MHD; past --connections
+ * each is told 503 and closed, rather than left waiting in the backlog
+ * (where MHD at its limit would leave it) until its client gives up. */
+static void accept_all(struct mcp_http *h)
+{
+    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                               "Connection: close\r\nRetry-After: 1\r\n\r\n";
+    for (int i = 0; i < ACCEPT_BURST; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return;
+        }
+        if (h->nconns >= h->o.conn_max) {
+            /* best effort: a fresh socket's buffer takes it whole */
+            (void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            close(fd);
+            continue;
+        }
+        MHD_add_connection(h->mhd, fd, (struct sockaddr *)&ss, sl); /* closes it on failure */
+    }
+}
+
 struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_http_core *core,
                                 void *ctx, char *err, size_t errlen)
 {
@@ -452,13 +491,16 @@ struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_
         free(h);
         return NULL;
     }
-    /* The logger first: MHD warns through its own of any option before it. */
-    h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
-                              NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                              MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                              o->conn_max, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->header_max,
-                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    h->listen_fd = fd;
+    /* The logger first: MHD warns through its own of any option before it.
+     * The listening socket is ours (accept_all()); MHD's limit is a floor
+     * under our own count. */
+    h->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0,
+        NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, o->conn_max + 1, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->header_max, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_conn, h, MHD_OPTION_END);
     const union MHD_DaemonInfo *ep =
         h->mhd ? MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!ep) {
@@ -480,7 +522,7 @@ const char *mcp_http_where(const struct mcp_http *h)
 
 size_t mcp_http_nfds(const struct mcp_http *h)
 {
-    return 1 + h->o.conn_max;
+    return 2 + h->o.conn_max;
 }
 
 static void lower(int *timeout_ms, long long ms)
@@ -497,6 +539,7 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
 {
     size_t n = 0, max = mcp_http_nfds(h);
     fds[n++] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
     /* A suspended connection is not MHD's to watch: its client closing it
      * (POLLRDHUP) is how a call is cancelled. */
     for (struct mcp_http_x *x = h->xs; x && n < max; x = x->next)
@@ -521,7 +564,9 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
 
 void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n)
 {
-    for (size_t i = 1; i < n; i++) {
+    if (n > 1 && fds[1].revents)
+        accept_all(h);
+    for (size_t i = 2; i < n; i++) {
         if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
             continue;
         for (struct mcp_http_x *x = h->xs; x; x = x->next)
@@ -550,6 +595,7 @@ void mcp_http_stop(struct mcp_http *h)
         if (x->suspended)
             mcp_http_x_abort(x);
     MHD_stop_daemon(h->mhd); /* completes every request: on_completed */
+    close(h->listen_fd);
     while (h->xs) {
         struct mcp_http_x *x = h->xs;
         x->gone = true;

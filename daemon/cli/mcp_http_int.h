@@ -70,6 +70,8 @@ struct mcp_http {
     void *ctx;
     struct MHD_Daemon *mhd;
     int epoll_fd;
+    int listen_fd;
+    unsigned nconns; /* connections MHD has */
     char where[64];
     struct mcp_http_x *xs;
     struct mcp_http_session *sessions;

@@ -290,8 +290,10 @@ class McpHttp(unittest.TestCase):
             resp = post(c, rpc(0, "initialize", {"protocolVersion": OLD, "capabilities": {}}))
             resp.read()
             return resp.status == 200
-        # the two sessions idle for a second end, and make room
+        # sessions idle for a second end, the oldest first, and make room:
+        # once twice, b (older than the first new one) is gone
         deadline_wait(place, interval=0.2, what="an idle session expiring")
+        deadline_wait(place, interval=0.2, what="another idle session expiring")
         resp = post(c, rpc(9, "ping"), b)
         resp.read()
         self.assertEqual(resp.status, 404)
@@ -439,6 +441,46 @@ class McpHttp(unittest.TestCase):
             self.assertEqual(self.json_answer(post(c, msg, h), i)["result"]["supportedVersions"][0],
                              NEW)
         self.assertIs(c.sock, sock)  # one connection throughout
+
+    def test_connection_limit_and_stalls(self):
+        f = self.front("--connections", "2", "--http-timeout", "1")
+        a, b = f.conn(), f.conn()
+        for i, c in enumerate((a, b)):
+            msg, h = modern(i, "server/discover")
+            self.json_answer(post(c, msg, h), i)
+        third = f.conn()
+        msg, h = modern(3, "server/discover")
+        with self.assertRaises((http.client.HTTPException, OSError)):
+            post(third, msg, h).read()
+        a.close()
+
+        def room():  # once a's close is seen, a place again
+            c = f.conn()
+            try:
+                return post(c, msg, h).status == 200
+            except (http.client.HTTPException, OSError):
+                return False
+            finally:
+                c.close()
+        deadline_wait(room, interval=0.1, what="a place after a close")
+        # a client that stalls mid-request is closed (--http-timeout)
+        with socket.create_connection(("127.0.0.1", f.port), timeout=WAIT) as raw:
+            raw.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+            self.assertEqual(raw.recv(4096), b"")
+
+    def test_waiting_is_not_stalling(self):
+        # a request whose call outlasts --http-timeout is answered all the same
+        f = self.front("--http-timeout", "1")
+        c = f.conn()
+        path = os.path.join(self.files, new_token("late"))
+        msg, h = modern(1, "tools/call", {"name": "wait", "arguments": {"path": path}},
+                        name="wait")
+        h["Accept"] = "application/json"
+        c.request("POST", "/mcp", body=json.dumps(msg).encode(),
+                  headers=dict(h, **{"Content-Type": "application/json"}))
+        time.sleep(2.5)  # the thing tested: longer than the timeout
+        open(path, "w").close()
+        self.assertEqual(self.json_answer(c.getresponse(), 1)["result"]["resultType"], "complete")
 
     # -- a client going away -------------------------------------------------------
     def test_close_cancels_call(self):
