@@ -343,7 +343,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
     if (!x)
         return;
-    x->gone = true;
     x->suspended = false;
     if (x->get_stream && x->session && x->session->stream == x)
         x->session->stream = NULL;
@@ -354,8 +353,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     }
     if (x->core_holds && !x->finished) {
         x->aborted = true;
+        /* the core may release x in there: it stays until it is gone */
         x->h->core->closed(x->h->ctx, x);
     }
+    x->gone = true;
     mcp_http_x_free(x);
 }
 
