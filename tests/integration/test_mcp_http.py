@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ NEW = "2026-07-28"
 
 TOOLS = [
     worker_tool("echo", "echo"),
+    worker_tool("ask", "ask"),
     worker_tool("wait", "wait-file"),  # answers once arguments.path exists
     worker_tool("slow", "sleep", SLOW_TOKEN, timeout_ms=60000),  # found by its token
 ]
@@ -274,6 +276,42 @@ class McpHttp(unittest.TestCase):
         self.assertEqual(status(c, "GET", s), 409)  # one stream a session
         self.assertEqual(status(c, "DELETE", s), 200)
         self.assertEqual(stream.read(), b"")  # the session's end ends its stream
+
+    def test_elicitation_on_the_call_stream(self):
+        f = self.front()
+        c, r = f.conn(), f.conn()
+        resp = post(c, rpc(0, "initialize", {"protocolVersion": OLD,
+                                              "capabilities": {"elicitation": {}}}))
+        resp.read()
+        s = {"Mcp-Session-Id": resp.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": OLD}
+        resp = post(c, rpc(1, "tools/call", {"name": "ask",
+                                              "arguments": {"question": "which city?"}}), s)
+        self.assertEqual(resp.getheader("Content-Type"), "text/event-stream")
+        evs = events(resp)
+        ask = next(e for e in evs if e is not None)
+        self.assertEqual(ask["method"], "elicitation/create", ask)
+        # the answer is a POST of its own: 202, and the call's stream goes on
+        answer = post(r, {"jsonrpc": "2.0", "id": ask["id"],
+                          "result": {"action": "accept", "content": {"answer": "Paris"}}}, s)
+        answer.read()
+        self.assertEqual(answer.status, 202)
+        result = next(e for e in evs if e is not None)
+        self.assertEqual(result["id"], 1, result)
+        self.assertIn("The user answered: Paris", result["result"]["content"][0]["text"])
+
+    def test_list_changed_on_the_get_stream(self):
+        f = self.front()
+        c, g = f.conn(), f.conn()
+        s = self.initialize(c)
+        self.json_answer(post(c, rpc(1, "tools/list"), s), 1)  # the daemon watches now
+        g.request("GET", "/mcp", headers=dict(s, Accept="text/event-stream"))
+        stream = g.getresponse()
+        self.assertEqual(stream.status, 200)
+        path = self.d.add_tool(worker_tool(new_token("added"), "echo"))
+        self.addCleanup(os.unlink, path)
+        os.kill(self.d.proc.pid, signal.SIGHUP)
+        note = next(e for e in events(stream) if e is not None)
+        self.assertEqual(note, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
     def test_session_cap_and_expiry(self):
         f = self.front("--sessions", "2", "--session-idle", "1")
