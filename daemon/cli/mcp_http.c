@@ -190,6 +190,12 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
         return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
                            "Invalid Request: a request, a notification or a response");
     }
+    /* server/discover is how a client finds which era it talks to: it
+     * needs no session, whatever its headers say */
+    if (!modern && json_is_string(method) &&
+        strcmp(json_string_value(method), "server/discover") == 0 &&
+        !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
+        modern = true;
     struct mcp_http_session *s = NULL;
     if (!modern && request && json_is_string(method) &&
         strcmp(json_string_value(method), "initialize") == 0) {

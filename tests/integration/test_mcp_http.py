@@ -349,6 +349,10 @@ class McpHttp(unittest.TestCase):
         enc = "=?base64?" + base64.b64encode(b"echo").decode() + "?="
         msg, h = modern(2, "tools/call", {"name": "echo", "arguments": {}}, name=enc)
         self.assertIn("result", self.json_answer(post(c, msg, h), 2))
+        # server/discover, the probe of a client not yet sure of the era, needs
+        # no session and no headers
+        resp = post(c, rpc(4, "server/discover"))
+        self.assertIn(NEW, self.json_answer(resp, 4)["result"]["supportedVersions"])
         msg, h = modern(3, "ping")  # not a method of 2026-07-28
         resp = post(c, msg, h)
         self.assertEqual(resp.status, 404)
@@ -524,6 +528,27 @@ class McpHttp(unittest.TestCase):
         open(path, "w").close()
         self.assertEqual(self.json_answer(c.getresponse(), 1)["result"]["resultType"], "complete")
 
+    def test_daemon_lost(self):
+        token = new_token("mcphttp-lost")
+        self.addCleanup(kill_token, token)
+        d = Daemon([worker_tool("slow", "sleep", token, timeout_ms=60000)])
+        self.addCleanup(d.stop, check=False)
+        f = Front(self, d.sock)
+        c = f.conn()
+        msg, h = modern(1, "tools/call", {"name": "slow"}, name="slow")
+        c.request("POST", "/mcp", body=json.dumps(msg).encode(),
+                  headers=dict(h, **{"Content-Type": "application/json",
+                                     "Accept": "application/json"}))
+        wait_token_present(token)
+        d.kill()
+        body = self.json_answer(c.getresponse(), 1)
+        self.assertEqual(body["error"]["code"], -32603, body)
+        # the front stays: what needs no daemon is served, what does is refused
+        msg, h = modern(2, "server/discover")
+        self.json_answer(post(c, msg, h), 2)
+        msg, h = modern(3, "tools/list")
+        self.assertEqual(self.json_answer(post(c, msg, h), 3)["error"]["code"], -32603)
+
     # -- a client going away -------------------------------------------------------
     def test_close_cancels_call(self):
         f = self.front()
@@ -547,4 +572,4 @@ class McpHttp(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()
