@@ -20,39 +20,6 @@ static bool is_failure(const json_t *result)
     return !result || json_object_get(result, "error") || json_object_get(result, "tool_error");
 }
 
-/* What the model reads when its tool asked the user a question that the
- * host was not asked (no elicitation) or did not put to the user. */
-void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question)
-{
-    char *text = NULL;
-    if (asprintf(&text,
-                 "[ask_user] The tool needs an answer from the user before it can go on. "
-                 "Ask the user this question, then call the tool again with the answer: %s",
-                 question) < 0)
-        text = NULL;
-    mcp_put_call_result(m, req, text ? text : question, false, NULL);
-    free(text);
-}
-
-/* What the model reads once the user answered a tool's question (action
- * "accept", answer the answer) or did not. */
-void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
-                    const char *action, const json_t *answer)
-{
-    char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
-                  : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
-                                         : NULL;
-    char *text = NULL;
-    int n = strcmp(action, "accept") == 0
-                ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
-                           question ? question : "", shown ? shown : "")
-                : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
-                           question ? question : "", action);
-    mcp_put_call_result(m, req, n < 0 ? "" : text, false, NULL);
-    free(text);
-    free(shown);
-}
-
 /* A tool's ask_user: put the question to the user through the host
  * (elicitation/create) when it can; true when the call now waits for that. */
 static bool ask_host(struct mcp *m, struct mcp_call *c, const char *question)
@@ -176,6 +143,8 @@ static void on_event(struct mcp *m, json_t *ev)
         on_loose_error(m, ev);
     } else if (!(c = mcp_call_by_batch(m, batch))) {
         /* not one of ours any more */
+    } else if (c->elicit_id) {
+        /* its batch is over: it waits for the host's answer alone */
     } else if (is_event(ev, "tool_execution_progress")) {
         if (c->progress_token && !c->cancelled)
             mcp_put_progress(m, c, json_object_get(ev, "progress"));

@@ -7,15 +7,20 @@
  *
  *   mcp.c           the stdio transport: options, the poll loop, lines of
  *                   standard input, the sink writing lines to standard output
+ *   mcp_core.c      the core as a transport drives it: its life, the daemon
+ *                   connection, the end of input or of a stream
  *   mcp_requests.c  the core's entry (mcp_feed): JSON-RPC requests and
  *                   notifications, batches of them
  *   mcp_events.c    what the daemon sends: a call's events, its answer, the
  *                   user's answer to a tool's question (elicitation)
- *   mcp_state.c     the calls and listings in flight, requests to the daemon,
- *                   the core's life (mcp_core_init, mcp_core_free)
- *   mcp_write.c     messages to the client through the sink: responses,
- *                   errors, progress, and the JSON-RPC batches they are
- *                   gathered into
+ *   mcp_mrtr.c      2026-07-28: a tool's question as an InputRequiredResult,
+ *                   the retry's answer (requestState signed)
+ *   mcp_modern.c    2026-07-28: a request's _meta, server/discover,
+ *                   subscriptions/listen, logs bound to a request
+ *   mcp_state.c     the calls and listings in flight, requests to the daemon
+ *   mcp_write.c     messages to the client through the sink: responses
+ *                   (shaped for the request's revision), errors, progress,
+ *                   and the JSON-RPC batches they are gathered into
  *
  * Driving the core from another transport (the core does no I/O of its own
  * but on the daemon connection):
@@ -29,8 +34,8 @@
  *      answered now or later, from mcp_daemon_readable().
  *   3. Poll mcp_daemon_fd() for POLLIN and call mcp_daemon_readable() then;
  *      it reads every whole event already buffered (a partial line makes
- *      te_client_recv() block for the rest, as the daemon sends whole lines
- *      that is brief). Call mcp_heartbeats() when its last return (ms) is
+ *      te_client_recv() block for the rest, which is brief: the daemon
+ *      writes whole lines). Call mcp_heartbeats() when its last return (ms) is
  *      due, and after each feed; -1: none due.
  *   4. A stream whose reader went away: mcp_stream_gone() cancels the calls
  *      bound to it. The end of all input: mcp_end_of_input(); the session
@@ -187,7 +192,9 @@ struct mcp {
     bool state_ok;               /* state_key could be drawn */
 };
 
-/* The core's entry points, for a transport (see the top of this file). */
+/* The core's entry points, for a transport (see the top of this file):
+ * mcp_core.c, and mcp_feed() (mcp_requests.c), mcp_heartbeats()
+ * (mcp_write.c), mcp_fail_all() (mcp_events.c). */
 void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
                    const struct mcp_sink_ops *sink, void *sink_ctx);
 void mcp_core_free(struct mcp *m);
@@ -195,6 +202,7 @@ void mcp_feed(struct mcp *m, json_t *msg, const struct mcp_origin *o);
 int mcp_daemon_fd(const struct mcp *m);
 int mcp_daemon_readable(struct mcp *m);
 void mcp_stream_gone(struct mcp *m, void *stream);
+void mcp_end_of_input(struct mcp *m);
 bool mcp_idle(const struct mcp *m);
 
 /* mcp_write.c: writing messages (each stolen) */
@@ -205,12 +213,15 @@ void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const 
 void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
                          bool is_error, const json_t *structured);
 void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p);
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer);
 int mcp_heartbeats(struct mcp *m);
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb);
 void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req);
 long long mcp_now_ms(void);
 
-/* mcp_state.c: the calls and listings in flight, and the daemon connection */
+/* mcp_state.c: the calls and listings in flight, requests to the daemon */
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch);
 struct mcp_call *mcp_call_by_id(struct mcp *m, void *stream, const json_t *id);
 void mcp_call_remove(struct mcp *m, struct mcp_call *c);
@@ -219,13 +230,11 @@ void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
 void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
 void mcp_send_daemon(struct mcp *m, json_t *req);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
-void mcp_end_of_input(struct mcp *m);
 
 /* mcp_modern.c: the 2026-07-28 revision's request metadata and methods */
 extern const char *const mcp_versions[];
 const char *mcp_version_known(const char *v);
 bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, const char *method);
-void mcp_modern_result(const struct mcp_reqctx *req, json_t *result);
 void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q);
 void mcp_on_listen(struct mcp *m, const struct mcp_reqctx *q, const json_t *params);
 void mcp_listen_acked(struct mcp *m, struct mcp_sub *sub);
@@ -245,10 +254,7 @@ void mcp_put_input_required(struct mcp *m, struct mcp_call *c, const char *quest
 bool mcp_on_retry(struct mcp *m, const struct mcp_reqctx *q, const json_t *params,
                   const char *bind);
 
-/* mcp_events.c */
-void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
-void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
-                    const char *action, const json_t *answer);
+/* mcp_events.c: the daemon's events */
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);
 int mcp_read_event(struct mcp *m);
 void mcp_fail_all(struct mcp *m);

@@ -1,8 +1,8 @@
 /*
  * mcp_modern.c - MCP 2026-07-28, the stateless revision (mcp_int.h): a
  * request's _meta (its version, the client's capabilities, its log level),
- * the shape of its results (resultType, the server's identity), the methods
- * server/discover and subscriptions/listen, logs bound to a request.
+ * the methods server/discover and subscriptions/listen, logs bound to a
+ * request. mcp_write.c shapes its results (resultType, serverInfo).
  *
  * A request is modern when its _meta names 2026-07-28, and server/discover
  * is modern whatever it carries; anything else is served as the session's
@@ -14,10 +14,6 @@
 #include <string.h>
 
 #include "mcp_int.h"
-
-#ifndef TE_CLI_VERSION
-#define TE_CLI_VERSION "unknown"
-#endif
 
 /* How long a client may keep an answer: discover's changes with the binary
  * only; the tools list with a reload, which subscriptions/listen tells. */
@@ -114,23 +110,6 @@ bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, co
         q->log_level = i > MCP_LOG_ERROR ? MCP_LOG_ERROR + 1 : i;
     }
     return true;
-}
-
-/* A modern result: resultType ("complete" unless set) and the server's
- * identity in _meta. */
-void mcp_modern_result(const struct mcp_reqctx *req, json_t *result)
-{
-    if (!req || !req->modern || !json_is_object(result))
-        return;
-    if (!json_object_get(result, "resultType"))
-        json_object_set_new(result, "resultType", json_string("complete"));
-    json_t *meta = json_object_get(result, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(result, "_meta", meta);
-    }
-    json_object_set_new(meta, MCP_META_SERVERINFO,
-                        json_pack("{s:s,s:s}", "name", "toolexec", "version", TE_CLI_VERSION));
 }
 
 void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q)

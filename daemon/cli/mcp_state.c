@@ -1,9 +1,7 @@
 /*
  * mcp_state.c - `toolexec mcp`'s session state (mcp_int.h): the tools/call
  * requests in flight and the tools/list requests waiting for their answer;
- * requests to the daemon, a call's cancel, the end of the client's input;
- * the core's life and the daemon connection's driving (mcp_int.h tells a
- * transport how).
+ * requests to the daemon, a call's cancel.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,87 +102,4 @@ void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     mcp_send_daemon(m, req);
     json_decref(req);
-}
-
-/* The host is gone: cancel what runs. Answers owed to tools/list still go
- * out, if anyone reads them. */
-void mcp_end_of_input(struct mcp *m)
-{
-    m->eof = true;
-    mcp_subs_end(m, true, NULL, false);
-    for (struct mcp_call *c = m->calls; c; c = c->next)
-        mcp_cancel_call(m, c);
-    /* calls waiting for the host's answer to a question have no batch */
-    for (struct mcp_call *c = m->calls, *next; c; c = next) {
-        next = c->next;
-        if (c->elicit_id)
-            mcp_call_remove(m, c);
-    }
-}
-
-/* The reader of a stream is gone: what runs for it is cancelled, and what
- * waits for the client's answer on it is over. */
-void mcp_stream_gone(struct mcp *m, void *stream)
-{
-    for (struct mcp_call *c = m->calls; c; c = c->next)
-        if (c->req.stream == stream)
-            mcp_cancel_call(m, c);
-    for (struct mcp_call *c = m->calls, *next; c; c = next) {
-        next = c->next;
-        if (c->req.stream == stream && c->elicit_id)
-            mcp_call_remove(m, c);
-    }
-    for (struct mcp_listing *l = m->listings; l; l = l->next)
-        if (l->req.stream == stream && !l->silent)
-            l->cancelled = true;
-    mcp_subs_end(m, false, stream, false);
-}
-
-bool mcp_idle(const struct mcp *m)
-{
-    return !m->calls && !m->listings;
-}
-
-int mcp_daemon_fd(const struct mcp *m)
-{
-    return te_client_fd(m->client);
-}
-
-/* The daemon's socket is readable: read its events, every whole one
- * buffered. Returns m->lost: 0, or an exit code once the connection failed. */
-int mcp_daemon_readable(struct mcp *m)
-{
-    do
-        m->lost = mcp_read_event(m);
-    while (!m->lost && te_client_pending(m->client));
-    return m->lost;
-}
-
-void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
-                   const struct mcp_sink_ops *sink, void *sink_ctx)
-{
-    m->cli = cli;
-    m->client = client;
-    m->sink = sink;
-    m->sink_ctx = sink_ctx;
-    m->listings_tail = &m->listings;
-    mcp_state_init(m);
-}
-
-/* Frees what the session holds; the daemon connection stays the caller's. */
-void mcp_core_free(struct mcp *m)
-{
-    mcp_subs_end(m, true, NULL, false);
-    while (m->calls)
-        mcp_call_remove(m, m->calls);
-    struct mcp_listing *l;
-    while ((l = mcp_listing_pop(m)))
-        mcp_listing_free(m, l);
-    while (m->routes) {
-        struct mcp_route *r = m->routes;
-        m->routes = r->next;
-        mcp_rb_release(m, r->rb);
-        json_decref(r->id);
-        free(r);
-    }
 }

@@ -1,13 +1,19 @@
 /*
  * mcp_write.c - `toolexec mcp`'s messages to the client (mcp_int.h): each
  * handed to the transport's sink, alone or gathered into the array
- * answering a JSON-RPC batch; and the progress notifications of running
- * calls.
+ * answering a JSON-RPC batch; results shaped for the request's revision;
+ * the text of a tool's question and its answer; and the progress
+ * notifications of running calls.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "mcp_int.h"
+
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
+#endif
 
 static void put_out(struct mcp *m, json_t *msg, const struct mcp_reqctx *req, bool final)
 {
@@ -81,10 +87,27 @@ void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req)
     put_out(m, msg, req, response);
 }
 
+/* A modern result: resultType ("complete" unless set) and the server's
+ * identity in _meta. */
+static void modern_result(const struct mcp_reqctx *req, json_t *result)
+{
+    if (!req || !req->modern || !json_is_object(result))
+        return;
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_object_set_new(meta, MCP_META_SERVERINFO,
+                        json_pack("{s:s,s:s}", "name", "toolexec", "version", TE_CLI_VERSION));
+}
+
 /* A response with result (stolen). */
 void mcp_put_result(struct mcp *m, const struct mcp_reqctx *req, json_t *result)
 {
-    mcp_modern_result(req, result);
+    modern_result(req, result);
     mcp_put_message(
         m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", req->id, "result", result), req);
 }
@@ -121,6 +144,39 @@ void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char
     if (r && json_is_object(structured))
         json_object_set(r, "structuredContent", (json_t *)structured);
     mcp_put_result(m, req, r);
+}
+
+/* What the model reads when its tool asked the user a question that the
+ * host was not asked (no elicitation) or did not put to the user. */
+void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question)
+{
+    char *text = NULL;
+    if (asprintf(&text,
+                 "[ask_user] The tool needs an answer from the user before it can go on. "
+                 "Ask the user this question, then call the tool again with the answer: %s",
+                 question) < 0)
+        text = NULL;
+    mcp_put_call_result(m, req, text ? text : question, false, NULL);
+    free(text);
+}
+
+/* What the model reads once the user answered a tool's question (action
+ * "accept", answer the answer) or did not. */
+void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
+                    const char *action, const json_t *answer)
+{
+    char *shown = json_is_string(answer) ? strdup(json_string_value(answer))
+                  : answer               ? te_json_dumps(answer, JSON_ENCODE_ANY, NULL)
+                                         : NULL;
+    char *text = NULL;
+    int n = strcmp(action, "accept") == 0
+                ? asprintf(&text, "The tool asked the user: %s\nThe user answered: %s",
+                           question ? question : "", shown ? shown : "")
+                : asprintf(&text, "The tool asked the user: %s\nThe user did not answer (%s).",
+                           question ? question : "", action);
+    mcp_put_call_result(m, req, n < 0 ? "" : text, false, NULL);
+    free(text);
+    free(shown);
 }
 
 long long mcp_now_ms(void)

@@ -204,9 +204,102 @@ def write_lines(name, lines):
             f.write((line if isinstance(line, bytes) else json_line(line)) + b"\n")
 
 
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+          "io.modelcontextprotocol/logLevel": "debug", "progressToken": "p"}
+
+
+def mcp_seed(*cmds):
+    """fuzz_mcp input: one command a line, C<stream><json> a client message,
+    D<json> a daemon event ("batch": "@" the latest run), G<stream>, E, H, L."""
+    out = []
+    for c in cmds:
+        if isinstance(c, tuple):
+            kind, obj = c
+            out.append(kind.encode() + json_line(obj))
+        else:
+            out.append(c.encode())
+    return b"\n".join(out) + b"\n"
+
+
+def rpc(rid, method, params=None):
+    m = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        m["params"] = params
+    return m
+
+
+CALL_EVENTS = [
+    ("D", {"event": "tool_execution_started", "batch": "@", "id": "c0", "name": "echo"}),
+    ("D", {"event": "tool_execution_progress", "batch": "@", "id": "c0",
+           "progress": {"progress": 1, "total": 2, "message": "half"}}),
+    ("D", {"event": "tool_execution_completed", "batch": "@", "id": "c0",
+           "result": {"ok": {"n": 1}}}),
+    ("D", {"event": "batch_completed", "batch": "@",
+           "messages": [{"role": "tool", "content": "{\"n\":1}"}]}),
+]
+ASK_EVENTS = [
+    ("D", {"event": "tool_execution_completed", "batch": "@", "id": "c0",
+           "result": {"ask_user": "which city?"}}),
+    ("D", {"event": "batch_completed", "batch": "@", "messages": []}),
+]
+MCP = {
+    "legacy-call": mcp_seed(
+        ("C0", rpc(0, "initialize", {"protocolVersion": "2025-11-25",
+                                     "capabilities": {"elicitation": {}}})),
+        ("C0", rpc(1, "tools/call", {"name": "echo", "arguments": {},
+                                     "_meta": {"progressToken": 1}})),
+        *CALL_EVENTS, "H", "E"),
+    "legacy-elicit": mcp_seed(
+        ("C0", rpc(0, "initialize", {"protocolVersion": "2025-11-25",
+                                     "capabilities": {"elicitation": {}}})),
+        ("C0", rpc(1, "tools/call", {"name": "ask", "arguments": {"question": "q"}})),
+        *ASK_EVENTS,
+        ("C0", {"jsonrpc": "2.0", "id": "toolexec-elicit-1",
+                "result": {"action": "accept", "content": {"answer": "Paris"}}})),
+    "batch-2025-03-26": mcp_seed(
+        ("C0", rpc(0, "initialize", {"protocolVersion": "2025-03-26"})),
+        ("C0", [rpc(1, "ping"), rpc(2, "tools/list"), {"jsonrpc": "2.0", "method": "x"}, 5]),
+        ("D", {"event": "tools", "tools": [{"name": "echo"}]})),
+    "modern-call": mcp_seed(
+        ("C1", rpc("d", "server/discover")),
+        ("C1", rpc(1, "tools/call", {"name": "echo", "arguments": {"a": 1}, "_meta": MODERN})),
+        *CALL_EVENTS,
+        ("C2", rpc(2, "tools/list", {"_meta": MODERN})),
+        ("D", {"event": "tools", "tools": []}), "G1"),
+    "modern-ask": mcp_seed(
+        ("C1", rpc(1, "tools/call", {"name": "ask", "arguments": {"question": "q"},
+                                     "_meta": MODERN})),
+        *ASK_EVENTS,
+        ("C1", rpc(2, "tools/call", {"name": "ask", "arguments": {"question": "q"},
+                                     "_meta": MODERN, "requestState": "e30.AAAA",
+                                     "inputResponses": {"ask_user": {"action": "accept"}}}))),
+    "modern-listen": mcp_seed(
+        ("C3", rpc("L", "subscriptions/listen",
+                   {"_meta": MODERN, "notifications": {"toolsListChanged": True}})),
+        ("D", {"event": "tools", "tools": []}),
+        ("D", {"event": "tools_changed", "count": 2}),
+        ("C3", {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": "L"}}),
+        ("C3", rpc("M", "subscriptions/listen",
+                   {"_meta": MODERN, "notifications": {"toolsListChanged": True}})),
+        "L"),
+    "modern-errors": mcp_seed(
+        ("C0", rpc(1, "tools/call", {"name": "e", "_meta": dict(
+            MODERN, **{"io.modelcontextprotocol/protocolVersion": "1900-01-01"})})),
+        ("C0", rpc(2, "tools/list", {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
+        ("C0", rpc(3, "ping", {"_meta": MODERN})),
+        ("C0", rpc(4, "tools/call", {"name": "echo", "_meta": MODERN})),
+        ("D", {"event": "error", "batch": "@", "type": "request_error",
+               "reason": "unknown_tool", "metadata": {"tool_name": "echo"}})),
+}
+
+
 if __name__ == "__main__":
     write("fuzz_frame", FRAME)
     write("fuzz_lines", LINES)
     write("fuzz_request", {**REQUEST, **REQUEST_RAW})
     write("fuzz_response", RESPONSE)
+    write("fuzz_mcp", MCP)
     write_lines("request_errors.jsonl", REQUEST_ERRORS)

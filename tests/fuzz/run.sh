@@ -10,7 +10,8 @@
 #   OUTDIR        binaries, working corpora, logs, artifacts
 #                 (default: $BUILD_DIR, else /tmp/te-fuzz)
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response)
+#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response
+#                 fuzz_mcp)
 #   CLANG         compiler (default clang)
 #   FUZZ_CFLAGS   extra compiler flags (e.g. -DTE_FUZZ_NO_UTF8_CHECK)
 #
@@ -25,7 +26,7 @@ mode=fuzz
 case "${1:-}" in
 --smoke) mode=smoke; shift ;;
 --repro) mode=repro; shift ;;
--h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,7 +34,7 @@ out=${1:-${BUILD_DIR:-/tmp/te-fuzz}}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response}
+targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response fuzz_mcp}
 cc=${CLANG:-clang}
 
 skip_or_fail() { # message
@@ -64,8 +65,15 @@ extra=(${FUZZ_CFLAGS:-})
 # Build all targets in parallel.
 pids=()
 for t in $targets; do
+    own=() # what a target needs beside libtoolexec's parsers
+    case $t in
+    fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -DTE_CLI_VERSION=\"fuzz\"
+                   "$root"/daemon/cli/mcp_{core,events,modern,mrtr,requests,state,write}.c
+                   "$root/daemon/base/sha256hex.c" -lnettle) ;;
+    esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
-        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" \
+        "${own[@]}" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0

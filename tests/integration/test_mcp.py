@@ -164,20 +164,33 @@ class Session:
         return self.proc.wait(timeout=timeout), self.pending + rest
 
 
-class Mcp(unittest.TestCase):
+class McpCase(unittest.TestCase):
+    """Tests of toolexec mcp against one daemon serving the class's TOOLS."""
+    TOOLS = TOOLS
+
     @classmethod
     def setUpClass(cls):
         harness.require_env()
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(TOOLS)
+        cls.d = Daemon(cls.TOOLS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+
+class Mcp(McpCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.files = tempfile.mkdtemp(prefix="te-mcp-", dir=cls.d.tmp)
         os.chmod(cls.files, 0o1777)  # workers, perhaps another user, wait on files here
 
     @classmethod
     def tearDownClass(cls):
         kill_token(SLOW_TOKEN)
-        cls.d.stop()
+        super().tearDownClass()
 
     def session(self, *args):
         return Session(self, self.d.sock, *args)

@@ -16,7 +16,7 @@ import unittest
 
 import harness
 from harness import Daemon, worker_tool
-from test_mcp import TOOLEXEC, Session
+from test_mcp import TOOLEXEC, McpCase, Session
 
 TOOLS = [
     worker_tool("echo", "echo"),
@@ -27,17 +27,8 @@ TOOLS = [
 ]
 
 
-class McpExact(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        harness.require_env()
-        if not TOOLEXEC:
-            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(TOOLS)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.stop()
+class McpExact(McpCase):
+    TOOLS = TOOLS
 
     def session(self, version="2025-11-25", capabilities=None, args=()):
         s = Session(self, self.d.sock, *args)

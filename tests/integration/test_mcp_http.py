@@ -20,12 +20,11 @@ import socket
 import subprocess
 import tempfile
 import time
-import unittest
 
 import harness
 from harness import (Daemon, WAIT, assert_token_gone, deadline_wait, new_token,
                      pids_with_token, wait_token_present, worker_tool)
-from test_mcp import kill_token
+from test_mcp import McpCase, kill_token
 
 TOOLEXEC = os.environ.get("TOOLEXEC", "")
 SLOW_TOKEN = new_token("mcphttp-slow")
@@ -140,20 +139,19 @@ def events(resp):
             data = []
 
 
-class McpHttp(unittest.TestCase):
+class McpHttp(McpCase):
+    TOOLS = TOOLS
+
     @classmethod
     def setUpClass(cls):
-        harness.require_env()
-        if not TOOLEXEC:
-            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(TOOLS)
+        super().setUpClass()
         cls.files = tempfile.mkdtemp(prefix="te-mcphttp-", dir=cls.d.tmp)
         os.chmod(cls.files, 0o1777)  # workers, perhaps another user, wait on files here
 
     @classmethod
     def tearDownClass(cls):
         kill_token(SLOW_TOKEN)
-        cls.d.stop()
+        super().tearDownClass()
 
     def front(self, *args):
         return Front(self, self.d.sock, *args)

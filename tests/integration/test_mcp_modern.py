@@ -16,9 +16,8 @@ import os
 import signal
 import unittest
 
-import harness
-from harness import Daemon, worker_tool
-from test_mcp import TOOLEXEC, Session
+from harness import worker_tool
+from test_mcp import McpCase, Session
 
 V = "2026-07-28"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -40,17 +39,8 @@ def meta(caps=None, **extra):
     return m
 
 
-class McpModern(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        harness.require_env()
-        if not TOOLEXEC:
-            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(TOOLS)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.stop()
+class McpModern(McpCase):
+    TOOLS = TOOLS
 
     def session(self):
         return Session(self, self.d.sock)
@@ -236,6 +226,10 @@ class McpModern(unittest.TestCase):
         r = self.call(s, 6, "ask", {"question": "which city?"}, caps, inputResponses=answer,
                       requestState=base64.urlsafe_b64encode(forged).decode() + "." + sig)
         self.assertEqual(r["error"]["code"], -32602, r)
+        for i, bad in enumerate(["", "no-dot", ".", state + "x", "%%%." + sig, 7, None], 100):
+            r = self.call(s, i, "ask", {"question": "which city?"}, caps, inputResponses=answer,
+                          requestState=bad)
+            self.assertEqual(r["error"]["code"], -32602, (bad, r))
         # a client that cannot elicit: the question as text for the model
         res = self.complete(self.call(s, 7, "ask", {"question": "which city?"}))
         self.assertTrue(res["content"][0]["text"].startswith("[ask_user] "), res)

@@ -1,0 +1,199 @@
+/*
+ * fuzz_mcp - the MCP core of `toolexec mcp` (daemon/cli/mcp_*.c) fed what a
+ * client and the daemon send, as any transport would (mcp_int.h), stdio's
+ * or the Streamable HTTP front's, which puts it in reach of the network.
+ *
+ * Input: lines, each a command by its first byte:
+ *   C<d><json>  a client message (parsed; a line that is not JSON is
+ *               skipped: parse errors are the transport's) on stream d
+ *               ('0'..'3'; '0' is stdio's NULL)
+ *   D<json>     an event from the daemon; "batch": "@" is replaced by the
+ *               batch of the latest run request the core sent
+ *   G<d>        stream d's reader went away
+ *   E           the end of input
+ *   H           heartbeats due now
+ *   L           the daemon connection is lost
+ *
+ * Invariants: every message out is a JSON-RPC 2.0 object (or, for a
+ * 2025-03-26 batch, an array of them) that is exactly one of a request, a
+ * notification, a result or an error; final is set exactly for responses;
+ * a result of a 2026-07-28 request carries resultType and the server's
+ * identity; an error's code is an integer and its message a string; after
+ * the end of input and the core freed, nothing leaks (LeakSanitizer).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "mcp_int.h"
+
+/* ---- the daemon connection, from the input --------------------------- */
+
+static json_t *events; /* queued daemon events */
+static char last_batch[256];
+
+int te_client_recv(te_client *c, json_t **event)
+{
+    (void)c;
+    if (!json_array_size(events))
+        return -ENODATA;
+    *event = json_incref(json_array_get(events, 0));
+    json_array_remove(events, 0);
+    return 0;
+}
+
+int te_client_fd(const te_client *c)
+{
+    (void)c;
+    return -1;
+}
+
+bool te_client_pending(const te_client *c)
+{
+    (void)c;
+    return json_array_size(events) > 0;
+}
+
+void cli_err(const char *fmt, ...)
+{
+    (void)fmt;
+}
+
+int cli_send(const struct cli *cli, te_client *c, const json_t *req)
+{
+    (void)cli;
+    (void)c;
+    const char *batch = json_string_value(json_object_get(req, "batch"));
+    const char *op = json_string_value(json_object_get(req, "op"));
+    if (batch && op && strcmp(op, "run") == 0)
+        snprintf(last_batch, sizeof(last_batch), "%s", batch);
+    return CLI_EXIT_OK;
+}
+
+int cli_recv_failed(const struct cli *cli, int rc, const char *what)
+{
+    (void)cli;
+    (void)rc;
+    (void)what;
+    return CLI_EXIT_CONNECT;
+}
+
+/* ---- the sink ----------------------------------------------------------- */
+
+static void check_one(const json_t *msg, const struct mcp_reqctx *req, bool final)
+{
+    CHECK(json_is_object(msg), "a message that is not an object");
+    const char *v = json_string_value(json_object_get(msg, "jsonrpc"));
+    CHECK(v && strcmp(v, "2.0") == 0, "jsonrpc is not \"2.0\"");
+    json_t *method = json_object_get(msg, "method"), *result = json_object_get(msg, "result"),
+           *error = json_object_get(msg, "error");
+    CHECK((method != NULL) + (result != NULL) + (error != NULL) == 1,
+          "not exactly one of method, result, error");
+    if (method)
+        CHECK(json_is_string(method), "method not a string");
+    if (result) {
+        CHECK(json_is_object(result), "result not an object");
+        CHECK(json_object_get(msg, "id"), "a result without an id");
+        if (req && req->modern) {
+            CHECK(json_is_string(json_object_get(result, "resultType")), "no resultType");
+            CHECK(json_object_get(json_object_get(result, "_meta"), MCP_META_SERVERINFO),
+                  "no serverInfo");
+        }
+    }
+    if (error) {
+        CHECK(json_is_integer(json_object_get(error, "code")), "error code not an integer");
+        CHECK(json_is_string(json_object_get(error, "message")), "error message not a string");
+    }
+    (void) final;
+}
+
+static void sink_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final)
+{
+    (void)ctx;
+    bool response = false;
+    if (json_is_array(msg)) {
+        CHECK(json_array_size(msg) > 0, "an empty batch answer");
+        size_t i;
+        json_t *el;
+        json_array_foreach(msg, i, el) check_one(el, NULL, true);
+        response = true;
+    } else {
+        check_one(msg, req, final);
+        response = json_object_get(msg, "result") || json_object_get(msg, "error");
+    }
+    CHECK(final == response, "final %d for a message that is %sa response", final,
+          response ? "" : "not ");
+    json_decref(msg);
+}
+
+static void sink_dropped(void *ctx, const struct mcp_reqctx *req)
+{
+    (void)ctx;
+    CHECK(req != NULL, "dropped without a request");
+}
+
+static const struct mcp_sink_ops sink = {.send = sink_send, .dropped = sink_dropped};
+
+/* ---- the commands ------------------------------------------------------- */
+
+static void *stream_of(char d)
+{
+    return d >= '1' && d <= '3' ? (void *)(uintptr_t)(d - '0') : NULL;
+}
+
+static void daemon_event(struct mcp *m, const char *text, size_t len)
+{
+    json_t *ev = json_loadb(text, len, 0, NULL);
+    if (!json_is_object(ev)) {
+        json_decref(ev);
+        return;
+    }
+    const char *b = json_string_value(json_object_get(ev, "batch"));
+    if (b && strcmp(b, "@") == 0)
+        json_object_set_new(ev, "batch", json_string(last_batch));
+    json_array_append_new(events, ev);
+    mcp_daemon_readable(m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct cli cli;
+    memset(&cli, 0, sizeof(cli));
+    struct mcp m = {.heartbeat_ms = 1};
+    events = json_array();
+    last_batch[0] = '\0';
+    mcp_core_init(&m, &cli, NULL, &sink, NULL);
+    const char *p = (const char *)data, *end = p + size;
+    while (p < end && !m.lost) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = (size_t)((nl ? nl : end) - p);
+        if (len >= 2 && p[0] == 'C') {
+            json_t *msg = json_loadb(p + 2, len - 2, JSON_DECODE_ANY, NULL);
+            struct mcp_origin o = {.stream = stream_of(p[1]), .subject = "fuzz"};
+            if (msg && !m.eof)
+                mcp_feed(&m, msg, &o);
+            else
+                json_decref(msg);
+        } else if (len >= 1 && p[0] == 'D') {
+            daemon_event(&m, p + 1, len - 1);
+        } else if (len >= 2 && p[0] == 'G') {
+            mcp_stream_gone(&m, stream_of(p[1]));
+        } else if (len >= 1 && p[0] == 'E' && !m.eof) {
+            mcp_end_of_input(&m);
+        } else if (len >= 1 && p[0] == 'H') {
+            mcp_heartbeats(&m);
+        } else if (len >= 1 && p[0] == 'L') {
+            m.lost = CLI_EXIT_CONNECT;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    if (m.lost)
+        mcp_fail_all(&m);
+    else if (!m.eof)
+        mcp_end_of_input(&m);
+    mcp_core_free(&m);
+    CHECK(!m.calls && !m.listings && !m.subs && !m.routes, "the core kept something");
+    json_decref(events);
+    return 0;
+}
