@@ -526,6 +526,17 @@ class McpHttp(McpCase):
         open(path, "w").close()
         self.assertEqual(self.json_answer(c.getresponse(), 1)["result"]["resultType"], "complete")
 
+    def test_sigterm_ends_the_front(self):
+        f = self.front()
+        c = f.conn()
+        msg, h = modern(1, "tools/call", {"name": "slow"}, name="slow")
+        c.request("POST", "/mcp", body=json.dumps(msg).encode(),
+                  headers=dict(h, **{"Content-Type": "application/json"}))
+        wait_token_present(SLOW_TOKEN)
+        f.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(f.proc.wait(timeout=WAIT), 0, f.stderr())
+        assert_token_gone(SLOW_TOKEN, timeout=WAIT, what="the call of a front that ended")
+
     def test_daemon_lost(self):
         token = new_token("mcphttp-lost")
         self.addCleanup(kill_token, token)
