@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mcp_http.h"
 #include "mcp_int.h"
 
 /* A longer message on standard input is refused (the daemon's own default
@@ -161,7 +162,58 @@ static int serve(struct mcp_stdio *io)
     }
 }
 
-enum { OPT_TIMEOUT = 256, OPT_HEARTBEAT };
+enum {
+    OPT_TIMEOUT = 256,
+    OPT_HEARTBEAT,
+    OPT_LISTEN,
+    OPT_LISTEN_REMOTE,
+    OPT_ALLOW_ORIGIN,
+    OPT_MAX_BODY,
+    OPT_MAX_HEADER,
+    OPT_CONNECTIONS,
+    OPT_HTTP_TIMEOUT,
+    OPT_SESSIONS,
+    OPT_SESSION_IDLE,
+    OPT_KEEPALIVE,
+};
+
+/* The --listen options that take a positive number, and where it goes. */
+static bool http_number(struct mcp_http_opts *o, int opt, const char *arg, const char **bad)
+{
+    static const struct {
+        int opt;
+        const char *name;
+    } names[] = {{OPT_MAX_BODY, "--max-body"},       {OPT_MAX_HEADER, "--max-header"},
+                 {OPT_CONNECTIONS, "--connections"}, {OPT_HTTP_TIMEOUT, "--http-timeout"},
+                 {OPT_SESSIONS, "--sessions"},       {OPT_SESSION_IDLE, "--session-idle"},
+                 {OPT_KEEPALIVE, "--keepalive"}};
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].opt == opt)
+            name = names[i].name;
+    if (!name)
+        return false;
+    json_int_t v;
+    if (!cli_parse_positive(arg, &v) || v > 1 << 30) {
+        *bad = name;
+        return true;
+    }
+    if (opt == OPT_MAX_BODY)
+        o->body_max = (size_t)v;
+    else if (opt == OPT_MAX_HEADER)
+        o->header_max = (size_t)v;
+    else if (opt == OPT_CONNECTIONS)
+        o->conn_max = (unsigned)v;
+    else if (opt == OPT_HTTP_TIMEOUT)
+        o->timeout_s = (unsigned)v;
+    else if (opt == OPT_SESSIONS)
+        o->sessions_max = (unsigned)v;
+    else if (opt == OPT_SESSION_IDLE)
+        o->session_idle_s = (unsigned)v;
+    else
+        o->keepalive_ms = (unsigned)v * 1000;
+    return true;
+}
 
 int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
 {
@@ -169,16 +221,58 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"listen-remote", no_argument, NULL, OPT_LISTEN_REMOTE},
+        {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {"max-header", required_argument, NULL, OPT_MAX_HEADER},
+        {"connections", required_argument, NULL, OPT_CONNECTIONS},
+        {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
+        {"sessions", required_argument, NULL, OPT_SESSIONS},
+        {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+        {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
         {0},
     };
     struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
     struct mcp_stdio io = {.m = &m};
+    struct mcp_http_opts http = {
+        .body_max = MCP_HTTP_BODY_MAX,
+        .header_max = MCP_HTTP_HEADER_MAX,
+        .conn_max = MCP_HTTP_CONN_MAX,
+        .timeout_s = MCP_HTTP_TIMEOUT_S,
+        .sessions_max = MCP_HTTP_SESSIONS_MAX,
+        .session_idle_s = MCP_HTTP_SESSION_IDLE_S,
+        .keepalive_ms = MCP_HTTP_KEEPALIVE_MS,
+    };
+    const char *origins[17] = {0};
+    size_t norigins = 0;
+    const char *bad = NULL;
     int opt;
     while ((opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
         if (cli_common_option(cli, opt, optarg))
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
             return cli_help("mcp");
+        if (http_number(&http, opt, optarg, &bad)) {
+            if (bad)
+                return cli_usage_error("mcp", "%s: expected a positive integer, not '%s'", bad,
+                                       optarg);
+            continue;
+        }
+        if (opt == OPT_LISTEN) {
+            http.listen = optarg;
+            continue;
+        }
+        if (opt == OPT_LISTEN_REMOTE) {
+            http.allow_remote = true;
+            continue;
+        }
+        if (opt == OPT_ALLOW_ORIGIN) {
+            if (norigins + 1 >= sizeof(origins) / sizeof(origins[0]))
+                return cli_usage_error("mcp", "--allow-origin: at most 16");
+            origins[norigins++] = optarg;
+            continue;
+        }
         if (opt == OPT_HEARTBEAT) {
             json_int_t ms;
             if (!cli_parse_positive(optarg, &ms))
@@ -197,6 +291,11 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
+    if (!http.listen && (http.allow_remote || norigins))
+        return cli_usage_error("mcp", "--listen-remote and --allow-origin go with --listen");
+    http.origins = origins;
+    if (http.listen)
+        return mcp_http_serve(cli, &http, m.tool_timeout, m.heartbeat_ms);
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

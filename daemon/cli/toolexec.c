@@ -132,6 +132,13 @@ static const struct cli_command commands[] = {
      "\n"
      "  -s, --socket PATH          the daemon's socket\n"
      "      --tool-timeout MS      timeout of each call, in milliseconds\n"
+     "      --listen HOST:PORT     serve MCP over HTTP at http://HOST:PORT/mcp instead\n"
+     "                             (Streamable HTTP; loopback only)\n"
+     "      --listen-remote        let --listen take another address: no client\n"
+     "                             is authenticated\n"
+     "      --allow-origin ORIGIN  a browser page's origin that may reach it\n"
+     "      --max-body, --max-header, --connections, --http-timeout, --sessions,\n"
+     "      --session-idle, --keepalive   limits of --listen (toolexec(1))\n"
      "  -h, --help                 this text\n"
      "\n"
      "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},

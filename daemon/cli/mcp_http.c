@@ -1,0 +1,613 @@
+/*
+ * mcp_http.c - `toolexec mcp --listen`: MCP's Streamable HTTP transport
+ * (mcp_http.h); the listener and a request's routing.
+ *
+ * libmicrohttpd runs in external epoll mode, as the daemon's /metrics
+ * does (daemon/observe/metricshttp.c): it owns one epoll descriptor, which
+ * the MCP front's poll loop watches beside the daemon's socket, and
+ * MHD_run() then does what is ready without blocking. No thread: the MCP
+ * core is single-threaded, and every callback here runs on its thread.
+ *
+ * One endpoint, /mcp. A POST carries one JSON-RPC message: a request is
+ * given to the core and its connection suspended until the core answers
+ * (mcp_http_stream.c); a notification or a response is answered 202. GET
+ * opens a session's stream and DELETE ends a session (2025-11-25 and
+ * before, mcp_http_session.c); without a session both are 405, as
+ * 2026-07-28 asks.
+ *
+ * The checks, before anything reaches the core: the Origin header (a
+ * browser's page elsewhere must not reach a local server through DNS
+ * rebinding: present and not allowed, 403), the body's size (413) and
+ * the headers' (431, libmicrohttpd's own answer once they overflow the
+ * connection's memory), the Content-Type, the JSON, the headers against
+ * the body (mcp_http_check.c). The listener stays on loopback unless
+ * --listen-remote says otherwise: nothing authenticates a client yet.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mcp_http_int.h"
+
+#define ACCEPT_BURST 32 /* accepted a round, so that a flood cannot hold the loop */
+
+long long mcp_http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A JSON-RPC error response (id NULL: none); data (stolen) may be NULL. */
+json_t *mcp_http_rpc_error(const json_t *id, int code, const char *message, json_t *data)
+{
+    json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
+    if (err && data)
+        json_object_set(err, "data", data);
+    json_decref(data);
+    json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
+    if (msg && id)
+        json_object_set(msg, "id", (json_t *)id);
+    return msg;
+}
+
+/* Queue a response: body (stolen) as application/json, or none; one more
+ * header, name: value, when value is not NULL. */
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, json_t *body,
+                             const char *name, const char *value)
+{
+    char *text = body ? te_json_dumps(body, 0, NULL) : NULL;
+    json_decref(body);
+    struct MHD_Response *r =
+        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    if (text)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (value)
+        MHD_add_response_header(r, name, value);
+    enum MHD_Result rc = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result mcp_http_reply(struct MHD_Connection *conn, unsigned status, json_t *body,
+                               const char *session_id)
+{
+    return queue(conn, status, body, "Mcp-Session-Id", session_id);
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status, int code,
+                                   const char *message)
+{
+    return mcp_http_reply(conn, status, mcp_http_rpc_error(NULL, code, message, NULL), NULL);
+}
+
+static enum MHD_Result reply_405(struct MHD_Connection *conn, const char *why)
+{
+    return queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED, mcp_http_rpc_error(NULL, -32600, why, NULL),
+                 MHD_HTTP_HEADER_ALLOW, "POST, GET, DELETE");
+}
+
+/* An origin of this machine's: http(s)://localhost, 127.0.0.1 or [::1],
+ * on any port. */
+static bool loopback_origin(const char *o)
+{
+    const char *p = strncmp(o, "http://", 7) == 0    ? o + 7
+                    : strncmp(o, "https://", 8) == 0 ? o + 8
+                                                     : NULL;
+    if (!p)
+        return false;
+    static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]", NULL};
+    for (const char *const *hst = hosts; *hst; hst++) {
+        size_t n = strlen(*hst);
+        if (strncasecmp(p, *hst, n) != 0)
+            continue;
+        const char *rest = p + n;
+        if (!*rest)
+            return true;
+        if (*rest != ':' || !rest[1])
+            return false;
+        while (*++rest)
+            if (*rest < '0' || *rest > '9')
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static bool origin_allowed(const struct mcp_http *h, const char *origin)
+{
+    if (loopback_origin(origin))
+        return true;
+    for (const char *const *a = h->origins; a && *a; a++)
+        if (strcmp(*a, origin) == 0)
+            return true;
+    return false;
+}
+
+static bool accepts(struct MHD_Connection *conn, const char *type)
+{
+    const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    return !a || strstr(a, type) || strstr(a, "*/*");
+}
+
+/* A POST's whole body is there: check it and give it to the core. */
+static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
+{
+    struct MHD_Connection *conn = x->conn;
+    if (x->too_big) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the body is longer than %zu bytes", h->o.body_max);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, -32600, msg);
+    }
+    const char *type =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!type || strncasecmp(type, "application/json", 16) != 0)
+        return reply_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32600,
+                           "Content-Type: expected application/json");
+    json_error_t jerr;
+    json_t *msg = te_json_loadb(x->body ? x->body : "", x->body_len, JSON_DECODE_ANY, &jerr);
+    free(x->body);
+    x->body = NULL;
+    if (!msg) {
+        char text[256];
+        snprintf(text, sizeof(text), "Parse error: %s (column %d)", jerr.text, jerr.column);
+        return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32700, text);
+    }
+    if (!json_is_object(msg)) {
+        json_decref(msg);
+        return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
+                           "Invalid Request: one JSON-RPC message, an object, a POST");
+    }
+    bool modern = false;
+    unsigned status = 0;
+    const char *version = NULL;
+    json_t *bad = mcp_http_check(conn, msg, &version, &modern, &status);
+    if (bad) {
+        json_decref(msg);
+        return mcp_http_reply(conn, status, bad, NULL);
+    }
+    json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method");
+    bool response =
+        !method && id && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+    bool request = id && !response;
+    if (!request && !response && !json_is_string(method)) {
+        json_decref(msg);
+        return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
+                           "Invalid Request: a request, a notification or a response");
+    }
+    /* server/discover is how a client finds which era it talks to: it
+     * needs no session, whatever its headers say */
+    if (!modern && json_is_string(method) &&
+        strcmp(json_string_value(method), "server/discover") == 0 &&
+        !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
+        modern = true;
+    struct mcp_http_session *s = NULL;
+    if (!modern && request && json_is_string(method) &&
+        strcmp(json_string_value(method), "initialize") == 0) {
+        s = mcp_http_session_new(h);
+        if (!s) {
+            json_decref(msg);
+            return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, -32603,
+                               "too many sessions: end one (DELETE) or wait for one to expire");
+        }
+        x->initialize = true;
+    } else if (!modern) {
+        enum MHD_Result rc = mcp_http_session_find(h, conn, &s);
+        if (!s) {
+            json_decref(msg);
+            return rc;
+        }
+    }
+    if (s) {
+        x->session = s;
+        s->busy++;
+        s->used_ms = mcp_http_now_ms();
+    }
+    if (!request) {
+        h->core->message(h->ctx, s, NULL, msg, version);
+        x->state = X_ANSWERED;
+        return mcp_http_reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL);
+    }
+    x->modern = modern;
+    x->id = json_incref(id);
+    x->accepts_sse = !x->initialize && accepts(conn, "text/event-stream");
+    x->state = X_WAITING;
+    x->core_holds = true;
+    x->quiet_since_ms = mcp_http_now_ms();
+    h->core->message(h->ctx, s, x, msg, version);
+    if (x->state == X_JSON)
+        return mcp_http_x_resumed(x);
+    if (x->state == X_SSE)
+        return mcp_http_x_open_stream(x);
+    return mcp_http_x_wait(x);
+}
+
+/* The session a GET or DELETE names: none is 405 (2026-07-28 has no
+ * session, and nothing for them to do without one). *s NULL: answered. */
+static enum MHD_Result session_of(struct mcp_http *h, struct MHD_Connection *conn,
+                                  struct mcp_http_session **s)
+{
+    *s = NULL;
+    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
+        return reply_405(conn, "GET and DELETE need a session (Mcp-Session-Id); POST a request");
+    return mcp_http_session_find(h, conn, s);
+}
+
+static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, void **req_cls)
+{
+    struct mcp_http_session *s;
+    enum MHD_Result rc = session_of(h, conn, &s);
+    if (!s)
+        return rc;
+    if (s->stream)
+        return reply_error(conn, MHD_HTTP_CONFLICT, -32600,
+                           "the session's stream is open on another connection");
+    struct mcp_http_x *x = mcp_http_x_new(h, conn);
+    if (!x)
+        return MHD_NO;
+    *req_cls = x;
+    x->get_stream = true;
+    x->session = s;
+    x->quiet_since_ms = mcp_http_now_ms();
+    s->stream = x;
+    s->used_ms = x->quiet_since_ms;
+    x->state = X_SSE;
+    return mcp_http_x_open_stream(x);
+}
+
+static enum MHD_Result on_delete(struct mcp_http *h, struct MHD_Connection *conn)
+{
+    struct mcp_http_session *s;
+    enum MHD_Result rc = session_of(h, conn, &s);
+    if (!s)
+        return rc;
+    mcp_http_session_end(s);
+    return mcp_http_reply(conn, MHD_HTTP_OK, NULL, NULL);
+}
+
+/* A request's first call: its headers. */
+static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **req_cls)
+{
+    if (strcmp(url, "/mcp") != 0)
+        return reply_error(conn, MHD_HTTP_NOT_FOUND, -32600, "not found: MCP is served at /mcp");
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    if (origin && !origin_allowed(h, origin))
+        return reply_error(conn, MHD_HTTP_FORBIDDEN, -32600,
+                           "Forbidden: this Origin may not reach the server (--allow-origin)");
+    if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
+        return on_get(h, conn, req_cls);
+    if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
+        return on_delete(h, conn);
+    if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+        return reply_405(conn, "MCP takes POST (and GET, DELETE of a session)");
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > h->o.body_max) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the body is longer than %zu bytes", h->o.body_max);
+        return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, -32600, msg);
+    }
+    struct mcp_http_x *x = mcp_http_x_new(h, conn);
+    if (!x)
+        return MHD_NO;
+    *req_cls = x;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **req_cls)
+{
+    (void)version;
+    struct mcp_http *h = cls;
+    struct mcp_http_x *x = *req_cls;
+    if (!x)
+        return on_headers(h, conn, url, method, req_cls);
+    if (x->state != X_RECEIVING)
+        return mcp_http_x_resumed(x);
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (x->too_big || x->body_len + n > h->o.body_max) {
+            x->too_big = true; /* read on, so that the answer can be read */
+            free(x->body);
+            x->body = NULL;
+            return MHD_YES;
+        }
+        char *b = realloc(x->body, x->body_len + n);
+        if (!b)
+            return MHD_NO;
+        memcpy(b + x->body_len, upload, n);
+        x->body = b;
+        x->body_len += n;
+        return MHD_YES;
+    }
+    return on_post(h, x);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    struct mcp_http_x *x = *req_cls;
+    *req_cls = NULL;
+    if (!x)
+        return;
+    x->suspended = false;
+    if (x->get_stream && x->session && x->session->stream == x)
+        x->session->stream = NULL;
+    if (x->session) {
+        if (!x->get_stream)
+            x->session->busy--;
+        x->session->used_ms = mcp_http_now_ms();
+    }
+    if (x->core_holds && !x->finished) {
+        x->aborted = true;
+        /* the core may release x in there: it stays until it is gone */
+        x->h->core->closed(x->h->ctx, x);
+    }
+    x->gone = true;
+    mcp_http_x_free(x);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    cli_err("mcp: http: %s", msg);
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* HOST:PORT ([V6]:PORT) to a listening socket; -1 with a message in err. */
+static int listen_on(struct mcp_http *h, char *err, size_t errlen)
+{
+    const char *s = h->o.listen;
+    const char *colon = strrchr(s, ':');
+    char host[256];
+    size_t hl = colon ? (size_t)(colon - s) : 0;
+    const char *hp = s;
+    if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']')
+        hp = s + 1, hl -= 2;
+    if (!colon || !hl || hl >= sizeof(host) || !colon[1]) {
+        snprintf(err, errlen, "--listen: expected HOST:PORT (127.0.0.1:8080, [::1]:8080), not '%s'",
+                 s);
+        return -1;
+    }
+    memcpy(host, hp, hl);
+    host[hl] = '\0';
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
+    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc) {
+        snprintf(err, errlen, "--listen %s: %s", s, gai_strerror(rc));
+        return -1;
+    }
+    if (!is_loopback(ai->ai_addr) && !h->o.allow_remote) {
+        snprintf(err, errlen,
+                 "--listen %s: not a loopback address, and nothing authenticates a client yet; "
+                 "--listen-remote serves it anyway, to anyone who can reach it",
+                 s);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+        snprintf(err, errlen, "--listen %s: %s", s, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char a[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        bool v4 = ss.ss_family == AF_INET;
+        inet_ntop(ss.ss_family,
+                  v4 ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
+                     : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr,
+                  a, sizeof(a));
+        port = ntohs(v4 ? ((struct sockaddr_in *)&ss)->sin_port
+                        : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        snprintf(h->where, sizeof(h->where), v4 ? "%s:%u" : "[%s]:%u", a, port);
+    }
+    return fd;
+}
+
+static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
+                    enum MHD_ConnectionNotificationCode code)
+{
+    (void)c, (void)ctx;
+    struct mcp_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        h->nconns++;
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && h->nconns)
+        h->nconns--;
+}
+
+/* Connections waiting to be accepted, handed to MHD; past --connections
+ * each is told 503 and closed, rather than left waiting in the backlog
+ * (where MHD at its limit would leave it) until its client gives up. */
+static void accept_all(struct mcp_http *h)
+{
+    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                               "Connection: close\r\nRetry-After: 1\r\n\r\n";
+    for (int i = 0; i < ACCEPT_BURST; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return;
+        }
+        if (h->nconns >= h->o.conn_max) {
+            /* best effort: a fresh socket's buffer takes it whole */
+            (void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            close(fd);
+            continue;
+        }
+        MHD_add_connection(h->mhd, fd, (struct sockaddr *)&ss, sl); /* closes it on failure */
+    }
+}
+
+struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_http_core *core,
+                                void *ctx, char *err, size_t errlen)
+{
+    struct mcp_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    h->o = *o;
+    h->core = core;
+    h->ctx = ctx;
+    h->origins = o->origins;
+    int fd = listen_on(h, err, errlen);
+    if (fd < 0) {
+        free(h);
+        return NULL;
+    }
+    h->listen_fd = fd;
+    /* The logger first: MHD warns through its own of any option before it.
+     * The listening socket is ours (accept_all()); MHD's limit is a floor
+     * under our own count. */
+    h->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0,
+        NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, o->conn_max + 1, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->header_max, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_conn, h, MHD_OPTION_END);
+    const union MHD_DaemonInfo *ep =
+        h->mhd ? MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    if (!ep) {
+        snprintf(err, errlen, "--listen %s: libmicrohttpd did not start", o->listen);
+        if (h->mhd)
+            MHD_stop_daemon(h->mhd);
+        close(fd);
+        free(h);
+        return NULL;
+    }
+    h->epoll_fd = ep->epoll_fd;
+    return h;
+}
+
+const char *mcp_http_where(const struct mcp_http *h)
+{
+    return h->where;
+}
+
+size_t mcp_http_nfds(const struct mcp_http *h)
+{
+    return 2 + h->o.conn_max;
+}
+
+static void lower(int *timeout_ms, long long ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms > 60000)
+        ms = 60000;
+    if (*timeout_ms < 0 || ms < *timeout_ms)
+        *timeout_ms = (int)ms;
+}
+
+size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
+{
+    size_t n = 0, max = mcp_http_nfds(h);
+    fds[n++] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
+    /* A suspended connection is not MHD's to watch: its client closing it
+     * (POLLRDHUP) is how a call is cancelled. */
+    for (struct mcp_http_x *x = h->xs; x && n < max; x = x->next)
+        if (x->suspended && !x->aborted)
+            fds[n++] = (struct pollfd){.fd = x->fd, .events = POLLRDHUP};
+    MHD_UNSIGNED_LONG_LONG ms;
+    if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+        lower(timeout_ms, (long long)ms);
+    long long now = mcp_http_now_ms();
+    for (struct mcp_http_x *x = h->xs; x; x = x->next) {
+        int due = mcp_http_x_keepalive(x, now);
+        if (due >= 0)
+            lower(timeout_ms, due);
+    }
+    int due = mcp_http_sessions_expire(h, now);
+    if (due >= 0)
+        lower(timeout_ms, due);
+    if (h->resumed)
+        lower(timeout_ms, 0);
+    return n;
+}
+
+void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n)
+{
+    if (n > 1 && fds[1].revents)
+        accept_all(h);
+    for (size_t i = 2; i < n; i++) {
+        if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            continue;
+        for (struct mcp_http_x *x = h->xs; x; x = x->next)
+            if (x->fd == fds[i].fd && x->suspended) {
+                mcp_http_x_abort(x);
+                break;
+            }
+    }
+    /* A connection resumed during a run (by another's request: DELETE
+     * ending a session's stream) waits for the next. */
+    for (int i = 0; i < 4; i++) {
+        h->resumed = false;
+        MHD_run(h->mhd);
+        if (!h->resumed)
+            break;
+    }
+}
+
+void mcp_http_stop(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    while (h->sessions)
+        mcp_http_session_end(h->sessions);
+    for (struct mcp_http_x *x = h->xs; x; x = x->next)
+        if (x->suspended)
+            mcp_http_x_abort(x);
+    MHD_stop_daemon(h->mhd); /* completes every request: on_completed */
+    close(h->listen_fd);
+    while (h->xs) {
+        struct mcp_http_x *x = h->xs;
+        x->gone = true;
+        x->core_holds = false;
+        mcp_http_x_free(x);
+    }
+    free(h);
+}

@@ -1,0 +1,110 @@
+/*
+ * mcp_http_int.h - what the parts of the HTTP transport (mcp_http.h)
+ * share: the listener, an exchange, a session.
+ */
+#ifndef MCP_HTTP_INT_H
+#define MCP_HTTP_INT_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "mcp_http.h"
+#include "toolexec.h"
+
+/* MCP's error codes of the HTTP transport (2026-07-28's schema). */
+enum {
+    MCP_HTTP_HEADER_MISMATCH = -32020,
+    MCP_HTTP_UNSUPPORTED_VERSION = -32022,
+};
+
+#define MCP_HTTP_SESSION_ID_LEN 32 /* hex characters */
+
+enum x_state {
+    X_RECEIVING, /* the body is coming in */
+    X_WAITING,   /* given to the core; nothing sent yet (suspended) */
+    X_JSON,      /* the answer is there, as one JSON object, to queue */
+    X_SSE,       /* a stream: the response queued, events as they come */
+    X_ANSWERED,  /* a response queued at once (an error, 202) */
+};
+
+struct mcp_http_x {
+    struct mcp_http *h;
+    struct MHD_Connection *conn;
+    struct mcp_http_session *session;
+    enum x_state state;
+    bool get_stream;  /* a session's GET stream: no answer ends it */
+    bool initialize;  /* a request to initialize: mints the session */
+    bool modern;      /* 2026-07-28 or later: no session */
+    json_t *id;       /* the request's id */
+    bool accepts_sse; /* Accept allows text/event-stream */
+    bool suspended;   /* MHD's connection, while nothing is to be written */
+    bool core_holds;  /* given to the core, not released yet */
+    bool gone;        /* MHD is done with the connection's request */
+    bool aborted;     /* the client went away: close without more */
+    bool finished;    /* the answer (or the stream's end) was written out */
+    int fd;           /* the connection's socket, watched while suspended */
+    char *body;       /* the POST's body as it came */
+    size_t body_len;
+    bool too_big;
+    json_t *answer; /* X_JSON: the response to queue */
+    char *out;      /* X_SSE: bytes not yet taken by MHD */
+    size_t out_len, out_off;
+    bool out_end; /* the stream ends once out is empty */
+    long long quiet_since_ms;
+    struct mcp_http_x *prev, *next; /* the listener's exchanges */
+};
+
+struct mcp_http_session {
+    char id[MCP_HTTP_SESSION_ID_LEN + 1];
+    struct mcp_http *h;
+    unsigned busy;             /* exchanges of its that are not finished */
+    long long used_ms;         /* when a request of its came last */
+    struct mcp_http_x *stream; /* its GET stream, NULL for none */
+    void *data;                /* the core's */
+    struct mcp_http_session *next;
+};
+
+struct mcp_http {
+    struct mcp_http_opts o;
+    const struct mcp_http_core *core;
+    void *ctx;
+    struct MHD_Daemon *mhd;
+    int epoll_fd;
+    int listen_fd;
+    unsigned nconns; /* connections MHD has */
+    char where[64];
+    struct mcp_http_x *xs;
+    struct mcp_http_session *sessions;
+    unsigned nsessions;
+    const char *const *origins;
+    bool resumed; /* a connection resumed since MHD_run() last ran */
+};
+
+/* mcp_http.c */
+long long mcp_http_now_ms(void);
+enum MHD_Result mcp_http_reply(struct MHD_Connection *conn, unsigned status, json_t *body,
+                               const char *session_id);
+json_t *mcp_http_rpc_error(const json_t *id, int code, const char *message, json_t *data);
+
+/* mcp_http_check.c: a POST's parsed message against its headers. NULL when
+ * it may go on; else the error response (*status its HTTP status). */
+json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const char **version,
+                       bool *modern, unsigned *status);
+
+/* mcp_http_stream.c */
+struct mcp_http_x *mcp_http_x_new(struct mcp_http *h, struct MHD_Connection *conn);
+void mcp_http_x_free(struct mcp_http_x *x);
+enum MHD_Result mcp_http_x_wait(struct mcp_http_x *x);
+enum MHD_Result mcp_http_x_resumed(struct mcp_http_x *x);
+enum MHD_Result mcp_http_x_open_stream(struct mcp_http_x *x);
+void mcp_http_x_abort(struct mcp_http_x *x);
+void mcp_http_x_end(struct mcp_http_x *x);
+int mcp_http_x_keepalive(struct mcp_http_x *x, long long now);
+
+/* mcp_http_session.c */
+enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,
+                                      struct mcp_http_session **s);
+struct mcp_http_session *mcp_http_session_new(struct mcp_http *h);
+int mcp_http_sessions_expire(struct mcp_http *h, long long now);
+
+#endif
