@@ -41,53 +41,13 @@
 
 #define ACCEPT_BURST 32 /* accepted a round, so that a flood cannot hold the loop */
 
-long long mcp_http_now_ms(void)
+/* The answer's exchange resumed: an initialize the core refused begins no
+ * session (here, above both sessions and streams). */
+static enum MHD_Result resumed(struct mcp_http_x *x)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A JSON-RPC error response (id NULL: none); data (stolen) may be NULL. */
-json_t *mcp_http_rpc_error(const json_t *id, int code, const char *message, json_t *data)
-{
-    json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
-    if (err && data)
-        json_object_set(err, "data", data);
-    json_decref(data);
-    json_t *msg = json_pack("{s:s,s:o}", "jsonrpc", "2.0", "error", err);
-    if (msg && id)
-        json_object_set(msg, "id", (json_t *)id);
-    return msg;
-}
-
-/* Queue a response: body (stolen) as application/json, or none; one more
- * header, name: value, when value is not NULL. */
-static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status, json_t *body,
-                             const char *name, const char *value)
-{
-    char *text = body ? te_json_dumps(body, 0, NULL) : NULL;
-    json_decref(body);
-    struct MHD_Response *r =
-        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    if (text)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (value)
-        MHD_add_response_header(r, name, value);
-    enum MHD_Result rc = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-enum MHD_Result mcp_http_reply(struct MHD_Connection *conn, unsigned status, json_t *body,
-                               const char *session_id)
-{
-    return queue(conn, status, body, "Mcp-Session-Id", session_id);
+    if (x->state == X_JSON && x->initialize && x->session && !json_object_get(x->answer, "result"))
+        mcp_http_session_end(x->session);
+    return mcp_http_x_resumed(x);
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status, int code,
@@ -98,8 +58,9 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
 
 static enum MHD_Result reply_405(struct MHD_Connection *conn, const char *why)
 {
-    return queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED, mcp_http_rpc_error(NULL, -32600, why, NULL),
-                 MHD_HTTP_HEADER_ALLOW, "POST, GET, DELETE");
+    return mcp_http_queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                          mcp_http_rpc_error(NULL, -32600, why, NULL), MHD_HTTP_HEADER_ALLOW,
+                          "POST, GET, DELETE");
 }
 
 /* An origin of this machine's: http(s)://localhost, 127.0.0.1 or [::1],
@@ -231,7 +192,7 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
     x->quiet_since_ms = mcp_http_now_ms();
     h->core->message(h->ctx, s, x, msg, version);
     if (x->state == X_JSON)
-        return mcp_http_x_resumed(x);
+        return resumed(x);
     if (x->state == X_SSE)
         return mcp_http_x_open_stream(x);
     return mcp_http_x_wait(x);
@@ -320,7 +281,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!x)
         return on_headers(h, conn, url, method, req_cls);
     if (x->state != X_RECEIVING)
-        return mcp_http_x_resumed(x);
+        return resumed(x);
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;

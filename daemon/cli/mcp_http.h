@@ -13,6 +13,8 @@
  *                       a request-scoped SSE stream; a session's GET stream
  *   mcp_http_session.c  the sessions of 2025-11-25 and before: minted on
  *                       initialize, bounded, expired when idle, DELETE
+ *   mcp_http_reply.c    the leaves they all answer with: the clock, a
+ *                       JSON-RPC error, a queued response
  *
  * Upward to the MCP core only through struct mcp_http_core (below).
  */

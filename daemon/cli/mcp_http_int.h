@@ -80,8 +80,12 @@ struct mcp_http {
     bool resumed; /* a connection resumed since MHD_run() last ran */
 };
 
-/* mcp_http.c */
+/* mcp_http_reply.c */
 long long mcp_http_now_ms(void);
+/* Queue a response: body (stolen) as application/json, or none; one more
+ * header, name: value, when value is not NULL. */
+enum MHD_Result mcp_http_queue(struct MHD_Connection *conn, unsigned status, json_t *body,
+                               const char *name, const char *value);
 enum MHD_Result mcp_http_reply(struct MHD_Connection *conn, unsigned status, json_t *body,
                                const char *session_id);
 json_t *mcp_http_rpc_error(const json_t *id, int code, const char *message, json_t *data);

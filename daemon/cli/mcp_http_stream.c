@@ -146,9 +146,7 @@ enum MHD_Result mcp_http_x_resumed(struct mcp_http_x *x)
     x->state = X_ANSWERED;
     const char *sid = NULL;
     if (x->initialize && x->session && json_object_get(a, "result"))
-        sid = x->session->id;
-    else if (x->initialize && x->session)
-        mcp_http_session_end(x->session); /* refused: no session begins */
+        sid = x->session->id; /* a refused one's session was ended (mcp_http.c) */
     /* 2026-07-28: an unknown method is 404, so that a client can tell us
      * from a server without the endpoint (whose 404 has no JSON-RPC) */
     json_t *code = json_object_get(json_object_get(a, "error"), "code");
