@@ -116,6 +116,7 @@ void td_worker_maybe_free(struct td_worker *w)
     if (!w->finished || !w->reaped || w->pending || w->closing)
         return;
     w->closing = true;
+    td_worker_step(w, TD_WE_CLOSE);
     /* Reaped: with a PID namespace, the kernel has ended every process of
      * the call before its init could be; the uid is free. (Without one, a
      * stray may keep it: the pool's order keeps it from the next calls.) */
@@ -217,6 +218,7 @@ void td_worker_finish(struct td_worker *w, json_t *result)
         return;
     }
     w->finished = true;
+    td_worker_step(w, TD_WE_RESULT);
     /* its proxy connections end with it, and so do its denials */
     td_proxy_stop(w->egress);
     w->egress = NULL;

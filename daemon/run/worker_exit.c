@@ -21,6 +21,7 @@ void td_worker_on_reaped(void *data)
     struct td_worker *w = data;
     td_worker_kill_group(w);
     w->pid_gone = true;
+    td_worker_step(w, TD_WE_REAPED);
 }
 
 /* The call's processes are gone (reaped, or its init said so): what they
@@ -68,6 +69,7 @@ void td_worker_on_exit(void *data, int status, const struct rusage *ru)
 {
     struct td_worker *w = data;
     w->reaped = true;
+    td_worker_step(w, TD_WE_EXITED);
     if (w->ended) { /* handled when its init reported */
         lingering--;
         td_worker_maybe_free(w);
@@ -93,6 +95,7 @@ void td_worker_on_report(uv_poll_t *p, int status, int events)
     if (rc < 0 || w->reaped || lingering >= (td_cfg.max_workers + 1) / 2)
         return;
     w->ended = true;
+    td_worker_step(w, TD_WE_INIT_ENDED);
     lingering++;
     td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "its init reported: every process gone");
     tool_gone(w);

@@ -5,6 +5,7 @@
  * environment, uid, directory and cgroup; its pipes on the loop, its request
  * written, its timer started. Also the templates' own spawn.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -160,6 +161,9 @@ static void on_warm_forked(void *data, int pidfd)
     w->pidfd_pid = td_sandbox_pidfd_pid(pidfd);
     if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
         w->run_uid = td_warmid_uid_of(w->pidfd_pid);
+    bool asked = w->state != TD_W_STARTING;
+    td_worker_step(w, TD_WE_SPAWNED);
+    assert(w->kill_pending == asked);
     if (w->kill_pending)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
@@ -210,6 +214,9 @@ static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAN
     w->pid = pid;
     w->pidfd = pidfd;
     w->pidfd_pid = pid; /* the spawner's child: its pid while it has not exited */
+    bool asked = w->state != TD_W_STARTING;
+    td_worker_step(w, TD_WE_SPAWNED);
+    assert(w->kill_pending == asked);
     /* from the request to the child's exec: the spawn cost, queueing included */
     td_bus_publish(&(struct td_bus_msg){
         .kind = TD_BUS_SPAWN, .tool = w->tool->name, .us = (uv_hrtime() - w->spawn_t0) / 1000});
@@ -445,6 +452,9 @@ started:
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
+    /* the spawner's or the template's process comes later (on_spawned,
+     * on_warm_forked) */
+    w->state = w->warm || w->via_spawner ? TD_W_STARTING : TD_W_RUNNING;
     w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
     /* a warm call's PID 1 (lib/warmp1.c) reports as toolexecd-init does */
