@@ -130,9 +130,7 @@ struct td_worker {
     uint64_t timeout_ms;
     pid_t pid;
     enum td_wstate state; /* its lifetime (above); moved by td_worker_step() only */
-    bool reaped, finished, closing;
-    bool pid_gone; /* reaped, its exit not handled yet: the pid may be reused */
-    int handles;   /* open libuv handles */
+    int handles;          /* open libuv handles */
     uv_pipe_t in, out, err;
     uv_timer_t timer;
     uv_write_t wreq;
@@ -155,7 +153,9 @@ struct td_worker {
     void (*cb)(void *data, json_t *result, const struct td_call_facts *facts); /* td_result_cb */
     void *cb_data;
     json_t *pending; /* the result, waiting for the killed worker's reaping */
-    bool cancelling;
+    /* its owner cancelled it: the result goes out at once, not at the
+     * reap, and every process of it (its cgroup's too) is killed at once */
+    bool cancelled;
     uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
     long long run_uid;         /* the uid it runs as (issue 23's record); -1: not known */
     bool paused;               /* its client is not reading: stdout is left in the pipe */
@@ -173,7 +173,7 @@ struct td_worker {
      * namespace's teardown) is reaped. The reap still frees the uid, the
      * cgroup and the directory. */
     uv_poll_t expoll;
-    bool expolling, ended;
+    bool expolling; /* expoll is a handle of ours */
     /* issue 14: the first bytes of a framed worker's stdout, to tell text
      * (a plain tool left on the framed protocol) from a frame */
     char head[48];
@@ -191,15 +191,13 @@ struct td_worker {
     bool via_spawner;
     bool spawn_failed; /* it never started: warm_why says why */
     uint64_t spawn_t0;
-    bool kill_pending; /* killed before it was forked */
-    char *warm_why;    /* it never ran, or its template died */
+    char *warm_why; /* it never ran, or its template died */
 };
 
 /* worker_state.c */
 /* w moved by ev (the table above); false, w unchanged and an error logged
  * (asserted) where the table has no such transition. */
 bool td_worker_step(struct td_worker *w, enum td_wevent ev);
-void td_worker_check(const struct td_worker *w);
 
 /* worker.c */
 /* One more worker alive (td_workers_alive), until its last handle closes. */

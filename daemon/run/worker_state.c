@@ -105,17 +105,5 @@ bool td_worker_step(struct td_worker *w, enum td_wevent ev)
         return false;
     }
     w->state = to;
-    td_worker_check(w);
     return true;
-}
-
-/* While the flags are still kept beside the state: they must agree. */
-void td_worker_check(const struct td_worker *w)
-{
-    enum td_wstate s = w->state;
-    assert(w->finished == td_wstate_has_result(s));
-    assert(w->reaped == td_wstate_reaped(s));
-    assert(w->pid_gone == td_wstate_pid_gone(s));
-    assert(w->closing == (s == TD_W_CLOSING));
-    assert(td_wstate_reaped(s) || w->ended == td_wstate_ended(s));
 }
