@@ -22,6 +22,8 @@
  *   worker_output.c  what it writes: frames, plain stdout, stderr
  *   worker.c         its result: decided at its exit, finished, delivered;
  *                    its processes killed; the worker freed
+ *   worker_state.c   its lifetime: one table of states and events, which
+ *                    the others ask rather than flags
  */
 #include <errno.h>
 #include <signal.h>
