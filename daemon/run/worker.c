@@ -148,11 +148,10 @@ void td_worker_maybe_free(struct td_worker *w)
 
 void td_worker_kill_group(struct td_worker *w)
 {
-    /* Warm: the call's PID 1 (lib/warmp1.c); its end takes the namespace's
-     * every process with it. */
     bool reaped = td_wstate_reaped(w->state);
-    /* Not forked yet: killed as it comes (its state says a kill was asked:
-     * on_spawned(), on_warm_forked()). */
+    /* Warm: the call's PID 1 (lib/warmp1.c); its end takes the namespace's
+     * every process with it. Not forked yet: killed as it comes (the state
+     * it is in says a kill was asked: on_spawned(), on_warm_forked()). */
     if (w->warm || w->via_spawner || w->pidfd >= 0) {
         if (w->pidfd >= 0 && !reaped)
             syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
