@@ -22,6 +22,8 @@
  *   worker_output.c  what it writes: frames, plain stdout, stderr
  *   worker.c         its result: decided at its exit, finished, delivered;
  *                    its processes killed; the worker freed
+ *   worker_state.c   its lifetime: one table of states and events, which
+ *                    the others ask rather than flags
  */
 #include <errno.h>
 #include <signal.h>
@@ -113,9 +115,9 @@ void td_worker_close_handle(struct td_worker *w, uv_handle_t *h)
 /* Free once the result is delivered and the process reaped. */
 void td_worker_maybe_free(struct td_worker *w)
 {
-    if (!w->finished || !w->reaped || w->pending || w->closing)
+    if (w->state != TD_W_DONE || w->pending)
         return;
-    w->closing = true;
+    td_worker_step(w, TD_WE_CLOSE);
     /* Reaped: with a PID namespace, the kernel has ended every process of
      * the call before its init could be; the uid is free. (Without one, a
      * stray may keep it: the pool's order keeps it from the next calls.) */
@@ -146,26 +148,26 @@ void td_worker_maybe_free(struct td_worker *w)
 
 void td_worker_kill_group(struct td_worker *w)
 {
+    bool reaped = td_wstate_reaped(w->state);
     /* Warm: the call's PID 1 (lib/warmp1.c); its end takes the namespace's
-     * every process with it. */
+     * every process with it. Not forked yet: killed as it comes (the state
+     * it is in says a kill was asked: on_spawned(), on_warm_forked()). */
     if (w->warm || w->via_spawner || w->pidfd >= 0) {
-        if (w->pidfd >= 0 && !w->reaped)
+        if (w->pidfd >= 0 && !reaped)
             syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-        else if (!w->reaped)
-            w->kill_pending = true;
         return;
     }
     /* The pgid cannot be reused while any member lives; once the leader is
      * reaped we kill only from the reaper's callback, before any new fork
      * (td_worker_on_reaped), never later. */
-    if (!w->pid_gone && kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
+    if (!td_wstate_pid_gone(w->state) && kill(-w->pid, SIGKILL) < 0 && errno != ESRCH)
         td_logc(TD_LOG_WARN, w->batch_id, w->call_id, "kill(-%d): %s", (int)w->pid,
                 strerror(errno));
     /* With a cgroup, everything else the call started: once the leader is
      * reaped (its group is dying by then, and in a PID namespace all of it
      * is gone, so mostly nothing is left to kill: see td_cgroup_dir_fd()),
      * or at once for a cancel, whose result goes out before the reaping. */
-    if (w->reaped || w->cancelling)
+    if (reaped || w->cancelled)
         td_cgroup_kill(w->cg);
 }
 
@@ -212,17 +214,17 @@ static void on_reap_late(uv_timer_t *t)
 
 void td_worker_finish(struct td_worker *w, json_t *result)
 {
-    if (w->finished) {
+    if (td_wstate_has_result(w->state)) {
         json_decref(result);
         return;
     }
-    w->finished = true;
+    td_worker_step(w, TD_WE_RESULT);
     /* its proxy connections end with it, and so do its denials */
     td_proxy_stop(w->egress);
     w->egress = NULL;
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
-    if (w->reaped || w->ended) {
+    if (td_wstate_gone(w->state)) { /* reaped, or its init said so */
         td_worker_deliver(w, result, &w->ru);
         return;
     }
@@ -230,13 +232,13 @@ void td_worker_finish(struct td_worker *w, json_t *result)
      * its resource use, then its exit ends the namespace. A warm call's
      * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. */
     bool tool_killed =
-        !w->cancelling && (w->pidfd >= 0 && (w->init || w->warm)
-                               ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid) == 0
-                           : w->init && !w->via_spawner ? td_sandbox_kill_tool(w->pid) == 0
-                                                        : false);
+        !w->cancelled && (w->pidfd >= 0 && (w->init || w->warm)
+                              ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid) == 0
+                          : w->init && !w->via_spawner ? td_sandbox_kill_tool(w->pid) == 0
+                                                       : false);
     if (!tool_killed)
         td_worker_kill_group(w);
-    if (w->cancelling) {
+    if (w->cancelled) {
         /* a cancel completes at once (its batch may be gone next) */
         td_worker_deliver(w, result, NULL);
         return;
@@ -383,7 +385,7 @@ void td_worker_decide_on_exit(struct td_worker *w)
 
 void td_worker_cancel(struct td_worker *w)
 {
-    w->cancelling = true;
+    w->cancelled = true;
     td_worker_fail(w, TE_HANDLER_EXIT, "cancelled",
                    json_pack("{s:b,s:o}", "cancelled", 1, "stderr", td_worker_stderr_tail(w)),
                    NULL);

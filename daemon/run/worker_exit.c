@@ -20,7 +20,7 @@ void td_worker_on_reaped(void *data)
 {
     struct td_worker *w = data;
     td_worker_kill_group(w);
-    w->pid_gone = true;
+    td_worker_step(w, TD_WE_REAPED);
 }
 
 /* The call's processes are gone (reaped, or its init said so): what they
@@ -38,7 +38,7 @@ static void tool_gone(struct td_worker *w)
     /* Paused (its client is not reading): the output stays in the pipe
      * until the client catches up or the call times out, so a client that
      * never reads costs no more than its queue (td_worker_on_stdout decides then). */
-    if (!w->finished && !w->paused) {
+    if (!td_wstate_has_result(w->state) && !w->paused) {
         td_worker_drain(w, &w->out, td_worker_take_stdout);
         td_worker_decide_on_exit(w);
     } else if (w->pending) {
@@ -67,8 +67,10 @@ static unsigned lingering;
 void td_worker_on_exit(void *data, int status, const struct rusage *ru)
 {
     struct td_worker *w = data;
-    w->reaped = true;
-    if (w->ended) { /* handled when its init reported */
+    bool ended = td_wstate_ended(w->state);
+    if (!td_worker_step(w, TD_WE_EXITED))
+        return;
+    if (ended) { /* handled when its init reported */
         lingering--;
         td_worker_maybe_free(w);
         return;
@@ -90,9 +92,9 @@ void td_worker_on_report(uv_poll_t *p, int status, int events)
         return;
     stop_expoll(w);
     /* no status, or too many inits still exiting: the reap decides */
-    if (rc < 0 || w->reaped || lingering >= (td_cfg.max_workers + 1) / 2)
+    if (rc < 0 || td_wstate_reaped(w->state) || lingering >= (td_cfg.max_workers + 1) / 2 ||
+        !td_worker_step(w, TD_WE_INIT_ENDED))
         return;
-    w->ended = true;
     lingering++;
     td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "its init reported: every process gone");
     tool_gone(w);

@@ -8,6 +8,7 @@
  *   worker_output.c  what it writes: frames, plain stdout, stderr
  *   worker.c         its result: decided at its exit, finished, delivered;
  *                    its processes killed; the worker freed
+ *   worker_state.c   its lifetime: the table of states and events below
  *
  * It includes no public header of theirs (worker.h): the callbacks' types
  * are spelled out in struct td_worker.
@@ -49,14 +50,87 @@ struct td_warm_call;
 /* Longest stderr line logged as one line. */
 #define LOG_LINE_MAX 512
 
+/*
+ * A worker's lifetime: its process (asked for, running, all gone by its
+ * init's report, reaped) and its result (not known, then taken) move on
+ * their own, so a state is where both are. td_worker_step() moves it on an
+ * event by one table (worker_state.c); an event a state has no entry for
+ * is a bug: asserted, and refused (logged, false) where asserts are off.
+ *
+ *      no result yet                       its result taken
+ *
+ *   STARTING --spawned--> RUNNING             RESULT
+ *      |                     |                   |
+ *      +----------+----------+              +----+-------+
+ *   reaped        |      init_ended      reaped     init_ended
+ *      v          |          v              v            v
+ *   REAPING       |        ENDED       RESULT_REAPING  RESULT_ENDED
+ *      |    init_ended       | reaped       |   init_ended   | reaped
+ *      |          v          v              |        v       v
+ *      |        ENDED_REAPING               |  RESULT_ENDED_REAPING
+ *    exited           | exited            exited          | exited
+ *      v              v                     v             v
+ *   EXITED <----------+                   DONE <----------+
+ *                                            | close
+ *                                            v
+ *                                         CLOSING (freed with its last handle)
+ *
+ * result (td_worker_finish) leads from each state on the left to its place
+ * on the right: STARTING and RUNNING to RESULT, REAPING to RESULT_REAPING,
+ * ..., EXITED to DONE; a second result is dropped. spawned in ENDED, RESULT
+ * or RESULT_ENDED keeps the state: a kill was asked, the process is killed
+ * as it comes. "reaped" is the reaper's first word: from then on the pid
+ * may be another's, so no group is killed by it; "exited" is its exit
+ * status handled. The result is handed over when taken if every process is
+ * gone, else at "exited" (or REAP_WAIT_MS later without its resource use,
+ * or at once for a cancel): w->pending holds it until then.
+ */
+enum td_wstate {
+    TD_W_STARTING, /* the spawner or a template asked: no process yet */
+    TD_W_RUNNING,
+    TD_W_REAPING, /* reaped, its exit not handled yet: its pid may be reused */
+    TD_W_ENDED,   /* its init reported every process gone; not reaped */
+    TD_W_ENDED_REAPING,
+    TD_W_EXITED, /* its exit handled; its result not known (output paused) */
+    TD_W_RESULT, /* result taken, its processes killed; not reaped */
+    TD_W_RESULT_REAPING,
+    TD_W_RESULT_ENDED, /* its init's report after (or before) the result */
+    TD_W_RESULT_ENDED_REAPING,
+    TD_W_DONE,    /* result taken, exit handled: its handles close next */
+    TD_W_CLOSING, /* its handles closing: freed with the last */
+    TD_W_NSTATES,
+    TD_W_ILLEGAL = TD_W_NSTATES /* the table's "no such transition" */
+};
+enum td_wevent {
+    TD_WE_SPAWNED,    /* its process forked (the spawner's, a template's) */
+    TD_WE_REAPED,     /* the reaper's first word (td_worker_on_reaped) */
+    TD_WE_INIT_ENDED, /* its init's report: every process gone */
+    TD_WE_EXITED,     /* its exit handled (td_worker_on_exit) */
+    TD_WE_RESULT,     /* its result taken (td_worker_finish) */
+    TD_WE_CLOSE,      /* result out and reaped: its handles close */
+    TD_WE_NEVENTS
+};
+/* The table's entry: the state after ev, TD_W_ILLEGAL where there is none. */
+enum td_wstate td_worker_next(enum td_wstate s, enum td_wevent ev);
+const char *td_wstate_name(enum td_wstate s);
+const char *td_wevent_name(enum td_wevent ev);
+/* Whether its result is taken; its exit handled; its pid gone (the
+ * reaper's first word seen); every process of it gone (its init's report,
+ * or reaped). */
+bool td_wstate_has_result(enum td_wstate s);
+bool td_wstate_reaped(enum td_wstate s);
+bool td_wstate_pid_gone(enum td_wstate s);
+bool td_wstate_gone(enum td_wstate s);
+/* Its init reported every process gone (and it is not reaped yet). */
+bool td_wstate_ended(enum td_wstate s);
+
 struct td_worker {
     struct td_tool *tool;
     char *batch_id, *call_id, *workdir;
     uint64_t timeout_ms;
     pid_t pid;
-    bool reaped, finished, closing;
-    bool pid_gone; /* reaped, its exit not handled yet: the pid may be reused */
-    int handles;   /* open libuv handles */
+    enum td_wstate state; /* its lifetime (above); moved by td_worker_step() only */
+    int handles;          /* open libuv handles */
     uv_pipe_t in, out, err;
     uv_timer_t timer;
     uv_write_t wreq;
@@ -79,7 +153,9 @@ struct td_worker {
     void (*cb)(void *data, json_t *result, const struct td_call_facts *facts); /* td_result_cb */
     void *cb_data;
     json_t *pending; /* the result, waiting for the killed worker's reaping */
-    bool cancelling;
+    /* its owner cancelled it: the result goes out at once, not at the
+     * reap, and every process of it (its cgroup's too) is killed at once */
+    bool cancelled;
     uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
     long long run_uid;         /* the uid it runs as (issue 23's record); -1: not known */
     bool paused;               /* its client is not reading: stdout is left in the pipe */
@@ -97,7 +173,7 @@ struct td_worker {
      * namespace's teardown) is reaped. The reap still frees the uid, the
      * cgroup and the directory. */
     uv_poll_t expoll;
-    bool expolling, ended;
+    bool expolling; /* expoll is a handle of ours */
     /* issue 14: the first bytes of a framed worker's stdout, to tell text
      * (a plain tool left on the framed protocol) from a frame */
     char head[48];
@@ -115,9 +191,13 @@ struct td_worker {
     bool via_spawner;
     bool spawn_failed; /* it never started: warm_why says why */
     uint64_t spawn_t0;
-    bool kill_pending; /* killed before it was forked */
-    char *warm_why;    /* it never ran, or its template died */
+    char *warm_why; /* it never ran, or its template died */
 };
+
+/* worker_state.c */
+/* w moved by ev (the table above); false, w unchanged and an error logged
+ * (asserted) where the table has no such transition. */
+bool td_worker_step(struct td_worker *w, enum td_wevent ev);
 
 /* worker.c */
 /* One more worker alive (td_workers_alive), until its last handle closes. */

@@ -79,7 +79,7 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
 
 void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
 {
-    if (w->finished) {
+    if (td_wstate_has_result(w->state)) {
         w->discarded += n;
         return;
     }
@@ -118,7 +118,7 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
         free(body);
         w->progress_cb(w->cb_data, progress);
         json_decref(progress);
-        if (w->finished) /* cancelled from inside the callback */
+        if (td_wstate_has_result(w->state)) /* cancelled from inside the callback */
             return;
         p += used;
         n -= used;
@@ -197,7 +197,7 @@ void td_worker_on_stdout(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     /* An exited worker's output, left in the pipe while its client was not
      * reading, is read now: once the pipe is empty (n == 0 is EAGAIN: a
      * stray holds it open) or closed, the exit decides, as after td_worker_drain(). */
-    if (n <= 0 && (w->reaped || w->ended) && !w->finished) {
+    if (n <= 0 && td_wstate_gone(w->state) && !td_wstate_has_result(w->state)) {
         uv_read_stop(s);
         td_worker_decide_on_exit(w);
     }
@@ -240,7 +240,7 @@ void td_worker_drain(struct td_worker *w, uv_pipe_t *p,
 
 void td_worker_throttle(struct td_worker *w, bool pause)
 {
-    if (w->finished || uv_is_closing((uv_handle_t *)&w->out))
+    if (td_wstate_has_result(w->state) || uv_is_closing((uv_handle_t *)&w->out))
         return;
     /* The worker then blocks on a full pipe; its timer keeps running. */
     w->paused = pause;

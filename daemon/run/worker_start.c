@@ -150,6 +150,14 @@ static void pipe_open(struct td_worker *w, uv_pipe_t *p, int fd)
                 uv_strerror(rc));
 }
 
+/* Its process forked: false when a kill was asked before (its result
+ * taken, or its init reported), so it is killed as it comes
+ * (a warm call's, a call the spawner started). */
+static bool spawned(struct td_worker *w)
+{
+    return td_worker_step(w, TD_WE_SPAWNED) && w->state == TD_W_RUNNING;
+}
+
 /* ---- warm start (template.c) ------------------------------------------------ */
 
 static void on_warm_forked(void *data, int pidfd)
@@ -159,7 +167,7 @@ static void on_warm_forked(void *data, int pidfd)
     w->pidfd_pid = td_sandbox_pidfd_pid(pidfd);
     if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
         w->run_uid = td_warmid_uid_of(w->pidfd_pid);
-    if (w->kill_pending)
+    if (!spawned(w))
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
@@ -180,7 +188,7 @@ static void on_warm_exited(void *data, int status, const struct rusage *ru, cons
 static void on_warm_listener(void *data, int fd)
 {
     struct td_worker *w = data;
-    if (w->finished || w->egress || !w->tool->egress) {
+    if (td_wstate_has_result(w->state) || w->egress || !w->tool->egress) {
         close(fd);
         return;
     }
@@ -209,22 +217,23 @@ static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAN
     w->pid = pid;
     w->pidfd = pidfd;
     w->pidfd_pid = pid; /* the spawner's child: its pid while it has not exited */
+    bool kill = !spawned(w);
     /* from the request to the child's exec: the spawn cost, queueing included */
     td_bus_publish(&(struct td_bus_msg){
         .kind = TD_BUS_SPAWN, .tool = w->tool->name, .us = (uv_hrtime() - w->spawn_t0) / 1000});
     td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "started %s as pid %d", w->tool->name, (int)pid);
-    if (handed[TD_HAND_PROXY] >= 0 && (w->finished || !w->tool->egress))
+    if (handed[TD_HAND_PROXY] >= 0 && (td_wstate_has_result(w->state) || !w->tool->egress))
         close(handed[TD_HAND_PROXY]);
     else if (handed[TD_HAND_PROXY] >= 0)
         w->egress = td_proxy_start(w->tool->egress, handed[TD_HAND_PROXY], &w->denied, w->batch_id,
                                    w->call_id);
     /* a finished call's listener is closed: its denied calls then fail
      * (ENOSYS) rather than wait for an answer */
-    if (handed[TD_HAND_SECCOMP] >= 0 && w->finished)
+    if (handed[TD_HAND_SECCOMP] >= 0 && td_wstate_has_result(w->state))
         close(handed[TD_HAND_SECCOMP]);
     else if (handed[TD_HAND_SECCOMP] >= 0)
         w->sysn = td_sysnotify_start(handed[TD_HAND_SECCOMP], &w->denied);
-    if (w->kill_pending)
+    if (kill)
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
@@ -437,6 +446,9 @@ started:
     w->workdir = workdir;
     w->timeout_ms = s->timeout_ms;
     w->pid = child.pid;
+    /* the spawner's or the template's process comes later (on_spawned,
+     * on_warm_forked) */
+    w->state = w->warm || w->via_spawner ? TD_W_STARTING : TD_W_RUNNING;
     w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
     /* a warm call's PID 1 (lib/warmp1.c) reports as toolexecd-init does */
