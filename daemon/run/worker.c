@@ -230,12 +230,15 @@ void td_worker_finish(struct td_worker *w, json_t *result)
     }
     /* Under an init only the tool is killed: the init reaps it and reports
      * its resource use, then its exit ends the namespace. A warm call's
-     * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. */
+     * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. An init
+     * known only by its pid is not looked at once it is reaped: its pid may
+     * be another process's by then, and so its "child". */
     bool tool_killed =
         !w->cancelled && (w->pidfd >= 0 && (w->init || w->warm)
                               ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid) == 0
-                          : w->init && !w->via_spawner ? td_sandbox_kill_tool(w->pid) == 0
-                                                       : false);
+                          : w->init && !w->via_spawner && !td_wstate_pid_gone(w->state)
+                              ? td_sandbox_kill_tool(w->pid) == 0
+                              : false);
     if (!tool_killed)
         td_worker_kill_group(w);
     if (w->cancelled) {
