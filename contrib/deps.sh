@@ -13,6 +13,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 # the egress proxy ends TLS for hosts with credential headers (daemon/confine/proxy_tls.c);
 # openssl: test_credentials makes its test server's certificates
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
+# test_spawner_secrets asks the daemon's gnutls for the egress proxy's keys (gdb)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
 
 te_install_deps() {
     missing=""

@@ -1,7 +1,7 @@
 /*
  * spawner.c - the daemon's side of the spawner (spawner.h): the process
- * forked and restarted, requests sent, replies read and handed to each
- * call's worker. The spawner's own loop is spawnproc.c.
+ * exec'd (exec_spawner()) and restarted, requests sent, replies read and
+ * handed to each call's worker. The spawner's own loop is spawnproc.c.
  *
  * Calls are slots (an index and a generation, so that a late reply for a
  * slot reused since is recognised and dropped); a request the socket
@@ -11,11 +11,13 @@
  * If the spawner dies, the calls it had started die with it (their
  * parent-death signal): each ends with why (its worker makes it a
  * handler_exit), those sent but not started fail to start, and a new
- * spawner is forked at once; its death is logged as an error.
+ * spawner is started at once; its death is logged as an error.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -63,7 +65,7 @@ static int io_events = -1;
 static bool active, stopping;
 static unsigned restarts, in_flight, spares_held;
 
-static void fork_spawner(void);
+static void start_spawner(void);
 static void on_io(uv_poll_t *h, int status, int events);
 
 static void free_slot(uint32_t id)
@@ -256,25 +258,49 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     if (stopping)
         return;
     restarts++;
-    fork_spawner();
+    start_spawner();
 }
 
-static void fork_spawner(void)
+/* The spawner is our own binary exec'd in its mode (spawnproc.h), not a
+ * fork: a fork copies the daemon's memory, which by then holds every tool
+ * definition with its credential header values and, once a tool has some,
+ * the egress proxy's CA key (a restart comes after both), into the spawner,
+ * each spare (its copy) and each cold call until its exec. Exec'd, it holds
+ * none; what it needs comes over its socket. /proc/self/exe: this very
+ * binary, even once an upgrade replaced it on disk, so both ends speak the
+ * same wire. posix_spawn() suspends us until that exec instead of copying
+ * our page tables; its child runs none of our signal handlers. No
+ * environment: a call's comes in its description. */
+static pid_t exec_spawner(int theirs)
+{
+    char daemon[24];
+    snprintf(daemon, sizeof(daemon), "%d", (int)getpid());
+    char *argv[] = {"toolexecd-spawn", TD_SPAWNPROC_ARG, daemon, NULL}, *envp[] = {NULL};
+    posix_spawn_file_actions_t fa;
+    pid_t pid = 0;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0) {
+        /* onto fd 3; were it 3 already, glibc clears its close-on-exec */
+        rc = posix_spawn_file_actions_adddup2(&fa, theirs, TD_SPAWNPROC_FD);
+        if (rc == 0)
+            rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    if (rc)
+        td_log(TD_LOG_ERR, "spawner: exec: %s", strerror(rc));
+    return rc ? -1 : pid;
+}
+
+static void start_spawner(void)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         td_log(TD_LOG_ERR, "spawner: socketpair: %s", strerror(errno));
         return;
     }
-    pid_t daemon = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(sv[0]);
-        td_spawnproc_main(sv[1], daemon);
-    }
+    pid_t pid = exec_spawner(sv[1]);
     close(sv[1]);
     if (pid < 0) {
-        td_log(TD_LOG_ERR, "spawner: fork: %s", strerror(errno));
         close(sv[0]);
         return;
     }
@@ -296,7 +322,7 @@ static void fork_spawner(void)
 
 int td_spawner_start(void)
 {
-    fork_spawner();
+    start_spawner();
     active = spid > 0;
     if (active)
         td_log(TD_LOG_INFO, "calls started by the spawner, pid %d, off the loop", (int)spid);

@@ -1,0 +1,208 @@
+"""The spawner holds no secret (daemon/run/spawner.c, spawnproc.c).
+
+The daemon holds a tool's credential header values (read from
+--credentials-dir at load) and, once a tool has them, its egress proxy's CA
+key and leaf key (proxy_tls.c, made in memory only). The spawner is a
+process of its own, every spare sandbox a copy of it and every cold call
+started from it: none of them may carry a copy of those. Read as root
+through /proc/PID/mem over every readable mapping: the credential value and
+the keys' private scalars (asked of the daemon's own gnutls through gdb)
+are in the daemon's memory, and in neither the spawner's nor a spare's, at
+the first start and after the spawner was killed and started again. A warm
+tool's template and what it keeps ready (its calls' PID 1) are checked the
+same way. Root and unprivileged daemon.
+"""
+
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from harness import Daemon
+
+TOKEN = "s3cr3t-" + os.urandom(12).hex()
+SECRET = "Bearer " + TOKEN
+HOST = "127.0.0.1:9"  # never reached: the headers alone make the proxy's TLS end
+CRED = {"allow": [HOST], "headers": {HOST: {"Authorization": {"credential": "api"}}}}
+TOOLS = [harness.worker_tool("cred", "echo", network=CRED),
+         harness.worker_tool("wcred", "echo", start="warm", network=CRED, timeout_ms=30000)]
+# a bigger mapping is ASan's shadow (terabytes reserved), which holds no data
+MAX_MAPPING = 1 << 30
+
+
+def memory(pid):
+    """The contents of every readable mapping of pid, one bytes each."""
+    out = []
+    with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
+        for line in maps:
+            f = line.split()
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            if f[1][0] != "r" or hi - lo > MAX_MAPPING:
+                continue
+            try:
+                out.append(os.pread(mem.fileno(), hi - lo, lo))
+            except OSError:  # [vvar], a mapping gone meanwhile
+                pass
+    return out
+
+
+def found(regions, forms):
+    return any(f in r for r in regions for f in forms)
+
+
+def private_scalar(pid, var):
+    """The private scalar of the gnutls_x509_privkey_t variable var in the
+    daemon pid, big-endian, as its gnutls exports it."""
+    cmds = ["set $c = (void*)malloc(8)", "set $x = (void*)malloc(16)",
+            "set $y = (void*)malloc(16)", "set $k = (void*)malloc(16)",
+            "print (int)gnutls_x509_privkey_export_ecc_raw(*(void**)&%s, $c, $x, $y, $k)" % var,
+            "print *(unsigned*)((char*)$k + 8)", "x/64xb *(void**)$k"]
+    cmds += ["call (void)free(*(void**)%s)" % d for d in ("$x", "$y", "$k")]
+    cmds += ["call (void)free(%s)" % d for d in ("$c", "$x", "$y", "$k")]
+    args = ["gdb", "-nx", "-batch", "-p", str(pid)]
+    for c in cmds:
+        args += ["-ex", c]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=harness.WAIT * 4)
+    vals = re.findall(r"^\$\d+ = (-?\d+)$", p.stdout, re.M)
+    if len(vals) < 2 or vals[0] != "0":
+        raise AssertionError("gdb could not export %s: %s %s" % (var, p.stdout, p.stderr))
+    n = int(vals[1])
+    data = bytes(int(b, 16) for b in re.findall(r"\t0x([0-9a-f]{2})", p.stdout))[:n]
+    self_check = len(data) == n and 30 <= len(data.lstrip(b"\0")) <= 32
+    if not self_check:
+        raise AssertionError("%s: no scalar in %r" % (var, p.stdout))
+    return data.lstrip(b"\0")
+
+
+def stat_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    return s[s.index("(") + 1:s.rindex(")")], int(s[s.rindex(")") + 2:].split()[1])
+
+
+def children(pid):
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                comm, ppid = stat_of(int(name))
+            except (OSError, ValueError):
+                continue
+            if ppid == pid:
+                out.append((int(name), comm))
+    return out
+
+
+def spawner_of(daemon_pid):
+    found_ = [p for p, comm in children(daemon_pid) if comm == "toolexecd-spawn"]
+    return found_[0] if len(found_) == 1 else None
+
+
+class Checks:
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        if not shutil.which("gdb"):
+            raise unittest.SkipTest("needs gdb (contrib/deps.sh) to ask the daemon for its keys")
+        cls.dir = tempfile.mkdtemp(prefix="te-sec-")
+        os.chmod(cls.dir, 0o755)
+        creds = os.path.join(cls.dir, "creds")
+        os.mkdir(creds, 0o700)
+        with open(os.path.join(creds, "api"), "w") as f:
+            f.write(SECRET + "\n")
+        os.chmod(os.path.join(creds, "api"), 0o600)
+        for p in (creds, os.path.join(creds, "api")):
+            os.chown(p, cls.OWNER, -1)
+        cls.d = cls.make_daemon(["--credentials-dir", creds, "--spares", "2"])
+        pid = cls.d.proc.pid
+        # the forms a scalar takes in memory: big-endian (gnutls' export, DER)
+        # and as GMP/nettle limbs on this little-endian machine
+        cls.needles = {"the credential": [TOKEN.encode()]}
+        for var in ("ca_key", "leaf_key"):
+            k = private_scalar(pid, var)
+            cls.needles["the proxy's " + var] = [k, k[::-1]]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def spawner(self, other_than=None):
+        return harness.deadline_wait(
+            lambda: (lambda p: p if p and p != other_than else None)(spawner_of(self.d.proc.pid)),
+            what="the daemon's spawner")
+
+    def assert_clean(self, pid, what):
+        try:
+            regions = memory(pid)
+        except OSError as e:
+            self.fail("cannot read the memory of %s %d: %s" % (what, pid, e))
+        self.assertGreater(sum(len(r) for r in regions), 1 << 20, what)
+        for name, forms in self.needles.items():
+            self.assertFalse(found(regions, forms), "%s is in the memory of %s %d" % (name, what, pid))
+
+    def assert_spawner_and_spares_clean(self, sp, when):
+        # a call of the tool: the spawner then makes spares for the next
+        res = self.d.client().run([{"id": "c", "name": "cred", "arguments": {"n": 1}}],
+                                  batch=harness.new_token("call"))
+        self.assertEqual(res.result("c"), {"ok": {"n": 1}})
+        spares = harness.deadline_wait(
+            lambda: [p for p, comm in children(sp) if comm == "toolexecd-spare"],
+            what="a spare of the spawner " + when)
+        self.assert_clean(sp, "the spawner " + when)
+        for p in spares:
+            self.assert_clean(p, "a spare " + when)
+
+    def test_the_daemon_holds_what_is_looked_for(self):
+        # the scan finds each where it is: a clean spawner means something
+        regions = memory(self.d.proc.pid)
+        for name, forms in self.needles.items():
+            self.assertTrue(found(regions, forms), "%s is not in the daemon's memory" % name)
+
+    def test_neither_spawner_nor_spare_holds_a_secret_at_start_and_after_a_restart(self):
+        sp = self.spawner()
+        self.assert_spawner_and_spares_clean(sp, "at start")
+        os.kill(sp, signal.SIGKILL)
+        new = self.spawner(other_than=sp)
+        self.assert_spawner_and_spares_clean(new, "after a restart")
+
+    def test_a_warm_template_holds_no_secret(self):
+        tpl = harness.deadline_wait(
+            lambda: (lambda t: t if t and t["state"] == "ready" else None)(
+                (self.d.stats().get("templates") or {}).get("wcred")),
+            what="the warm template")
+        res = self.d.client().run([{"id": "w", "name": "wcred", "arguments": {"n": 2}}],
+                                  batch=harness.new_token("warm"))
+        self.assertEqual(res.result("w"), {"ok": {"n": 2}})
+        self.assertEqual(res.completed("w").get("start"), "warm", res.completed("w"))
+        self.assert_clean(tpl["pid"], "the warm template")
+        # what it keeps ready for the next call (its PID 1), forked from it
+        for p, comm in children(tpl["pid"]):
+            self.assert_clean(p, "the template's child " + comm)
+
+
+class RootDaemon(Checks, unittest.TestCase):
+    OWNER = 0
+
+    @classmethod
+    def make_daemon(cls, args):
+        return Daemon(TOOLS, args=args)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                     "needs root (to drop to nobody) and setpriv")
+class UnprivilegedDaemon(Checks, unittest.TestCase):
+    OWNER = pwd.getpwnam("nobody").pw_uid
+
+    @classmethod
+    def make_daemon(cls, args):
+        return harness.nobody_daemon(TOOLS, args=args)
+
+
+if __name__ == "__main__":
+    harness.main()
