@@ -24,6 +24,7 @@ import unittest
 
 import harness
 from harness import Daemon
+from test_spawner import children, spawner_of
 
 TOKEN = "s3cr3t-" + os.urandom(12).hex()
 SECRET = "Bearer " + TOKEN
@@ -61,7 +62,8 @@ def private_scalar(pid, var):
     cmds = ["set $c = (void*)malloc(8)", "set $x = (void*)malloc(16)",
             "set $y = (void*)malloc(16)", "set $k = (void*)malloc(16)",
             "print (int)gnutls_x509_privkey_export_ecc_raw(*(void**)&%s, $c, $x, $y, $k)" % var,
-            "print *(unsigned*)((char*)$k + 8)", "x/64xb *(void**)$k"]
+            "print *(unsigned*)((char*)$k + 8)",
+            'eval "x/%dxb *(void**)$k", *(unsigned*)((char*)$k + 8)']
     cmds += ["call (void)free(*(void**)%s)" % d for d in ("$x", "$y", "$k")]
     cmds += ["call (void)free(%s)" % d for d in ("$c", "$x", "$y", "$k")]
     args = ["gdb", "-nx", "-batch", "-p", str(pid)]
@@ -71,36 +73,10 @@ def private_scalar(pid, var):
     vals = re.findall(r"^\$\d+ = (-?\d+)$", p.stdout, re.M)
     if len(vals) < 2 or vals[0] != "0":
         raise AssertionError("gdb could not export %s: %s %s" % (var, p.stdout, p.stderr))
-    n = int(vals[1])
-    data = bytes(int(b, 16) for b in re.findall(r"\t0x([0-9a-f]{2})", p.stdout))[:n]
-    self_check = len(data) == n and 30 <= len(data.lstrip(b"\0")) <= 32
-    if not self_check:
-        raise AssertionError("%s: no scalar in %r" % (var, p.stdout))
+    data = bytes(int(b, 16) for b in re.findall(r"\t0x([0-9a-f]{2})", p.stdout))
+    if len(data) != int(vals[1]) or not 30 <= len(data.lstrip(b"\0")) <= 32:
+        raise AssertionError("%s: no P-256 scalar in %r" % (var, p.stdout))
     return data.lstrip(b"\0")
-
-
-def stat_of(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        s = f.read()
-    return s[s.index("(") + 1:s.rindex(")")], int(s[s.rindex(")") + 2:].split()[1])
-
-
-def children(pid):
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                comm, ppid = stat_of(int(name))
-            except (OSError, ValueError):
-                continue
-            if ppid == pid:
-                out.append((int(name), comm))
-    return out
-
-
-def spawner_of(daemon_pid):
-    found_ = [p for p, comm in children(daemon_pid) if comm == "toolexecd-spawn"]
-    return found_[0] if len(found_) == 1 else None
 
 
 class Checks:
@@ -118,18 +94,23 @@ class Checks:
         os.chmod(os.path.join(creds, "api"), 0o600)
         for p in (creds, os.path.join(creds, "api")):
             os.chown(p, cls.OWNER, -1)
-        cls.d = cls.make_daemon(["--credentials-dir", creds, "--spares", "2"])
-        pid = cls.d.proc.pid
-        # the forms a scalar takes in memory: big-endian (gnutls' export, DER)
-        # and as GMP/nettle limbs on this little-endian machine
-        cls.needles = {"the credential": [TOKEN.encode()]}
-        for var in ("ca_key", "leaf_key"):
-            k = private_scalar(pid, var)
-            cls.needles["the proxy's " + var] = [k, k[::-1]]
+        cls.d = None
+        try:
+            cls.d = cls.make_daemon(["--credentials-dir", creds, "--spares", "2"])
+            # the forms a scalar takes in memory: big-endian (gnutls' export,
+            # DER) and as GMP/nettle limbs on a little-endian machine
+            cls.needles = {"the credential": [TOKEN.encode()]}
+            for var in ("ca_key", "leaf_key"):
+                k = private_scalar(cls.d.proc.pid, var)
+                cls.needles["the proxy's " + var] = [k, k[::-1]]
+        except BaseException:
+            cls.tearDownClass()
+            raise
 
     @classmethod
     def tearDownClass(cls):
-        cls.d.stop()
+        if cls.d:
+            cls.d.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def spawner(self, other_than=None):
@@ -137,16 +118,17 @@ class Checks:
             lambda: (lambda p: p if p and p != other_than else None)(spawner_of(self.d.proc.pid)),
             what="the daemon's spawner")
 
-    def assert_clean(self, pid, what):
+    def leaks(self, pid, what):
+        """What of the needles pid's memory holds, said in words."""
         try:
             regions = memory(pid)
         except OSError as e:
             self.fail("cannot read the memory of %s %d: %s" % (what, pid, e))
         self.assertGreater(sum(len(r) for r in regions), 1 << 20, what)
-        for name, forms in self.needles.items():
-            self.assertFalse(found(regions, forms), "%s is in the memory of %s %d" % (name, what, pid))
+        return ["%s in %s %d" % (name, what, pid)
+                for name, forms in self.needles.items() if found(regions, forms)]
 
-    def assert_spawner_and_spares_clean(self, sp, when):
+    def spawner_and_spares_leaks(self, sp, when):
         # a call of the tool: the spawner then makes spares for the next
         res = self.d.client().run([{"id": "c", "name": "cred", "arguments": {"n": 1}}],
                                   batch=harness.new_token("call"))
@@ -154,9 +136,10 @@ class Checks:
         spares = harness.deadline_wait(
             lambda: [p for p, comm in children(sp) if comm == "toolexecd-spare"],
             what="a spare of the spawner " + when)
-        self.assert_clean(sp, "the spawner " + when)
+        out = self.leaks(sp, "the spawner " + when)
         for p in spares:
-            self.assert_clean(p, "a spare " + when)
+            out += self.leaks(p, "a spare " + when)
+        return out
 
     def test_the_daemon_holds_what_is_looked_for(self):
         # the scan finds each where it is: a clean spawner means something
@@ -166,10 +149,11 @@ class Checks:
 
     def test_neither_spawner_nor_spare_holds_a_secret_at_start_and_after_a_restart(self):
         sp = self.spawner()
-        self.assert_spawner_and_spares_clean(sp, "at start")
+        leaks = self.spawner_and_spares_leaks(sp, "at start")
         os.kill(sp, signal.SIGKILL)
         new = self.spawner(other_than=sp)
-        self.assert_spawner_and_spares_clean(new, "after a restart")
+        leaks += self.spawner_and_spares_leaks(new, "after a restart")
+        self.assertEqual(leaks, [])
 
     def test_a_warm_template_holds_no_secret(self):
         tpl = harness.deadline_wait(
@@ -180,10 +164,11 @@ class Checks:
                                   batch=harness.new_token("warm"))
         self.assertEqual(res.result("w"), {"ok": {"n": 2}})
         self.assertEqual(res.completed("w").get("start"), "warm", res.completed("w"))
-        self.assert_clean(tpl["pid"], "the warm template")
+        leaks = self.leaks(tpl["pid"], "the warm template")
         # what it keeps ready for the next call (its PID 1), forked from it
         for p, comm in children(tpl["pid"]):
-            self.assert_clean(p, "the template's child " + comm)
+            leaks += self.leaks(p, "the template's child " + comm)
+        self.assertEqual(leaks, [])
 
 
 class RootDaemon(Checks, unittest.TestCase):
