@@ -1,7 +1,7 @@
 /*
  * spawner.c - the daemon's side of the spawner (spawner.h): the process
- * exec'd (exec_spawner()) and restarted, requests sent, replies read and
- * handed to each call's worker. The spawner's own loop is spawnproc.c.
+ * forked and restarted, requests sent, replies read and handed to each
+ * call's worker. The spawner's own loop is spawnproc.c.
  *
  * Calls are slots (an index and a generation, so that a late reply for a
  * slot reused since is recognised and dropped); a request the socket
@@ -11,7 +11,7 @@
  * If the spawner dies, the calls it had started die with it (their
  * parent-death signal): each ends with why (its worker makes it a
  * handler_exit), those sent but not started fail to start, and a new
- * spawner is started at once; its death is logged as an error.
+ * spawner is forked at once; its death is logged as an error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +65,7 @@ static int io_events = -1;
 static bool active, stopping;
 static unsigned restarts, in_flight, spares_held;
 
-static void start_spawner(void);
+static void fork_spawner(void);
 static void on_io(uv_poll_t *h, int status, int events);
 
 static void free_slot(uint32_t id)
@@ -258,7 +258,7 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     if (stopping)
         return;
     restarts++;
-    start_spawner();
+    fork_spawner();
 }
 
 /* The spawner is our own binary exec'd in its mode (spawnproc.h), not a
@@ -291,7 +291,7 @@ static pid_t exec_spawner(int theirs)
     return rc ? -1 : pid;
 }
 
-static void start_spawner(void)
+static void fork_spawner(void)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -322,7 +322,7 @@ static void start_spawner(void)
 
 int td_spawner_start(void)
 {
-    start_spawner();
+    fork_spawner();
     active = spid > 0;
     if (active)
         td_log(TD_LOG_INFO, "calls started by the spawner, pid %d, off the loop", (int)spid);
