@@ -232,14 +232,23 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     close(sock);
     sock = -1;
     spid = 0;
-    if (!stopping)
+    /* Left on its own, not killed: it could not run (an upgrade changed
+     * the libraries its exec loads, say), nor would the next. No loop of
+     * restarts: the loop starts calls from here on, and those queued fail. */
+    bool unable = !stopping && WIFEXITED(status);
+    if (unable) {
+        active = false;
+        td_log(TD_LOG_ERR, "the spawner could not run (status %d): calls are started by the loop",
+               WEXITSTATUS(status));
+    } else if (!stopping) {
         td_log(TD_LOG_ERR, "the spawner exited (%s %d) with %u calls: they end; starting another",
                WIFSIGNALED(status) ? "signal" : "status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
                td_spawner_in_flight());
+    }
     for (uint32_t id = 0; id < nslots; id++) {
         struct slot *s = &slots[id];
-        if (!s->busy || !s->sent)
+        if (!s->busy || (!s->sent && !unable))
             continue; /* free, or still queued: sent to the next spawner */
         const struct td_spawner_ops *ops = s->ops;
         const struct td_spare_ops *sops = s->spare;
@@ -255,7 +264,12 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
         else
             ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
     }
-    if (stopping)
+    while (unable && !STAILQ_EMPTY(&queue)) {
+        struct queued *q = STAILQ_FIRST(&queue);
+        STAILQ_REMOVE_HEAD(&queue, link);
+        drop_queued(q);
+    }
+    if (stopping || unable)
         return;
     restarts++;
     fork_spawner();

@@ -10,7 +10,8 @@ the keys' private scalars (asked of the daemon's own gnutls through gdb)
 are in the daemon's memory, and in neither the spawner's nor a spare's, at
 the first start and after the spawner was killed and started again. A warm
 tool's template and what it keeps ready (its calls' PID 1) are checked the
-same way. Root and unprivileged daemon.
+same way. Root and unprivileged daemon. A spawner that cannot run once
+exec'd is not started again in a loop.
 """
 
 import os
@@ -172,6 +173,46 @@ class Checks:
         for p, comm in children(tpl["pid"]):
             leaks += self.leaks(p, "the template's child " + comm)
         self.assertEqual(leaks, [])
+
+
+class SpawnerThatCannotRun(unittest.TestCase):
+    """Exec'd, the spawner loads its libraries afresh: one that cannot (here
+    libtoolexec made a file that does not load, under a copy of the build's
+    binaries, as an upgrade might change it under a running daemon) exits at
+    once, and so would every other. It is not started again in a loop: the
+    loop starts calls from then on, and they run."""
+
+    def test_not_restarted_in_a_loop_and_calls_still_run(self):
+        harness.require_env()
+        tree = tempfile.mkdtemp(prefix="te-tree-")
+        self.addCleanup(shutil.rmtree, tree, True)
+        os.chmod(tree, 0o755)
+        build = os.path.dirname(os.path.dirname(os.path.abspath(harness.TOOLEXECD)))
+        for sub, names in (("daemon", ("toolexecd", "toolexecd-init")),
+                           ("lib", ("libtoolexec.so.0",))):
+            os.mkdir(os.path.join(tree, sub), 0o755)
+            for n in names:  # the spawner finds the library by RUNPATH $ORIGIN/../lib
+                shutil.copy(os.path.join(build, sub, n), os.path.join(tree, sub, n))
+        exe = os.path.join(tree, "daemon", "toolexecd")
+
+        class Copy(Daemon):
+            def command(self):
+                return [exe] + super().command()[1:]
+
+        d = Copy([harness.worker_tool("echo", "echo")])
+        self.addCleanup(d.stop)
+        sp = harness.deadline_wait(lambda: spawner_of(d.proc.pid), what="the spawner")
+        with open(os.path.join(tree, "lib", "libtoolexec.so.0"), "w"):
+            pass  # truncated: the next exec cannot load it
+        os.kill(sp, signal.SIGKILL)
+        harness.deadline_wait(lambda: "the spawner could not run" in d.stderr(),
+                              what="the daemon to give the spawner up")
+        self.assertNotIn("spawner", d.stats())
+        res = d.client().run([{"id": "e", "name": "echo", "arguments": {"n": 3}}])
+        self.assertEqual(res.result("e"), {"ok": {"n": 3}})
+        self.assertIsNone(spawner_of(d.proc.pid))
+        err = d.stderr()
+        self.assertEqual((err.count("the spawner exited"), err.count("could not run")), (1, 1), err)
 
 
 class RootDaemon(Checks, unittest.TestCase):
