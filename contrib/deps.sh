@@ -15,6 +15,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
 # toolexec mcp over HTTP checks OAuth access tokens (JWTs) with cjose (daemon/cli/mcp_auth_jwt.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
+# test_spawner_secrets asks the daemon's gnutls for the egress proxy's keys (gdb)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
 
 te_install_deps() {
     missing=""

@@ -26,6 +26,7 @@
 #include "egress.h"
 #include "spares.h"
 #include "spawner.h"
+#include "spawnproc.h"
 #include "fsview.h"
 #include "identity.h"
 #include "listener.h"
@@ -376,6 +377,9 @@ int main(int argc, char **argv)
     /* toolexec sandbox's engine: one confined command, no socket */
     if (argc > 1 && strcmp(argv[1], "--sandbox-run") == 0)
         return td_sandboxrun_main(argc - 1, argv + 1);
+    /* the spawner, exec'd by the daemon (spawner.c): nothing else runs */
+    if (argc > 1 && strcmp(argv[1], TD_SPAWNPROC_ARG) == 0)
+        td_spawnproc_main(argc, argv);
     while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 's':
@@ -698,8 +702,9 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
-    /* Early: its fork copies the fewest of our descriptors and pages. Not
-     * having one is no reason to stop: the loop starts calls itself. */
+    /* Exec'd, it holds none of what was loaded above (the definitions'
+     * credentials) or will be (the proxy's CA key). Not having one is no
+     * reason to stop: the loop starts calls itself. */
     if (use_spawner && td_spawner_start() < 0)
         td_log(TD_LOG_WARN, "no spawner: calls are started by the loop itself");
     /* After the sockets: "another toolexecd is listening" says more than

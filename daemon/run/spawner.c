@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -298,14 +300,23 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
     close(sock);
     sock = -1;
     spid = 0;
-    if (!stopping)
+    /* Left on its own, not killed: it could not run (an upgrade changed
+     * the libraries its exec loads, say), nor would the next. No loop of
+     * restarts: the loop starts calls from here on, and those queued fail. */
+    bool unable = !stopping && WIFEXITED(status);
+    if (unable) {
+        active = false;
+        td_log(TD_LOG_ERR, "the spawner could not run (status %d): calls are started by the loop",
+               WEXITSTATUS(status));
+    } else if (!stopping) {
         td_log(TD_LOG_ERR, "the spawner exited (%s %d) with %u calls: they end; starting another",
                WIFSIGNALED(status) ? "signal" : "status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
                td_spawner_in_flight());
+    }
     for (uint32_t id = 0; id < nslots; id++) {
         struct slot *s = &slots[id];
-        if (!s->busy || !s->sent)
+        if (!s->busy || (!s->sent && !unable))
             continue; /* free, or still queued: sent to the next spawner */
         const struct td_spawner_ops *ops = s->ops;
         const struct td_spare_ops *sops = s->spare;
@@ -321,16 +332,17 @@ static void on_spawner_exit(void *data, int status, const struct rusage *ru)
         else
             ops->started(data2, 0, -1, (int[TD_HAND_COUNT]){-1, -1}, ECHILD, "spawner");
     }
-    /* the DROPs of spares that died with it: nothing to drop in the next */
+    /* the DROPs of spares that died with it: nothing to drop in the next;
+     * all of it when no spawner comes next */
     struct queued *q, *next;
     for (q = STAILQ_FIRST(&queue); q; q = next) {
         next = STAILQ_NEXT(q, link);
-        if (stale_drop(q) || q->orphan) {
+        if (unable || stale_drop(q) || q->orphan) {
             STAILQ_REMOVE(&queue, q, queued, link);
             drop_queued(q);
         }
     }
-    if (stopping)
+    if (stopping || unable)
         return;
     restarts++;
     fork_spawner();
@@ -364,6 +376,36 @@ static void size_sndbuf(int fd)
                have, want);
 }
 
+/* The spawner is our own binary exec'd in its mode (spawnproc.h), not a
+ * fork: a fork copies the daemon's memory, which by then holds every tool
+ * definition with its credential header values and, once a tool has some,
+ * the egress proxy's CA key (a restart comes after both), into the spawner,
+ * each spare (its copy) and each cold call until its exec. Exec'd, it holds
+ * none; what it needs comes over its socket. /proc/self/exe: this very
+ * binary, even once an upgrade replaced it on disk, so both ends speak the
+ * same wire. posix_spawn() suspends us until that exec instead of copying
+ * our page tables; its child runs none of our signal handlers. No
+ * environment: a call's comes in its description. */
+static pid_t exec_spawner(int theirs)
+{
+    char daemon[24];
+    snprintf(daemon, sizeof(daemon), "%d", (int)getpid());
+    char *argv[] = {"toolexecd-spawn", TD_SPAWNPROC_ARG, daemon, NULL}, *envp[] = {NULL};
+    posix_spawn_file_actions_t fa;
+    pid_t pid = 0;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0) {
+        /* onto fd 3; were it 3 already, glibc clears its close-on-exec */
+        rc = posix_spawn_file_actions_adddup2(&fa, theirs, TD_SPAWNPROC_FD);
+        if (rc == 0)
+            rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    if (rc)
+        td_log(TD_LOG_ERR, "spawner: exec: %s", strerror(rc));
+    return rc ? -1 : pid;
+}
+
 static void fork_spawner(void)
 {
     int sv[2];
@@ -371,15 +413,9 @@ static void fork_spawner(void)
         td_log(TD_LOG_ERR, "spawner: socketpair: %s", strerror(errno));
         return;
     }
-    pid_t daemon = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(sv[0]);
-        td_spawnproc_main(sv[1], daemon);
-    }
+    pid_t pid = exec_spawner(sv[1]);
     close(sv[1]);
     if (pid < 0) {
-        td_log(TD_LOG_ERR, "spawner: fork: %s", strerror(errno));
         close(sv[0]);
         return;
     }

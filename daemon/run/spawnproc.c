@@ -1,7 +1,14 @@
 /*
- * spawnproc.c - the spawner process itself (spawner.h): a fork of the
- * daemon that keeps only its socket to the daemon and its standard
- * descriptors, and does three things, in a plain poll() loop:
+ * spawnproc.c - the spawner process itself (spawner.h): toolexecd exec'd
+ * afresh in a mode of its own (spawnproc.h), so that it holds nothing of
+ * the daemon's memory: no tool definition, no credential header value, no
+ * key of the egress proxy, none of which it needs. Every spare is a copy of
+ * it and every cold call starts as one, so none of them holds one either.
+ * What it works from: its socket (fd 3) and what comes over it (a call's
+ * description, spawnmsg.h; its pipes and cgroup), 0-2, and the process
+ * state an exec keeps (uid, gid, capabilities, cgroup, rlimits, umask,
+ * namespaces, the working directory). It keeps only its socket and its
+ * standard descriptors, and does three things, in a plain poll() loop:
  *
  *  - a request (spawnmsg.h) in: the description unpacked, the call started
  *    with sandbox.c's steps (td_sandbox_start, a vfork-style clone that
@@ -383,27 +390,32 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
         close(fds[i]);
 }
 
-void td_spawnproc_main(int sock, pid_t daemon)
+void td_spawnproc_main(int argc, char **argv)
 {
+    char *end = NULL;
+    long daemon = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+    if (daemon < 1 || !end || *end)
+        _exit(2); /* not started by a daemon (spawner.c) */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != daemon)
-        _exit(0);
+    if (getppid() != (pid_t)daemon)
+        _exit(0); /* it died before the prctl */
     prctl(PR_SET_NAME, "toolexecd-spawn");
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* The daemon's handlers are libuv's: ours are the defaults, so that the
-     * children's step 4 has nothing to reset. */
+    /* exec kept what the daemon ignored: ours are the defaults, so that the
+     * children's step 4 has nothing to reset */
     for (int sig = 1; sig < NSIG; sig++)
         te_sig_default(sig); /* raw: glibc refuses 32 and 33 (rawsig.h) */
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_SETMASK, &chld, NULL);
-    /* Nothing of the daemon's but 0-2 and our socket: moved to 3 first. */
-    if (sock != 3 && (dup2(sock, 3) < 0 || close(sock) < 0))
-        _exit(1);
-    sock = 3;
+    /* Nothing of the daemon's but 0-2 and our socket (one without
+     * close-on-exec would have come through). */
+    int sock = TD_SPAWNPROC_FD;
     daemon_sock = sock;
-    close_range(4, ~0U, 0);
+    close_range(sock + 1, ~0U, 0);
+    if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
+        _exit(1);
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0)
         _exit(1);
