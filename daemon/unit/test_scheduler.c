@@ -311,6 +311,27 @@ static void test_fair_run_uids(void **state)
     assert_string_equal(order, "UVUVUVUVUVUVUUUUUU");
 }
 
+/* One slot. A's first call starts at once (no queue, so no handout), then
+ * A's second batch and B's wait: when A's call ends, both hold no slot, and
+ * B, never served, goes before A, just served. */
+static void test_direct_start_is_a_turn(void **state)
+{
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
+    struct td_uid_sched uA = {0}, uB = {0};
+    struct td_conn_sched A = {.user = &uA}, B = {.user = &uB};
+    struct batch a1, a2, b1;
+    batch_init(&a1, &A, 'A', 1);
+    batch_init(&a2, &A, 'A', 1);
+    batch_init(&b1, &B, 'B', 1);
+    assert_true(td_sched_may_start(&s, 1, false));
+    td_sched_take(&s, &a1.e);
+    assert_int_not_equal(uA.served, 0);
+    td_sched_enqueue(&s, &a2.e);
+    td_sched_enqueue(&s, &b1.e);
+    td_sched_release(&s, &a1.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &b1.e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_uid_before_its_connections),
         cmocka_unit_test(test_uid_least_recently_served),
         cmocka_unit_test(test_fair_run_uids),
+        cmocka_unit_test(test_direct_start_is_a_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
