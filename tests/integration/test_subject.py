@@ -13,6 +13,7 @@ from events, never timed: each call runs until the test lets it go."""
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Daemon, deadline_wait, worker_tool  # noqa: E402
+from harness import Daemon, deadline_wait, nobody_daemon, worker_tool  # noqa: E402
 from test_fair_uids import client_as, next_started, queued  # noqa: E402
 
 FRONT = 65534
@@ -29,7 +30,9 @@ TOOLS = [worker_tool("wait", "wait-file"), worker_tool("echo", "echo")]
 
 
 def front_daemon(extra=()):
-    return Daemon(TOOLS, ["--subject-from", str(FRONT), "--socket-mode", "0666"] + list(extra))
+    # by name: the option takes a user name as well as a uid
+    name = pwd.getpwuid(FRONT).pw_name
+    return Daemon(TOOLS, ["--subject-from", name, "--socket-mode", "0666"] + list(extra))
 
 
 def front_of(d):
@@ -41,6 +44,14 @@ def front_of(d):
 def wait_call(d, name):
     path = d.path("release-" + name)
     return path, [{"id": "w", "name": "wait", "arguments": {"path": path}}]
+
+
+def records_in(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+    except FileNotFoundError:
+        return []
 
 
 def error_of(c, batch):
@@ -155,8 +166,7 @@ class SubjectTest(unittest.TestCase):
             plain = tail.recv_for(lambda e: e.get("event") == "batch_started"
                                   and e.get("batch") == "nb")
             self.assertNotIn("subject", plain["client"])
-            deadline_wait(lambda: os.path.exists(log) and open(log).read().count("\n") >= 2,
-                          what="2 audit records")
+            deadline_wait(lambda: len(records_in(log)) >= 2, what="2 audit records")
             recs = {}
             for line in d.stderr().splitlines():
                 if line.startswith("{"):
@@ -166,10 +176,29 @@ class SubjectTest(unittest.TestCase):
         self.assertEqual(recs["s1"]["subject"], "carol@example.org")
         self.assertEqual(recs["s1"]["client_uid"], FRONT)
         self.assertNotIn("subject", recs["n1"])
-        with open(log) as f:
-            filed = {r["call"]: r for r in map(json.loads, f)}
+        filed = {r["call"]: r for r in records_in(log)}
         self.assertEqual(filed["s1"]["subject"], "carol@example.org")
         self.assertNotIn("subject", filed["n1"])
+
+    def test_unprivileged_daemon(self):
+        """A daemon running as nobody trusts uid 65533, not itself nor
+        root: the front's subject is honoured, the same from nobody's own
+        uid or from root refused."""
+        d = nobody_daemon(TOOLS, ["--subject-from", "65533", "--socket-mode", "0666"])
+        with d:
+            front = client_as(d.sock, 65533, 65533)
+            d.clients.append(front)
+            res = front.run([{"id": "e", "name": "echo", "arguments": {}}], batch="ok",
+                            subject="dave")
+            self.assertEqual(res.result("e"), {"ok": {}})
+            own = client_as(d.sock, 65534, 65534)
+            d.clients.append(own)
+            for c, uid in ((own, 65534), (d.client(), 0)):
+                c.start_batch([{"id": "e", "name": "echo", "arguments": {}}], batch="no",
+                              subject="dave")
+                err = error_of(c, "no")
+                self.assertIn("(--subject-from) may name a subject; uid %d is not one" % uid,
+                              err["message"])
 
 
 class SubjectFromOption(unittest.TestCase):
