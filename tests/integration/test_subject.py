@@ -23,6 +23,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Daemon, deadline_wait, nobody_daemon, worker_tool  # noqa: E402
+from test_audit import records  # noqa: E402
 from test_fair_uids import client_as, next_started, queued  # noqa: E402
 
 FRONT = 65534
@@ -167,12 +168,7 @@ class SubjectTest(unittest.TestCase):
                                   and e.get("batch") == "nb")
             self.assertNotIn("subject", plain["client"])
             deadline_wait(lambda: len(records_in(log)) >= 2, what="2 audit records")
-            recs = {}
-            for line in d.stderr().splitlines():
-                if line.startswith("{"):
-                    o = json.loads(line)
-                    if o.get("record") == "call":
-                        recs[o["call"]] = o
+            recs = {r["call"]: r for r in records(d)}
         self.assertEqual(recs["s1"]["subject"], "carol@example.org")
         self.assertEqual(recs["s1"]["client_uid"], FRONT)
         self.assertNotIn("subject", recs["n1"])
