@@ -39,6 +39,7 @@
 #include "sysfilter.h"
 #include "server.h"
 #include "spill.h"
+#include "subject.h"
 #include "stats.h"
 #include "metrics.h"
 #include "metricshttp.h"
@@ -304,7 +305,8 @@ int main(int argc, char **argv)
         OPT_SPAWNER,
         OPT_SPARES,
         OPT_CRED_DIR,
-        OPT_UPSTREAM_CA
+        OPT_UPSTREAM_CA,
+        OPT_SUBJECT_FROM
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
@@ -349,6 +351,7 @@ int main(int argc, char **argv)
         {"spares", required_argument, NULL, OPT_SPARES},
         {"credentials-dir", required_argument, NULL, OPT_CRED_DIR},
         {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+        {"subject-from", required_argument, NULL, OPT_SUBJECT_FROM},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -592,6 +595,12 @@ int main(int argc, char **argv)
         case OPT_CALL_UIDS:
             if (td_identity_parse(optarg, lerr, sizeof(lerr)) < 0) {
                 fprintf(stderr, "toolexecd: --call-uids: %s\n", lerr);
+                return 2;
+            }
+            break;
+        case OPT_SUBJECT_FROM:
+            if (td_subject_from_add(optarg, lerr, sizeof(lerr)) < 0) {
+                fprintf(stderr, "toolexecd: --subject-from: %s\n", lerr);
                 return 2;
             }
             break;

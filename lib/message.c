@@ -481,13 +481,23 @@ static int normalize_llm_call(json_t *call, size_t i, char *err, size_t errlen)
     return 0;
 }
 
+bool te_subject_valid(const char *s, size_t len)
+{
+    if (len == 0 || len > TE_SUBJECT_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < 0x21 || s[i] > 0x7e) /* a NUL inside too */
+            return false;
+    return true;
+}
+
 int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     const char *extra =
         EXTRA_KEY(req, "op", "batch", "calls", "on_tool_error", "tool_timeout", "max_concurrency",
                   "context", "session_id", "request_id", "engine", "result_format",
-                  "max_content_bytes", "unknown_tool", "policy");
+                  "max_content_bytes", "unknown_tool", "policy", "subject");
     if (extra)
         return fail(err, errlen, "unknown key \"%s\" in run request", extra);
     json_t *unknown = json_object_get(req, "unknown_tool");
@@ -503,6 +513,14 @@ int te_run_request_parse(json_t *req, te_run_request *out, char *err, size_t err
         if (!te_json_is_text(v) || json_string_length(v) == 0)
             return fail(err, errlen, "batch: expected a non-empty string");
         out->batch = json_string_value(v);
+    }
+    v = json_object_get(req, "subject");
+    if (v && !json_is_null(v)) {
+        if (!te_json_is_text(v) || !te_subject_valid(json_string_value(v), json_string_length(v)))
+            return fail(err, errlen,
+                        "subject: expected 1 to %d bytes of printable ASCII without spaces",
+                        TE_SUBJECT_MAX);
+        out->subject = json_string_value(v);
     }
     out->policy = TE_POLICY_CONTINUE;
     v = json_object_get(req, "on_tool_error");

@@ -291,7 +291,19 @@ typedef struct te_run_request {
     /* the client set tool_timeout (else tool_timeout_ms holds the default,
      * which must not cut a tool's own longer timeout_ms: issue 22) */
     bool tool_timeout_given;
+    /* "subject": who a trusted front (the MCP HTTP front) runs the batch
+     * for, te_subject_valid(); NULL when none. The daemon honours it only
+     * from a front it trusts (--subject-from) and refuses it from any other
+     * client. */
+    const char *subject;
 } te_run_request;
+
+/* A run request's "subject": 1 to TE_SUBJECT_MAX bytes of printable ASCII
+ * without spaces (0x21 to 0x7e), what an OAuth "sub" claim (at most 255
+ * ASCII characters) is; the bound keeps a subject one log field and one
+ * bucket key of a bounded size. */
+#define TE_SUBJECT_MAX 255
+bool te_subject_valid(const char *s, size_t len);
 
 /* Validate a {"op": "run", ...} request. Normalises the calls in place: the
  * shapes LLM APIs emit (OpenAI Chat Completions tool_calls items, OpenAI

@@ -35,6 +35,9 @@ struct td_bus_msg {
     bool (*calls_any)(const void *src, const json_t *tools);
     const void *src;
     pid_t pid; /* EVENT: the pid of the batch's client (issue 14: tail tells clients apart) */
+    /* EVENT, CALL_DONE: whom a trusted front ran the batch for (its
+     * "subject"), NULL when none */
+    const char *subject;
     /* CALL_DONE, for metrics and the audit trail (metrics.c, audit.c): */
     const char *call_id;
     const struct ucred *cred; /* the batch's client (SO_PEERCRED) */

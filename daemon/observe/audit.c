@@ -104,6 +104,8 @@ static void record(const struct td_bus_msg *m)
         json_object_set_new(f, "client_uid", json_integer(m->cred->uid));
         json_object_set_new(f, "client_gid", json_integer(m->cred->gid));
     }
+    if (m->subject) /* whom the trusted front ran it for (--subject-from) */
+        json_object_set_new(f, "subject", json_string(m->subject));
     json_object_set_new(f, "arguments_sha256", json_string(hex));
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
         json_t *v = json_object_get(m->completed, copied[i]);

@@ -355,7 +355,8 @@ static void on_bus(void *data, const struct td_bus_msg *m)
                 json_object_get(whole, "client") ? json_incref(whole) : json_copy(whole);
             if (named && !json_object_get(ev, "client"))
                 json_object_set_new(named, "client",
-                                    json_pack("{s:i,s:i}", "pid", (int)m->pid, "uid", (int)m->uid));
+                                    json_pack("{s:i,s:i,s:s*}", "pid", (int)m->pid, "uid",
+                                              (int)m->uid, "subject", m->subject));
             line = named ? te_lines_dump(named, &len) : NULL;
             json_decref(named);
             if (line && len > TAIL_LINE_MAX) {

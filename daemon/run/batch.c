@@ -224,6 +224,7 @@ static void emit_done(struct call *c, json_t *result, bool halting, json_t *trun
                                         .us = (c->done_ns - c->started_ns) / 1000,
                                         .call_id = c->id,
                                         .cred = &b->owner.cred,
+                                        .subject = b->r.subject,
                                         .arguments = c->arguments,
                                         .completed = done});
     json_decref(done);
@@ -728,7 +729,7 @@ void td_batch_free(struct td_batch *b)
 {
     wait_remove(b);
     settle_remove(b);
-    b->owner.ops->release(b->owner.data, b->ncalls);
+    b->owner.ops->release(b->owner.data, b->bucket, b->ncalls);
     if (b->aprev)
         b->aprev->anext = b->anext;
     else if (all_batches == b)

@@ -31,7 +31,8 @@ void td_batch_publish(const struct td_batch *b, const char *tool, const json_t *
                                         .uid = b->owner.cred.uid,
                                         .calls_any = calls_any,
                                         .src = b,
-                                        .pid = b->owner.cred.pid});
+                                        .pid = b->owner.cred.pid,
+                                        .subject = b->r.subject});
 }
 
 /* Send {"event": name, "batch": id, ...fields} to the batch's client and

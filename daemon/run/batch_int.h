@@ -68,6 +68,7 @@ struct td_batch {
     bool cancelled;
     uint64_t accepted_ns;
     struct td_sched_entry sched;       /* its place in the worker-slot queue */
+    void *bucket;                      /* its owner's admission (uid or subject), released */
     struct td_batch *anext, *aprev;    /* all batches, for per-client counts */
     bool throttled;                    /* its client is not reading: workers' output paused */
     size_t settle_from;                /* cancelled: calls from here on still to settle */

@@ -32,12 +32,15 @@ struct td_batch_ops {
     void (*error)(void *data, const char *batch, const char *type, const char *reason,
                   const char *message, json_t *metadata);
     /* Admission: the owner's next batch number (for ids it makes up);
-     * room for ncalls more calls (0, or -1 with err saying which limit),
-     * given back with release; the batch known under id (false: a
-     * duplicate). */
+     * room for ncalls more calls of the client, or of the subject it runs
+     * the batch for (NULL: none), each its own bucket of limits and of
+     * worker slots: 0 with *sched where the batch queues for its slots and
+     * *bucket what release gives back with the calls, or -1 with err
+     * saying which limit; the batch known under id (false: a duplicate). */
     unsigned (*next_seq)(void *data);
-    int (*admit)(void *data, size_t ncalls, char *err, size_t errlen);
-    void (*release)(void *data, size_t ncalls);
+    int (*admit)(void *data, const char *subject, size_t ncalls, struct td_conn_sched **sched,
+                 void **bucket, char *err, size_t errlen);
+    void (*release)(void *data, void *bucket, size_t ncalls);
     bool (*add)(void *data, struct td_batch *b, const char *id);
     /* The owner's spill files (spill.c), removed when it goes; NULL: they
      * only age out. */
@@ -46,7 +49,6 @@ struct td_batch_ops {
 struct td_batch_owner {
     const struct td_batch_ops *ops;
     void *data;
-    struct ucred cred;           /* the client's (SO_PEERCRED) */
-    struct td_conn_sched *sched; /* the client's, shared by its batches */
+    struct ucred cred; /* the client's (SO_PEERCRED) */
 };
 #endif

@@ -165,7 +165,9 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         ops->error(conn, id, "engine_error", "internal", "out of memory", NULL);
         return;
     }
-    if (ops->admit(conn, r.ncalls, err, sizeof(err)) < 0) {
+    struct td_conn_sched *sched = NULL;
+    void *bucket = NULL;
+    if (ops->admit(conn, r.subject, r.ncalls, &sched, &bucket, err, sizeof(err)) < 0) {
         free(b->calls);
         free(b->id);
         free(b);
@@ -175,7 +177,7 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         return;
     }
     if (!ops->add(conn, b, id)) {
-        ops->release(conn, r.ncalls);
+        ops->release(conn, bucket, r.ncalls);
         free(b->calls);
         free(b->id);
         free(b);
@@ -186,7 +188,8 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         return;
     }
     b->owner = *owner;
-    b->sched.client = owner->sched;
+    b->sched.client = sched;
+    b->bucket = bucket;
     b->accepted_ns = uv_hrtime();
     td_batch_link(b);
     b->req = json_incref(req);
@@ -212,14 +215,16 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
     for (size_t k = 0; k < b->ncalls; k++)
         json_array_append_new(
             list, json_pack("{s:s,s:s}", "id", b->calls[k].id, "name", b->calls[k].name));
-    json_t *started = json_pack("{s:s,s:s,s:{s:i,s:i,s:i},s:o}", "event", "batch_started", "batch",
-                                b->id, "client", "pid", (int)cred->pid, "uid", (int)cred->uid,
-                                "gid", (int)cred->gid, "calls", list);
+    json_t *started =
+        json_pack("{s:s,s:s,s:{s:i,s:i,s:i,s:s*},s:o}", "event", "batch_started", "batch", b->id,
+                  "client", "pid", (int)cred->pid, "uid", (int)cred->uid, "gid", (int)cred->gid,
+                  "subject", r.subject, "calls", list);
     if (started)
         td_batch_publish(b, NULL, started);
     json_decref(started);
-    td_logc(TD_LOG_INFO, b->id, NULL, "client pid %d uid %d gid %d: %zu calls, concurrency %llu",
-            (int)cred->pid, (int)cred->uid, (int)cred->gid, b->ncalls,
-            (unsigned long long)b->max_concurrency);
+    td_logc(TD_LOG_INFO, b->id, NULL,
+            "client pid %d uid %d gid %d%s%s: %zu calls, concurrency %llu", (int)cred->pid,
+            (int)cred->uid, (int)cred->gid, r.subject ? " subject " : "",
+            r.subject ? r.subject : "", b->ncalls, (unsigned long long)b->max_concurrency);
     td_batch_pump(b);
 }

@@ -1,8 +1,10 @@
 /*
  * scheduler.c - the worker-slot scheduler. Calls beyond --max-workers wait here,
- * one call started per turn, shared fairly first across client uids, then
- * across a uid's connections, then across a connection's batches: neither a
- * big batch nor a uid with many connections can starve the others.
+ * one call started per turn, shared fairly first across client uids (and
+ * the subjects a trusted front names: each a uid's equal, serve/subject.h),
+ * then across a uid's connections, then across a connection's batches:
+ * neither a big batch nor a uid with many connections, nor a subject
+ * flooding its front, can starve the others.
  */
 #include <stddef.h>
 
@@ -29,12 +31,24 @@ bool td_sched_may_start(const struct td_sched *s, unsigned max, bool from_queue)
     return !(s->used >= max || (!from_queue && !TAILQ_EMPTY(&s->waiting)));
 }
 
+/* A call that starts at once, never queued, is a turn too: else its client
+ * and uid would look never served, and tie with one that truly never was
+ * (one slot: A's first call starts, A's second and then B's wait; when the
+ * slot frees, B's turn comes before A's second). */
+static void served(struct td_sched *s, struct td_sched_entry *e)
+{
+    e->served_seq = ++s->counter;
+    e->client->served = e->served_seq;
+    e->client->user->served = e->served_seq;
+}
+
 void td_sched_take(struct td_sched *s, struct td_sched_entry *e)
 {
     s->used++;
     e->slots++;
     e->client->slots++;
     e->client->user->slots++;
+    served(s, e);
 }
 
 void td_sched_release(struct td_sched *s, struct td_sched_entry *e)
@@ -75,9 +89,7 @@ struct td_sched_entry *td_sched_next(struct td_sched *s, unsigned max)
     for (struct td_sched_entry *x = TAILQ_NEXT(b, wlink); x; x = TAILQ_NEXT(x, wlink))
         if (goes_before(x->client, b->client))
             b = x;
-    b->served_seq = ++s->counter;
-    b->client->served = b->served_seq;
-    b->client->user->served = b->served_seq;
+    served(s, b);
     td_sched_remove(s, b);
     return b;
 }

@@ -48,24 +48,31 @@ static LIST_HEAD(, uid_use) uids;
 static void (*conn_gone_cb)(void);
 static size_t buffered; /* bytes allocated for unfinished lines, all clients */
 
-static struct uid_use *uid_use_get(uid_t uid)
+struct uid_use *td_uid_use_get(uid_t uid, const char *subject)
 {
     struct uid_use *u;
     LIST_FOREACH(u, &uids, link)
-        if (u->uid == uid)
+        if (u->uid == uid &&
+            (subject ? u->subject && strcmp(u->subject, subject) == 0 : !u->subject))
             return u;
-    if ((u = calloc(1, sizeof(*u)))) {
-        u->uid = uid;
-        LIST_INSERT_HEAD(&uids, u, link);
+    if (!(u = calloc(1, sizeof(*u))))
+        return NULL;
+    if (subject && !(u->subject = strdup(subject))) {
+        free(u);
+        return NULL;
     }
+    u->uid = uid;
+    u->client.user = &u->sched;
+    LIST_INSERT_HEAD(&uids, u, link);
     return u;
 }
 
-static void uid_use_put(struct uid_use *u)
+void td_uid_use_put(struct uid_use *u)
 {
     if (!u || u->conns || u->calls)
         return;
     LIST_REMOVE(u, link);
+    free(u->subject);
     free(u);
 }
 
@@ -85,7 +92,7 @@ static void on_conn_closed(uv_handle_t *h)
     nconns--;
     if (c->uid) {
         c->uid->conns--;
-        uid_use_put(c->uid);
+        td_uid_use_put(c->uid);
     }
     /* its batches are done, their spills written: nobody else reads them */
     td_spill_release(&c->spills);
@@ -415,7 +422,7 @@ unsigned td_conn_add(struct td_conn *c)
 {
     LIST_INSERT_HEAD(&conns, c, link);
     nconns++;
-    if ((c->uid = uid_use_get(c->cred.uid))) {
+    if ((c->uid = td_uid_use_get(c->cred.uid, NULL))) {
         c->uid->conns++;
         c->sched.user = &c->uid->sched;
     }

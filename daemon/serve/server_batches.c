@@ -53,7 +53,11 @@ static void batch_done(void *data, struct td_batch *b)
     td_conn_maybe_close(c);
 }
 
-static int batch_admit(void *data, size_t ncalls, char *err, size_t errlen)
+/* The bucket the batch's calls count in: the client's uid, or the subject
+ * its trusted front names (a bucket of its own, keyed by the front's uid
+ * and the subject). */
+static int batch_admit(void *data, const char *subject, size_t ncalls, struct td_conn_sched **sched,
+                       void **bucket, char *err, size_t errlen)
 {
     struct td_conn *c = data;
     if (c->nbatches >= td_cfg.max_client_batches) {
@@ -63,21 +67,32 @@ static int batch_admit(void *data, size_t ncalls, char *err, size_t errlen)
                  c->nbatches);
         return -1;
     }
-    if (!c->uid || ncalls > td_cfg.max_queued_calls - c->uid->calls) {
+    struct uid_use *u = subject && c->uid ? td_uid_use_get(c->cred.uid, subject) : c->uid;
+    if (!u || ncalls > td_cfg.max_queued_calls - u->calls) {
+        char whose[96];
+        if (subject)
+            snprintf(whose, sizeof(whose), "subject \"%.64s\"", subject);
+        else
+            snprintf(whose, sizeof(whose), "uid %d", (int)c->cred.uid);
         snprintf(err, errlen,
                  "calls: %zu more calls would exceed the limit of %zu calls in unfinished "
-                 "batches of uid %d (--max-queued-calls; %zu now); wait for a batch to complete",
-                 ncalls, td_cfg.max_queued_calls, (int)c->cred.uid, c->uid ? c->uid->calls : 0);
+                 "batches of %s (--max-queued-calls; %zu now); wait for a batch to complete",
+                 ncalls, td_cfg.max_queued_calls, whose, u ? u->calls : 0);
+        td_uid_use_put(u);
         return -1;
     }
-    c->uid->calls += ncalls;
+    u->calls += ncalls;
+    *sched = subject ? &u->client : &c->sched;
+    *bucket = u;
     return 0;
 }
 
-static void batch_release(void *data, size_t ncalls)
+static void batch_release(void *data, void *bucket, size_t ncalls)
 {
-    struct td_conn *c = data;
-    c->uid->calls -= ncalls;
+    struct uid_use *u = bucket;
+    (void)data;
+    u->calls -= ncalls;
+    td_uid_use_put(u); /* a subject's: gone with its last call */
 }
 
 /* Assigned batch ids ("b-N") count across the daemon's life, not per

@@ -23,13 +23,20 @@
 #include "batch.h"
 #include "toolexec.h"
 
-/* What one uid holds across its connections (--max-clients-per-uid,
- * --max-queued-calls, its share of the worker slots). */
+/* A bucket of fairness and limits: what one uid holds across its
+ * connections (--max-clients-per-uid, --max-queued-calls, its share of the
+ * worker slots); or, keyed (uid, subject), what one subject a trusted
+ * front names (subject.h) holds across that front's connections: its own
+ * --max-queued-calls and its own share of the slots, like a uid's. */
 struct uid_use {
     uid_t uid;
+    char *subject; /* NULL: the uid's own */
     unsigned conns;
     size_t calls; /* calls of its unfinished batches */
     struct td_uid_sched sched;
+    /* a subject's batches queue as one client's (a uid's queue as their
+     * connections') */
+    struct td_conn_sched client;
     LIST_ENTRY(uid_use) link;
 };
 
@@ -67,6 +74,11 @@ struct td_conn {
 };
 
 /* server.c */
+/* The bucket of (uid, subject), subject NULL for the uid's own, made when
+ * new; NULL when out of memory. Freed by td_uid_use_put once it holds no
+ * connection and no call. */
+struct uid_use *td_uid_use_get(uid_t uid, const char *subject);
+void td_uid_use_put(struct uid_use *u);
 /* Its request line buffer, within --max-request-buffer. */
 void td_conn_lines_init(struct td_conn *c);
 /* Counted among the connections (and its uid's): how many there are now. */

@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "request.h"
 #include "stats.h"
+#include "subject.h"
 #include "tail.h"
 #include "template.h"
 #include "server.h"
@@ -49,10 +50,20 @@ void td_conn_subscribe(struct td_conn *c, json_t *tools, json_t *batches)
 
 static void op_run(struct td_conn *c, json_t *req)
 {
-    td_batch_run(
-        &(struct td_batch_owner){
-            .ops = &td_conn_batch_ops, .data = c, .cred = c->cred, .sched = &c->sched},
-        req);
+    /* Only a front the daemon trusts (--subject-from), known by its
+     * SO_PEERCRED uid, says whom it runs a batch for. */
+    json_t *subject = json_object_get(req, "subject");
+    if (subject && !json_is_null(subject) && !td_subject_trusted(c->cred.uid)) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "subject: only a front the daemon trusts (--subject-from) may name a subject; "
+                 "uid %d is not one",
+                 (int)c->cred.uid);
+        td_conn_error(c, td_req_text(req, "batch"), "request_error", "invalid_request", msg, NULL);
+        return;
+    }
+    td_batch_run(&(struct td_batch_owner){.ops = &td_conn_batch_ops, .data = c, .cred = c->cred},
+                 req);
 }
 
 static void op_cancel(struct td_conn *c, json_t *req)

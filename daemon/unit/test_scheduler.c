@@ -122,27 +122,41 @@ static void test_fewest_slots_first(void **state)
     assert_ptr_equal(td_sched_next(&s, 5), &c.e);
 }
 
+/* Two clients of two uids: A with batches a1 and a2, B with b1, one call
+ * each. */
+struct two {
+    struct td_uid_sched uA, uB;
+    struct td_conn_sched A, B;
+    struct batch a1, a2, b1;
+};
+
+static void two_init(struct two *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->A.user = &t->uA;
+    t->B.user = &t->uB;
+    batch_init(&t->a1, &t->A, 'A', 1);
+    batch_init(&t->a2, &t->A, 'A', 1);
+    batch_init(&t->b1, &t->B, 'B', 1);
+}
+
 /* Equal slots: the client served least recently, even behind another. */
 static void test_least_recently_served(void **state)
 {
     struct td_sched s = TD_SCHED_INITIALIZER(s);
-    struct td_uid_sched uA = {0}, uB = {0};
-    struct td_conn_sched A = {.user = &uA}, B = {.user = &uB};
-    struct batch a1, a2, b1;
-    batch_init(&a1, &A, 'A', 1);
-    batch_init(&a2, &A, 'A', 1);
-    batch_init(&b1, &B, 'B', 1);
-    td_sched_enqueue(&s, &a1.e);
-    td_sched_enqueue(&s, &a2.e);
-    td_sched_enqueue(&s, &b1.e);
-    assert_ptr_equal(td_sched_next(&s, 1), &a1.e); /* all equal: the longest waiting */
-    assert_int_equal(A.served, 1);
-    assert_int_equal(a1.e.served_seq, 1);
+    struct two t;
+    two_init(&t);
+    td_sched_enqueue(&s, &t.a1.e);
+    td_sched_enqueue(&s, &t.a2.e);
+    td_sched_enqueue(&s, &t.b1.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &t.a1.e); /* all equal: the longest waiting */
+    assert_int_equal(t.A.served, 1);
+    assert_int_equal(t.a1.e.served_seq, 1);
     /* its call ran and ended: the slot is free again, A no more in use than B */
-    assert_ptr_equal(td_sched_next(&s, 1), &b1.e);
-    assert_int_equal(B.served, 2);
-    assert_ptr_equal(td_sched_next(&s, 1), &a2.e);
-    assert_int_equal(A.served, 3);
+    assert_ptr_equal(td_sched_next(&s, 1), &t.b1.e);
+    assert_int_equal(t.B.served, 2);
+    assert_ptr_equal(td_sched_next(&s, 1), &t.a2.e);
+    assert_int_equal(t.A.served, 3);
     assert_null(td_sched_next(&s, 1));
 }
 
@@ -311,6 +325,23 @@ static void test_fair_run_uids(void **state)
     assert_string_equal(order, "UVUVUVUVUVUVUUUUUU");
 }
 
+/* One slot. A's first call starts at once (no queue, so no handout), then
+ * A's second batch and B's wait: when A's call ends, both hold no slot, and
+ * B, never served, goes before A, just served. */
+static void test_direct_start_is_a_turn(void **state)
+{
+    struct td_sched s = TD_SCHED_INITIALIZER(s);
+    struct two t;
+    two_init(&t);
+    assert_true(td_sched_may_start(&s, 1, false));
+    td_sched_take(&s, &t.a1.e);
+    assert_int_not_equal(t.uA.served, 0);
+    td_sched_enqueue(&s, &t.a2.e);
+    td_sched_enqueue(&s, &t.b1.e);
+    td_sched_release(&s, &t.a1.e);
+    assert_ptr_equal(td_sched_next(&s, 1), &t.b1.e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_uid_before_its_connections),
         cmocka_unit_test(test_uid_least_recently_served),
         cmocka_unit_test(test_fair_run_uids),
+        cmocka_unit_test(test_direct_start_is_a_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

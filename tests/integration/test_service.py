@@ -346,13 +346,34 @@ class Units(unittest.TestCase):
         for name in ("toolexecd.socket", "toolexecd-events.socket"):
             shutil.copy(os.path.join(UNITS_SRC, name), tmp)
         shutil.copy(SERVICE_BUILD, os.path.join(tmp, "toolexecd.service"))
+        # the MCP HTTP front, and the daemon's drop-in that trusts its user
+        shutil.copy(os.path.join(os.path.dirname(SERVICE_BUILD), "toolexec-mcp-build.service"),
+                    os.path.join(tmp, "toolexec-mcp.service"))
+        shutil.copytree(os.path.join(UNITS_SRC, "toolexecd.service.d"),
+                        os.path.join(tmp, "toolexecd.service.d"))
         units = [os.path.join(tmp, n) for n in
-                 ("toolexecd.service", "toolexecd.socket", "toolexecd-events.socket")]
+                 ("toolexecd.service", "toolexecd.socket", "toolexecd-events.socket",
+                  "toolexec-mcp.service")]
         p = subprocess.run(["systemd-analyze", "verify", "--man=no"] + units,
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        noise = [l for l in p.stderr.splitlines() if "toolexecd" in l]
+        noise = [l for l in p.stderr.splitlines() if "toolexec" in l]
         self.assertEqual(noise, [], p.stderr)
+
+    def test_front_confinement(self):
+        """The HTTP front's unit is tight: systemd's own measure of its
+        exposure stays at 2.0 or below ("OK")."""
+        unit = os.path.join(os.path.dirname(SERVICE_BUILD), "toolexec-mcp-build.service")
+        tmp = tempfile.mkdtemp(prefix="te-units-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "toolexec-mcp.service")
+        shutil.copy(unit, path)
+        p = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=20",
+                            "--no-pager", path], capture_output=True, text=True)
+        if "--offline" in p.stderr or "--threshold" in p.stderr:
+            self.skipTest("systemd-analyze security lacks --offline/--threshold")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("exposure level for toolexec-mcp.service", p.stdout)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,14 @@ for u in toolexecd.socket toolexecd-events.socket; do
 done
 [ ! -e /etc/systemd/system/multi-user.target.wants/toolexecd.service ] &&
     ok "toolexecd.service not enabled (its sockets start it)" || bad "toolexecd.service enabled"
+# the MCP HTTP front: its user (the daemon's drop-in names it at start), its
+# unit shipped but not enabled
+getent passwd toolexec-mcp >/dev/null && ok "the toolexec-mcp system user exists (sysusers.d)" ||
+    bad "no toolexec-mcp user"
+[ -f /lib/systemd/system/toolexecd.service.d/toolexec-mcp.conf ] &&
+    ok "toolexecd.service's drop-in trusts toolexec-mcp" || bad "no toolexecd.service.d/toolexec-mcp.conf"
+[ ! -e /etc/systemd/system/multi-user.target.wants/toolexec-mcp.service ] &&
+    ok "toolexec-mcp.service not enabled" || bad "toolexec-mcp.service enabled"
 # the installed binaries start as a user would run them: no LD_LIBRARY_PATH
 env -u LD_LIBRARY_PATH /usr/sbin/toolexecd --version >/dev/null && ok "toolexecd --version" ||
     bad "installed toolexecd does not start"

@@ -235,6 +235,12 @@ static void run_requests(void)
         {"{\"op\":\"run\",\"calls\":[],\"tool_timeout\":-1}", "tool_timeout:"},
         {"{\"op\":\"run\",\"calls\":[],\"batch\":7}", "batch:"},
         {"{\"op\":\"run\",\"calls\":[],\"colls\":[]}", "unknown key \"colls\""},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":\"auth0|u-1@example.org\"}", NULL},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":null}", NULL},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":\"\"}", "subject: expected 1 to 255"},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":\"a b\"}", "subject: expected"},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":\"\\u00e9\"}", "subject: expected"},
+        {"{\"op\":\"run\",\"calls\":[],\"subject\":7}", "subject: expected"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         te_run_request r;
@@ -269,6 +275,19 @@ static void run_requests(void)
     CHECK(json_is_object(json_object_get(json_array_get(r.calls, 1), "arguments")));
     CHECK(json_is_object(r.context));
     CHECK(json_is_null(r.session_id) && json_is_null(r.engine));
+    json_decref(req);
+    /* a subject at the bound is one, a byte more is refused */
+    char big[TE_SUBJECT_MAX + 64];
+    for (int extra = 0; extra <= 1; extra++) {
+        int n = snprintf(big, sizeof(big), "{\"op\":\"run\",\"calls\":[],\"subject\":\"");
+        memset(big + n, 'x', TE_SUBJECT_MAX + extra);
+        snprintf(big + n + TE_SUBJECT_MAX + extra, sizeof(big) - (n + TE_SUBJECT_MAX + extra),
+                 "\"}");
+        CHECK(run_parse(big, &r, why, &req) == (extra ? -EINVAL : 0));
+        CHECK(extra || (r.subject && strlen(r.subject) == TE_SUBJECT_MAX));
+        json_decref(req);
+    }
+    CHECK(run_parse("{\"op\":\"run\",\"calls\":[]}", &r, why, &req) == 0 && !r.subject);
     json_decref(req);
     /* a tool_timeout the client set is told apart from the default */
     CHECK(run_parse("{\"op\":\"run\",\"calls\":[],\"tool_timeout\":30000}", &r, why, &req) == 0);
