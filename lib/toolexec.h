@@ -13,6 +13,8 @@
  *   warm.c     the template side of warm start (both SDKs); a call's PID 1
  *              in warmp1.c, its view in warmview.c, its process in warmcall.c
  *   landlock.c the Landlock layer of a call's file-system view
+ *   sha256hex.c SHA-256 as hex for the daemon's audit chain and the client's
+ *              audit verify (internal: sha256hex.h, not installed)
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a

@@ -50,8 +50,8 @@ static json_t *view(const struct td_tool *t)
     /* keys sorted, compact: a digest a client can recompute */
     char *text = v ? te_json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT, NULL) : NULL;
     if (text) {
-        char hex[TD_SHA256_HEX_LEN + 1];
-        td_sha256_hex(text, strlen(text), hex);
+        char hex[TE_SHA256_HEX_LEN + 1];
+        te_sha256_hex(text, strlen(text), hex);
         json_object_set_new(v, "sha256", json_string(hex));
     }
     free(text);
