@@ -19,7 +19,5 @@ int td_besteffort_parse(const char *file, const json_t *def, struct td_tool *t, 
                         size_t errlen);
 /* The TD_LAYER_* bits this host (and --disable-layer) gives calls. */
 unsigned td_besteffort_available(void);
-/* A layer's name ("view", "landlock", "seccomp"). */
-const char *td_besteffort_name(unsigned layer);
 
 #endif
