@@ -282,16 +282,16 @@ typedef struct te_run_request {
     json_t *context, *session_id, *request_id, *engine; /* json null if absent */
     te_result_format format;
     uint64_t max_content_bytes; /* 0: not given */
-    /* "unknown_tool": "error" (issue 14): each call of an unknown tool gets
+    /* "unknown_tool": "error": each call of an unknown tool gets
      * a tool error of its own and the rest run; false ("refuse", the
      * default): one unknown tool refuses the batch */
     bool unknown_tool_error;
-    /* "policy" (issue 23): the batch's narrowing of each tool's confinement,
+    /* "policy": the batch's narrowing of each tool's confinement,
      * an object or NULL; a call's own is its "policy" key (kept through the
      * LLM shapes' normalisation). The daemon checks the keys. */
     json_t *narrow;
     /* the client set tool_timeout (else tool_timeout_ms holds the default,
-     * which must not cut a tool's own longer timeout_ms: issue 22) */
+     * which must not cut a tool's own longer timeout_ms) */
     bool tool_timeout_given;
 } te_run_request;
 

@@ -43,7 +43,7 @@ uint64_t *td_limit_at(struct td_limits *l, size_t i);
 uint64_t *td_limit_field(struct td_limits *l, const char *key);
 
 /* Confinement layers a definition may ask for and list in "best_effort"
- * (issue 23, defs/besteffort.c); --disable-layer turns the last two off. */
+ * (defs/besteffort.c); --disable-layer turns the last two off. */
 enum {
     TD_LAYER_VIEW = 1,     /* a mount namespace of its own for its view */
     TD_LAYER_LANDLOCK = 2, /* Landlock on its writes */
@@ -61,7 +61,7 @@ struct td_config {
     struct td_limits limits;        /* daemon-wide defaults */
     const char *user, *group;       /* default worker user/group (root daemon) */
     int network;                    /* default for "network": 1 yes, 0 no */
-    unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits (issue 23) */
+    unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits */
     unsigned max_clients;           /* connections beyond it are refused */
     unsigned max_workers;           /* worker processes at once, all batches */
     unsigned online_cpus;           /* sysconf(_SC_NPROCESSORS_ONLN) at start and each reload:

@@ -1,5 +1,5 @@
 /*
- * besteffort.h - failing closed (issue 23): a definition that asks for a
+ * besteffort.h - failing closed: a definition that asks for a
  * confinement layer this host cannot give is refused at load and by
  * --check --tools, unless its "best_effort" names that layer.
  */

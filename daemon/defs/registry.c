@@ -652,7 +652,7 @@ void td_registry_free(struct td_registry *r)
     free(r);
 }
 
-/* ---- for defcheck.c (toolexecd --check --tools DIR, issue 14) --------------- */
+/* ---- for defcheck.c (toolexecd --check --tools DIR) --------------- */
 
 int td_registry_list_defs(int dfd, char ***out)
 {

@@ -83,7 +83,7 @@ static void digest(const json_t *args, char *hex)
 /* The completed event's members the record carries as they are. */
 static const char *const copied[] = {
     "duration_ms", "queued_ms", "cpu_user_ms", "cpu_sys_ms",
-    "max_rss_kb",  "denied",    "enforced"}; /* issue 23: what the call ran under */
+    "max_rss_kb",  "denied",    "enforced"}; /* "enforced": what the call ran under */
 
 static void record(const struct td_bus_msg *m)
 {

@@ -1,5 +1,5 @@
-"""Issue 20 (hardening, round 3), the cold calls' part: what a hostile call
-still reached. Hostile Python tools really try, against a root daemon and an
+"""What a hostile cold call could still reach of the host and of its own
+init. Hostile Python tools really try, against a root daemon and an
 unprivileged one (the warm calls' part is test_warm_isolation.py).
 
 1. IPC: a call makes System V shared-memory segments (0666 and 0600), a
@@ -14,7 +14,7 @@ unprivileged one (the warm calls' part is test_warm_isolation.py).
    is still the call's own), nor compare or advise its memory (kcmp,
    process_madvise); with "syscalls": "off" too, where only the init's being
    not dumpable stands in the way. A call that burns CPU is charged for it.
-5. The capability bounding set is empty in a call.
+3. The capability bounding set is empty in a call.
 """
 
 import errno
