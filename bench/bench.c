@@ -59,7 +59,7 @@ struct slot {
 static const char request[] = "{\"tool\":\"echo\",\"arguments\":{\"x\":1}}";
 
 /* BENCH_WRAP="bwrap --ro-bind / / ...": the plain loop runs the worker
- * through that command line (bench/confine.sh: bubblewrap, issue 11). */
+ * through that command line (bench/confine.sh: bubblewrap). */
 static char *wrap[32];
 static int nwrap;
 static bool in_ns; /* BENCH_NS=1 */

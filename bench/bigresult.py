@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/bigresult.py - a big result through the daemon against the tool run
-directly, in one run (issue 21, item 4).
+directly, in one run.
 
   bench/bigresult.py [--build DIR] [--mib 7,64] [--rounds R] [--kinds x,text]
                      [--protocols framed,plain] [--whole]
@@ -24,7 +24,7 @@ whole peak over the payload. The per-call max_content_bytes is the default
 with --whole it is the payload's size, so the content is whole too (the
 payload then goes out three times: result, tool_result_encoded, messages).
 The daemon runs with --max-frame-bytes and --max-content-bytes large enough.
-Goal (issue 21): 64 MiB <= 1.5 x direct time, peak <= 1.25 x the payload.
+Goal: 64 MiB <= 1.5 x direct time, peak <= 1.25 x the payload.
 A benchmark to run by hand, never a pass/fail test.
 """
 

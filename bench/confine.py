@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/confine.py - what the file-system view of issue 11 costs, in one run.
+"""bench/confine.py - what a call's file-system view costs, in one run.
 
   bench/confine.py [--build DIR] [--calls N] [--rounds R]
 
@@ -26,7 +26,7 @@ costs at least the plain loop can be more than that many times cheaper than
 bwrap) and nsfloor / plain (no view can cost less than that), then the
 daemon's spawn_us_mean per tool (the loop's time from clone() to exec: the
 view is built there).
-Goals (issue 11): default <= 1.25 x plain; bwrap >= 5 x default.
+Goals: default <= 1.25 x plain; bwrap >= 5 x default.
 A benchmark to run by hand, never a pass/fail test.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/credproxy.py - what the egress proxy's TLS end (credential headers,
-issue 23) costs per request against a plain CONNECT tunnel.
+"""bench/credproxy.py - what the egress proxy's TLS end (credential headers)
+costs per request against a plain CONNECT tunnel.
 
   bench/credproxy.py [--build DIR] [--requests N] [--rounds R]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/floor_layers.py - the confinement floor, layer by layer (issue 21).
+"""bench/floor_layers.py - the confinement floor, layer by layer.
 
   sudo bench/floor_layers.py [--build DIR] [--calls N] [--rounds R]
                              [--perf] [--top K]

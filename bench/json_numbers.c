@@ -3,7 +3,7 @@
  * it was (json_loadb + json_dumps), jansson through te_json_loadb +
  * te_json_dumps (numbers kept as written), and json-c (Debian's other
  * well-kept C JSON library, which keeps a parsed real's source text), to
- * decide issue 14's bug 1.
+ * decide how numbers pass through as their tools wrote them.
  *
  *   json_numbers [ROUNDS]
  *

@@ -127,7 +127,7 @@ class Load:
 
 class BigExit(Load):
     name = "bigexit"
-    help = "one batch of --calls calls each returning --bytes bytes (item 8)"
+    help = "one batch of --calls calls each returning --bytes bytes"
 
     def tools(self):
         return [{"name": "bigexit", "description": "a big result",

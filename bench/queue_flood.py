@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/queue_flood.py - a well-behaved client's latency while another
 connection floods the daemon with queued work and then disconnects, and the
-daemon's memory (issue 9, items 10, 11 and 13). Run by hand:
+daemon's memory. Run by hand:
 
     python3 bench/queue_flood.py [--toolexecd build/daemon/toolexecd]
         [--testworker build/tests/workers/testworker] [--batches 200]

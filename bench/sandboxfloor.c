@@ -1,5 +1,5 @@
 /*
- * sandboxfloor.c - the confinement floor (issue 21): a call's sandbox built
+ * sandboxfloor.c - the confinement floor: a call's sandbox built
  * by the daemon's own code (spawndesc.c, then sandbox.c, as every cold call
  * and `toolexecd --sandbox-run` are), started in a plain loop: no event
  * loop, no spawner, no messages, no client. What is left above this in a

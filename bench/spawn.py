@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""bench/spawn.py - issue 21's spawn-path goals, as ratios from one run.
+"""bench/spawn.py - the spawn path's goals, as ratios from one run.
 
   bench/spawn.py [--build DIR] [--calls N] [--rounds R] [--inflight K]
 
 Three daemons run side by side, starting calls through the spawner
 (daemon/run/spawner.c, the default), through the spawner with two spares per
-tool (spares.c, --spares 2), and with --spawner no (the loop starts them, as before
-issue 21), each with the C echo worker under the default
+tool (spares.c, --spares 2), and with --spawner no (the loop starts them, as before the
+spawner), each with the C echo worker under the default
 confinement. R rounds, interleaved so drift hits all alike, of N calls:
 
   plain      a bare fork+exec+pipe loop of the worker (bench --plain)
@@ -31,7 +31,7 @@ and calls/s at 1, 2, 4, 16, 64, 256. Then, for each daemon, K calls that sleep s
 time until the last has started), and the throughput of echo calls while
 they are in flight against none in flight.
 
-Goals (issue 21): spawner <= 1.15 x plain serial, <= 1.10 x nsfloor at 16;
+Goals: spawner <= 1.15 x plain serial, <= 1.10 x nsfloor at 16;
 calls/s >= the pool's at every concurrency, c256 >= 0.9 x c16; with 1,000
 in flight >= 0.9 x the throughput of none, 1,000 started in <= 1 s.
 A benchmark to run by hand, never a pass/fail test.

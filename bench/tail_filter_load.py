@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/tail_filter_load.py - what subscribers' filters cost everyone else
-(issue 9, item 9). Run by hand, never as a timed test:
+"""bench/tail_filter_load.py - what subscribers' filters cost everyone else.
+Run by hand, never as a timed test:
 
     python3 bench/tail_filter_load.py [--toolexecd build/daemon/toolexecd]
         [--worker build/tests/workers/testworker] [--names 400000]

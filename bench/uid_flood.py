@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/uid_flood.py - a second user's wait while one user floods the queue
-(issue 20, item 6). Run by hand, as root (the second user is nobody):
+"""bench/uid_flood.py - a second user's wait while one user floods the queue.
+Run by hand, as root (the second user is nobody):
 
     python3 bench/uid_flood.py [--toolexecd build/daemon/toolexecd]
         [--testworker build/tests/workers/testworker]

@@ -1,9 +1,9 @@
 # contrib/deps.sh - sourced by the set-up scripts: installs the Debian
 # packages toolexecd needs to build, test and demo, when any is missing.
 TE_DEBIAN_PACKAGES="gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev libcmocka-dev python3 socat groff-base man-db libpcre2-dev libseccomp-dev json-schema-test-suite libsystemd-dev systemd util-linux"
-# issue 14: pip install contrib/python, offline (contrib/python/tests/test_first_hour.py)
+# pip install contrib/python, offline (contrib/python/tests/test_first_hour.py)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pip"
-# issue 22: python3 -m venv, the README's SDK path on Debian 12 (PEP 668)
+# python3 -m venv, the README's SDK path on Debian 12 (PEP 668)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-venv"
 # metrics (libmicrohttpd), the audit trail's SHA-256 (nettle: arguments' digest, the
 # --audit-file hash chain, and toolexec audit verify)
@@ -45,4 +45,4 @@ te_install_deps() {
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $apt install -y -q --no-install-recommends $missing
 }
-TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES bubblewrap" # bench/confine.py (issue 11)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES bubblewrap" # bench/confine.py

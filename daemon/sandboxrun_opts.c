@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "sandboxrun_opts.h"
 
@@ -156,7 +157,9 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
             if (parse_memory(optarg, &v) < 0)
                 rc = bad("--memory: expected a size (MiB, or with K, M or G), not '%s'", optarg);
             else
-                json_object_set_new(def, "limits", json_pack("{s:I}", "memory_mb", (json_int_t)v));
+                json_object_set_new(
+                    def, "limits",
+                    json_pack("{s:I}", td_limit_names[TD_LIMIT_MEMORY_MB], (json_int_t)v));
             break;
         case O_SYSCALLS:
             json_object_set_new(def, "syscalls", json_string(optarg));

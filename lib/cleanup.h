@@ -2,7 +2,7 @@
  * cleanup.h - release on every exit of a scope (__attribute__((cleanup))):
  * a json_t *, a heap pointer or a descriptor declared with one of these is
  * released whichever return leaves the function, so a new early return
- * cannot leak it (issue 20: a request freed only at the end of a 112-line
+ * cannot leak it (a request freed only at the end of a 112-line
  * chain leaked on its one early return). To hand the value on instead,
  * take it out with te_steal() / te_steal_fd().
  *

@@ -1,5 +1,5 @@
 /*
- * landlock.c - the Landlock layer of a call's file-system view (issue 11):
+ * landlock.c - the Landlock layer of a call's file-system view:
  * writes only beneath the call's directory and the paths its view makes
  * writable. One piece of code for both places a call is set up: the
  * daemon's spawn child (sandbox.c, step 11a), which shares the daemon's

@@ -1,6 +1,6 @@
 /*
  * loopback.c - the egress proxy's listener in a call's fresh network
- * namespace (issue 11, egress): loopback brought up (SIOCSIFFLAGS; the
+ * namespace (egress): loopback brought up (SIOCSIFFLAGS; the
  * caller holds CAP_NET_ADMIN over that namespace, as root or in its user
  * namespace) and a TCP socket listening on 127.0.0.1:PORT there, which the
  * daemon serves the allow-list on. Nothing else is configured: no address

@@ -13,6 +13,8 @@
  *   warm.c     the template side of warm start (both SDKs); a call's PID 1
  *              in warmp1.c, its view in warmview.c, its process in warmcall.c
  *   landlock.c the Landlock layer of a call's file-system view
+ *   sha256hex.c SHA-256 as hex for the daemon's audit chain and the client's
+ *              audit verify (internal: sha256hex.h, not installed)
  *   schema_*.c JSON Schema draft-07 validation (internals: schema_int.h)
  *
  * Conventions: every name starts with te_; functions that can fail return a
@@ -280,16 +282,16 @@ typedef struct te_run_request {
     json_t *context, *session_id, *request_id, *engine; /* json null if absent */
     te_result_format format;
     uint64_t max_content_bytes; /* 0: not given */
-    /* "unknown_tool": "error" (issue 14): each call of an unknown tool gets
+    /* "unknown_tool": "error": each call of an unknown tool gets
      * a tool error of its own and the rest run; false ("refuse", the
      * default): one unknown tool refuses the batch */
     bool unknown_tool_error;
-    /* "policy" (issue 23): the batch's narrowing of each tool's confinement,
+    /* "policy": the batch's narrowing of each tool's confinement,
      * an object or NULL; a call's own is its "policy" key (kept through the
      * LLM shapes' normalisation). The daemon checks the keys. */
     json_t *narrow;
     /* the client set tool_timeout (else tool_timeout_ms holds the default,
-     * which must not cut a tool's own longer timeout_ms: issue 22) */
+     * which must not cut a tool's own longer timeout_ms) */
     bool tool_timeout_given;
     /* "subject": who a trusted front (the MCP HTTP front) runs the batch
      * for, te_subject_valid(); NULL when none. The daemon honours it only

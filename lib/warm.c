@@ -413,7 +413,7 @@ static pid_t p1_make(bool newnet, struct p1 *out)
 {
     te_warm_view_plan(); /* once: a failure is P1's to report, as before */
     /* CLONE_NEWIPC: SysV IPC and POSIX message queues of the call's own,
-     * gone with it (issue 20) */
+     * gone with it */
     int flags =
         CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | (newnet ? CLONE_NEWNET : 0);
     if (ll_abi < 0)

@@ -1,6 +1,6 @@
 /*
  * warmcall.h - what makes a warm call's process (P2, lib/warmp1.c) a call of
- * its own rather than a copy of its template (issue 20): its own uid where
+ * its own rather than a copy of its template: its own uid where
  * the daemon gave one, its own process limit, an empty capability bounding
  * set, and no reach into its PID 1 or the template; its capabilities in the
  * call's user namespace dropped and a second filter stacked on the tool's.

@@ -34,7 +34,7 @@ struct td_bus_msg {
      * named in the set (an object keyed by tool name). */
     bool (*calls_any)(const void *src, const json_t *tools);
     const void *src;
-    pid_t pid; /* EVENT: the pid of the batch's client (issue 14: tail tells clients apart) */
+    pid_t pid; /* EVENT: the pid of the batch's client (tail tells clients apart) */
     /* EVENT, CALL_DONE: whom a trusted front ran the batch for (its
      * "subject"), NULL when none */
     const char *subject;

@@ -55,20 +55,43 @@ bool td_config_parse_size(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
-static const char *const limit_keys[] = {"cpu_ms",     "memory_mb",    "processes",
-                                         "open_files", "file_size_mb", "output_mb"};
+const char *const td_limit_names[TD_LIMIT_COUNT] = {
+    [TD_LIMIT_CPU_MS] = "cpu_ms",
+    [TD_LIMIT_MEMORY_MB] = "memory_mb",
+    [TD_LIMIT_PROCESSES] = "processes",
+    [TD_LIMIT_OPEN_FILES] = "open_files",
+    [TD_LIMIT_FILE_SIZE_MB] = "file_size_mb",
+    [TD_LIMIT_OUTPUT_MB] = "output_mb",
+};
+
+uint64_t *td_limit_at(struct td_limits *l, size_t i)
+{
+    uint64_t *fields[TD_LIMIT_COUNT] = {
+        [TD_LIMIT_CPU_MS] = &l->cpu_ms,
+        [TD_LIMIT_MEMORY_MB] = &l->memory_mb,
+        [TD_LIMIT_PROCESSES] = &l->processes,
+        [TD_LIMIT_OPEN_FILES] = &l->open_files,
+        [TD_LIMIT_FILE_SIZE_MB] = &l->file_size_mb,
+        [TD_LIMIT_OUTPUT_MB] = &l->output_mb,
+    };
+    return i < TD_LIMIT_COUNT ? fields[i] : NULL;
+}
+
+uint64_t *td_limit_field(struct td_limits *l, const char *key)
+{
+    for (size_t i = 0; i < TD_LIMIT_COUNT; i++)
+        if (strcmp(key, td_limit_names[i]) == 0)
+            return td_limit_at(l, i);
+    return NULL;
+}
 
 int td_limits_set(struct td_limits *l, const char *key, uint64_t v)
 {
-    uint64_t *fields[] = {&l->cpu_ms,     &l->memory_mb,    &l->processes,
-                          &l->open_files, &l->file_size_mb, &l->output_mb};
-    for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++) {
-        if (strcmp(key, limit_keys[i]) == 0) {
-            *fields[i] = v;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    uint64_t *f = td_limit_field(l, key);
+    if (!f)
+        return -EINVAL;
+    *f = v;
+    return 0;
 }
 
 int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t errlen)
@@ -88,10 +111,7 @@ int td_limits_parse(const char *spec, struct td_limits *l, char *err, size_t err
             snprintf(err, errlen, "\"%s\": expected KEY=N with N a positive integer", item);
             rc = -EINVAL;
         } else if (td_limits_set(l, item, v) < 0) {
-            snprintf(err, errlen,
-                     "\"%s\": unknown limit (cpu_ms, memory_mb, processes, "
-                     "open_files, file_size_mb, output_mb)",
-                     item);
+            snprintf(err, errlen, "\"%s\": unknown limit (" TD_LIMIT_NAMES_TEXT ")", item);
             rc = -EINVAL;
         }
     }

@@ -21,8 +21,29 @@ struct td_limits {
     uint64_t cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb;
 };
 
+/* The limits by name, in struct td_limits' order: the keys of a
+ * definition's "limits", of --default-limits, of a policy's and of the
+ * enforced view, spelled here only. Each name ends in its unit (ms, MiB)
+ * or is a count. */
+enum {
+    TD_LIMIT_CPU_MS,
+    TD_LIMIT_MEMORY_MB,
+    TD_LIMIT_PROCESSES,
+    TD_LIMIT_OPEN_FILES,
+    TD_LIMIT_FILE_SIZE_MB,
+    TD_LIMIT_OUTPUT_MB,
+    TD_LIMIT_COUNT
+};
+extern const char *const td_limit_names[TD_LIMIT_COUNT];
+/* The names as an error message lists them. */
+#define TD_LIMIT_NAMES_TEXT "cpu_ms, memory_mb, processes, open_files, file_size_mb, output_mb"
+/* l's field number i (TD_LIMIT_*). */
+uint64_t *td_limit_at(struct td_limits *l, size_t i);
+/* l's field named key; NULL when key names no limit. */
+uint64_t *td_limit_field(struct td_limits *l, const char *key);
+
 /* Confinement layers a definition may ask for and list in "best_effort"
- * (issue 23, defs/besteffort.c); --disable-layer turns the last two off. */
+ * (defs/besteffort.c); --disable-layer turns the last two off. */
 enum {
     TD_LAYER_VIEW = 1,     /* a mount namespace of its own for its view */
     TD_LAYER_LANDLOCK = 2, /* Landlock on its writes */
@@ -40,7 +61,7 @@ struct td_config {
     struct td_limits limits;        /* daemon-wide defaults */
     const char *user, *group;       /* default worker user/group (root daemon) */
     int network;                    /* default for "network": 1 yes, 0 no */
-    unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits (issue 23) */
+    unsigned layers_off;            /* --disable-layer: TD_LAYER_* bits */
     unsigned max_clients;           /* connections beyond it are refused */
     unsigned max_workers;           /* worker processes at once, all batches */
     unsigned online_cpus;           /* sysconf(_SC_NPROCESSORS_ONLN) at start and each reload:

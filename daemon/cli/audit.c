@@ -50,7 +50,7 @@ static int check_file(struct auditverify *v, const char *path)
 
 static bool is_hash(const char *s)
 {
-    return strlen(s) == TD_SHA256_HEX_LEN && strspn(s, "0123456789abcdef") == TD_SHA256_HEX_LEN;
+    return strlen(s) == TE_SHA256_HEX_LEN && strspn(s, "0123456789abcdef") == TE_SHA256_HEX_LEN;
 }
 
 int cli_cmd_audit(struct cli *cli, int argc, char **argv)

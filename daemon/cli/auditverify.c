@@ -79,7 +79,7 @@ void auditverify_line(struct auditverify *v, const char *path, unsigned long lin
     }
     json_decref(rec);
     v->records++;
-    td_sha256_hex(line, len, v->expect);
+    te_sha256_hex(line, len, v->expect);
     v->head_seen |= v->head && strcmp(v->expect, v->head) == 0;
     snprintf(v->where, sizeof(v->where), "%s:%lu", path, lineno);
     if (!ended) {

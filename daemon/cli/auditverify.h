@@ -16,7 +16,7 @@
  * line that is (for the messages). */
 struct auditverify {
     FILE *out; /* where each problem is printed, one line each */
-    char expect[TD_SHA256_HEX_LEN + 1];
+    char expect[TE_SHA256_HEX_LEN + 1];
     char where[512]; /* "FILE:LINE", empty before the first line */
     unsigned long breaks, records;
     const char *head; /* --head: a hash some line must have, or NULL */

@@ -57,7 +57,7 @@ char *mcp_call_bind(const char *subject, const char *name, const json_t *args)
     free(text);
     char *hex = all ? malloc(2 * 32 + 1) : NULL;
     if (hex)
-        td_sha256_hex(all, strlen(all), hex);
+        te_sha256_hex(all, strlen(all), hex);
     free(all);
     return hex;
 }

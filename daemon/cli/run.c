@@ -54,7 +54,7 @@ struct call_view {
     char *preview;      /* the content, or the question of an ask_user */
     json_t *tool_error; /* the tool_error object of a failed call: its cause is shown */
     /* the daemon's duration_ms, < 0 when none: what this client saw is late
-     * by as long as an "ask" question waited (issue 14) */
+     * by as long as an "ask" question waited */
     double took;
 };
 
@@ -552,7 +552,7 @@ static int request_option(const char *cmd, int opt, const char *arg, json_t *fie
                                     arg);
         json_object_set_new(fields, "result_format", json_string(arg));
         return 1;
-    case OPT_NARROW: /* --policy FILE: the batch's "policy" (issue 23) */
+    case OPT_NARROW: /* --policy FILE: the batch's "policy" */
         return cli_policy_file(cmd, arg, fields);
     case OPT_TIMEOUT:
     case OPT_CONCURRENCY:
@@ -677,7 +677,7 @@ static json_t *load_arguments(const char *text, char *err, size_t errlen)
     return args;
 }
 
-/* Why a call failed (issue 14: hidden unless -j before): the error's
+/* Why a call failed (hidden unless -j before): the error's
  * message, and the traceback or the tool's stderr when the cause has one. */
 static void note_cause(const json_t *te)
 {

@@ -111,7 +111,7 @@ int td_containment_setup(const char *want)
     /* And an IPC namespace: SysV shared memory, semaphores and message
      * queues and POSIX message queues live in it, so nothing of that kind
      * outlives the call (the kernel frees it with the namespace) or is
-     * seen by another call, whatever its mode (issue 20, item 1: four 16
+     * seen by another call, whatever its mode (without it, four 16
      * MiB segments stayed on the host, a 0666 one was read by another
      * client's call). Not counted as a layer of its own: every kernel with
      * PID namespaces has it; should one refuse it, calls run without. */
@@ -156,7 +156,7 @@ bool td_containment_probe_ns(const char *want)
     return ns;
 }
 
-/* The confinement layers (issue 11, section 5): what the kernel offers and
+/* The confinement layers: what the kernel offers and
  * whether calls get it. */
 struct layers {
     bool mountns, userns, netns, seccomp;

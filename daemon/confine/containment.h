@@ -22,11 +22,11 @@ extern int td_userns_flag; /* CLONE_NEWUSER when unprivileged, else 0 */
 extern int td_call_ns;
 extern char *td_init_path; /* toolexecd-init */
 int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup" */);
-/* issue 11 (f1): log which confinement layers calls get, a warning for
+/* Log which confinement layers calls get, a warning for
  * each missing one; -1 when require and one is missing. */
 int td_confinement_setup(bool require);
 /* Would calls get a mount namespace of their own under --containment
- * want? Quietly, for --check --tools (issue 23: a definition's view). */
+ * want? Quietly, for --check --tools (a definition's view). */
 bool td_containment_probe_ns(const char *want);
 /* toolexecd --check [--cgroup DIR] */
 int td_containment_check(const char *cgroup_dir);

@@ -42,11 +42,6 @@ void td_denials_network(struct td_denials *d, const char *host, unsigned port)
                    json_pack("{s:s,s:s,s:i}", "kind", "network", "host", host, "port", (int)port));
 }
 
-void td_denials_filesystem(struct td_denials *d, const char *path, const char *op)
-{
-    td_denials_add(d, json_pack("{s:s,s:s,s:s}", "kind", "filesystem", "path", path, "op", op));
-}
-
 json_t *td_denials_fields(const struct td_denials *d)
 {
     if (!d || !d->list || !json_array_size(d->list))

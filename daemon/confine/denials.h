@@ -1,10 +1,9 @@
 /*
  * denials.h - what a call's confinement refused it, kept as data for its
  * tool_execution_completed event ("denied"). The layers that refuse (the
- * seccomp notification listener, the egress proxy, the filesystem view)
- * add entries to the call's list; the worker hands the list up with the
- * result. A denial never decides the outcome: the tool saw the error its
- * system call got.
+ * seccomp notification listener, the egress proxy) add entries to the
+ * call's list; the worker hands the list up with the result. A denial never
+ * decides the outcome: the tool saw the error its system call got.
  */
 #ifndef TD_DENIALS_H
 #define TD_DENIALS_H
@@ -38,7 +37,6 @@ struct td_denials {
 void td_denials_add(struct td_denials *d, json_t *entry);
 void td_denials_syscall(struct td_denials *d, const char *name);
 void td_denials_network(struct td_denials *d, const char *host, unsigned port);
-void td_denials_filesystem(struct td_denials *d, const char *path, const char *op);
 /* The fields a completed event gains, {"denied":[...]} and, past the cap,
  * "denied_more": n; NULL when nothing was denied. */
 json_t *td_denials_fields(const struct td_denials *d);

@@ -28,7 +28,7 @@ struct sockaddr;
 /* The "network" object of a definition; 0, or -1 with why in err. */
 int td_egress_parse(json_t *v, struct td_egress **out, char *err, size_t errlen);
 void td_egress_free(struct td_egress *e);
-/* A run request's narrowing (issue 23): a policy of allow (a JSON array of
+/* A run request's narrowing: a policy of allow (a JSON array of
  * entries) with e's limits, each entry one that e lets through already
  * ("a.x.org" under "*.x.org", "h:443" under "h"). 0 with *out; -1 with
  * why in err, *bad_at the index of the entry e does not cover (else -1). */

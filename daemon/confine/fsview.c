@@ -1,5 +1,5 @@
 /*
- * fsview.c - what a call sees of the file system (issue 11, section 1).
+ * fsview.c - what a call sees of the file system.
  *
  * By default a call sees the host read-only, with its own directory
  * writable; a /tmp and a /dev of its own (tmpfs, gone with the call; /dev

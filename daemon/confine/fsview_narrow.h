@@ -1,5 +1,5 @@
 /*
- * fsview_narrow.h - a view narrowed by a run request's "policy" (issue 23).
+ * fsview_narrow.h - a view narrowed by a run request's "policy".
  */
 #ifndef TD_FSVIEW_NARROW_H
 #define TD_FSVIEW_NARROW_H

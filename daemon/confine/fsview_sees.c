@@ -1,5 +1,5 @@
 /*
- * fsview_sees.c - does a tool's view show a path (issue 22)?
+ * fsview_sees.c - does a tool's view show a path?
  *
  * The loader and --check ask it of every path a tool needs (its command,
  * an interpreter's script, the SDK's library): a path the view hides

@@ -42,7 +42,7 @@ __attribute__((noreturn)) static void run(long argc, char **argv, char **envp)
     /* Not dumpable: its /proc files (mem, fd/3) belong to root and the
      * call's processes, of its uid but without CAP_SYS_PTRACE, can neither
      * open them nor take its report pipe with pidfd_getfd; that pipe says
-     * how the call ended and what it used (issue 20, item 2: a call took
+     * how the call ended and what it used (a call took
      * it and reported 1 ms for 800 ms of CPU). The tool's own exec makes
      * it dumpable again, as any program. */
     te_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);

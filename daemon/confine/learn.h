@@ -1,5 +1,5 @@
 /*
- * learn.h - learn mode (issue 23, part 4): what a call touched, recorded
+ * learn.h - learn mode: what a call touched, recorded
  * while it ran permissively, and the definition fragment that would let
  * the same calls run with no denials. This file and learn.c hold no
  * kernel part: the record and the builder of the proposal, testable as a

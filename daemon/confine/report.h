@@ -39,7 +39,7 @@ enum {
     TD_STEP_SECCOMP,
     TD_STEP_EXEC,
     TD_STEP_SPAWN,
-    TD_STEP_LANDLOCK, /* issue 11 (f1): step 11a */
+    TD_STEP_LANDLOCK, /* step 11a */
     TD_STEP_EGRESS,   /* step 7c, listed last to keep the others' numbers */
     TD_STEP_CAPS,     /* step 9b */
     TD_STEP_COUNT

@@ -78,7 +78,7 @@
  *     down in the exiting init (not the loop's time); through the daemon
  *     ~0.5 ms CPU and ~1 ms wall a call (bench/ under farm-bench, 8 runs of
  *     900 calls). Worth it: it is what keeps calls from naming each other.
- *  7c. With a file-system view (fsview.c, issue 11; every call but those of
+ *  7c. With a file-system view (fsview.c; every call but those of
  *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
  *     fsview.c made once per tool, run op by op (sandbox_mounts.c): descriptors of what
  *     will be covered opened first; a /dev tmpfs with the host's null, zero,
@@ -107,7 +107,7 @@
  *  9b. The capability bounding set emptied (PR_CAPBSET_DROP, every
  *     capability up to the kernel's last): nothing the call execs can ever
  *     gain one. Harmless to keep while no_new_privs holds, but nothing
- *     needs it (issue 20, item 5). While we still hold CAP_SETPCAP: as
+ *     needs it. While we still hold CAP_SETPCAP: as
  *     root (a root daemon not given CAP_SETPCAP, as the unit and the fleet
  *     manifests give it none, keeps it: no_new_privs suffices), or in the
  *     call's user namespace; an unprivileged daemon without

@@ -36,7 +36,7 @@ int td_sandbox_pipes(bool in_socket, struct td_child *c, int theirs[TD_SANDBOX_E
  * -errno (the step in *what). */
 pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
                        int handed[TD_HAND_COUNT], const char **what);
-/* A spare (issue 21): s's steps up to its user (10) run now, in a process
+/* A spare: s's steps up to its user (10) run now, in a process
  * of its own (a copy of our memory, not a share of it), which then waits on
  * ctl (its end of a SOCK_SEQPACKET pair, taken) for its call. Its report
  * pipe until then is report (taken). On ctl it says "R" (one byte) once

@@ -74,10 +74,10 @@ struct td_spawn {
     int cgroup_procs;                /* its cgroup.procs, where it cannot be born there */
     const struct sock_fprog *filter; /* seccomp filter attached last; NULL: none */
     bool hand_over;                  /* the child hands descriptors up (report.h, TD_HAND_*) */
-    /* f3: load filter with a notification listener and hand it up
+    /* load filter with a notification listener and hand it up
      * (TD_HAND_SECCOMP); needs hand_over */
     bool filter_notify;
-    /* issue 11, the file-system view (f1) */
+    /* the call's file-system view */
     const struct td_fsplan *fs;  /* with CLONE_NEWNS: the call's view; NULL: the host's */
     int landlock_abi;            /* > 0: restrict writes with Landlock (step 11a) */
     const char *const *ll_write; /* NULL-terminated: writable beneath (and cwd) */

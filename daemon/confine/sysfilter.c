@@ -89,7 +89,7 @@ static const char *const default_deny[] = {
     "open_tree", "mount_setattr", "unshare", "setns", "acct", "swapon", "swapoff", "reboot",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     /* reaching into another process of the call (its init above all, whose
-     * report pipe a call took with pidfd_getfd: issue 20, item 2) */
+     * report pipe a call took with pidfd_getfd) */
     "pidfd_getfd", "kcmp", "process_madvise",
     /* the same spirit, from container runtimes' default profiles */
     "open_by_handle_at", "iopl", "ioperm", "syslog", "quotactl", "lookup_dcookie", "vhangup",

@@ -36,7 +36,7 @@ int td_sysfilter_probe(char *detail, size_t len);
 int td_sysfilter_parse(const char *file, const json_t *def, struct td_sysfilter_conf **out,
                        char *err, size_t errlen);
 void td_sysfilter_conf_free(struct td_sysfilter_conf *c);
-/* Its own filter ("deny_syscalls"), and "syscalls": "off" (issue 23's
+/* Its own filter ("deny_syscalls"), and "syscalls": "off" (for the
  * record of what a call ran under). */
 bool td_sysfilter_conf_custom(const struct td_sysfilter_conf *c);
 bool td_sysfilter_conf_off(const struct td_sysfilter_conf *c);

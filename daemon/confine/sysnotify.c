@@ -20,7 +20,7 @@
  * a loop from paying for a lookup and a JSON entry each time.
  *
  * A warm tool's template has one listener for itself and every call forked
- * from it (issue 12): a router (template.c) says, from the notification's
+ * from it: a router (template.c) says, from the notification's
  * pid, whose denial it is: a call's (its list), the template's own (kept
  * here, each name logged once), or not known yet, a call whose "forked"
  * the daemon has not read (the call's process can be that quick). Those

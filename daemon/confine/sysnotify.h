@@ -17,7 +17,7 @@ struct td_sysnotify;
  * NULL when it cannot be watched (logged; the call's denied calls then
  * fail with ENOSYS, unreported, once the fd is closed). */
 struct td_sysnotify *td_sysnotify_start(int fd, struct td_denials *d);
-/* A warm tool's template's listener (issue 12): one for the template and
+/* A warm tool's template's listener: one for the template and
  * every call forked from it. route says whose a notification of pid is:
  * TD_SYSNOTIFY_CALL with *d the call's list (NULL: the call's result is
  * out, noted nowhere), TD_SYSNOTIFY_OWN the template's (logged once a

@@ -1,5 +1,5 @@
 /*
- * warmid.h - a uid of its own for each warm call (issue 20): a root
+ * warmid.h - a uid of its own for each warm call: a root
  * daemon writes the id maps of each call's PID 1 (lib/warmp1.c, made by
  * the tool's template in a user namespace of its own), mapping a uid taken
  * from the --call-uids pool beside the template's, and gives the uid back
@@ -20,7 +20,7 @@
  * child (the template is lying); another -errno when no uid could be given. */
 int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid);
 /* The uid lent to the live P1 whose pid (the daemon's view) is p1; -1:
- * none (issue 23's record of what a call ran as). */
+ * none (for the record of what a call ran as). */
 long long td_warmid_uid_of(pid_t p1);
 /* At shutdown: stop watching (the pool goes with the daemon). */
 void td_warmid_close(void);

@@ -1,5 +1,5 @@
 /*
- * workshared.c - a shared work directory (issue 22, bug 3).
+ * workshared.c - a shared work directory.
  *
  * Kubernetes' emptyDir with medium: Memory and Docker's or Nomad's tmpfs
  * mount are 1777, as /tmp is: another user may add entries but, the

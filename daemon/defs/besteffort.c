@@ -28,14 +28,6 @@ static const struct {
 };
 #define NLAYERS (sizeof(layers) / sizeof(layers[0]))
 
-const char *td_besteffort_name(unsigned layer)
-{
-    for (size_t i = 0; i < NLAYERS; i++)
-        if (layers[i].bit == layer)
-            return layers[i].name;
-    return "?";
-}
-
 unsigned td_besteffort_available(void)
 {
     static int seccomp = -1; /* the kernel's answer does not change */

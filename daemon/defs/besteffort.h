@@ -1,5 +1,5 @@
 /*
- * besteffort.h - failing closed (issue 23): a definition that asks for a
+ * besteffort.h - failing closed: a definition that asks for a
  * confinement layer this host cannot give is refused at load and by
  * --check --tools, unless its "best_effort" names that layer.
  */
@@ -19,7 +19,5 @@ int td_besteffort_parse(const char *file, const json_t *def, struct td_tool *t, 
                         size_t errlen);
 /* The TD_LAYER_* bits this host (and --disable-layer) gives calls. */
 unsigned td_besteffort_available(void);
-/* A layer's name ("view", "landlock", "seccomp"). */
-const char *td_besteffort_name(unsigned layer);
 
 #endif

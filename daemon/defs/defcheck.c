@@ -1,6 +1,6 @@
 /*
  * defcheck.c - toolexecd --check --tools DIR: every problem in every
- * definition, before the daemon is started with them (issue 14).
+ * definition, before the daemon is started with them.
  *
  * The loader stops at the first problem of the first bad file. Here each
  * file is read and parsed exactly as the loader does (registry.c's own
@@ -93,7 +93,7 @@ static void check_command(struct check *c, const char *path, const struct td_too
     }
 }
 
-/* issue 22: what the tool needs and its calls would not see */
+/* What the tool needs and its calls would not see */
 struct view_problem {
     struct check *c;
     const char *path;

@@ -1,5 +1,5 @@
 /*
- * defcheck.h - toolexecd --check --tools DIR (issue 14).
+ * defcheck.h - toolexecd --check --tools DIR.
  */
 #ifndef TD_DEFCHECK_H
 #define TD_DEFCHECK_H

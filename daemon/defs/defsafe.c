@@ -1,5 +1,5 @@
 /*
- * defsafe.c - who may change a definition (issue 22, bug 3).
+ * defsafe.c - who may change a definition.
  *
  * A definition is a command the daemon runs as another user: a file or a
  * directory of them that a third user can write is refused. A mode with

@@ -1,5 +1,5 @@
 /*
- * learndef.h - the tool definition key "learn" (issue 23, part 4): a
+ * learndef.h - the tool definition key "learn": a
  * tool whose calls run permissively while their paths, hosts and denied
  * system calls are recorded (confine/learn.h), and the definition the
  * record proposes (the tool's own keys, "learn" removed, the proposal's in).

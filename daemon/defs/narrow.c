@@ -47,29 +47,13 @@ static bool positive(json_t *v, uint64_t *out)
     return true;
 }
 
-static const char *const limit_keys[] = {"cpu_ms",       "memory_mb", "processes", "open_files",
-                                         "file_size_mb", "output_mb", NULL};
-
-static uint64_t *limit_of(struct td_limits *l, const char *k)
-{
-    uint64_t *f[] = {&l->cpu_ms,     &l->memory_mb,    &l->processes,
-                     &l->open_files, &l->file_size_mb, &l->output_mb};
-    for (size_t i = 0; limit_keys[i]; i++)
-        if (strcmp(limit_keys[i], k) == 0)
-            return f[i];
-    return NULL;
-}
-
 /* One limit narrowed: no higher than the tool's (or the daemon's) own. */
 static int narrow_limit(struct td_tool *d, const char *k, json_t *v, const char *key, char *err,
                         size_t errlen)
 {
-    uint64_t want, *own = limit_of(&d->limits, k), *dflt = limit_of(&td_cfg.limits, k);
+    uint64_t want, *own = td_limit_field(&d->limits, k), *dflt = td_limit_field(&td_cfg.limits, k);
     if (!own)
-        return td_fail(err, errlen,
-                       "%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
-                       "file_size_mb, output_mb)",
-                       key);
+        return td_fail(err, errlen, "%s: unknown limit (" TD_LIMIT_NAMES_TEXT ")", key);
     if (!positive(v, &want))
         return td_fail(err, errlen, "%s: expected a positive integer", key);
     uint64_t now = *own ? *own : *dflt;

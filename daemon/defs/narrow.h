@@ -1,5 +1,5 @@
 /*
- * narrow.h - a tool narrowed by a run request's "policy" (issue 23): for a
+ * narrow.h - a tool narrowed by a run request's "policy": for a
  * batch ("policy") or one call ("calls[i].policy"), keys as in a definition
  * ("network", "filesystem", "timeout_ms", "limits", and "memory_mb",
  * "processes" on their own), each only ever narrower than the tool's.

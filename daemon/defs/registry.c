@@ -283,9 +283,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         if (!json_is_integer(val) || json_integer_value(val) <= 0)
             BAD("%s: limits.%s: expected a positive integer", file, key);
         if (td_limits_set(&t->limits, key, (uint64_t)json_integer_value(val)) < 0)
-            BAD("%s: limits.%s: unknown limit (cpu_ms, memory_mb, processes, open_files, "
-                "file_size_mb, output_mb)",
-                file, key);
+            BAD("%s: limits.%s: unknown limit (" TD_LIMIT_NAMES_TEXT ")", file, key);
     }
 
     const char *lists[2] = {"allow_uids", "allow_gids"};
@@ -654,7 +652,7 @@ void td_registry_free(struct td_registry *r)
     free(r);
 }
 
-/* ---- for defcheck.c (toolexecd --check --tools DIR, issue 14) --------------- */
+/* ---- for defcheck.c (toolexecd --check --tools DIR) --------------- */
 
 int td_registry_list_defs(int dfd, char ***out)
 {

@@ -23,7 +23,7 @@ struct td_tool *td_tool_ref(struct td_tool *t);
 void td_tool_unref(struct td_tool *t);
 extern struct td_registry *td_tools;
 
-/* The loader's steps one by one, for defcheck.c (issue 14: every problem
+/* The loader's steps one by one, for defcheck.c (every problem
  * in every file, not the first). */
 struct stat;
 int td_registry_list_defs(int dfd, char ***out);

@@ -44,13 +44,13 @@ struct td_tool {
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;
-    /* f3: "syscalls", "deny_syscalls" (sysfilter.c); NULL: the default */
+    /* "syscalls", "deny_syscalls" (sysfilter.c); NULL: the default */
     struct td_sysfilter_conf *sysfilter;
-    /* issue 11, the file-system view (f1) */
+    /* its file-system view (fsview.c) */
     struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
-    /* egress (issue 11): "network": {"allow": [...]}; network is then 0 */
+    /* egress: "network": {"allow": [...]}; network is then 0 */
     struct td_egress *egress;
-    /* declare.c (issue 13): the tool as the APIs and MCP are told of it */
+    /* declare.c: the tool as the APIs and MCP are told of it */
     json_t *listed_schema;       /* schema with "type": "object" on top, object properties */
     char *api_name;              /* name with '.' as '_' (OpenAI, Anthropic) */
     char *title;                 /* NULL: none */
@@ -63,11 +63,11 @@ struct td_tool {
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;
-    /* issue 23: a tool narrowed by a run request's "policy" (narrow.c)
+    /* A tool narrowed by a run request's "policy" (narrow.c)
      * shares its parent's parts but these two where it owns them */
     struct td_tool *parent; /* NULL: a definition as loaded */
     bool own_fs, own_egress;
-    /* toolpaths.c (issue 22): what its view hides of what it needs, for its
+    /* toolpaths.c: what its view hides of what it needs, for its
      * failed calls' errors; NULL: nothing */
     char *view_note;
     /* learn mode (learndef.c): "learn": true */
@@ -75,7 +75,7 @@ struct td_tool {
     bool learn_minimal;       /* its "filesystem" said "root": "minimal" */
     struct td_learn *learned; /* all its calls since load */
     json_t *learn_def;        /* its definition as read */
-    /* issue 23, part 3: the layers (TD_LAYER_*) its definition asks for and
+    /* The layers (TD_LAYER_*) its definition asks for and
      * those it lets run without (besteffort.c); what its calls run under,
      * less the per-call uid (run/enforced.c, made at its first call) */
     unsigned wants, best_effort;

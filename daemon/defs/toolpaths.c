@@ -1,5 +1,5 @@
 /*
- * toolpaths.c - every path a tool needs, seen through its view (issue 22).
+ * toolpaths.c - every path a tool needs, seen through its view.
  *
  * The default view hides /root, /home, /run, /var/lib, /var/tmp and gives
  * each call a /tmp of its own: a tool kept in a home directory, or run

@@ -1,6 +1,6 @@
 /*
- * toolpaths.h - the paths a tool needs, checked against its view (issue
- * 22): its command, an interpreter's script, the SDK's library, its
+ * toolpaths.h - the paths a tool needs, checked against its view: its
+ * command, an interpreter's script, the SDK's library, its
  * PYTHONPATH. The loader warns, --check reports, a failed call says so.
  */
 #ifndef TD_TOOLPATHS_H

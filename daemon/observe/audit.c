@@ -76,14 +76,14 @@ static void digest(const json_t *args, char *hex)
     json_t *sorted = sorted_copy(args ? args : json_null());
     char *text = sorted ? te_json_dumps(sorted, JSON_ENCODE_ANY, NULL) : NULL;
     json_decref(sorted);
-    td_sha256_hex(text ? text : "", text ? strlen(text) : 0, hex);
+    te_sha256_hex(text ? text : "", text ? strlen(text) : 0, hex);
     free(text);
 }
 
 /* The completed event's members the record carries as they are. */
 static const char *const copied[] = {
     "duration_ms", "queued_ms", "cpu_user_ms", "cpu_sys_ms",
-    "max_rss_kb",  "denied",    "enforced"}; /* issue 23: what the call ran under */
+    "max_rss_kb",  "denied",    "enforced"}; /* "enforced": what the call ran under */
 
 static void record(const struct td_bus_msg *m)
 {
@@ -92,7 +92,7 @@ static void record(const struct td_bus_msg *m)
     int level = td_log_structured() || failed ? TD_LOG_INFO : TD_LOG_DEBUG;
     if (!td_log_enabled(level) && !td_auditchain_on())
         return; /* no digest of arguments nobody will read */
-    char hex[TD_SHA256_HEX_LEN + 1];
+    char hex[TE_SHA256_HEX_LEN + 1];
     digest(m->arguments, hex);
     json_t *f = json_pack("{s:s,s:s,s:s}", "record", "call", "tool", m->tool, "outcome", outcome);
     if (!f)

@@ -40,7 +40,7 @@
 
 static char *file_path;
 static int fd = -1;
-static char last[TD_SHA256_HEX_LEN + 1] = TD_AUDITCHAIN_GENESIS;
+static char last[TE_SHA256_HEX_LEN + 1] = TD_AUDITCHAIN_GENESIS;
 
 /* The hash of the last line of f (read) into found; ends a line cut short
  * with its newline (on w). 1, 0 when the file is empty (found untouched),
@@ -79,7 +79,7 @@ static int last_line_hash(int f, int w, char *found)
         free(line);
         return -1;
     }
-    td_sha256_hex(line, len, found);
+    te_sha256_hex(line, len, found);
     free(line);
     if (cut && write(w, "\n", 1) != 1)
         return -1;
@@ -125,7 +125,7 @@ void td_auditchain_reopen(void)
 {
     if (!file_path)
         return;
-    char found[TD_SHA256_HEX_LEN + 1];
+    char found[TE_SHA256_HEX_LEN + 1];
     int nonempty = 0;
     int f = open_file(file_path, found, &nonempty);
     if (f < 0) {
@@ -198,13 +198,13 @@ void td_auditchain_append(const char *batch, const char *call, const json_t *fie
     line[len] = '\n';
     ssize_t n = write(fd, line, len + 1);
     if (n == (ssize_t)(len + 1)) {
-        td_sha256_hex(line, len, last);
+        te_sha256_hex(line, len, last);
     } else {
         td_log(TD_LOG_ERR, "audit file %s: %s", file_path,
                n < 0 ? strerror(errno) : "short write (disk full?)");
         /* what did reach the file is a line of the chain, ended here */
         if (n > 0) {
-            td_sha256_hex(line, (size_t)n, last);
+            te_sha256_hex(line, (size_t)n, last);
             if (write(fd, "\n", 1) != 1)
                 td_log(TD_LOG_ERR, "audit file %s: cannot end a cut record", file_path);
         }

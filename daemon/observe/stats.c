@@ -26,13 +26,13 @@ struct tool_stats {
     uint64_t lat_us[LATENCY_SAMPLES];
     size_t nlat, lat_next;
     uint64_t spawn_us_sum, spawns;
-    uint64_t denied[3]; /* f3: entries of its calls' "denied", by kind */
+    uint64_t denied[3]; /* entries of its calls' "denied", by kind */
     SLIST_ENTRY(tool_stats) link;
 };
 
 static SLIST_HEAD(, tool_stats) all;
 
-/* Denials (f3): entries of calls' "denied" lists, one a call per distinct
+/* Denials: entries of calls' "denied" lists, one a call per distinct
  * entry, by kind, plus the entries past a call's cap, and per system call
  * name (a call's repeats are one). */
 static const char *const denial_kinds[3] = {"syscall", "network", "filesystem"};

@@ -329,7 +329,7 @@ int td_batch_decide(struct td_batch *b, const char *call_id, json_t *decision, c
         return -ENOENT;
     }
     json_t *result = c->awaiting;
-    /* "continue" too (issue 14): what toolexec's [c]ontinue sends, and what
+    /* "continue" too: what toolexec's [c]ontinue sends, and what
      * on_tool_error itself takes; the error stands and the batch goes on. */
     if (te_decision_check(decision) < 0) {
         decision_invalid(c,
@@ -440,7 +440,7 @@ static void start_unknown(struct td_batch *b, struct call *c)
 }
 
 /* A progress frame of a running call: an event between its started and
- * completed (issue 13). */
+ * completed. */
 static void call_progress(void *data, const json_t *progress)
 {
     struct call *c = data;

@@ -142,7 +142,7 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
         }
     }
 
-    /* The request's "policy" (issue 23): each tool narrowed for the batch,
+    /* The request's "policy": each tool narrowed for the batch,
      * then for the call; any widening refuses the batch before a call runs. */
     struct td_tool **narrowed = calloc(r.ncalls + 1, sizeof(*narrowed));
     uint64_t *narrowed_to = calloc(r.ncalls + 1, sizeof(*narrowed_to));

@@ -1,5 +1,5 @@
 /*
- * bigres.h - a big result held once (issue 21, item 4).
+ * bigres.h - a big result held once.
  *
  * A result {"ok": S} whose string S is at least TD_BIG_MIN bytes is not
  * parsed into a jansson string: its text stays in the buffer it arrived in

@@ -50,8 +50,8 @@ static json_t *view(const struct td_tool *t)
     /* keys sorted, compact: a digest a client can recompute */
     char *text = v ? te_json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT, NULL) : NULL;
     if (text) {
-        char hex[TD_SHA256_HEX_LEN + 1];
-        td_sha256_hex(text, strlen(text), hex);
+        char hex[TE_SHA256_HEX_LEN + 1];
+        te_sha256_hex(text, strlen(text), hex);
         json_object_set_new(v, "sha256", json_string(hex));
     }
     free(text);
@@ -91,23 +91,19 @@ static json_t *limits(const struct td_tool *t)
     struct td_limits l;
     td_spawndesc_limits(t, 0, &l);
     json_t *v = json_object();
-    const struct {
-        const char *key;
-        uint64_t value;
-        const char *via;
-    } each[] = {
-        {"cpu_ms", l.cpu_ms, "rlimit"},
-        {"memory_mb", l.memory_mb, td_cgroup_memory() ? "cgroup" : "rlimit"},
-        {"processes", l.processes, td_cgroup_pids() ? "cgroup" : "rlimit"},
-        {"open_files", l.open_files, "rlimit"},
-        {"file_size_mb", l.file_size_mb, "rlimit"},
-        {"output_mb", l.output_mb, "daemon"}, /* counted as the daemon reads it */
+    const char *via[TD_LIMIT_COUNT] = {
+        [TD_LIMIT_CPU_MS] = "rlimit",
+        [TD_LIMIT_MEMORY_MB] = td_cgroup_memory() ? "cgroup" : "rlimit",
+        [TD_LIMIT_PROCESSES] = td_cgroup_pids() ? "cgroup" : "rlimit",
+        [TD_LIMIT_OPEN_FILES] = "rlimit",
+        [TD_LIMIT_FILE_SIZE_MB] = "rlimit",
+        [TD_LIMIT_OUTPUT_MB] = "daemon", /* counted as the daemon reads it */
     };
-    for (size_t i = 0; v && i < sizeof(each) / sizeof(each[0]); i++)
-        if (each[i].value)
+    for (size_t i = 0; v && i < TD_LIMIT_COUNT; i++)
+        if (*td_limit_at(&l, i))
             json_object_set_new(
-                v, each[i].key,
-                json_pack("{s:I,s:s}", "value", (json_int_t)each[i].value, "via", each[i].via));
+                v, td_limit_names[i],
+                json_pack("{s:I,s:s}", "value", (json_int_t)*td_limit_at(&l, i), "via", via[i]));
     return v;
 }
 

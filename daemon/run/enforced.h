@@ -1,5 +1,5 @@
 /*
- * enforced.h - what confinement a call ran under (issue 23, part 3): the
+ * enforced.h - what confinement a call ran under: the
  * "enforced" member of its tool_execution_completed event and audit record.
  */
 #ifndef TD_ENFORCED_H

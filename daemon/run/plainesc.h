@@ -1,6 +1,5 @@
 /*
- * plainesc.h - a plain tool's stdout, escaped as it arrives (issue 21,
- * item 4).
+ * plainesc.h - a plain tool's stdout, escaped as it arrives.
  *
  * A plain tool's text result becomes a JSON string. Escaping it once the
  * tool had exited (in place, byte by byte) and decoding the escaped text

@@ -1,5 +1,5 @@
 /*
- * spares.h - sandboxes prepared ahead for cold calls (issue 21): for a tool
+ * spares.h - sandboxes prepared ahead for cold calls: for a tool
  * called lately, a few processes that have done every step of a call's
  * set-up that does not depend on the call (namespaces, id maps, mounts and
  * view, /proc, limits, user) wait in the spawner for their call, which then

@@ -1,6 +1,6 @@
 /*
  * spawner.h - calls started off the event loop, by a small process of
- * their own (issue 21).
+ * their own.
  *
  * The loop packs a call's spawn description (spawnmsg.h), sends it with
  * the child's ends of the call's pipes to the spawner over a socket and goes

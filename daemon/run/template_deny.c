@@ -1,6 +1,6 @@
 /*
  * template_deny.c - whose a denied system call on a warm template's seccomp
- * listener is (template_int.h; issue 12: reported as a cold call's): a
+ * listener is (template_int.h; reported as a cold call's are): a
  * call's, told by the PID namespace its process is in, or the template's.
  */
 #include <poll.h>

@@ -99,7 +99,7 @@ struct warm {
     unsigned restarts, failures;
     /* what the last templates said (a hash of the line) and why they were
      * stopped: a template that fails the same way at each restart is told
-     * of once until one is ready (issue 22), not every few seconds */
+     * of once until one is ready, not every few seconds */
     uint32_t said_out, said_stop;
     uv_timer_t backoff;
     bool backoff_running;

@@ -225,7 +225,7 @@ static void test_fair_run(void **state)
     assert_string_equal(order, "ABCABCABABAAAAAAAA");
 }
 
-/* One uid with many connections (the flood of issue 20, item 6) against
+/* One uid with many connections (bench/uid_flood.py's flood) against
  * another uid's one call: the other uid goes first when a slot frees, though
  * each of the flood's connections holds no more slots than it does and all
  * came first. */

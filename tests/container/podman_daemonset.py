@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/container/podman_daemonset.py IMAGE PODMAN... - the image run as the
-DaemonSet runs it (issue 22, bug 3), under Debian's podman.
+DaemonSet runs it, under Debian's podman.
 
 From contrib/kubernetes/toolexecd-daemonset.yaml (python3-yaml), nothing
 written twice: the container's args and user, its capabilities, a

@@ -108,7 +108,7 @@ else
     bad "the image does not run a batch: $out"
 fi
 
-# ---- the DaemonSet's container under podman (issue 22) ------------------------------
+# ---- the DaemonSet's container under podman ------------------------------
 # The image run with the DaemonSet's args, securityContext and volumes as the
 # kubelet lays them out (configMap 0777 with ..data, read-only; emptyDir
 # Memory 1777): it must start, answer its readiness probe and serve a batch

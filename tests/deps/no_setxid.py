@@ -1,4 +1,4 @@
-"""The daemon calls none of glibc's credential setters (issue 20, item 9).
+"""The daemon calls none of glibc's credential setters.
 
 glibc's setuid(), setgid(), setgroups() and their kin change the credentials
 of every thread of the process: they take a lock and signal each thread

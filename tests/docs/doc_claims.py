@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Docs that once fell behind the code (issue 22): the README's layout table
+"""Docs that once fell behind the code: the README's layout table
 names every man page in man/; the README's run request names every key the
 protocol's run table has (unknown_tool was missing); toolexecd.tools(5)
 explains every placeholder the installed example definitions use.

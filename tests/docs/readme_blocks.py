@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Run every command block of README.md that can run here (issue 14, bug 7:
-docs that were wrong when followed).
+"""Run every command block of README.md that can run here
+(docs that were wrong when followed).
 
 The README is followed as a new user would: contrib/quickstart.sh first (as
 nobody, without XDG_RUNTIME_DIR, the case that used to fail; the tree as

@@ -51,7 +51,7 @@ static unsigned long verify(const struct line *l, size_t n, unsigned long *recor
 /* The input's JSON objects as a fresh, intact chain; their count. */
 static size_t rechain(const struct line *in, size_t n, struct line *out)
 {
-    char prev[TD_SHA256_HEX_LEN + 1] =
+    char prev[TE_SHA256_HEX_LEN + 1] =
         "0000000000000000000000000000000000000000000000000000000000000000";
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -69,7 +69,7 @@ static size_t rechain(const struct line *in, size_t n, struct line *out)
         if (!text)
             continue;
         CHECK(!memchr(text, '\n', len), "a dumped record holds a newline: %s", text);
-        td_sha256_hex(text, len, prev);
+        te_sha256_hex(text, len, prev);
         out[m++] = (struct line){text, len, true};
     }
     return m;

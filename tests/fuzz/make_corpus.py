@@ -88,7 +88,7 @@ REQUEST_RAW = {
 # Request lines the daemon answers with exactly one request_error, one per
 # line of corpus/request_errors.jsonl: a shape for each error of each op.
 # tests/integration/request_leakcheck.py feeds them (and the fuzz_request
-# seeds) to a daemon built with LeakSanitizer (issue 20: one of them leaked).
+# seeds) to a daemon built with LeakSanitizer (one of them leaked).
 GOOD = {"id": "c0", "name": "echo"}
 REQUEST_ERRORS = [
     b"this is not json", b'{"op": "tools"', b"\xff\xfe", b'{"op":"tools"} trailing', b"{]",

@@ -62,11 +62,11 @@ cflags=(-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
 # shellcheck disable=SC2206
 extra=(${FUZZ_CFLAGS:-})
 
-# fuzz_audit: the audit chain's line check is the client's, its SHA-256 the
-# daemon's (nettle)
+# fuzz_audit: the audit chain's line check is the client's, its SHA-256
+# lib/'s (nettle)
 # shellcheck disable=SC2207
-audit=("$root/daemon/cli/auditverify.c" "$root/daemon/base/sha256hex.c" -I"$root/daemon/cli"
-       -I"$root/daemon/base" $(pkg-config --cflags --libs nettle))
+audit=("$root/daemon/cli/auditverify.c" "$root/lib/sha256hex.c" -I"$root/daemon/cli"
+       $(pkg-config --cflags --libs nettle))
 d="$root/daemon"
 daemon_inc=(-I"$root/daemon" -I"$root/daemon/base" -I"$root/daemon/confine" -I"$root/daemon/defs")
 
@@ -79,7 +79,7 @@ for t in $targets; do
     fuzz_audit) own=("${audit[@]}") ;;
     fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -DTE_CLI_VERSION=\"fuzz\"
                    "$root"/daemon/cli/mcp_{core,events,modern,mrtr,requests,state,write}.c
-                   "$root/daemon/base/sha256hex.c" -lnettle) ;;
+                   "$root/lib/sha256hex.c" -lnettle) ;;
     fuzz_auth) # the MCP HTTP front's token checks: cjose, nettle
         pkg-config --exists cjose nettle || skip_or_fail "cjose or nettle (pkg-config) not found"
         # shellcheck disable=SC2207

@@ -64,7 +64,7 @@ summary() {
 }
 
 # ---- install ---------------------------------------------------------------
-# As a user would (issue 14): a real "meson install" to the configured prefix,
+# As a user would: a real "meson install" to the configured prefix,
 # whose programs must then start with no LD_LIBRARY_PATH. As root, that runs
 # in a private mount namespace with an empty tmpfs over the prefix and /etc
 # as a throw-away overlay (the install's ldconfig writes /etc/ld.so.cache),
@@ -339,7 +339,7 @@ sock=$tmp/toolexecd.sock
 containment=pgroup
 [ "$real" = 1 ] && containment=auto
 # which gives calls no mount namespace, so no view: the examples' views are
-# best effort here (issue 23: a definition asking for a layer the host cannot
+# best effort here (a definition asking for a layer the host cannot
 # give is refused unless its "best_effort" names it)
 if [ "$containment" = pgroup ]; then
     for f in "$tmp"/tools.d/*.json; do

@@ -40,7 +40,7 @@ TESTWORKER = os.environ.get("TE_TESTWORKER", "")
 WORKERS_SRC = os.environ.get("TE_WORKERS_SRC", os.path.join(HERE, "..", "workers"))
 PROTO_DIR = os.environ.get("TE_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
 
-# Where the default file-system view (issue 11) leaves nothing of the host:
+# Where the default file-system view leaves nothing of the host:
 # hidden, or a fresh /tmp of the call's own.
 VIEW_LEFT_OUT = ("/tmp", "/home", "/root", "/run", "/var/tmp", "/var/lib", "/dev/shm")
 
@@ -352,7 +352,7 @@ class Daemon:
                 raise
 
     # -- set-up -----------------------------------------------------------
-    # Workers see the host read-only with a /tmp of their own (issue 11), so
+    # Workers see the host read-only with a /tmp of their own, so
     # the tests' own directory (self.tmp: shared_dir, tmpfile, the files
     # workers leave for the test) is listed under "write" in each definition
     # that does not say what it sees; its tools, work directory and sockets
@@ -397,7 +397,7 @@ class Daemon:
             raise RuntimeError("this daemon is running already (pid %d)" % self.proc.pid)
         # The view add_tool gave is the harness's, not the test's: under
         # --containment pgroup (no mount namespace) such a tool runs without
-        # it, as a definition may say (issue 23: else refused at load).
+        # it, as a definition may say (else refused at load).
         if "pgroup" in self.args:
             for filename, definition in list(self._harness_views.items()):
                 if "best_effort" not in definition:

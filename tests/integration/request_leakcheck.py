@@ -1,6 +1,6 @@
-"""request_leakcheck - issue 20's "leak check of the daemon over the
-request-error corpus in CI": a daemon built with AddressSanitizer (whose
-LeakSanitizer reports at exit) is fed every line of the request-error corpus
+"""request_leakcheck - the leak check of the daemon over the request-error
+corpus in CI: a daemon built with AddressSanitizer (whose LeakSanitizer
+reports at exit) is fed every line of the request-error corpus
 (tests/fuzz/corpus/request_errors.jsonl, written by make_corpus.py: each
 line gets exactly one request_error), over-long lines, and every seed of the
 fuzz_request corpus (batches among them, run to completion), then stopped;

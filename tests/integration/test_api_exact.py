@@ -1,9 +1,9 @@
-"""The daemon's tool listings and calls as the LLM APIs and MCP take them
-(issue 13): schemas normalised so every client accepts the listing, names
-mapped to what OpenAI and Anthropic allow (and back), "strict" in the
-Responses format, MCP's title/annotations/outputSchema, output_schema
-checked on each ok result, and an OpenAI custom tool call as that call's
-error. Against the real daemon and real workers.
+"""The daemon's tool listings and calls as the LLM APIs and MCP take them:
+schemas normalised so every client accepts the listing, names mapped to what
+OpenAI and Anthropic allow (and back), "strict" in the Responses format,
+MCP's title/annotations/outputSchema, output_schema checked on each ok
+result, and an OpenAI custom tool call as that call's error. Against the
+real daemon and real workers.
 
 Environment (set by tests/integration/meson.build): what harness.py needs."""
 
@@ -62,7 +62,7 @@ class ApiExact(unittest.TestCase):
         self.assertEqual(ev["event"], "tools", ev)
         return ev["tools"]
 
-    # -- item 1: every listed schema has "type": "object" and object properties
+    # -- every listed schema has "type": "object" and object properties
     def test_schemas_normalised_in_every_format(self):
         where = {"openai": lambda t: t["function"]["parameters"],
                  "openai_responses": lambda t: t["parameters"],
@@ -98,7 +98,7 @@ class ApiExact(unittest.TestCase):
         finally:
             d.stop(check=False)
 
-    # -- item 2: names OpenAI and Anthropic accept, mapped back on the way in
+    # -- names OpenAI and Anthropic accept, mapped back on the way in
     def test_names_mapped_for_openai_and_anthropic(self):
         for fmt in ("openai", "openai_responses", "anthropic"):
             names = [t["function"]["name"] if fmt == "openai" else t["name"]
@@ -127,7 +127,7 @@ class ApiExact(unittest.TestCase):
         finally:
             d.stop(check=False)
 
-    # -- item 3: strict in the Responses format
+    # -- strict in the Responses format
     def test_responses_format_has_strict(self):
         tools = {t["name"]: t for t in self.listing("openai_responses")}
         for t in tools.values():
@@ -139,7 +139,7 @@ class ApiExact(unittest.TestCase):
         self.assertIs(chat["strictone"]["strict"], True)
         self.assertNotIn("strict", chat["echo"])
 
-    # -- item 8: title, annotations, outputSchema; results checked against it
+    # -- title, annotations, outputSchema; results checked against it
     def test_mcp_listing_carries_metadata(self):
         t = {t["name"]: t for t in self.listing("mcp")}
         self.assertEqual(t["described"]["title"], "A described tool")
@@ -175,7 +175,7 @@ class ApiExact(unittest.TestCase):
             finally:
                 d.stop(check=False)
 
-    # -- item 11: a custom tool call is that call's error, the others run
+    # -- a custom tool call is that call's error, the others run
     def test_custom_tool_call_is_one_calls_error(self):
         calls = [{"id": "call_1", "type": "custom", "custom": {"name": "grammar", "input": "x"}},
                  {"id": "call_2", "type": "function",
@@ -191,7 +191,7 @@ class ApiExact(unittest.TestCase):
         self.assertIn("custom tool calls", msgs["call_1"]["content"])
 
 
-    # -- item 6: progress frames before the response -------------------------
+    # -- progress frames before the response -------------------------
     def test_progress_events(self):
         self.c.send({"op": "run", "batch": "p", "calls": [
             {"id": "c0", "name": "progress", "arguments": {"steps": 3}},

@@ -1,4 +1,4 @@
-"""The audit trail (issue 15) and call outcomes in the log (issue 14).
+"""The audit trail and call outcomes in the log.
 
 One record per finished call: with --log-format json a JSON line whose
 fields toolexecd(8) documents (AUDIT TRAIL); the arguments only as a
@@ -95,7 +95,7 @@ class AuditJsonTest(unittest.TestCase):
 
 
 class CallLogTextTest(unittest.TestCase):
-    """Issue 14: one line per finished call, at info for errors."""
+    """One line per finished call, at info for errors."""
 
     def setUp(self):
         require_env()

@@ -1,5 +1,5 @@
-"""A plain tool's big text result, escaped as it arrives (issue 21, item 4;
-daemon/run/plainesc.c).
+"""A plain tool's big text result, escaped as it arrives
+(daemon/run/plainesc.c).
 
 A real plain tool writes a text of more than 1 MiB holding every byte class
 (quotes, backslash, each short escape, other control bytes, NUL, DEL, 2-,

@@ -1,4 +1,4 @@
-"""Big results held once (issue 21, item 4; daemon/run/bigres.c).
+"""Big results held once (daemon/run/bigres.c).
 
 A result {"ok": S} with S of 1 MiB or more keeps S's text in the buffer it
 arrived in and writes the events around it. These tests pin that the client

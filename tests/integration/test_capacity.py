@@ -1,4 +1,4 @@
-"""Capacity for placement (issue 23, part 6): {"op": "capacity"} and the
+"""Capacity for placement: {"op": "capacity"} and the
 /metrics gauges of the same numbers.
 
 Calls of the "wait" tool block until the test creates their release file,

@@ -1,4 +1,4 @@
-"""cgroup v2 per call (issue 3): --containment cgroup with --cgroup DIR or a
+"""cgroup v2 per call: --containment cgroup with --cgroup DIR or a
 delegated cgroup of the daemon's own, cgroup.kill reaching setsid() strays,
 the calls' cgroups removed once empty, leftovers of a SIGKILLed daemon killed
 at the next start, --check, and memory_mb / processes as memory.max /

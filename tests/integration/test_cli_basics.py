@@ -1,4 +1,4 @@
-"""What a new user meets first in the CLI and the daemon (issue 22, item 6):
+"""What a new user meets first in the CLI and the daemon:
 toolexec --version and the MCP server's serverInfo carry the project's
 version (not "unknown"); each --help lists each option once; with
 XDG_RUNTIME_DIR unset, toolexec finds the quickstart's socket in

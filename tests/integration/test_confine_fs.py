@@ -1,5 +1,5 @@
-"""Issue 11, sections 1 and 5: every call gets its own view of the file
-system, and the operator sees which confinement layers are active.
+"""Every call gets its own view of the file system, and the operator sees
+which confinement layers are active.
 
 Hostile tools (testworker fs-probe) try to read secrets, other calls'
 directories and the tool definitions, to leave files in /tmp for a later

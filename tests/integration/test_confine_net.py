@@ -1,4 +1,4 @@
-"""Egress allow-list (issue 11, section 2): "network": {"allow": [...]} puts
+"""Egress allow-list: "network": {"allow": [...]} puts
 a call in a network namespace of its own with only loopback, where the
 daemon serves an HTTP proxy that lets out CONNECT tunnels and plain HTTP
 requests to the hosts on the list, and nothing else.

@@ -1,8 +1,8 @@
-"""Issue 11, sections 3 and 4 (system calls): every worker runs under a
-seccomp filter; what it denies fails with EPERM, and the call's
-tool_execution_completed names it in "denied" (the tail stream carries the
-same event; the stats op counts them). "syscalls": "off" lifts the default
-set, "deny_syscalls" adds names, an unknown name is refused at load.
+"""System calls: every worker runs under a seccomp filter; what it denies
+fails with EPERM, and the call's tool_execution_completed names it in
+"denied" (the tail stream carries the same event; the stats op counts them).
+"syscalls": "off" lifts the default set, "deny_syscalls" adds names, an
+unknown name is refused at load.
 
 Hostile tools really try: the testworker's sysprobe mode makes each call
 with syscall() (ptrace of a sibling it forked, io_uring_setup,

@@ -1,4 +1,4 @@
-"""Credentials injected at the egress proxy (issue 23, part 1):
+"""Credentials injected at the egress proxy:
 "network": {"allow": [...], "headers": {"HOST[:PORT]": {"Name":
 {"credential": "NAME"}}}}, the value read from a root-only file in
 --credentials-dir. A local HTTPS server (its own CA, given to the daemon
@@ -183,7 +183,7 @@ class CredentialsCases:
             self.assertEqual(srv.seen[before:], [[SECRET]])
 
     def test_a_narrowed_call_keeps_its_credential(self):
-        # a run request's policy (issue 23 part 2) narrows the allow-list to
+        # a run request's policy narrows the allow-list to
         # the HTTPS host alone: that host keeps its header (and the call its
         # CA), the host narrowed away is refused
         res = self.d.client().run(

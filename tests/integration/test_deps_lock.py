@@ -1,7 +1,7 @@
-"""contrib/deps.sh waits for another apt's lock instead of failing (issue 22,
-item 6). apt-get and dpkg-query are stand-ins on PATH: the first update
-fails as apt does when another apt holds the lists lock, the next succeeds;
-every apt-get is asked to wait for the dpkg lock (DPkg::Lock::Timeout)."""
+"""contrib/deps.sh waits for another apt's lock instead of failing. apt-get
+and dpkg-query are stand-ins on PATH: the first update fails as apt does
+when another apt holds the lists lock, the next succeeds; every apt-get is
+asked to wait for the dpkg lock (DPkg::Lock::Timeout)."""
 
 import os
 import stat

@@ -1,4 +1,4 @@
-"""What was enforced, failing closed (issue 23, part 3).
+"""What was enforced, failing closed.
 
 Each tool_execution_completed event, and the call's audit record, carries
 "enforced": the view, Landlock, seccomp, network, uid and limits the call

@@ -1,4 +1,4 @@
-"""Worker slots are shared fairly across client uids (issue 20, item 6).
+"""Worker slots are shared fairly across client uids.
 
 One uid (root) fills the queue from many connections, each with a call that
 waits for a file of its own; then another uid (nobody) submits one call. When

@@ -1,11 +1,11 @@
-"""issue 14 (first hour of a new user): the ask decision, batch ids and
-client identity, Ctrl-C, and the cause of a failed `toolexec call`.
+"""A new user's first hour: the ask decision, batch ids and client identity,
+Ctrl-C, and the cause of a failed `toolexec call`.
 
-- bug 4: `toolexec run --on-tool-error ask` answered with [c]ontinue sends
+- `toolexec run --on-tool-error ask` answered with [c]ontinue sends
   "continue", which the daemon now takes (the error stands, the batch goes
   on); while the question waits, the other calls' TIME is their real
   duration (the daemon's duration_ms), not the time until the answer.
-- bug 5: ids the daemon assigns are unique in its life, across connections;
+- ids the daemon assigns are unique in its life, across connections;
   every event a subscriber receives names the batch's client (pid, uid).
 - Ctrl-C ends `toolexec run` with 130; a cancelled call says "cancelled".
 - `toolexec call` shows why a call failed (its message and stderr).
@@ -88,7 +88,7 @@ class FirstHourCli(unittest.TestCase):
             f.write(json.dumps(value))
         return path
 
-    # -- bug 4 -----------------------------------------------------------------
+    # -- [c]ontinue after ask --------------------------------------------------
     def test_decide_continue_is_a_decision(self):
         c = self.d.client()
         c.start_batch([{"id": "a", "name": "crash"}, {"id": "b", "name": "echo"}],
@@ -177,7 +177,7 @@ class FirstHourCli(unittest.TestCase):
         # what the daemon measured (as the table rounds it), not the wait for the answer
         self.assertLessEqual(abs(shown - real), max(1.0, real * 0.05), (shown, real, plain))
 
-    # -- bug 5 -----------------------------------------------------------------
+    # -- unique ids, the client in every event ---------------------------------
     def test_assigned_ids_unique_and_events_name_their_client(self):
         tail = self.d.client()
         tail.send({"op": "tail", "tools": ["echo"]})

@@ -1,5 +1,5 @@
-"""issue 14, friction: definitions a new user can check, and errors that
-name the real mistake.
+"""A new user's first hour: definitions a new user can check, and errors
+that name the real mistake.
 
 - `toolexecd --check --tools DIR` lists every problem of every definition
   (several in one file, a JSON error, a missing command, a missing script,

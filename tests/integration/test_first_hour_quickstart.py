@@ -1,9 +1,9 @@
-"""issue 14, bug 6: contrib/quickstart.sh as an ordinary user without
-XDG_RUNTIME_DIR (su -, ssh without pam_systemd, containers) used to build
-everything and then stop; the fallback it suggested failed too. It now
-picks a directory of the user's own before building, and the daemon it
-starts answers calls on the socket it names and streams events on its
-events socket (what the README's tail commands use).
+"""contrib/quickstart.sh as an ordinary user without XDG_RUNTIME_DIR (su -,
+ssh without pam_systemd, containers) used to build everything and then stop;
+the fallback it suggested failed too. It now picks a directory of the user's
+own before building, and the daemon it starts answers calls on the socket it
+names and streams events on its events socket (what the README's tail
+commands use).
 
 Runs the real script as nobody (setpriv), with the tree as built
 (QUICKSTART_NO_BUILD=1: nobody may not write the build directory)."""

@@ -1,5 +1,5 @@
-"""issue 14, bug 3: a call's resource use is the tool's own (and its
-descendants'), in every containment mode.
+"""A call's resource use is the tool's own (and its descendants'), in every
+containment mode.
 
 Under PID-namespace containment the daemon's child is toolexecd-init, which
 waits for the tool; what wait4() gives the daemon for the init used to be

@@ -1,4 +1,4 @@
-"""issue 22, bugs 1, 2 and 7: the first tool a user writes runs the first time.
+"""The first tool a user writes runs the first time.
 
 - The man page's own first tool (toolexecd.tools(5), EXAMPLES: a Python
   script in a home directory) is written into a home directory and into
@@ -295,7 +295,7 @@ def build_copy(testcase):
 
 
 class WarmFromABuildTree(unittest.TestCase):
-    """Bug 7: a warm Python tool of a daemon run from a build tree under /tmp
+    """A warm Python tool of a daemon run from a build tree under /tmp
     (its libtoolexec hidden) is warned of once at load; its template, which
     cannot load the library, is told of once, not at every restart; with
     the key the warning names, the template starts."""

@@ -1,4 +1,4 @@
-"""The shipped fleet manifests start the daemon (issue 22, bug 3).
+"""The shipped fleet manifests start the daemon.
 
 contrib/kubernetes/toolexecd-daemonset.yaml and contrib/nomad/toolexecd.nomad.hcl
 crash-looped: the kubelet's configMap volume is a 0777 directory (with the

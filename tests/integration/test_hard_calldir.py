@@ -1,4 +1,4 @@
-"""Call directories under attack (issue 9, items 1, 5, 15 and part of 19).
+"""Call directories under attack.
 
 Hostile tools build deep and wide trees, take their own permissions away,
 and a sibling call swaps a subdirectory for a symlink to a root-only
@@ -184,7 +184,7 @@ class RootSharedIdentity(DaemonTestCase):
 class UnprivilegedDaemon(Checks, unittest.TestCase):
     """The same checks against a daemon running as nobody. Its workers keep
     its uid, so they can list its work directory: hiding calls from each
-    other there is the per-call mount namespace's work (issue 9 item 7)."""
+    other there is the per-call mount namespace's work."""
 
     @classmethod
     def setUpClass(cls):
@@ -261,7 +261,7 @@ class WorkDirRules(unittest.TestCase):
 
 
 class Restart(unittest.TestCase):
-    """Item 15: a daemon SIGKILLed with a call in flight, then another on the
+    """A daemon SIGKILLed with a call in flight, then another on the
     same --work-dir."""
 
     def run_restart(self, make):
@@ -334,7 +334,7 @@ DEFAULT_TOOLS = [worker_tool("tree", "make-tree", timeout_ms=60000), worker_tool
 
 
 class DefaultWorkDir(unittest.TestCase):
-    """Item 19: without --work-dir the work directory is made in a runtime
+    """Without --work-dir the work directory is made in a runtime
     directory ($RUNTIME_DIRECTORY, /run/toolexecd for root,
     $XDG_RUNTIME_DIR/toolexecd otherwise), never in $TMPDIR; the next daemon
     removes a killed one's; a clean exit removes its own."""

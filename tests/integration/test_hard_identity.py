@@ -1,5 +1,4 @@
-"""Issue 9, items 2, 3, 7, 16 and part of 19: a call cannot reach another
-call, the daemon or the operator's terminal.
+"""A call cannot reach another call, the daemon or the operator's terminal.
 
 A hostile tool runs beside a victim call (a secret in its environment and in
 a file of its call directory, found from outside by a token in its command
@@ -204,7 +203,7 @@ class UnprivilegedDaemon(HardMixin, unittest.TestCase):
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
 class RootPgroup(VictimMixin, unittest.TestCase):
-    """Item 16: under --containment pgroup (no namespaces: the host's /proc)
+    """Under --containment pgroup (no namespaces: the host's /proc)
     a call of a root daemon still cannot signal or read another: they run as
     different uids."""
     ARGS = ["--containment", "pgroup"]
@@ -283,7 +282,7 @@ OTHER_UID = 64125  # a client uid no test runs anything else as
 @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
                      "needs root (to drop to nobody and to another uid) and setpriv")
 class SpillToAnotherUid(unittest.TestCase):
-    """Item 7, fchown: an unprivileged daemon cannot give a spill file to a
+    """fchown: an unprivileged daemon cannot give a spill file to a
     client of another uid; the spill then fails, says so in the log and
     leaves no file (it used to stay the daemon's, where every worker of the
     daemon's uid could read it), and the result still arrives."""
@@ -340,11 +339,11 @@ class TtyDaemon(Daemon):
 
 
 class Terminal(unittest.TestCase):
-    """Item 3: workers have no controlling terminal (a session of their own)."""
+    """Workers have no controlling terminal (a session of their own)."""
 
     def test_worker_cannot_open_the_daemons_terminal(self):
         harness.require_env()
-        # the host's /dev: a call's own /dev has no tty at all (issue 11);
+        # the host's /dev: a call's own /dev has no tty at all;
         # this is about the session, which must hold even where it has one
         d = TtyDaemon([worker_tool("hostile", "hostile", filesystem="host")], start=False)
         try:

@@ -1,7 +1,7 @@
-"""Client-side resource bounds (issue 9, items 10, 11, 13, 14): queued work
-per connection and per uid, a disconnecting client's queue cancelled in
-slices, a client that never reads, unfinished request lines of all clients,
-connections per uid, the idle timeout and the open-files limit.
+"""Client-side resource bounds: queued work per connection and per uid, a
+disconnecting client's queue cancelled in slices, a client that never reads,
+unfinished request lines of all clients, connections per uid, the idle
+timeout and the open-files limit.
 
 Memory is read from /proc/PID/status: VmHWM (the peak) against the
 promise, so no sampling moment matters."""
@@ -44,7 +44,7 @@ def errors_of(client, batch):
 
 
 class QueuedWork(unittest.TestCase):
-    """Item 10: batches per connection and calls per uid are bounded; beyond
+    """Batches per connection and calls per uid are bounded; beyond
     them a run is refused like --max-batch-calls refuses, naming the limit."""
 
     def test_flood_of_batches_is_refused_beyond_the_caps(self):
@@ -90,7 +90,7 @@ class QueuedWork(unittest.TestCase):
 
 
 class DisconnectInSlices(unittest.TestCase):
-    """Item 10: a client leaving with a huge queue does not hold the loop
+    """A client leaving with a huge queue does not hold the loop
     while its calls are cancelled: another client is answered while the
     cancelled batches are still being settled."""
 
@@ -126,7 +126,7 @@ class DisconnectInSlices(unittest.TestCase):
 
 
 class NonReadingClient(unittest.TestCase):
-    """Item 11: a client that never reads costs about 1 MiB of queued events
+    """A client that never reads costs about 1 MiB of queued events
     plus one result per running call, even when every worker has its whole
     result in its pipe when it exits."""
 
@@ -183,7 +183,7 @@ class ShutdownNotHeld(unittest.TestCase):
 
 
 class UnfinishedLines(unittest.TestCase):
-    """Item 13: unfinished request lines of all clients together are bounded
+    """Unfinished request lines of all clients together are bounded
     (64 MiB by default): the client holding the most loses its line with an
     error naming the limit; its connection and every other client work."""
 
@@ -262,7 +262,7 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (to run a client as nobody)")
 class Connections(unittest.TestCase):
-    """Item 14: connections per uid, the idle timeout, the open-files limit."""
+    """Connections per uid, the idle timeout, the open-files limit."""
 
     def test_one_uid_beyond_its_share_is_refused_root_still_connects(self):
         args = ["--max-clients-per-uid", "3", "--socket-mode", "0666"]

@@ -1,8 +1,8 @@
-"""Hardening (issue 9, items 4, 17, 18, 19 in part) against the real daemon:
-spill files hold exactly the tool's content, are private and age out; the
-log escapes every control character a client or a tool put in a field; tool
-definitions others may change, that are not regular files or that are too
-large are refused, and a file that fails to parse is not quoted."""
+"""Hardening against the real daemon: spill files hold exactly the tool's
+content, are private and age out; the log escapes every control character a
+client or a tool put in a field; tool definitions others may change, that
+are not regular files or that are too large are refused, and a file that
+fails to parse is not quoted."""
 
 import json
 import os

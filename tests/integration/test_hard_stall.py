@@ -1,5 +1,5 @@
 """One client's work must not hold the loop so long that no other client is
-served (issue 9, items 8 and 12).
+served.
 
 A hostile batch of many calls, each leaving 1 MB in a stdout pipe it grew
 to 1 MiB before exiting, used to keep the daemon inside its SIGCHLD

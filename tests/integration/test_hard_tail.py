@@ -388,7 +388,7 @@ class Summaries(unittest.TestCase):
 
 
 class Resubscribe(unittest.TestCase):
-    """Issue 10's use-after-free: a second tail freed the subscriber while a
+    """A use-after-free once: a second tail freed the subscriber while a
     write callback held it. Re-subscribe a thousand times while a batch
     streams and writes to the subscriber are in flight."""
 

@@ -1,6 +1,6 @@
-"""Issue 9, item 19: "network": false must not reach the host's Unix sockets
-by path. A network namespace cuts interfaces and abstract sockets only; a
-socket in the file system is a file. The worker's system-call filter
+""""network": false must not reach the host's Unix sockets by path. A
+network namespace cuts interfaces and abstract sockets only; a socket in the
+file system is a file. The worker's system-call filter
 (daemon/confine/sysfilter.c) refuses socket(AF_UNIX) for such calls.
 
 A real listening socket of the host, open to everyone (mode 0666 in a
@@ -51,7 +51,7 @@ class Checks:
         harness.require_env()
         cls.host = HostSocket()
         # the host's socket is in its /tmp, which a call sees a private
-        # one of (issue 11): the definitions name it, as an operator would
+        # one of: the definitions name it, as an operator would
         tools = [dict(t, filesystem=harness.with_tree({"read": [cls.host.dir]})) for t in TOOLS]
         d = cls.DAEMON(tools, start=False)
         harness.give_work_dir(d)

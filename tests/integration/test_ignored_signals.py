@@ -1,5 +1,5 @@
 """Signals 32 and 33 ignored by whoever starts the daemon (debhelper does)
-are back to their default in every worker (issue 22, item 4).
+are back to their default in every worker.
 
 glibc's sigaction() refuses 32 and 33, so the daemon must reset them with
 the raw system call; an ignored disposition survives exec. The daemon is

@@ -1,4 +1,4 @@
-"""Isolation against hostile workers and clients (issue 3).
+"""Isolation against hostile workers and clients.
 
 Containment (a setsid() double-fork grandchild is gone after a result, a
 timeout and a cancel; --containment pgroup says that setsid escapes), the
@@ -606,7 +606,7 @@ class NetworkMixin:
         res = self.c.run([{"id": "n", "name": tool, "arguments": {"port": port}}])
         v = self.assertOk(res, "n")
         self.assertIs(v["connected"], False, v)
-        # the system-call filter refuses socket(AF_INET) itself (issue 11);
+        # the system-call filter refuses socket(AF_INET) itself;
         # the namespace under it is checked with "syscalls": "off" below
         self.assertEqual(v["errno"], "EPERM", v)
         self.assertIn({"kind": "syscall", "name": "socket"},

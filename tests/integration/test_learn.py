@@ -1,9 +1,9 @@
-"""Issue 23, part 4: learn mode. A tool with "learn": true runs its calls
-permissively (the host's file system, any host through the egress proxy,
-the filter's refusals let through) while the daemon records what they
-touch; each call's tool_execution_completed carries "learned" (its
-proposal), {"op": "learned", "tool": NAME} the proposal of all its calls
-since load and the definition with it applied.
+"""Learn mode. A tool with "learn": true runs its calls permissively (the
+host's file system, any host through the egress proxy, the filter's refusals
+let through) while the daemon records what they touch; each call's
+tool_execution_completed carries "learned" (its proposal), {"op": "learned",
+"tool": NAME} the proposal of all its calls since load and the definition
+with it applied.
 
 The tool reads a config file the default view hides (under the test's
 directory in /tmp, which each call sees as a /tmp of its own), writes into

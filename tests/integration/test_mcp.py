@@ -206,7 +206,7 @@ class Mcp(McpCase):
     def assertError(self, msg, rid, code):
         self.assertEqual(msg.get("jsonrpc"), "2.0", msg)
         self.assertEqual(msg.get("id"), rid, msg)
-        if rid is None:  # never "id": null (issue 13)
+        if rid is None:  # never "id": null
             self.assertNotIn("id", msg)
         self.assertNotIn("result", msg, msg)
         self.assertEqual(msg["error"]["code"], code, msg)

@@ -1,4 +1,4 @@
-"""toolexec mcp speaking current MCP exactly (issue 13), against the real
+"""toolexec mcp speaking current MCP exactly, against the real
 daemon: ask_user through elicitation (and marked text without it),
 notifications/tools/list_changed after a reload, structuredContent, the
 2025-11-25 revision, JSON-RPC batches under 2025-03-26, no "id": null,
@@ -44,7 +44,7 @@ class McpExact(McpCase):
         s.request(rid, "tools/call", {"name": name, "arguments": args})
         return s.response(rid)
 
-    # -- item 5 ------------------------------------------------------------
+    # -- ask_user through elicitation --------------------------------------
     def test_ask_user_through_elicitation(self):
         s, _ = self.session(capabilities={"elicitation": {}})
         s.request(1, "tools/call", {"name": "ask", "arguments": {"question": "which city?"}})
@@ -75,7 +75,7 @@ class McpExact(McpCase):
         self.assertIn("which city?", text)
         self.assertNotIn("<awaiting user response>", text)
 
-    # -- item 6 ------------------------------------------------------------
+    # -- progress notifications --------------------------------------------
     def test_progress_notifications(self):
         s, _ = self.session()
         s.request(1, "tools/call", {"name": "progress", "arguments": {"steps": 3},
@@ -119,7 +119,7 @@ class McpExact(McpCase):
             pass
         self.assertIn("result", s.response(1))
 
-    # -- item 7 ------------------------------------------------------------
+    # -- list_changed after a reload ---------------------------------------
     def test_list_changed_after_reload(self):
         s, init = self.session()
         self.assertEqual(init["capabilities"]["tools"], {"listChanged": True})
@@ -149,7 +149,7 @@ class McpExact(McpCase):
         self.assertEqual(json.loads(s.response(2)["result"]["content"][0]["text"]),
                          {"still": "here"})
 
-    # -- item 8 ------------------------------------------------------------
+    # -- structuredContent -------------------------------------------------
     def test_structured_content(self):
         s, _ = self.session()
         s.request(1, "tools/list")
@@ -164,7 +164,7 @@ class McpExact(McpCase):
         self.assertNotIn("structuredContent", r)
         self.assertIn("/n", r["content"][0]["text"])
 
-    # -- item 9 ------------------------------------------------------------
+    # -- JSON-RPC batches under 2025-03-26 ---------------------------------
     def test_batches_under_2025_03_26(self):
         s, _ = self.session("2025-03-26")
         s.send_raw(json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -199,7 +199,7 @@ class McpExact(McpCase):
             self.assertIn("error", err)
             self.assertNotIn("id", err, line)
 
-    # -- item 12 -----------------------------------------------------------
+    # -- an unknown tool ---------------------------------------------------
     def test_unknown_tool_is_a_protocol_error(self):
         s, _ = self.session()
         r = self.call(s, 1, "no_such_tool", {})
@@ -207,7 +207,7 @@ class McpExact(McpCase):
         self.assertEqual(r["error"]["code"], -32602)
         self.assertIn("no_such_tool", r["error"]["message"])
 
-    # -- item 10 -----------------------------------------------------------
+    # -- the socket without XDG_RUNTIME_DIR --------------------------------
     def test_socket_without_xdg_runtime_dir(self):
         """A bare environment: /run/user/UID/toolexecd.sock, then the system
         socket; the error names what was tried."""

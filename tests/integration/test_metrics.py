@@ -1,4 +1,4 @@
-"""Metrics (issue 15): {"op": "metrics"} and --metrics-listen's GET /metrics.
+"""Metrics: {"op": "metrics"} and --metrics-listen's GET /metrics.
 
 The text is parsed by a real Prometheus parser (promtool check metrics, from
 Debian's prometheus package) and its samples are checked against the calls

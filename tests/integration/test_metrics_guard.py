@@ -1,5 +1,4 @@
-"""The metrics endpoint against the daemon's own calls and idle connections
-(issue 20, item 4).
+"""The metrics endpoint against the daemon's own calls and idle connections.
 
 A call with the host's network ("network": true, the default) can reach
 127.0.0.1 like any process: it must not read /metrics (the daemon refuses

@@ -1,4 +1,4 @@
-"""Numbers pass through as the tool wrote them (issue 14, bug 1), through
+"""Numbers pass through as the tool wrote them, through
 the real daemon, real workers and the real CLI: arguments, results, content
 and events keep a real's shortest round-trip form (19.99, never
 19.989999999999998), integers beyond 64 bits and reals beyond a double pass

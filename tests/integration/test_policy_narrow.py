@@ -1,4 +1,4 @@
-"""Per-batch narrowing (issue 23, part 2): a run request's "policy", at the
+"""Per-batch narrowing: a run request's "policy", at the
 batch level and in a call object, narrows a tool's confinement for that
 batch or call (a subset of its allow-list, "network": false, fewer writable
 paths, a lower timeout or limit) and never widens it: a widening is refused

@@ -1,7 +1,7 @@
-"""Issue 20, item 8: a refused request is freed, whatever refuses it.
-{"op":"tools","watch":<not a boolean>} returned before the request was
-freed (LeakSanitizer: 2.96 MB per 2,000 such lines), so any client could
-grow the daemon without bound.
+"""A refused request is freed, whatever refuses it.
+{"op":"tools","watch":<not a boolean>} returned before the request was freed
+(LeakSanitizer: 2.96 MB per 2,000 such lines), so any client could grow the
+daemon without bound.
 
 A client sends each refused shape many times, every line padded so that a
 leak is large, and reads the one request_error each line gets.

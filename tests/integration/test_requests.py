@@ -130,7 +130,7 @@ class Requests(DaemonTestCase):
         self.assertUsable()
 
     def test_a_number_past_a_double_is_no_string(self):
-        """Numbers too large for a double are kept as written (issue 14), held
+        """Numbers too large for a double are kept as written, held
         inside as marked strings: where a string is wanted they are refused
         like any number, and answered (a batch id like this one used to get
         no answer at all)."""

@@ -1,4 +1,4 @@
-"""toolexec sandbox -- COMMAND (issue 22): one command run with a tool
+"""toolexec sandbox -- COMMAND: one command run with a tool
 call's confinement, no daemon. Real processes: the CLI execs toolexecd
 --sandbox-run, which builds the sandbox with the daemon's own code. Each
 test runs as the user running the suite (root in CI) and again as nobody

@@ -1,4 +1,4 @@
-"""toolexec sandbox --learn FILE -- CMD (issue 23, part 4): the command
+"""toolexec sandbox --learn FILE -- CMD: the command
 runs permissively while what it touches is recorded, and FILE gets the
 proposed definition (toolexecd.tools(5)). The command reads a config file
 the default view hides (in /tmp, which a sandbox sees as its own), writes

@@ -1,8 +1,8 @@
-"""A tool's schema is validated in the draft its "$schema" names (issue 13,
-item 4), through the real daemon and real workers: 2020-12's prefixItems
-and unevaluatedProperties apply, draft-07 stays the default, and a
-definition naming an unsupported $schema, or using $dynamicRef, stops the
-start with the file and the pointer."""
+"""A tool's schema is validated in the draft its "$schema" names, through
+the real daemon and real workers: 2020-12's prefixItems and
+unevaluatedProperties apply, draft-07 stays the default, and a definition
+naming an unsupported $schema, or using $dynamicRef, stops the start with
+the file and the pointer."""
 
 import unittest
 

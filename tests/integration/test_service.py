@@ -21,7 +21,7 @@ SERVICE_BUILD = os.environ.get("TE_SYSTEMD_SERVICE_BUILD", "")
 
 
 def write_tool(d, definition):
-    # add_tool: it also lists the test's directory under "write" (issue 11)
+    # add_tool: it also lists the test's directory under "write"
     d.add_tool(definition)
 
 

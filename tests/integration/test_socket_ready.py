@@ -1,6 +1,6 @@
-"""Issue 20, item 11: a socket file the daemon binds itself appears only once
-the socket listens, so a client that waits for the file and connects at once
-is never refused (ECONNREFUSED), on the main socket nor the events socket.
+"""A socket file the daemon binds itself appears only once the socket
+listens, so a client that waits for the file and connects at once is never
+refused (ECONNREFUSED), on the main socket nor the events socket.
 
 holdlisten.so (LD_PRELOAD) stops the daemon just before each listen() until
 the test says go: at that moment, bound but not listening, every socket path

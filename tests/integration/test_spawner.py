@@ -1,5 +1,5 @@
-"""Issue 21: calls are started by the spawner (daemon/run/spawner.c,
-spawnproc.c), a process of their own, off the daemon's loop.
+"""Calls are started by the spawner (daemon/run/spawner.c, spawnproc.c), a
+process of their own, off the daemon's loop.
 
 - A call's process is the spawner's child, and the spawner the daemon's.
 - The spawner holds few descriptors whatever runs: a start copies its table,

@@ -1,4 +1,4 @@
-"""Spill files go with their client (issue 20, item 7a).
+"""Spill files go with their client.
 
 A spill file (the full content of a cut result) is for the client that ran
 the batch: it stays while that connection is open, however long ago its

@@ -1,6 +1,6 @@
-"""A tool's declared timeout_ms is not cut by a default the client never set
-(issue 22, item 5): test_hard_calldir's tool said 120 s and was killed at
-the batch's 30 s default on a loaded machine.
+"""A tool's declared timeout_ms is not cut by a default the client never
+set: test_hard_calldir's tool said 120 s and was killed at the batch's 30 s
+default on a loaded machine.
 
 The daemon's default (--tool-timeout) is made tiny here, so that what
 decides each call's timeout shows in the timeout error's cause.timeout_ms

@@ -132,7 +132,7 @@ def set_measured_aside(pattern, value):
             if not type_ok(t, value[k]) or value[k] < 0:
                 raise Mismatch("%s: expected a non-negative %s, got %r" % (k, t, value[k]))
             del value[k]
-    # issue 23: what the call ran under depends on the host (Landlock ABI,
+    # "enforced": what the call ran under depends on the host (Landlock ABI,
     # cgroup or rlimit, the uid): checked for its members and set aside
     if "enforced" in value and not (isinstance(pattern, dict) and "enforced" in pattern):
         e = value.pop("enforced")

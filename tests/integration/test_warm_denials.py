@@ -1,7 +1,6 @@
-"""Issue 12 with issue 11's section 4: a warm call reports the system calls
-its filter denied as a cold call does ("denied" in its
-tool_execution_completed, the same names, the same limits), and is still
-refused them (EPERM).
+"""A warm call reports the system calls its filter denied as a cold call
+does ("denied" in its tool_execution_completed, the same names, the same
+limits), and is still refused them (EPERM).
 
 The template is started with its filter's notification listener; the daemon
 tells the template's and each call's denials apart by PID namespace

@@ -1,4 +1,4 @@
-"""Warm calls of a tool with an egress allow-list (issue 12: a warm call gets
+"""Warm calls of a tool with an egress allow-list (a warm call gets
 the same confinement as a cold one; proto/PROTOCOL.md 2.4, "proxy").
 
 A warm tool with "network": {"allow": [...]} runs warm, and each call gets

@@ -1,5 +1,5 @@
-"""Issue 12: a warm call gets the same confinement as a cold one, here the
-file-system view (issue 11, section 1; proto/PROTOCOL.md, "Warm start").
+"""A warm call gets the same confinement as a cold one, here the file-system
+view (proto/PROTOCOL.md, "Warm start").
 
 A warm tool under the daemon's default view and under a view of its own
 ("write" paths, "root": "minimal"), against a root daemon and an

@@ -1,4 +1,4 @@
-"""The official clients against the real daemon (issue 13): the MCP
+"""The official clients against the real daemon: the MCP
 TypeScript SDK's client drives `toolexec mcp` (mcp_client.mjs), and tsc
 checks the daemon's tool listings and result messages, as it produces them
 here, against the type definitions of the `openai` and `@anthropic-ai/sdk`

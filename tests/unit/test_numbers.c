@@ -1,4 +1,4 @@
-/* Numbers pass through as written (issue 14, bug 1): reals in their
+/* Numbers pass through as written: reals in their
  * shortest round-tripping form (19.99, not 19.989999999999998), integers
  * beyond 64 bits and reals beyond a double unchanged, through every lib path
  * that reads or writes JSON (a worker's response, content, JSON lines), and

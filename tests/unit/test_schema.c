@@ -391,8 +391,8 @@ static void expensive(void)
     te_schema_free(s);
 }
 
-/* Regular expressions run under limits and inside the work budget (issue
- * 9, item 12): a catastrophic pattern is a clear error, never a stall, a
+/* Regular expressions run under limits and inside the work budget: a
+ * catastrophic pattern is a clear error, never a stall, a
  * crash or a silent pass. */
 #define SLUG "^([a-z0-9]+-?)*$" /* nested repeats: exponential on "aaa...!" */
 

@@ -1,4 +1,4 @@
-/* "$schema" chooses the draft (issue 13, item 4): 2019-09 and 2020-12 are
+/* "$schema" chooses the draft: 2019-09 and 2020-12 are
  * validated as such, draft-07 stays the default, and a $schema or keyword
  * that is not supported is refused at compile time, naming its pointer. */
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * holdlisten.so - an LD_PRELOAD for test_socket_ready: each listen() of the
  * daemon stops just before it, so the test can look at the socket files at
- * the moment a socket is bound but not listening yet (issue 20: the file
+ * the moment a socket is bound but not listening yet (the file
  * must not be visible then, or a client waiting for it is refused).
  *
  * TE_HOLD_LISTEN=DIR: DIR holds two FIFOs the test made. Before each

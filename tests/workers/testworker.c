@@ -192,7 +192,7 @@ static json_t *badshape(const char *variant)
 static json_t *run_mode(const char *mode, const te_call *call);
 static json_t *warm_state_mode(const json_t *args);
 
-/* issue 13: "steps" progress frames through the SDK (te_worker_progress),
+/* "steps" progress frames through the SDK (te_worker_progress),
  * then, given "path", waits for that file (a running call that reports
  * nothing more: the MCP heartbeat's case); "bad": one malformed progress
  * frame instead. */

@@ -1,5 +1,5 @@
 /*
- * tw_fsview.c - testworker: file-system views (test_confine_fs, issue 11):
+ * tw_fsview.c - testworker: file-system views (test_confine_fs):
  * "fs-probe" reads, lists, writes and stats the paths it is given.
  */
 

@@ -109,7 +109,7 @@ json_t *stderr_flood_ok(const json_t *args)
 }
 
 /* big-exit: a result that needs no reader to be written, so that the
- * daemon meets it only at the exit (issue 9, item 8). */
+ * daemon meets it only at the exit. */
 json_t *big_exit(const json_t *args)
 {
     long long pipe_bytes = arg_int(args, "pipe", 1 << 20), n = arg_int(args, "n", 1000000);

@@ -1,7 +1,7 @@
 /*
  * tw_sysprobe.c - testworker: sysprobe (test_confine_sys.py): calls the default
- * system-call filter denies, tried; and the warm denials (test_warm_denials.py,
- * issue 12): two calls trying theirs at once ("sysprobe-meet"), a template
+ * system-call filter denies, tried; and the warm denials (test_warm_denials.py):
+ * two calls trying theirs at once ("sysprobe-meet"), a template
  * making its own ("deny-at-start").
  */
 
@@ -148,7 +148,7 @@ json_t *sysprobe_mode(const json_t *args)
     return te_ok(out);
 }
 
-/* ---- warm denials (test_warm_denials.py, issue 12) -------------------------- */
+/* ---- warm denials (test_warm_denials.py) -------------------------- */
 
 /* Wait (up to 30 s) for path to exist; false when it never did. */
 static bool meet_wait(const char *path)

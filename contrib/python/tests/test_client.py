@@ -117,7 +117,7 @@ def tool_def(name, script, **fields):
          "timeout_ms": 20000,
          "env": {"PYTHONPATH": SDK_DIR, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
          # the script is in the test's directory, in /tmp: a call has a /tmp
-         # of its own (issue 11), so the definition names it
+         # of its own, so the definition names it
          "filesystem": {"read": view_reads(os.path.dirname(os.path.realpath(script)))}}
     d.update(fields)
     return d

@@ -1,4 +1,4 @@
-"""issue 14, the Python side of a new user's first hour (unittest, standard
+"""The Python side of a new user's first hour (unittest, standard
 library only):
 
 - the SDK installs with `pip install contrib/python` and no network
@@ -71,7 +71,7 @@ class DocumentedVenv(unittest.TestCase):
     """README's path on Debian 12, whose python3 refuses `sudo pip install`
     (PEP 668): a virtualenv, the package installed into it from the tree
     with the venv's own pip, offline, and a tool run by the venv's python
-    with no PYTHONPATH (issue 22)."""
+    with no PYTHONPATH."""
 
     def test_venv_install_and_run(self):
         base = WORKER_PYTHON

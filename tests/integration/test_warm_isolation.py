@@ -39,12 +39,12 @@ SHM_KEYS = [SHM_BASE + 1, SHM_BASE + 2]
 
 def tools():
     return [
-        py_tool("h3", "warm_hard3.py", start="warm", timeout_ms=30000),
+        py_tool("h3", "warm_isolation.py", start="warm", timeout_ms=30000),
         # the host's file system: no view, so no Landlock domain of the view's
-        py_tool("h3_host", "warm_hard3.py", start="warm", timeout_ms=30000, filesystem="host"),
-        py_tool("h3_off", "warm_hard3.py", start="warm", timeout_ms=30000, syscalls="off",
+        py_tool("h3_host", "warm_isolation.py", start="warm", timeout_ms=30000, filesystem="host"),
+        py_tool("h3_off", "warm_isolation.py", start="warm", timeout_ms=30000, syscalls="off",
                 filesystem="host"),
-        py_tool("h3_lim", "warm_hard3.py", start="warm", timeout_ms=30000,
+        py_tool("h3_lim", "warm_isolation.py", start="warm", timeout_ms=30000,
                 limits={"processes": 24}),
     ]
 

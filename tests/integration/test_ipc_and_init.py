@@ -1,6 +1,6 @@
-"""Issue 20 (hardening, round 3), the cold calls' part: what a hostile call
-still reached. Hostile Python tools really try, against a root daemon and an
-unprivileged one (the warm calls' part is test_warm_hard3.py).
+"""What a hostile cold call could still reach of the host and of its own
+init. Hostile Python tools really try, against a root daemon and an
+unprivileged one (the warm calls' part is test_warm_isolation.py).
 
 1. IPC: a call makes System V shared-memory segments (0666 and 0600), a
    semaphore set and a message queue, and a POSIX message queue (with
@@ -14,7 +14,7 @@ unprivileged one (the warm calls' part is test_warm_hard3.py).
    is still the call's own), nor compare or advise its memory (kcmp,
    process_madvise); with "syscalls": "off" too, where only the init's being
    not dumpable stands in the way. A call that burns CPU is charged for it.
-5. The capability bounding set is empty in a call.
+3. The capability bounding set is empty in a call.
 """
 
 import errno
@@ -46,7 +46,7 @@ if args["make"]:
     out["msg"] = err(libc.msgget(key + 3, 0o1000 | 0o666))
     rt = ctypes.CDLL(ctypes.util.find_library("rt") or None, use_errno=True)
     rt.mq_open.restype = ctypes.c_int
-    out["mq"] = err(rt.mq_open(b"/te-round3", os.O_CREAT | os.O_RDWR, 0o666, None))
+    out["mq"] = err(rt.mq_open(b"/te-ipc-and-init", os.O_CREAT | os.O_RDWR, 0o666, None))
 else:
     out["shm666"] = err(libc.shmget(key, 0, 0))
     out["shm600"] = err(libc.shmget(key + 1, 0, 0))
@@ -54,7 +54,7 @@ else:
     out["msg"] = err(libc.msgget(key + 3, 0))
     rt = ctypes.CDLL(ctypes.util.find_library("rt") or None, use_errno=True)
     rt.mq_open.restype = ctypes.c_int
-    out["mq"] = err(rt.mq_open(b"/te-round3", os.O_RDWR, 0, None))
+    out["mq"] = err(rt.mq_open(b"/te-ipc-and-init", os.O_RDWR, 0, None))
 print(json.dumps(out))
 """
 
@@ -116,7 +116,7 @@ def _libc():
 def host_mq_open():
     ctypes, libc = _libc()
     libc.mq_open.restype = ctypes.c_int
-    fd = libc.mq_open(b"/te-round3", os.O_RDWR, 0, None)
+    fd = libc.mq_open(b"/te-ipc-and-init", os.O_RDWR, 0, None)
     if fd >= 0:
         os.close(fd)
         return "ok"
@@ -133,7 +133,7 @@ def remove_leftovers():
                  else get(KEY + i, 0, 0))
         if ident >= 0:
             ctl(ident, 0, 0) if i == 2 else ctl(ident, 0, None)  # IPC_RMID
-    libc.mq_unlink(b"/te-round3")
+    libc.mq_unlink(b"/te-ipc-and-init")
 
 
 def host_ipc_keys():

@@ -8,7 +8,7 @@
 
 #include "sha256hex.h"
 
-void td_sha256_hex(const void *data, size_t len, char *hex)
+void te_sha256_hex(const void *data, size_t len, char *hex)
 {
     struct sha256_ctx ctx;
     uint8_t d[SHA256_DIGEST_SIZE];

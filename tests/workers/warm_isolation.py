@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""warm_hard3.py - a Python SDK tool for test_warm_hard3.py (issue 20, items
-1, 2, 3 and 5 for warm calls): what one warm call could reach of another, of
+"""warm_isolation.py - a Python SDK tool for test_warm_isolation.py: what one warm call could reach of another, of
 its own PID 1 or of the host. Its handler does {"op": ...}:
   ids        its uid, gid and capability bounding set (CapBnd)
   shm_make   SysV shared memory segments by "keys" (mode "mode"), left behind
