@@ -32,6 +32,7 @@
  * established one; the listener and the request head: proxy_request.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <uv.h>
 
@@ -60,7 +61,9 @@ void proxy_conn_maybe_free(struct conn *k)
     struct td_proxy *c = k->call;
     LIST_REMOVE(k, link);
     c->open--;
-    free(k->head);
+    free(k->h.buf);
+    if (k->up.buf && k->req_len) /* the request, credentials in it */
+        explicit_bzero(k->up.buf, k->req_len);
     free(k->up.buf);
     free(k->down.buf);
     free(k);

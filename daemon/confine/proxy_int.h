@@ -6,6 +6,8 @@
  *                    connection's request head read and decided, refused
  *                    (403 and the call's denials) or connected out
  *                    (resolved on the thread pool)
+ *   proxy_head.c     the head itself, without sockets: parsed, its target
+ *                    and Host headers checked, made origin-form
  *   proxy.c          a connection's end and the call's (td_proxy_stop):
  *                    closed, freed; the bytes of an established
  *                    connection (the relay)
@@ -13,7 +15,6 @@
 #ifndef TD_PROXY_INT_H
 #define TD_PROXY_INT_H
 
-#include <http_parser.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -21,12 +22,11 @@
 #include <uv.h>
 
 #include "egress.h"
+#include "proxy_head.h"
 #include "proxy_tls.h"
 
 struct td_denials;
 struct td_egress;
-
-#define MAX_HEADERS 100
 
 enum state { HEAD, RESOLVING, CONNECTING, RELAY, DRAINING, CLOSING };
 
@@ -52,13 +52,8 @@ struct conn {
     bool resolving;
     uv_connect_t creq;
     int handles;
-    http_parser parser;
-    char *head; /* the request head as read, TD_PROXY_HEAD_MAX */
-    size_t head_len, head_end;
-    long url[2];
-    long hdr[MAX_HEADERS][4]; /* name from, to; value from, to */
-    int nhdr;
-    bool in_value;
+    struct td_proxy_head h; /* h.buf: TD_PROXY_HEAD_MAX bytes, NULL once sent */
+    size_t req_len;         /* up.buf holds the request to send, credentials in it */
     char host[256];
     unsigned port;
     struct flow up, down;

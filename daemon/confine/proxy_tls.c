@@ -48,6 +48,7 @@
 #include "credentials.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_head.h"
 #include "proxy_tls.h"
 
 #define MAX_LEAVES 256
@@ -122,6 +123,7 @@ struct tconn {
     struct spent *spent;
     int cfd, ufd;
     char host[256];
+    unsigned port;
     char *add;   /* the header lines to add */
     char **drop; /* the names of the headers added, NULL-terminated */
     char *pre;
@@ -351,96 +353,6 @@ static void answer(gnutls_session_t cs, const char *status, const char *body)
     send_all(cs, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-static bool dropped(const struct tconn *t, const char *name, size_t len)
-{
-    for (char **d = t->drop; d && *d; d++)
-        if (strlen(*d) == len && strncasecmp(*d, name, len) == 0)
-            return true;
-    return false;
-}
-
-/* The head rewritten into out (cap bytes): the call's copies of the
- * credential headers and its connection headers left out, the credentials
- * and "Connection: close" added. Its length, or 0 when it does not fit. */
-/* Does a Host header's value (spaces around it allowed) name t's host? The
- * headers go only to the host the CONNECT named and the certificate
- * vouched for, not to another name a shared front end would route by. */
-static bool same_host(const struct tconn *t, const char *v, size_t len)
-{
-    while (len && (*v == ' ' || *v == '\t'))
-        v++, len--;
-    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    size_t h = len;
-    if (len && v[0] == '[') { /* [v6]:port */
-        const char *rb = memchr(v, ']', len);
-        if (!rb)
-            return false;
-        v++;
-        h = (size_t)(rb - v);
-    } else {
-        const char *colon = memchr(v, ':', len);
-        if (colon)
-            h = (size_t)(colon - v);
-    }
-    return h == strlen(t->host) && strncasecmp(v, t->host, h) == 0;
-}
-
-/* The call's request head with the credential headers in: 0 when it does
- * not fit, MISDIRECTED when it names another host than the CONNECT's (an
- * absolute target, a Host header). */
-#define MISDIRECTED ((size_t)-1)
-static size_t rewrite(const struct tconn *t, const char *head, size_t hlen, char *out, size_t cap)
-{
-    const char *line = head, *end = head + hlen;
-    size_t n = 0;
-    bool first = true;
-    while (line < end) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        size_t ll = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
-        size_t bare = ll;
-        while (bare && (line[bare - 1] == '\n' || line[bare - 1] == '\r'))
-            bare--;
-        if (bare == 0)
-            break; /* the empty line: added below */
-        const char *colon = memchr(line, ':', bare);
-        size_t nl_len = colon ? (size_t)(colon - line) : 0;
-        if (first) { /* "METHOD /path HTTP/1.1": origin form only */
-            const char *sp = memchr(line, ' ', bare);
-            if (!sp || sp + 1 >= line + bare || (sp[1] != '/' && sp[1] != '*'))
-                return MISDIRECTED;
-        } else if (colon && nl_len == 4 && strncasecmp(line, "host", 4) == 0 &&
-                   !same_host(t, colon + 1, bare - nl_len - 1)) {
-            return MISDIRECTED;
-        }
-        bool skip = !first && colon &&
-                    (dropped(t, line, nl_len) ||
-                     (nl_len == 10 && strncasecmp(line, "connection", 10) == 0) ||
-                     (nl_len == 16 && strncasecmp(line, "proxy-connection", 16) == 0) ||
-                     (nl_len == 10 && strncasecmp(line, "keep-alive", 10) == 0));
-        if (!skip) {
-            if (n + bare + 2 > cap)
-                return 0;
-            memcpy(out + n, line, bare);
-            memcpy(out + n + bare, "\r\n", 2);
-            n += bare + 2;
-        }
-        if (first) {
-            size_t al = strlen(t->add);
-            if (n + al > cap)
-                return 0;
-            memcpy(out + n, t->add, al);
-            n += al;
-        }
-        first = false;
-        line += ll;
-    }
-    if (n + 2 > cap)
-        return 0;
-    memcpy(out + n, "\r\n", 2);
-    return n + 2;
-}
-
 static void relay(struct tconn *t, gnutls_session_t cs, gnutls_session_t us)
 {
     char buf[CHUNK];
@@ -521,16 +433,17 @@ static void serve(struct tconn *t)
         len += (size_t)n;
         end = memmem(head, len, "\r\n\r\n", 4);
     }
-    size_t olen =
-        end ? rewrite(t, head, (size_t)(end - head) + 4, out, TD_PROXY_HEAD_MAX + 16384) : 0;
-    if (olen && olen != MISDIRECTED && send_all(us, out, olen) == 0 &&
+    size_t olen = end ? td_proxy_tls_head(head, (size_t)(end - head) + 4, t->host, t->port, t->drop,
+                                          t->add, out, TD_PROXY_HEAD_MAX + 16384)
+                      : 0;
+    if (olen && olen != TD_PROXY_MISDIRECTED && send_all(us, out, olen) == 0 &&
         send_all(us, end + 4, len - (size_t)(end + 4 - head)) == 0) {
         explicit_bzero(out, olen);
         free(head);
         free(out);
         relay(t, cs, us);
     } else {
-        if (end && olen == MISDIRECTED)
+        if (end && olen == TD_PROXY_MISDIRECTED)
             answer(cs, "421 Misdirected Request",
                    "toolexecd: the request names another host than its CONNECT\n");
         else if (end && !olen)
@@ -575,7 +488,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
+int td_tls_start(const void *owner, int cfd, int ufd, const char *host, unsigned port,
                  const struct td_cred_host *h, const char *prefix, size_t plen, uint64_t budget,
                  unsigned max_open)
 {
@@ -602,6 +515,7 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     t->cfd = cfd;
     t->ufd = ufd;
     snprintf(t->host, sizeof(t->host), "%s", host);
+    t->port = port;
     /* a handshake's flight is several sends here: without this, Nagle and
      * the peer's delayed ACK hold each for ~40 ms (measured: 125 ms a
      * request with, a fraction without) */

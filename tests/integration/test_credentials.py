@@ -213,8 +213,30 @@ class CredentialsCases:
         out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host="evil.example")
         self.assertEqual(out.get("status"), 421, out)
         self.assertEqual(self.https.seen[before:], [])
+        # the same host on another port is another site too
+        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host="127.0.0.1:1")
+        self.assertEqual(out.get("status"), 421, out)
+        self.assertEqual(self.https.seen[before:], [])
         out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host=self.hs)
         self.assertEqual(out.get("status"), 200, out)
+
+    def test_another_host_in_a_plain_request_gets_nothing(self):
+        # in clear text as over TLS: the target names the allowed host, a
+        # Host header naming another (or the same host on another port) is
+        # refused before anything goes out; the same host:port in another
+        # case, or a Host left out, gets the credential
+        host, port = self.hp.split(":")
+        for other in ("other.example", "other.example:" + port, host, host + ":1",
+                      self.hp + "\t, x"):
+            before = len(self.http.seen)
+            out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp, host=other)
+            self.assertEqual(out.get("status"), 421, (other, out))
+            self.assertEqual(self.http.seen[before:], [], other)
+        for same in (self.hp, " %s " % self.hp):
+            before = len(self.http.seen)
+            out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp, host=same)
+            self.assertEqual(out, {"status": 200, "body": "welcome"}, same)
+            self.assertEqual(self.http.seen[before:], [[SECRET]])
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
