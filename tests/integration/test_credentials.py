@@ -46,6 +46,11 @@ if op == "get":
     out = get(a["url"], a.get("auth"), a.get("host"))
 elif op == "gets":
     out = [get(a["url"]).get("status", "error") for _ in range(a["n"])]
+elif op == "each":
+    out = {}
+    for u in a["urls"]:
+        r = get(u)
+        out.setdefault(str(r.get("status", r.get("error"))), []).append(u)
 elif op == "look":
     # everywhere the value might be: environment, /proc, the trust files,
     # the credentials directory, every readable file below these roots
@@ -101,8 +106,8 @@ def serve(ctx=None):
     return srv
 
 
-def make_certs(d):
-    """A CA of the test's own and a certificate for 127.0.0.1 signed by it."""
+def make_certs(d, ips=("127.0.0.1",)):
+    """A CA of the test's own and a certificate for ips signed by it."""
     def run(*a):
         subprocess.run(a, cwd=d, check=True, capture_output=True)
     run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
@@ -110,7 +115,8 @@ def make_certs(d):
     run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
         "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
     with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        f.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n"
+                % ",".join("IP:" + ip for ip in ips))
     run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
         "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
 
@@ -353,6 +359,83 @@ class Bundle(unittest.TestCase):
         finally:
             dm.stop()
         self.assertFalse(os.path.exists(bundle))
+
+
+class Setup(unittest.TestCase):
+    """The proxy's TLS set-up: one that failed (an --upstream-ca with no
+    certificate in it) is tried again at each reload, leaving nothing of
+    itself behind (LeakSanitizer at stop, in the ASan build), and succeeds
+    once the file is right; a certificate per host is kept for 256 hosts,
+    and a host past them still gets one (the least recently used goes)."""
+
+    def creds(self, d):
+        creds = os.path.join(d, "creds")
+        os.mkdir(creds, 0o700)
+        with open(os.path.join(creds, "api"), "w") as f:
+            f.write(SECRET)
+        os.chmod(os.path.join(creds, "api"), 0o600)
+        return creds
+
+    def test_a_failed_setup_is_tried_again_at_reload(self):
+        harness.require_env()
+        d = tempfile.mkdtemp(prefix="te-cred-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        make_certs(d)
+        ca = os.path.join(d, "upstream.pem")
+        open(ca, "w").close()
+        t = tool("cred", {"allow": ["example.com"],
+                          "headers": {"example.com": {"Authorization": {"credential": "api"}}}})
+        dm = Daemon([t], args=["--credentials-dir", self.creds(d), "--upstream-ca", ca])
+        bundle = os.path.join(dm.work_dir, "ca-bundle.pem")
+        try:
+            failed = "no TLS for credential headers: --upstream-ca %s: no certificate" % ca
+            harness.deadline_wait(lambda: dm.stderr().count(failed) == 1, what="the set-up to fail")
+            for n in (2, 3):
+                dm.proc.send_signal(signal.SIGHUP)
+                harness.deadline_wait(lambda: dm.stderr().count(failed) == n,
+                                      what="the set-up to fail again at reload %d" % n)
+            self.assertFalse(os.path.exists(bundle))
+            shutil.copy(os.path.join(d, "ca.pem"), ca)
+            dm.proc.send_signal(signal.SIGHUP)
+            harness.deadline_wait(lambda: os.path.exists(bundle), what="the bundle at reload")
+        finally:
+            dm.stop()
+
+    def test_more_hosts_than_the_certificate_cache_holds(self):
+        harness.require_env()
+        d = tempfile.mkdtemp(prefix="te-cred-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o755)
+        # 300 addresses of the host's loopback (127.0.0.0/8 is all its own)
+        ips = ["127.0.%d.%d" % (1 + i // 200, 1 + i % 200) for i in range(300)]
+        make_certs(d, ips)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+        srv = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        srv.daemon_threads = True
+        srv.seen = []
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        hosts = ["%s:%d" % (ip, srv.server_address[1]) for ip in ips]
+        cred = {"Authorization": {"credential": "api"}}
+        t = dict(tool("many", {"allow": hosts, "headers": {h: cred for h in hosts}}),
+                 timeout_ms=110000)
+        dm = Daemon([t], args=["--credentials-dir", self.creds(d),
+                               "--upstream-ca", os.path.join(d, "ca.pem")])
+        self.addCleanup(dm.stop)
+        # the first host again at the end: its certificate was dropped for a
+        # newer one, and is made again
+        urls = ["https://%s/x" % h for h in hosts + hosts[:1]]
+        res = dm.client().run([{"id": "c", "name": "many", "arguments": {"op": "each", "urls": urls}}],
+                              timeout=120 * harness.SCALE)
+        out = res.result("c").get("ok")
+        self.assertEqual(list(out or {}), ["200"], {k: v[:3] for k, v in (out or {}).items()})
+        self.assertEqual(len(out["200"]), 301)
+        self.assertEqual(len(srv.seen), 301)
+        self.assertEqual(set(map(tuple, srv.seen)), {(SECRET,)})
 
 
 class NoClearTextWithoutAPort(unittest.TestCase):
