@@ -5,7 +5,7 @@
  *   proxy_request.c  the call's listener (td_proxy_start), accepting; a
  *                    connection's request head read and decided, refused
  *                    (403 and the call's denials) or connected out
- *                    (resolved on the thread pool)
+ *                    (resolved on threads of its own: proxy_dns.c)
  *   proxy_head.c     the head itself, without sockets: parsed, its target
  *                    and Host headers checked, made origin-form
  *   proxy.c          a connection's end and the call's (td_proxy_stop):
@@ -48,8 +48,7 @@ struct conn {
     uv_tcp_t client, upstream;
     bool upstream_init;
     uv_timer_t timer;
-    uv_getaddrinfo_t gai;
-    bool resolving;
+    struct td_resolve *gai; /* the name being resolved (proxy_dns.h) */
     uv_connect_t creq;
     int handles;
     struct td_proxy_head h; /* h.buf: TD_PROXY_HEAD_MAX bytes, NULL once sent */
@@ -63,6 +62,7 @@ struct td_proxy {
     const struct td_egress *e;
     struct td_denials *denied; /* NULL once stopped */
     char *batch_id, *call_id;
+    uint64_t serial; /* its lookups' owner (proxy_dns.h): never another call's */
     uv_tcp_t listen;
     bool listen_closed;
     LIST_HEAD(, conn) conns;
@@ -76,8 +76,8 @@ struct td_proxy {
 /* Frees the call once its listener is closed, its connections gone and it
  * is stopped. */
 void proxy_call_maybe_free(struct td_proxy *c);
-/* Frees the connection once its handles are closed and no name is being
- * resolved for it (then its call, if that was the last). */
+/* Frees the connection once its handles are closed (then its call, if
+ * that was the last). */
 void proxy_conn_maybe_free(struct conn *k);
 /* uv_close callback of each of a connection's handles (data: the conn). */
 void proxy_on_conn_closed(uv_handle_t *h);

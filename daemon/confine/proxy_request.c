@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "learn.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_dns.h"
 #include "proxy_int.h"
 #include "proxy_tls.h"
 
@@ -229,8 +231,8 @@ static void on_connect_timeout(uv_timer_t *t)
     char body[600];
     snprintf(body, sizeof(body), "toolexecd: no connection to %s port %u within %d ms\n", k->host,
              k->port, TD_PROXY_CONNECT_TIMEOUT_MS);
-    if (k->state == RESOLVING)
-        uv_cancel((uv_req_t *)&k->gai);
+    td_resolve_cancel(k->gai); /* a name that did not resolve in time */
+    k->gai = NULL;
     respond(k, "504 Gateway Timeout", body);
 }
 
@@ -254,26 +256,21 @@ static void connect_to(struct conn *k, const struct sockaddr *sa)
     }
 }
 
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+/* (a cancelled lookup's callback never comes: k is alive and RESOLVING) */
+static void on_resolved(void *arg, int rc, const struct addrinfo *res)
 {
-    struct conn *k = req->data;
-    k->resolving = false;
-    if (k->state != RESOLVING) {
-        uv_freeaddrinfo(res);
-        proxy_conn_maybe_free(k);
-        return;
-    }
-    if (status < 0) {
+    struct conn *k = arg;
+    k->gai = NULL;
+    if (rc != 0) {
         char body[600];
         snprintf(body, sizeof(body), "toolexecd: could not resolve %s: %s\n", k->host,
-                 uv_strerror(status));
+                 gai_strerror(rc));
         uv_timer_stop(&k->timer);
         respond(k, "502 Bad Gateway", body);
-        uv_freeaddrinfo(res);
         return;
     }
-    struct addrinfo *ok = NULL;
-    for (struct addrinfo *a = res; a && !ok; a = a->ai_next)
+    const struct addrinfo *ok = NULL;
+    for (const struct addrinfo *a = res; a && !ok; a = a->ai_next)
         if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) && !td_egress_private(a->ai_addr))
             ok = a;
     if (!ok) {
@@ -286,7 +283,6 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)k->port); /* same offset in v6 */
         connect_to(k, (struct sockaddr *)&ss);
     }
-    uv_freeaddrinfo(res);
 }
 
 /* ---- the request head ----------------------------------------------------- */
@@ -344,15 +340,12 @@ static void decide(struct conn *k)
         return;
     }
     k->state = RESOLVING;
-    k->gai.data = k;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = uv_getaddrinfo(td_loop, &k->gai, on_resolved, k->host, NULL, &hints);
-    if (rc < 0) {
+    /* on the proxy's own threads, never libuv's pool (proxy_dns.c) */
+    k->gai = td_resolve_start(k->host, k->call->serial, on_resolved, k);
+    if (!k->gai) {
         uv_timer_stop(&k->timer);
         respond(k, "502 Bad Gateway", "toolexecd: could not resolve the name\n");
-        return;
     }
-    k->resolving = true;
 }
 
 static void head_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -468,6 +461,8 @@ struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_den
             close(fd);
         return NULL;
     }
+    static uint64_t serials;
+    c->serial = ++serials;
     c->e = e;
     c->max_bytes = td_egress_max_bytes(e);
     c->max_connections = td_egress_max_connections(e);
