@@ -106,19 +106,40 @@ def serve(ctx=None):
     return srv
 
 
-def make_certs(d, ips=("127.0.0.1",)):
-    """A CA of the test's own and a certificate for ips signed by it."""
-    def run(*a):
-        subprocess.run(a, cwd=d, check=True, capture_output=True)
-    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-        "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test CA")
-    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
-    with open(os.path.join(d, "ext"), "w") as f:
+def openssl(d, *a):
+    subprocess.run(("openssl",) + a, cwd=d, check=True, capture_output=True)
+
+
+def make_ca(d, ca="ca"):
+    """A CA of the test's own: d/CA.pem, d/CA.key."""
+    openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "2",
+            "-subj", "/CN=test CA " + ca)
+
+
+def make_leaf(d, name, ips=("127.0.0.1",), ca="ca", days=2):
+    """d/NAME.pem and d/NAME.key: a server certificate for ips signed by ca,
+    valid from now for days (-1: expired yesterday)."""
+    openssl(d, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + ips[0])
+    with open(os.path.join(d, name + ".ext"), "w") as f:
         f.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n"
                 % ",".join("IP:" + ip for ip in ips))
-    run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
+    openssl(d, "x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-out", name + ".pem", "-days", str(days),
+            "-extfile", name + ".ext")
+
+
+def make_certs(d, ips=("127.0.0.1",)):
+    """A CA of the test's own and a certificate for ips signed by it."""
+    make_ca(d)
+    make_leaf(d, "srv", ips)
+
+
+def tls_context(d, name):
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(os.path.join(d, name + ".pem"), os.path.join(d, name + ".key"))
+    return ctx
 
 
 def tool(name, network):
@@ -140,9 +161,7 @@ class CredentialsCases:
         cls.dir = tempfile.mkdtemp(prefix="te-cred-")
         os.chmod(cls.dir, 0o755)
         make_certs(cls.dir)
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(os.path.join(cls.dir, "srv.pem"), os.path.join(cls.dir, "srv.key"))
-        cls.https = serve(ctx)
+        cls.https = serve(tls_context(cls.dir, "srv"))
         cls.http = serve()
         cls.creddir = os.path.join(cls.dir, "creds")
         os.mkdir(cls.creddir, 0o700)
@@ -410,12 +429,10 @@ class Setup(unittest.TestCase):
         # 300 addresses of the host's loopback (127.0.0.0/8 is all its own)
         ips = ["127.0.%d.%d" % (1 + i // 200, 1 + i % 200) for i in range(300)]
         make_certs(d, ips)
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
         srv = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
         srv.daemon_threads = True
         srv.seen = []
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.socket = tls_context(d, "srv").wrap_socket(srv.socket, server_side=True)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         self.addCleanup(srv.server_close)
         self.addCleanup(srv.shutdown)
@@ -436,6 +453,61 @@ class Setup(unittest.TestCase):
         self.assertEqual(len(out["200"]), 301)
         self.assertEqual(len(srv.seen), 301)
         self.assertEqual(set(map(tuple, srv.seen)), {(SECRET,)})
+
+
+class BadUpstream(unittest.TestCase):
+    """A host whose certificate the proxy cannot trust, for it, now (signed
+    by a CA it does not know, for another address, expired) gets 502 and
+    not the credential: nothing reaches the host but the failed handshake."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.require_env()
+        cls.dir = tempfile.mkdtemp(prefix="te-cred-")
+        os.chmod(cls.dir, 0o755)
+        make_ca(cls.dir)            # given to the daemon with --upstream-ca
+        make_ca(cls.dir, "stranger")  # given to nobody
+        make_leaf(cls.dir, "untrusted", ca="stranger")
+        make_leaf(cls.dir, "othername", ips=("127.0.0.2",))
+        make_leaf(cls.dir, "expired", days=-1)
+        cls.srv = {n: serve(tls_context(cls.dir, n)) for n in ("untrusted", "othername", "expired")}
+        cls.hosts = {n: "127.0.0.1:%d" % s.server_address[1] for n, s in cls.srv.items()}
+        creddir = os.path.join(cls.dir, "creds")
+        os.mkdir(creddir, 0o700)
+        with open(os.path.join(creddir, "api"), "w") as f:
+            f.write(SECRET)
+        os.chmod(os.path.join(creddir, "api"), 0o600)
+        cred = {"Authorization": {"credential": "api"}}
+        hosts = list(cls.hosts.values())
+        cls.d = Daemon([tool("cred", {"allow": hosts, "headers": {h: cred for h in hosts}})],
+                       args=["--credentials-dir", creddir,
+                             "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        for s in cls.srv.values():
+            s.shutdown()
+            s.server_close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def check(self, name):
+        res = self.d.client().run([{"id": "c", "name": "cred", "arguments": {
+            "op": "get", "url": "https://%s/x" % self.hosts[name]}}])
+        out = res.result("c").get("ok")
+        self.assertEqual((out or {}).get("status"), 502, res.result("c"))
+        self.assertIn("TLS to 127.0.0.1 failed", out["body"])
+        self.assertEqual(self.srv[name].seen, [])
+        self.assertNotIn(SECRET.split()[1], self.d.stderr())
+
+    def test_a_certificate_of_an_unknown_ca(self):
+        self.check("untrusted")
+
+    def test_a_certificate_for_another_address(self):
+        self.check("othername")
+
+    def test_an_expired_certificate(self):
+        self.check("expired")
 
 
 class NoClearTextWithoutAPort(unittest.TestCase):
