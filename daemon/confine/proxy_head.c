@@ -150,9 +150,9 @@ bool td_proxy_host_is(const char *v, size_t len, const char *host, unsigned port
         len--;
     const char *name = v, *p = NULL;
     size_t nl = len;
-    if (len && v[0] == '[') { /* [v6] or [v6]:port */
+    if (len && v[0] == '[') { /* [v6] or [v6]:port, only for an IPv6 host */
         const char *rb = memchr(v, ']', len);
-        if (!rb)
+        if (!rb || !strchr(host, ':'))
             return false;
         name = v + 1;
         nl = (size_t)(rb - name);

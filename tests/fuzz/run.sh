@@ -10,7 +10,8 @@
 #   OUTDIR        binaries, working corpora, logs, artifacts
 #                 (default: $BUILD_DIR, else /tmp/te-fuzz)
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response)
+#   FUZZ_TARGETS  targets to run (default: fuzz_frame fuzz_lines fuzz_request fuzz_response
+#                 fuzz_proxy_head fuzz_credentials)
 #   CLANG         compiler (default clang)
 #   FUZZ_CFLAGS   extra compiler flags (e.g. -DTE_FUZZ_NO_UTF8_CHECK)
 #
@@ -25,7 +26,7 @@ mode=fuzz
 case "${1:-}" in
 --smoke) mode=smoke; shift ;;
 --repro) mode=repro; shift ;;
--h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,7 +34,7 @@ out=${1:-${BUILD_DIR:-/tmp/te-fuzz}}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response}
+targets=${FUZZ_TARGETS:-fuzz_frame fuzz_lines fuzz_request fuzz_response fuzz_proxy_head fuzz_credentials}
 cc=${CLANG:-clang}
 
 skip_or_fail() { # message
@@ -61,11 +62,23 @@ cflags=(-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
 # shellcheck disable=SC2206
 extra=(${FUZZ_CFLAGS:-})
 
+# What a target needs beyond lib/'s parsers: the daemon's egress proxy files
+# (daemon/confine/, socket-free) and Debian's libhttp-parser.
+confine="$root/daemon/confine"
+target_extra() { # target -> extra sources and libraries, one a line
+    case "$1" in
+    fuzz_proxy_head) printf '%s\n' "$confine/proxy_head.c" "$confine/credentials.c" -lhttp_parser ;;
+    fuzz_credentials) printf '%s\n' "$confine/credentials.c" ;;
+    esac
+}
+
 # Build all targets in parallel.
 pids=()
 for t in $targets; do
-    "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
-        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+    mapfile -t more < <(target_extra "$t")
+    "$cc" "${cflags[@]}" -I"$confine" "${extra[@]}" -o "$out/$t" "$here/$t.c" "$root/lib/frame.c" \
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" \
+        "${more[@]}" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0
