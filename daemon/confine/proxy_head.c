@@ -84,6 +84,34 @@ void td_proxy_head_init(struct td_proxy_head *h, char *buf)
     h->parser.data = h;
 }
 
+/* An HTTP token (RFC 9110): what a header's name must be. */
+static bool token(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("!#$%&'*+-.^_`|~", s[i]))
+            return false;
+    return len > 0 && !memchr(s, '\0', len);
+}
+
+/* http-parser is lenient (HTTP/0.9, names with spaces, a line that starts
+ * with a space, folded values): what it lets through could be read
+ * otherwise by the origin server or a front end before it (a Host the
+ * check did not see), so only HTTP/1.x with token names and one-line
+ * values goes on. */
+static bool sane(const struct td_proxy_head *h)
+{
+    if (h->parser.http_major != 1 || h->parser.http_minor > 1)
+        return false;
+    for (int i = 0; i < h->nhdr; i++) {
+        const char *v = h->buf + h->hdr[i][2];
+        size_t vl = (size_t)(h->hdr[i][3] - h->hdr[i][2]);
+        if (!token(h->buf + h->hdr[i][0], (size_t)(h->hdr[i][1] - h->hdr[i][0])) ||
+            memchr(v, '\r', vl) || memchr(v, '\n', vl) || memchr(v, '\0', vl))
+            return false;
+    }
+    return true;
+}
+
 enum td_head_state td_proxy_head_feed(struct td_proxy_head *h, size_t n)
 {
     size_t done = http_parser_execute(&h->parser, &settings, h->buf + h->len, n);
@@ -96,7 +124,7 @@ enum td_head_state td_proxy_head_feed(struct td_proxy_head *h, size_t n)
             if (h->hdr[i][2] < 0)
                 h->hdr[i][2] = h->hdr[i][3] = h->hdr[i][1];
         }
-        return TD_HEAD_DONE;
+        return sane(h) ? TD_HEAD_DONE : TD_HEAD_BAD;
     }
     if (HTTP_PARSER_ERRNO(&h->parser) != HPE_OK)
         return h->nhdr == TD_PROXY_MAX_HEADERS ? TD_HEAD_TOO_MANY : TD_HEAD_BAD;
@@ -297,10 +325,19 @@ size_t td_proxy_tls_head(const char *head, size_t hlen, const char *host, unsign
         size_t bare = ll;
         while (bare && (line[bare - 1] == '\n' || line[bare - 1] == '\r'))
             bare--;
+        if (bare == 0 && first)
+            return TD_PROXY_BAD_HEAD; /* no request line */
         if (bare == 0)
             break; /* the empty line: added below */
         const char *colon = memchr(line, ':', bare);
         size_t nl_len = colon ? (size_t)(colon - line) : 0;
+        /* what a lenient server or front end would read as a line of its
+         * own, or a Host the check below did not see: a bare CR, a NUL, a
+         * line that starts with a space (obs-fold), a name with a space
+         * before its colon */
+        if (memchr(line, '\r', bare) || memchr(line, '\0', bare) ||
+            (!first && (!colon || !token(line, nl_len))))
+            return TD_PROXY_BAD_HEAD;
         if (first) { /* "METHOD /path HTTP/1.1": origin form only */
             const char *sp = memchr(line, ' ', bare);
             if (!sp || sp + 1 >= line + bare || (sp[1] != '/' && sp[1] != '*'))

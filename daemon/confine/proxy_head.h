@@ -34,7 +34,8 @@ enum td_head_state { TD_HEAD_MORE, TD_HEAD_DONE, TD_HEAD_BAD, TD_HEAD_TOO_MANY }
 void td_proxy_head_init(struct td_proxy_head *h, char *buf);
 /* n more bytes were read into buf + len: parsed. DONE once the head is
  * complete (end set, spans closed), BAD or TOO_MANY (headers) when it is
- * not HTTP, MORE otherwise (the caller limits len). */
+ * not HTTP/1.x with token header names, MORE otherwise (the caller limits
+ * len). */
 enum td_head_state td_proxy_head_feed(struct td_proxy_head *h, size_t n);
 /* A complete head's target: host (lower case, no trailing dot, hostlen
  * bytes at most with its NUL) and port (the default: 443 for CONNECT, 80
@@ -60,10 +61,13 @@ bool td_proxy_host_is(const char *v, size_t len, const char *host, unsigned port
  * host:port sent, rewritten into out (cap bytes): drop's headers (a
  * NULL-terminated list of names) and its connection headers left out, add
  * (header lines) after the request line, "\r\n" to end. Its length, 0
- * when it does not fit, TD_PROXY_MISDIRECTED when it names another host:
- * a target not in origin form, or a Host header (td_proxy_host_is, 443 its
- * default) that names another host or port. */
+ * when it does not fit, TD_PROXY_MISDIRECTED when it names another host
+ * (a target not in origin form, or a Host header, td_proxy_host_is with
+ * 443 its default, that names another host or port), TD_PROXY_BAD_HEAD
+ * when it is not a request line and header lines (none empty, a token
+ * name each, no bare CR or NUL, none folded). */
 #define TD_PROXY_MISDIRECTED ((size_t)-1)
+#define TD_PROXY_BAD_HEAD ((size_t)-2)
 size_t td_proxy_tls_head(const char *head, size_t hlen, const char *host, unsigned port,
                          char *const *drop, const char *add, char *out, size_t cap);
 

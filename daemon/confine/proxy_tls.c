@@ -508,7 +508,8 @@ static void serve(struct tconn *t)
     size_t olen = end ? td_proxy_tls_head(head, (size_t)(end - head) + 4, t->host, t->port, t->drop,
                                           t->add, out, TD_PROXY_HEAD_MAX + 16384)
                       : 0;
-    if (olen && olen != TD_PROXY_MISDIRECTED && send_all(us, out, olen) == 0 &&
+    if (olen && olen != TD_PROXY_MISDIRECTED && olen != TD_PROXY_BAD_HEAD &&
+        send_all(us, out, olen) == 0 &&
         send_all(us, end + 4, len - (size_t)(end + 4 - head)) == 0) {
         explicit_bzero(out, olen);
         free(head);
@@ -518,6 +519,8 @@ static void serve(struct tconn *t)
         if (end && olen == TD_PROXY_MISDIRECTED)
             answer(cs, "421 Misdirected Request",
                    "toolexecd: the request names another host than its CONNECT\n");
+        else if (end && olen == TD_PROXY_BAD_HEAD)
+            answer(cs, "400 Bad Request", "toolexecd: not an HTTP/1.x request head\n");
         else if (end && !olen)
             answer(cs, "431 Request Header Fields Too Large", "toolexecd: head too large\n");
         if (out)

@@ -30,11 +30,12 @@ TOOL = r'''
 import json, os, sys, urllib.request, urllib.error
 a = json.loads(sys.stdin.readline())
 op = a["op"]
-def get(url, auth=None, host=None):
+def get(url, auth=None, host=None, more=None):
     try:
         hdrs = {"Authorization": auth} if auth else {}
         if host:
             hdrs["Host"] = host
+        hdrs.update(more or {})
         req = urllib.request.Request(url, headers=hdrs)
         r = urllib.request.urlopen(req, timeout=20)
         return {"status": r.status, "body": r.read().decode()}
@@ -43,7 +44,7 @@ def get(url, auth=None, host=None):
     except OSError as e:
         return {"error": type(e).__name__, "msg": str(e)}
 if op == "get":
-    out = get(a["url"], a.get("auth"), a.get("host"))
+    out = get(a["url"], a.get("auth"), a.get("host"), a.get("headers"))
 elif op == "gets":
     out = [get(a["url"]).get("status", "error") for _ in range(a["n"])]
 elif op == "each":
@@ -262,6 +263,19 @@ class CredentialsCases:
             out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp, host=same)
             self.assertEqual(out, {"status": 200, "body": "welcome"}, same)
             self.assertEqual(self.http.seen[before:], [[SECRET]])
+
+    def test_a_host_hidden_in_a_folded_or_odd_line_gets_nothing(self):
+        # a line that starts with a space (obs-fold) or a name with a space
+        # before its colon is a Host to a lenient front end, and not one the
+        # proxy checked: such a head is refused (400), over TLS and in clear
+        for srv, url in ((self.https, "https://%s/x" % self.hs),
+                         (self.http, "http://%s/x" % self.hp)):
+            for more in ({"X-Fold": "a\r\n Host: other.example"},
+                         {"Host ": "other.example"}):
+                before = len(srv.seen)
+                out, _ = self.call("cred", op="get", url=url, headers=more)
+                self.assertEqual(out.get("status"), 400, (url, more, out))
+                self.assertEqual(srv.seen[before:], [], (url, more))
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
