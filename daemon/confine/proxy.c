@@ -13,8 +13,9 @@
  *   - anything else: 400.
  * The host and port are checked against the list before any name is
  * resolved; a refused one gets 403 with a body that says why, and is added
- * to the call's denials. The daemon resolves names itself (uv_getaddrinfo,
- * the thread pool, never the loop) and connects to the address it checked,
+ * to the call's denials. The daemon resolves names itself (on threads of
+ * the proxy's own, proxy_dns.c: never the loop, nor libuv's thread pool,
+ * which a resolver that never answers would stall) and connects to the address it checked,
  * so what the tool asked for and where the bytes go cannot differ; a name
  * that leads only to a loopback or private address is refused
  * (td_egress_private(): DNS rebinding).
@@ -32,11 +33,13 @@
  * established one; the listener and the request head: proxy_request.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <uv.h>
 
 #include "log.h"
 #include "proxy.h"
+#include "proxy_dns.h"
 #include "proxy_int.h"
 #include "proxy_tls.h"
 
@@ -55,12 +58,14 @@ void proxy_call_maybe_free(struct td_proxy *c)
 
 void proxy_conn_maybe_free(struct conn *k)
 {
-    if (k->handles > 0 || k->resolving)
+    if (k->handles > 0)
         return;
     struct td_proxy *c = k->call;
     LIST_REMOVE(k, link);
     c->open--;
-    free(k->head);
+    free(k->h.buf);
+    if (k->up.buf && k->req_len) /* the request, credentials in it */
+        explicit_bzero(k->up.buf, k->req_len);
     free(k->up.buf);
     free(k->down.buf);
     free(k);
@@ -79,8 +84,8 @@ void proxy_conn_close(struct conn *k)
     if (k->state == CLOSING)
         return;
     k->state = CLOSING;
-    if (k->resolving)
-        uv_cancel((uv_req_t *)&k->gai); /* its callback still comes */
+    td_resolve_cancel(k->gai); /* its callback never comes */
+    k->gai = NULL;
     uv_close((uv_handle_t *)&k->client, proxy_on_conn_closed);
     uv_close((uv_handle_t *)&k->timer, proxy_on_conn_closed);
     if (k->upstream_init && !uv_is_closing((uv_handle_t *)&k->upstream))

@@ -5,7 +5,9 @@
  *   proxy_request.c  the call's listener (td_proxy_start), accepting; a
  *                    connection's request head read and decided, refused
  *                    (403 and the call's denials) or connected out
- *                    (resolved on the thread pool)
+ *                    (resolved on threads of its own: proxy_dns.c)
+ *   proxy_head.c     the head itself, without sockets: parsed, its target
+ *                    and Host headers checked, made origin-form
  *   proxy.c          a connection's end and the call's (td_proxy_stop):
  *                    closed, freed; the bytes of an established
  *                    connection (the relay)
@@ -13,7 +15,6 @@
 #ifndef TD_PROXY_INT_H
 #define TD_PROXY_INT_H
 
-#include <http_parser.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -21,12 +22,11 @@
 #include <uv.h>
 
 #include "egress.h"
+#include "proxy_head.h"
 #include "proxy_tls.h"
 
 struct td_denials;
 struct td_egress;
-
-#define MAX_HEADERS 100
 
 enum state { HEAD, RESOLVING, CONNECTING, RELAY, DRAINING, CLOSING };
 
@@ -48,17 +48,11 @@ struct conn {
     uv_tcp_t client, upstream;
     bool upstream_init;
     uv_timer_t timer;
-    uv_getaddrinfo_t gai;
-    bool resolving;
+    struct td_resolve *gai; /* the name being resolved (proxy_dns.h) */
     uv_connect_t creq;
     int handles;
-    http_parser parser;
-    char *head; /* the request head as read, TD_PROXY_HEAD_MAX */
-    size_t head_len, head_end;
-    long url[2];
-    long hdr[MAX_HEADERS][4]; /* name from, to; value from, to */
-    int nhdr;
-    bool in_value;
+    struct td_proxy_head h; /* h.buf: TD_PROXY_HEAD_MAX bytes, NULL once sent */
+    size_t req_len;         /* up.buf holds the request to send, credentials in it */
     char host[256];
     unsigned port;
     struct flow up, down;
@@ -68,6 +62,7 @@ struct td_proxy {
     const struct td_egress *e;
     struct td_denials *denied; /* NULL once stopped */
     char *batch_id, *call_id;
+    uint64_t serial; /* its lookups' owner (proxy_dns.h): never another call's */
     uv_tcp_t listen;
     bool listen_closed;
     LIST_HEAD(, conn) conns;
@@ -81,8 +76,8 @@ struct td_proxy {
 /* Frees the call once its listener is closed, its connections gone and it
  * is stopped. */
 void proxy_call_maybe_free(struct td_proxy *c);
-/* Frees the connection once its handles are closed and no name is being
- * resolved for it (then its call, if that was the last). */
+/* Frees the connection once its handles are closed (then its call, if
+ * that was the last). */
 void proxy_conn_maybe_free(struct conn *k);
 /* uv_close callback of each of a connection's handles (data: the conn). */
 void proxy_on_conn_closed(uv_handle_t *h);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "learn.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_dns.h"
 #include "proxy_int.h"
 #include "proxy_tls.h"
 
@@ -100,74 +102,14 @@ static void deny(struct conn *k, const char *reason, const char *why)
 
 /* ---- connecting out ------------------------------------------------------- */
 
-static const char *hop_by_hop[] = {
-    "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
-    "te",         "trailer",          "upgrade"};
-
-/* The request as the origin server gets it, followed by whatever of its
- * body came with the head; malloc'd, length in *len. */
-static char *origin_request(struct conn *k, size_t *len)
+/* The credential headers a plain request to k's target gets (credentials.h):
+ * in clear text, to an address no certificate vouches for, only where the
+ * definition said so: a header host with its port, not 443 (a host without
+ * one gets its credentials over TLS alone, proxy_tls.c). NULL: none. */
+static const struct td_cred_host *plain_creds(const struct conn *k)
 {
-    struct http_parser_url u;
-    const char *url = k->head + k->url[0];
-    size_t url_len = (size_t)(k->url[1] - k->url[0]);
-    http_parser_url_init(&u);
-    http_parser_parse_url(url, url_len, 0, &u); /* checked before */
-    size_t rest = k->head_len - k->head_end;
-    /* credential headers (credentials.h) replace the call's own */
     const struct td_cred_host *cred = td_creds_find(td_egress_creds(k->call->e), k->host, k->port);
-    /* in clear text, to an address no certificate vouches for, only where
-     * the definition said so: a header host with its port, not 443 (a host
-     * without one gets its credentials over TLS alone, proxy_tls.c) */
-    if (cred && (cred->port == 0 || k->port == 443))
-        cred = NULL;
-    size_t cap = k->head_end + 1024 + rest;
-    for (size_t i = 0; cred && i < cred->n; i++)
-        cap += strlen(cred->h[i].name) + strlen(cred->h[i].value) + 4;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    size_t n = 0;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        if (n < cap)                                                                               \
-            n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);                                  \
-    } while (0)
-    PUT("%s ", http_method_str((enum http_method)k->parser.method));
-    if (u.field_set & (1 << UF_PATH))
-        PUT("%.*s", (int)u.field_data[UF_PATH].len, url + u.field_data[UF_PATH].off);
-    else
-        PUT("/");
-    if (u.field_set & (1 << UF_QUERY))
-        PUT("?%.*s", (int)u.field_data[UF_QUERY].len, url + u.field_data[UF_QUERY].off);
-    PUT(" HTTP/%d.%d\r\n", k->parser.http_major, k->parser.http_minor);
-    bool has_host = false;
-    for (int i = 0; i < k->nhdr; i++) {
-        const char *name = k->head + k->hdr[i][0];
-        int nl = (int)(k->hdr[i][1] - k->hdr[i][0]);
-        bool skip = false;
-        for (size_t j = 0; j < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); j++)
-            skip |=
-                (size_t)nl == strlen(hop_by_hop[j]) && strncasecmp(name, hop_by_hop[j], nl) == 0;
-        has_host |= nl == 4 && strncasecmp(name, "host", 4) == 0;
-        skip |= td_creds_names(cred, name, (size_t)nl);
-        if (!skip)
-            PUT("%.*s: %.*s\r\n", nl, name, (int)(k->hdr[i][3] - k->hdr[i][2]),
-                k->head + k->hdr[i][2]);
-    }
-    if (!has_host)
-        PUT(strchr(k->host, ':') ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", k->host, k->port);
-    for (size_t i = 0; cred && i < cred->n; i++)
-        PUT("%s: %s\r\n", cred->h[i].name, cred->h[i].value);
-    PUT("Connection: close\r\n\r\n");
-#undef PUT
-    if (n >= cap) { /* cannot happen: the head held all of it */
-        free(out);
-        return NULL;
-    }
-    memcpy(out + n, k->head + k->head_end, rest);
-    *len = n + rest;
-    return out;
+    return cred && cred->port != 0 && k->port != 443 ? cred : NULL;
 }
 
 /* A CONNECT to a host with credential headers: its TLS is ended here
@@ -194,9 +136,9 @@ static void tls_handover(struct conn *k, const struct td_cred_host *cred)
     if (cd >= 0 && ud >= 0 &&
         uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1},
                      1) == (int)sizeof(ok) - 1) {
-        started =
-            td_tls_start(c, cd, ud, k->host, cred, k->head + k->head_end, k->head_len - k->head_end,
-                         used < c->max_bytes ? c->max_bytes - used : 0, c->max_connections) == 0;
+        started = td_tls_start(c, cd, ud, k->host, k->port, cred, k->h.buf + k->h.end,
+                               k->h.len - k->h.end, used < c->max_bytes ? c->max_bytes - used : 0,
+                               c->max_connections) == 0;
         cd = ud = -1; /* td_tls_start's now */
     }
     if (cd >= 0)
@@ -212,6 +154,9 @@ static void tls_handover(struct conn *k, const struct td_cred_host *cred)
 static void on_request_sent(uv_write_t *req, int status)
 {
     struct conn *k = req->data;
+    if (k->req_len)
+        explicit_bzero(k->up.buf, k->req_len);
+    k->req_len = 0;
     free(k->up.buf);
     k->up.buf = NULL;
     if (k->state != RELAY)
@@ -236,11 +181,11 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     }
     struct td_proxy *c = k->call;
-    size_t rest = k->head_len - k->head_end;
+    size_t rest = k->h.len - k->h.end;
     const struct td_cred_host *cred = td_creds_find(td_egress_creds(c->e), k->host, k->port);
-    if (k->parser.method == HTTP_CONNECT && cred) {
+    if (k->h.parser.method == HTTP_CONNECT && cred) {
         tls_handover(k, cred);
-    } else if (k->parser.method == HTTP_CONNECT) {
+    } else if (k->h.parser.method == HTTP_CONNECT) {
         static char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         uv_try_write((uv_stream_t *)&k->client, &(uv_buf_t){.base = ok, .len = sizeof(ok) - 1}, 1);
         proxy_relay(k);
@@ -251,7 +196,7 @@ static void on_connected(uv_connect_t *req, int status)
                 proxy_conn_close(k);
                 return;
             }
-            memcpy(k->up.buf, k->head + k->head_end, rest);
+            memcpy(k->up.buf, k->h.buf + k->h.end, rest);
             c->bytes_up += rest;
             k->up.wreq.data = k;
             if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
@@ -260,7 +205,7 @@ static void on_connected(uv_connect_t *req, int status)
         }
     } else {
         size_t len;
-        char *req_bytes = origin_request(k, &len);
+        char *req_bytes = td_proxy_head_origin(&k->h, k->host, k->port, plain_creds(k), &len);
         if (!req_bytes) {
             respond(k, "500 Internal Server Error", "toolexecd: out of memory\n");
             return;
@@ -269,14 +214,15 @@ static void on_connected(uv_connect_t *req, int status)
         uv_read_stop((uv_stream_t *)&k->client);
         free(k->up.buf);
         k->up.buf = req_bytes;
+        k->req_len = len; /* wiped once written */
         c->bytes_up += len;
         k->up.wreq.data = k;
         if (uv_write(&k->up.wreq, (uv_stream_t *)&k->upstream,
                      &(uv_buf_t){.base = req_bytes, .len = len}, 1, on_request_sent) < 0)
             proxy_conn_close(k);
     }
-    free(k->head);
-    k->head = NULL;
+    free(k->h.buf);
+    k->h.buf = NULL;
 }
 
 static void on_connect_timeout(uv_timer_t *t)
@@ -285,8 +231,8 @@ static void on_connect_timeout(uv_timer_t *t)
     char body[600];
     snprintf(body, sizeof(body), "toolexecd: no connection to %s port %u within %d ms\n", k->host,
              k->port, TD_PROXY_CONNECT_TIMEOUT_MS);
-    if (k->state == RESOLVING)
-        uv_cancel((uv_req_t *)&k->gai);
+    td_resolve_cancel(k->gai); /* a name that did not resolve in time */
+    k->gai = NULL;
     respond(k, "504 Gateway Timeout", body);
 }
 
@@ -310,26 +256,21 @@ static void connect_to(struct conn *k, const struct sockaddr *sa)
     }
 }
 
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+/* (a cancelled lookup's callback never comes: k is alive and RESOLVING) */
+static void on_resolved(void *arg, int rc, const struct addrinfo *res)
 {
-    struct conn *k = req->data;
-    k->resolving = false;
-    if (k->state != RESOLVING) {
-        uv_freeaddrinfo(res);
-        proxy_conn_maybe_free(k);
-        return;
-    }
-    if (status < 0) {
+    struct conn *k = arg;
+    k->gai = NULL;
+    if (rc != 0) {
         char body[600];
         snprintf(body, sizeof(body), "toolexecd: could not resolve %s: %s\n", k->host,
-                 uv_strerror(status));
+                 gai_strerror(rc));
         uv_timer_stop(&k->timer);
         respond(k, "502 Bad Gateway", body);
-        uv_freeaddrinfo(res);
         return;
     }
-    struct addrinfo *ok = NULL;
-    for (struct addrinfo *a = res; a && !ok; a = a->ai_next)
+    const struct addrinfo *ok = NULL;
+    for (const struct addrinfo *a = res; a && !ok; a = a->ai_next)
         if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) && !td_egress_private(a->ai_addr))
             ok = a;
     if (!ok) {
@@ -342,62 +283,9 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)k->port); /* same offset in v6 */
         connect_to(k, (struct sockaddr *)&ss);
     }
-    uv_freeaddrinfo(res);
 }
 
 /* ---- the request head ----------------------------------------------------- */
-
-static void extend(long span[2], const char *base, const char *at, size_t len)
-{
-    if (span[0] < 0)
-        span[0] = at - base;
-    span[1] = (at - base) + (long)len;
-}
-
-static int on_url(http_parser *p, const char *at, size_t len)
-{
-    struct conn *k = p->data;
-    extend(k->url, k->head, at, len);
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    struct conn *k = p->data;
-    if (k->nhdr == 0 || k->in_value) {
-        if (k->nhdr == MAX_HEADERS)
-            return 1;
-        k->nhdr++;
-        k->hdr[k->nhdr - 1][0] = k->hdr[k->nhdr - 1][2] = -1;
-        k->hdr[k->nhdr - 1][1] = k->hdr[k->nhdr - 1][3] = 0;
-        k->in_value = false;
-    }
-    extend(&k->hdr[k->nhdr - 1][0], k->head, at, len);
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct conn *k = p->data;
-    k->in_value = true;
-    if (k->nhdr > 0)
-        extend(&k->hdr[k->nhdr - 1][2], k->head, at, len);
-    return 0;
-}
-
-/* 2: the rest is not this parser's (a tunnel, or a body relayed as is). */
-static int on_headers_complete(http_parser *p)
-{
-    (void)p;
-    return 2;
-}
-
-static const http_parser_settings settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-};
 
 /* The head is complete: where to, and may it? */
 static void decide(struct conn *k)
@@ -405,40 +293,9 @@ static void decide(struct conn *k)
     struct td_proxy *c = k->call;
     uv_read_stop((uv_stream_t *)&k->client);
     uv_timer_stop(&k->timer);
-    for (int i = 0; i < k->nhdr; i++)
-        if (k->hdr[i][2] < 0)
-            k->hdr[i][2] = k->hdr[i][3] = k->hdr[i][1];
-    struct http_parser_url u;
-    http_parser_url_init(&u);
-    bool is_connect = k->parser.method == HTTP_CONNECT;
-    const char *url = k->head + (k->url[0] < 0 ? 0 : k->url[0]);
-    size_t url_len = k->url[0] < 0 ? 0 : (size_t)(k->url[1] - k->url[0]);
-    if (url_len == 0 || http_parser_parse_url(url, url_len, is_connect, &u) != 0 ||
-        !(u.field_set & (1 << UF_HOST))) {
-        respond(k, "400 Bad Request",
-                "toolexecd: this is an HTTP proxy: send CONNECT host:port or an absolute "
-                "http:// URI\n");
-        return;
-    }
-    if (!is_connect && (!(u.field_set & (1 << UF_SCHEMA)) || u.field_data[UF_SCHEMA].len != 4 ||
-                        strncasecmp(url + u.field_data[UF_SCHEMA].off, "http", 4) != 0)) {
-        respond(k, "400 Bad Request",
-                "toolexecd: only http:// is forwarded; use CONNECT for https\n");
-        return;
-    }
-    size_t hl = u.field_data[UF_HOST].len;
-    if (hl == 0 || hl >= sizeof(k->host)) {
-        respond(k, "400 Bad Request", "toolexecd: bad host\n");
-        return;
-    }
-    for (size_t i = 0; i < hl; i++)
-        k->host[i] = (char)tolower((unsigned char)url[u.field_data[UF_HOST].off + i]);
-    k->host[hl] = '\0';
-    if (hl > 1 && k->host[hl - 1] == '.')
-        k->host[hl - 1] = '\0';
-    k->port = (u.field_set & (1 << UF_PORT)) ? u.port : is_connect ? 443 : 80;
-    if (k->port == 0) {
-        respond(k, "400 Bad Request", "toolexecd: bad port\n");
+    const char *bad;
+    if (td_proxy_head_target(&k->h, k->host, sizeof(k->host), &k->port, &bad) < 0) {
+        respond(k, "400 Bad Request", bad);
         return;
     }
     if (c->exhausted || proxy_relayed(c) >= c->max_bytes) {
@@ -452,6 +309,17 @@ static void decide(struct conn *k)
         td_learn_host(c->denied->learn, k->host, k->port);
     if (!td_egress_allows(c->e, k->host, k->port)) {
         deny(k, NULL, "not in this tool's network allow-list");
+        return;
+    }
+    /* a shared front end routes by Host: the credentials go only to the
+     * host the target names (an absent Host is that one's, added) */
+    if (k->h.parser.method != HTTP_CONNECT && plain_creds(k) &&
+        !td_proxy_head_host_ok(&k->h, k->host, k->port)) {
+        td_logc(TD_LOG_INFO, c->batch_id, c->call_id,
+                "egress: a request to %s port %u with another Host header refused", k->host,
+                k->port);
+        respond(k, "421 Misdirected Request",
+                "toolexecd: the Host header names another host than the request's target\n");
         return;
     }
     /* Connect at once to an address asked for; resolve a name first. */
@@ -472,22 +340,19 @@ static void decide(struct conn *k)
         return;
     }
     k->state = RESOLVING;
-    k->gai.data = k;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = uv_getaddrinfo(td_loop, &k->gai, on_resolved, k->host, NULL, &hints);
-    if (rc < 0) {
+    /* on the proxy's own threads, never libuv's pool (proxy_dns.c) */
+    k->gai = td_resolve_start(k->host, k->call->serial, on_resolved, k);
+    if (!k->gai) {
         uv_timer_stop(&k->timer);
         respond(k, "502 Bad Gateway", "toolexecd: could not resolve the name\n");
-        return;
     }
-    k->resolving = true;
 }
 
 static void head_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct conn *k = h->data;
     (void)suggested;
-    *buf = uv_buf_init(k->head + k->head_len, TD_PROXY_HEAD_MAX - (unsigned)k->head_len);
+    *buf = uv_buf_init(k->h.buf + k->h.len, TD_PROXY_HEAD_MAX - (unsigned)k->h.len);
 }
 
 static void on_head_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -500,20 +365,16 @@ static void on_head_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         proxy_conn_close(k);
         return;
     }
-    size_t done = http_parser_execute(&k->parser, &settings, k->head + k->head_len, (size_t)n);
-    k->head_len += (size_t)n;
-    if (k->parser.upgrade) {
-        k->head_end = k->head_len - (size_t)n + done;
+    enum td_head_state st = td_proxy_head_feed(&k->h, (size_t)n);
+    if (st == TD_HEAD_DONE)
         decide(k);
-    } else if (HTTP_PARSER_ERRNO(&k->parser) != HPE_OK) {
-        if (k->nhdr == MAX_HEADERS)
-            respond(k, "431 Request Header Fields Too Large", "toolexecd: too many headers\n");
-        else
-            respond(k, "400 Bad Request", "toolexecd: not an HTTP request\n");
-    } else if (k->head_len == TD_PROXY_HEAD_MAX) {
+    else if (st == TD_HEAD_TOO_MANY)
+        respond(k, "431 Request Header Fields Too Large", "toolexecd: too many headers\n");
+    else if (st == TD_HEAD_BAD)
+        respond(k, "400 Bad Request", "toolexecd: not an HTTP request\n");
+    else if (k->h.len == TD_PROXY_HEAD_MAX)
         respond(k, "431 Request Header Fields Too Large",
                 "toolexecd: the request head is larger than 16384 bytes\n");
-    }
 }
 
 static void on_head_timeout(uv_timer_t *t)
@@ -533,7 +394,8 @@ static void on_accept(uv_stream_t *server, int status)
     if (status < 0 || !c->denied)
         return;
     struct conn *k = calloc(1, sizeof(*k));
-    if (!k || !(k->head = malloc(TD_PROXY_HEAD_MAX))) {
+    char *buf = k ? malloc(TD_PROXY_HEAD_MAX) : NULL;
+    if (!buf) {
         /* take it off the queue all the same, or libuv stops accepting */
         free(k);
         uv_tcp_t *t = malloc(sizeof(*t));
@@ -546,7 +408,7 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     k->call = c;
-    k->url[0] = -1;
+    td_proxy_head_init(&k->h, buf);
     uv_tcp_init(td_loop, &k->client);
     uv_timer_init(td_loop, &k->timer);
     k->client.data = k->timer.data = k;
@@ -582,8 +444,6 @@ static void on_accept(uv_stream_t *server, int status)
         proxy_conn_close(k);
         return;
     }
-    http_parser_init(&k->parser, HTTP_REQUEST);
-    k->parser.data = k;
     uv_timer_start(&k->timer, on_head_timeout, TD_PROXY_HEAD_TIMEOUT_MS, 0);
     uv_read_start((uv_stream_t *)&k->client, head_alloc, on_head_read);
 }
@@ -601,6 +461,8 @@ struct td_proxy *td_proxy_start(const struct td_egress *e, int fd, struct td_den
             close(fd);
         return NULL;
     }
+    static uint64_t serials;
+    c->serial = ++serials;
     c->e = e;
     c->max_bytes = td_egress_max_bytes(e);
     c->max_connections = td_egress_max_connections(e);

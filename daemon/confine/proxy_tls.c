@@ -16,7 +16,9 @@
  * RSA) and kept in memory only; its certificate is written with the
  * system's roots to the daemon's work directory (ca-bundle.pem), which the
  * views of those tools' calls bind over the system bundle. A certificate
- * per host is made on first use with one leaf key and kept.
+ * per host is made on first use with one leaf key and kept for the next
+ * connection to it (MAX_LEAVES hosts; past them the least recently used
+ * goes). A set-up that failed leaves nothing behind: a reload tries again.
  *
  * One request per connection: the head is read, the call's own copies of
  * the credential headers and its Connection headers dropped, the
@@ -48,6 +50,7 @@
 #include "credentials.h"
 #include "log.h"
 #include "proxy.h"
+#include "proxy_head.h"
 #include "proxy_tls.h"
 
 #define MAX_LEAVES 256
@@ -61,13 +64,20 @@ static gnutls_certificate_credentials_t up_cred;
 static char *bundle;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A host's certificate: kept for the next connection to it, MAX_LEAVES of
+ * them, the one handed out least recently dropped for a new host (a tool
+ * that tries many names costs a signature each, not the cache). A
+ * connection holds a reference while its session may use it. */
 struct leaf {
     char *host;
+    unsigned refs; /* the cache's, and each connection's */
+    uint64_t last; /* leaf_clock when last handed out */
     gnutls_x509_crt_t crt;
     gnutls_certificate_credentials_t cred;
 };
-static struct leaf leaves[MAX_LEAVES];
+static struct leaf *leaves[MAX_LEAVES];
 static size_t nleaves;
+static uint64_t leaf_clock;
 
 /* What one owner's (a call's) ended-TLS connections have relayed, shared
  * by them: max_bytes holds for the call, not for each connection. Kept
@@ -122,6 +132,7 @@ struct tconn {
     struct spent *spent;
     int cfd, ufd;
     char host[256];
+    unsigned port;
     char *add;   /* the header lines to add */
     char **drop; /* the names of the headers added, NULL-terminated */
     char *pre;
@@ -169,11 +180,33 @@ static int sign(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, const char *cn
     return rc;
 }
 
+/* What a set-up that failed made, undone (a key's deinit wipes it): a
+ * reload tries again from nothing and leaks none of it. */
+static void setup_undo(void)
+{
+    if (up_cred)
+        gnutls_certificate_free_credentials(up_cred);
+    if (ca_crt)
+        gnutls_x509_crt_deinit(ca_crt);
+    if (leaf_key)
+        gnutls_x509_privkey_deinit(leaf_key);
+    if (ca_key)
+        gnutls_x509_privkey_deinit(ca_key);
+    up_cred = NULL;
+    ca_crt = NULL;
+    leaf_key = ca_key = NULL;
+    gnutls_global_deinit();
+}
+
 int td_tls_setup(const char *dir, char *err, size_t errlen)
 {
     int rc;
     const char *what = "the CA";
-    if ((rc = gnutls_global_init()) < 0 || (rc = gnutls_x509_privkey_init(&ca_key)) < 0 ||
+    if ((rc = gnutls_global_init()) < 0) {
+        snprintf(err, errlen, "GnuTLS: %s", gnutls_strerror(rc));
+        return -1;
+    }
+    if ((rc = gnutls_x509_privkey_init(&ca_key)) < 0 ||
         (rc = gnutls_x509_privkey_generate(
              ca_key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0 ||
         (rc = gnutls_x509_privkey_init(&leaf_key)) < 0 ||
@@ -191,7 +224,7 @@ int td_tls_setup(const char *dir, char *err, size_t errlen)
                                                                        GNUTLS_X509_FMT_PEM)) <= 0) {
         snprintf(err, errlen, "--upstream-ca %s: %s", td_upstream_ca,
                  rc == 0 ? "no certificate in it" : gnutls_strerror(rc));
-        return -1;
+        goto undo;
     }
     /* the bundle: the system's roots, then the CA */
     char pem[8192];
@@ -208,7 +241,7 @@ int td_tls_setup(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         if (sys)
             fclose(sys);
-        return -1;
+        goto undo;
     }
     char buf[8192];
     size_t n;
@@ -218,14 +251,18 @@ int td_tls_setup(const char *dir, char *err, size_t errlen)
         fclose(sys);
     fputs("\n# toolexecd credential proxy CA\n", out);
     fwrite(pem, 1, pemlen, out);
-    if (fchmod(fileno(out), 0644) < 0 || fclose(out) != 0 || rename(tmp, path) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    bundle = strdup(path);
-    return bundle ? 0 : -1;
+    bool written = fchmod(fileno(out), 0644) == 0;
+    written &= fclose(out) == 0; /* closed either way */
+    bool renamed = written && rename(tmp, path) == 0;
+    if (renamed && (bundle = strdup(path)))
+        return 0;
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    unlink(renamed ? path : tmp);
+    goto undo;
 fail:
     snprintf(err, errlen, "%s: %s", what, gnutls_strerror(rc));
+undo:
+    setup_undo();
     return -1;
 }
 
@@ -234,50 +271,83 @@ const char *td_tls_bundle(void)
     return bundle;
 }
 
-/* host's certificate, made on first use; NULL when it cannot be */
-static gnutls_certificate_credentials_t leaf_for(const char *host)
+/* under lock */
+static void leaf_unref(struct leaf *l)
+{
+    if (!l || --l->refs > 0)
+        return;
+    if (l->cred)
+        gnutls_certificate_free_credentials(l->cred);
+    if (l->crt)
+        gnutls_x509_crt_deinit(l->crt);
+    free(l->host);
+    free(l);
+}
+
+/* host's certificate, made on first use, with a reference for the caller
+ * (leaf_put); NULL when it cannot be made */
+static struct leaf *leaf_get(const char *host)
 {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nleaves; i++)
-        if (strcmp(leaves[i].host, host) == 0) {
+        if (strcmp(leaves[i]->host, host) == 0) {
+            struct leaf *l = leaves[i];
+            l->refs++;
+            l->last = ++leaf_clock;
             pthread_mutex_unlock(&lock);
-            return leaves[i].cred;
+            return l;
         }
-    struct leaf l = {0};
+    struct leaf *l = calloc(1, sizeof(*l));
     unsigned char ip[16];
-    int rc = gnutls_x509_crt_init(&l.crt);
+    int rc = l && (l->host = strdup(host)) ? 0 : GNUTLS_E_MEMORY_ERROR;
+    if (l)
+        l->refs = 1;
     if (rc >= 0)
-        rc = sign(l.crt, leaf_key, host, false);
+        rc = gnutls_x509_crt_init(&l->crt);
+    if (rc >= 0)
+        rc = sign(l->crt, leaf_key, host, false);
     if (rc >= 0 && inet_pton(AF_INET, host, ip) == 1)
-        rc = gnutls_x509_crt_set_subject_alt_name(l.crt, GNUTLS_SAN_IPADDRESS, ip, 4,
+        rc = gnutls_x509_crt_set_subject_alt_name(l->crt, GNUTLS_SAN_IPADDRESS, ip, 4,
                                                   GNUTLS_FSAN_SET);
     else if (rc >= 0 && inet_pton(AF_INET6, host, ip) == 1)
-        rc = gnutls_x509_crt_set_subject_alt_name(l.crt, GNUTLS_SAN_IPADDRESS, ip, 16,
+        rc = gnutls_x509_crt_set_subject_alt_name(l->crt, GNUTLS_SAN_IPADDRESS, ip, 16,
                                                   GNUTLS_FSAN_SET);
     else if (rc >= 0)
-        rc = gnutls_x509_crt_set_subject_alt_name(l.crt, GNUTLS_SAN_DNSNAME, host,
+        rc = gnutls_x509_crt_set_subject_alt_name(l->crt, GNUTLS_SAN_DNSNAME, host,
                                                   (unsigned)strlen(host), GNUTLS_FSAN_SET);
     if (rc >= 0)
-        rc = gnutls_x509_crt_sign2(l.crt, ca_crt, ca_key, GNUTLS_DIG_SHA256, 0);
-    gnutls_x509_crt_t chain[2] = {l.crt, ca_crt};
+        rc = gnutls_x509_crt_sign2(l->crt, ca_crt, ca_key, GNUTLS_DIG_SHA256, 0);
     if (rc >= 0)
-        rc = gnutls_certificate_allocate_credentials(&l.cred);
-    if (rc >= 0)
-        rc = gnutls_certificate_set_x509_key(l.cred, chain, 2, leaf_key);
-    if (rc >= 0 && nleaves < MAX_LEAVES && (l.host = strdup(host))) {
-        leaves[nleaves++] = l;
-    } else if (rc >= 0) {
-        rc = -1; /* a cache this full means a tool trying names: no more */
+        rc = gnutls_certificate_allocate_credentials(&l->cred);
+    if (rc >= 0) {
+        gnutls_x509_crt_t chain[2] = {l->crt, ca_crt};
+        rc = gnutls_certificate_set_x509_key(l->cred, chain, 2, leaf_key);
     }
     if (rc < 0) {
-        if (l.cred)
-            gnutls_certificate_free_credentials(l.cred);
-        if (l.crt)
-            gnutls_x509_crt_deinit(l.crt);
-        l.cred = NULL;
+        leaf_unref(l);
+        pthread_mutex_unlock(&lock);
+        return NULL;
     }
+    if (nleaves == MAX_LEAVES) { /* the least recently handed out goes */
+        size_t old = 0;
+        for (size_t i = 1; i < nleaves; i++)
+            if (leaves[i]->last < leaves[old]->last)
+                old = i;
+        leaf_unref(leaves[old]); /* freed once no connection uses it */
+        leaves[old] = leaves[--nleaves];
+    }
+    l->refs++; /* the cache's */
+    l->last = ++leaf_clock;
+    leaves[nleaves++] = l;
     pthread_mutex_unlock(&lock);
-    return l.cred;
+    return l;
+}
+
+static void leaf_put(struct leaf *l)
+{
+    pthread_mutex_lock(&lock);
+    leaf_unref(l);
+    pthread_mutex_unlock(&lock);
 }
 
 /* ---- a connection's thread ------------------------------------------------ */
@@ -351,96 +421,6 @@ static void answer(gnutls_session_t cs, const char *status, const char *body)
     send_all(cs, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-static bool dropped(const struct tconn *t, const char *name, size_t len)
-{
-    for (char **d = t->drop; d && *d; d++)
-        if (strlen(*d) == len && strncasecmp(*d, name, len) == 0)
-            return true;
-    return false;
-}
-
-/* The head rewritten into out (cap bytes): the call's copies of the
- * credential headers and its connection headers left out, the credentials
- * and "Connection: close" added. Its length, or 0 when it does not fit. */
-/* Does a Host header's value (spaces around it allowed) name t's host? The
- * headers go only to the host the CONNECT named and the certificate
- * vouched for, not to another name a shared front end would route by. */
-static bool same_host(const struct tconn *t, const char *v, size_t len)
-{
-    while (len && (*v == ' ' || *v == '\t'))
-        v++, len--;
-    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    size_t h = len;
-    if (len && v[0] == '[') { /* [v6]:port */
-        const char *rb = memchr(v, ']', len);
-        if (!rb)
-            return false;
-        v++;
-        h = (size_t)(rb - v);
-    } else {
-        const char *colon = memchr(v, ':', len);
-        if (colon)
-            h = (size_t)(colon - v);
-    }
-    return h == strlen(t->host) && strncasecmp(v, t->host, h) == 0;
-}
-
-/* The call's request head with the credential headers in: 0 when it does
- * not fit, MISDIRECTED when it names another host than the CONNECT's (an
- * absolute target, a Host header). */
-#define MISDIRECTED ((size_t)-1)
-static size_t rewrite(const struct tconn *t, const char *head, size_t hlen, char *out, size_t cap)
-{
-    const char *line = head, *end = head + hlen;
-    size_t n = 0;
-    bool first = true;
-    while (line < end) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        size_t ll = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
-        size_t bare = ll;
-        while (bare && (line[bare - 1] == '\n' || line[bare - 1] == '\r'))
-            bare--;
-        if (bare == 0)
-            break; /* the empty line: added below */
-        const char *colon = memchr(line, ':', bare);
-        size_t nl_len = colon ? (size_t)(colon - line) : 0;
-        if (first) { /* "METHOD /path HTTP/1.1": origin form only */
-            const char *sp = memchr(line, ' ', bare);
-            if (!sp || sp + 1 >= line + bare || (sp[1] != '/' && sp[1] != '*'))
-                return MISDIRECTED;
-        } else if (colon && nl_len == 4 && strncasecmp(line, "host", 4) == 0 &&
-                   !same_host(t, colon + 1, bare - nl_len - 1)) {
-            return MISDIRECTED;
-        }
-        bool skip = !first && colon &&
-                    (dropped(t, line, nl_len) ||
-                     (nl_len == 10 && strncasecmp(line, "connection", 10) == 0) ||
-                     (nl_len == 16 && strncasecmp(line, "proxy-connection", 16) == 0) ||
-                     (nl_len == 10 && strncasecmp(line, "keep-alive", 10) == 0));
-        if (!skip) {
-            if (n + bare + 2 > cap)
-                return 0;
-            memcpy(out + n, line, bare);
-            memcpy(out + n + bare, "\r\n", 2);
-            n += bare + 2;
-        }
-        if (first) {
-            size_t al = strlen(t->add);
-            if (n + al > cap)
-                return 0;
-            memcpy(out + n, t->add, al);
-            n += al;
-        }
-        first = false;
-        line += ll;
-    }
-    if (n + 2 > cap)
-        return 0;
-    memcpy(out + n, "\r\n", 2);
-    return n + 2;
-}
-
 static void relay(struct tconn *t, gnutls_session_t cs, gnutls_session_t us)
 {
     char buf[CHUNK];
@@ -476,11 +456,15 @@ static void relay(struct tconn *t, gnutls_session_t cs, gnutls_session_t us)
 static void serve(struct tconn *t)
 {
     gnutls_session_t cs = NULL, us = NULL;
-    gnutls_certificate_credentials_t cred = leaf_for(t->host);
-    if (!cred || gnutls_init(&cs, GNUTLS_SERVER) < 0)
+    struct leaf *leaf = leaf_get(t->host);
+    if (!leaf)
         return;
+    if (gnutls_init(&cs, GNUTLS_SERVER) < 0) {
+        leaf_put(leaf);
+        return;
+    }
     gnutls_set_default_priority(cs);
-    gnutls_credentials_set(cs, GNUTLS_CRD_CERTIFICATE, cred);
+    gnutls_credentials_set(cs, GNUTLS_CRD_CERTIFICATE, leaf->cred);
     gnutls_transport_set_ptr(cs, t);
     gnutls_transport_set_pull_function(cs, c_pull);
     gnutls_transport_set_push_function(cs, c_push);
@@ -521,18 +505,22 @@ static void serve(struct tconn *t)
         len += (size_t)n;
         end = memmem(head, len, "\r\n\r\n", 4);
     }
-    size_t olen =
-        end ? rewrite(t, head, (size_t)(end - head) + 4, out, TD_PROXY_HEAD_MAX + 16384) : 0;
-    if (olen && olen != MISDIRECTED && send_all(us, out, olen) == 0 &&
+    size_t olen = end ? td_proxy_tls_head(head, (size_t)(end - head) + 4, t->host, t->port, t->drop,
+                                          t->add, out, TD_PROXY_HEAD_MAX + 16384)
+                      : 0;
+    if (olen && olen != TD_PROXY_MISDIRECTED && olen != TD_PROXY_BAD_HEAD &&
+        send_all(us, out, olen) == 0 &&
         send_all(us, end + 4, len - (size_t)(end + 4 - head)) == 0) {
         explicit_bzero(out, olen);
         free(head);
         free(out);
         relay(t, cs, us);
     } else {
-        if (end && olen == MISDIRECTED)
+        if (end && olen == TD_PROXY_MISDIRECTED)
             answer(cs, "421 Misdirected Request",
                    "toolexecd: the request names another host than its CONNECT\n");
+        else if (end && olen == TD_PROXY_BAD_HEAD)
+            answer(cs, "400 Bad Request", "toolexecd: not an HTTP/1.x request head\n");
         else if (end && !olen)
             answer(cs, "431 Request Header Fields Too Large", "toolexecd: head too large\n");
         if (out)
@@ -543,10 +531,9 @@ static void serve(struct tconn *t)
 out:
     if (us)
         gnutls_deinit(us);
-    if (cs) {
-        gnutls_bye(cs, GNUTLS_SHUT_WR);
-        gnutls_deinit(cs);
-    }
+    gnutls_bye(cs, GNUTLS_SHUT_WR);
+    gnutls_deinit(cs);
+    leaf_put(leaf); /* after the session that used it */
 }
 
 static void tconn_free(struct tconn *t)
@@ -575,7 +562,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
+int td_tls_start(const void *owner, int cfd, int ufd, const char *host, unsigned port,
                  const struct td_cred_host *h, const char *prefix, size_t plen, uint64_t budget,
                  unsigned max_open)
 {
@@ -602,6 +589,7 @@ int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
     t->cfd = cfd;
     t->ufd = ufd;
     snprintf(t->host, sizeof(t->host), "%s", host);
+    t->port = port;
     /* a handshake's flight is several sends here: without this, Nagle and
      * the peer's delayed ACK hold each for ~40 ms (measured: 125 ms a
      * request with, a fraction without) */

@@ -28,10 +28,10 @@ int td_tls_setup(const char *dir, char *err, size_t errlen);
 const char *td_tls_bundle(void);
 /* Take over a CONNECT to host whose upstream is connected: cfd the call's
  * side (after "200"), ufd the host's, both blocking and owned from here;
- * prefix: what the call sent after its CONNECT head. At most max_open per
+ * its port; prefix: what the call sent after its CONNECT head. At most max_open per
  * owner at once; budget: what its other traffic left of its max_bytes, which
  * its connections here share. 0, or -1 (fds closed). */
-int td_tls_start(const void *owner, int cfd, int ufd, const char *host,
+int td_tls_start(const void *owner, int cfd, int ufd, const char *host, unsigned port,
                  const struct td_cred_host *h, const char *prefix, size_t plen, uint64_t budget,
                  unsigned max_open);
 /* What the owner's connections here have relayed so far (its max_bytes

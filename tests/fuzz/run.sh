@@ -89,6 +89,9 @@ for t in $targets; do
         own=("${daemon_inc[@]}" "$d"/defs/narrow.c "$d"/confine/{fsview_narrow,fsview,egress,credentials}.c
              "$d"/base/{config,util}.c "$root/lib/landlock.c") ;;
     fuzz_learn) own=("${daemon_inc[@]}" "$d/confine/learn.c") ;;
+    fuzz_proxy_head) # the egress proxy's socket-free head parsing; Debian's libhttp-parser
+        own=(-I"$d/confine" "$d/confine/proxy_head.c" "$d/confine/credentials.c" -lhttp_parser) ;;
+    fuzz_credentials) own=(-I"$d/confine" "$d/confine/credentials.c") ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &

@@ -30,11 +30,12 @@ TOOL = r'''
 import json, os, sys, urllib.request, urllib.error
 a = json.loads(sys.stdin.readline())
 op = a["op"]
-def get(url, auth=None, host=None):
+def get(url, auth=None, host=None, more=None):
     try:
         hdrs = {"Authorization": auth} if auth else {}
         if host:
             hdrs["Host"] = host
+        hdrs.update(more or {})
         req = urllib.request.Request(url, headers=hdrs)
         r = urllib.request.urlopen(req, timeout=20)
         return {"status": r.status, "body": r.read().decode()}
@@ -43,9 +44,14 @@ def get(url, auth=None, host=None):
     except OSError as e:
         return {"error": type(e).__name__, "msg": str(e)}
 if op == "get":
-    out = get(a["url"], a.get("auth"), a.get("host"))
+    out = get(a["url"], a.get("auth"), a.get("host"), a.get("headers"))
 elif op == "gets":
     out = [get(a["url"]).get("status", "error") for _ in range(a["n"])]
+elif op == "each":
+    out = {}
+    for u in a["urls"]:
+        r = get(u)
+        out.setdefault(str(r.get("status", r.get("error"))), []).append(u)
 elif op == "look":
     # everywhere the value might be: environment, /proc, the trust files,
     # the credentials directory, every readable file below these roots
@@ -101,18 +107,40 @@ def serve(ctx=None):
     return srv
 
 
-def make_certs(d):
-    """A CA of the test's own and a certificate for 127.0.0.1 signed by it."""
-    def run(*a):
-        subprocess.run(a, cwd=d, check=True, capture_output=True)
-    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-        "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test CA")
-    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1")
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
+def openssl(d, *a):
+    subprocess.run(("openssl",) + a, cwd=d, check=True, capture_output=True)
+
+
+def make_ca(d, ca="ca"):
+    """A CA of the test's own: d/CA.pem, d/CA.key."""
+    openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "2",
+            "-subj", "/CN=test CA " + ca)
+
+
+def make_leaf(d, name, ips=("127.0.0.1",), ca="ca", days=2):
+    """d/NAME.pem and d/NAME.key: a server certificate for ips signed by ca,
+    valid from now for days (-1: expired yesterday)."""
+    openssl(d, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + ips[0])
+    with open(os.path.join(d, name + ".ext"), "w") as f:
+        f.write("subjectAltName=%s\nextendedKeyUsage=serverAuth\n"
+                % ",".join("IP:" + ip for ip in ips))
+    openssl(d, "x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-out", name + ".pem", "-days", str(days),
+            "-extfile", name + ".ext")
+
+
+def make_certs(d, ips=("127.0.0.1",)):
+    """A CA of the test's own and a certificate for ips signed by it."""
+    make_ca(d)
+    make_leaf(d, "srv", ips)
+
+
+def tls_context(d, name):
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(os.path.join(d, name + ".pem"), os.path.join(d, name + ".key"))
+    return ctx
 
 
 def tool(name, network):
@@ -134,9 +162,7 @@ class CredentialsCases:
         cls.dir = tempfile.mkdtemp(prefix="te-cred-")
         os.chmod(cls.dir, 0o755)
         make_certs(cls.dir)
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(os.path.join(cls.dir, "srv.pem"), os.path.join(cls.dir, "srv.key"))
-        cls.https = serve(ctx)
+        cls.https = serve(tls_context(cls.dir, "srv"))
         cls.http = serve()
         cls.creddir = os.path.join(cls.dir, "creds")
         os.mkdir(cls.creddir, 0o700)
@@ -213,8 +239,43 @@ class CredentialsCases:
         out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host="evil.example")
         self.assertEqual(out.get("status"), 421, out)
         self.assertEqual(self.https.seen[before:], [])
+        # the same host on another port is another site too
+        out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host="127.0.0.1:1")
+        self.assertEqual(out.get("status"), 421, out)
+        self.assertEqual(self.https.seen[before:], [])
         out, _ = self.call("cred", op="get", url="https://%s/x" % self.hs, host=self.hs)
         self.assertEqual(out.get("status"), 200, out)
+
+    def test_another_host_in_a_plain_request_gets_nothing(self):
+        # in clear text as over TLS: the target names the allowed host, a
+        # Host header naming another (or the same host on another port) is
+        # refused before anything goes out; the same host:port in another
+        # case, or a Host left out, gets the credential
+        host, port = self.hp.split(":")
+        for other in ("other.example", "other.example:" + port, host, host + ":1",
+                      self.hp + "\t, x"):
+            before = len(self.http.seen)
+            out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp, host=other)
+            self.assertEqual(out.get("status"), 421, (other, out))
+            self.assertEqual(self.http.seen[before:], [], other)
+        for same in (self.hp, " %s " % self.hp):
+            before = len(self.http.seen)
+            out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp, host=same)
+            self.assertEqual(out, {"status": 200, "body": "welcome"}, same)
+            self.assertEqual(self.http.seen[before:], [[SECRET]])
+
+    def test_a_host_hidden_in_a_folded_or_odd_line_gets_nothing(self):
+        # a line that starts with a space (obs-fold) or a name with a space
+        # before its colon is a Host to a lenient front end, and not one the
+        # proxy checked: such a head is refused (400), over TLS and in clear
+        for srv, url in ((self.https, "https://%s/x" % self.hs),
+                         (self.http, "http://%s/x" % self.hp)):
+            for more in ({"X-Fold": "a\r\n Host: other.example"},
+                         {"Host ": "other.example"}):
+                before = len(srv.seen)
+                out, _ = self.call("cred", op="get", url=url, headers=more)
+                self.assertEqual(out.get("status"), 400, (url, more, out))
+                self.assertEqual(srv.seen[before:], [], (url, more))
 
     def test_plain_http_with_the_credential(self):
         out, _ = self.call("cred", op="get", url="http://%s/x" % self.hp)
