@@ -1,6 +1,6 @@
 /*
  * fsview_narrow.c - a call's view narrowed by a run request's "policy"
- * (issue 23): fewer writable paths, fewer read paths (a minimal root),
+ * (toolexecd-protocol(7), policy): fewer writable paths, fewer read paths (a minimal root),
  * more hidden ones; never more. The narrowed view is a definition's
  * "filesystem" as the plan sees it, so it is planned and enforced (mounts,
  * Landlock) exactly as one.

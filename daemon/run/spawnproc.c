@@ -26,7 +26,7 @@
  * It is small on purpose: its descriptor table is the 0-2, its socket and
  * its signalfd, plus one call's descriptors while that call starts, so a
  * start copies no more whatever is in flight (the daemon's table holds ~4
- * descriptors per call in flight; issue 21 measured that as O(calls)).
+ * descriptors per call in flight: a fork from it costs O(calls in flight)).
  */
 #include <errno.h>
 #include <signal.h>

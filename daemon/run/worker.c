@@ -286,7 +286,7 @@ bool td_worker_not_a_frame(struct td_worker *w)
     return true;
 }
 
-/* issue 22: what the tool needs and its view hides (toolpaths.c): why a
+/* What the tool needs and its view hides (toolpaths.c): why a
  * call that could not run its command, or ended with an error status,
  * most likely failed; "" when nothing */
 static const char *view_note(const struct td_worker *w)

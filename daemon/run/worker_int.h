@@ -157,13 +157,13 @@ struct td_worker {
      * reap, and every process of it (its cgroup's too) is killed at once */
     bool cancelled;
     uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
-    long long run_uid;         /* the uid it runs as (issue 23's record); -1: not known */
+    long long run_uid;         /* the uid it runs as (the audit record's); -1: not known */
     bool paused;               /* its client is not reading: stdout is left in the pipe */
     struct td_cgroup *cg;      /* the call's cgroup, NULL without one */
     bool cg_memory;            /* memory_mb is its memory.max */
     struct td_denials denied;  /* what its confinement refused (denials.h) */
-    struct td_sysnotify *sysn; /* f3: answers its denied system calls; NULL: none */
-    /* issue 14: under toolexecd-init, what it reported (the tool's status
+    struct td_sysnotify *sysn; /* answers its denied system calls (sysnotify.c); NULL: none */
+    /* under toolexecd-init, what it reported (the tool's status
      * and resource use), read once at its exit */
     bool init;
     struct td_report rep;
@@ -174,19 +174,19 @@ struct td_worker {
      * cgroup and the directory. */
     uv_poll_t expoll;
     bool expolling; /* expoll is a handle of ours */
-    /* issue 14: the first bytes of a framed worker's stdout, to tell text
+    /* the first bytes of a framed worker's stdout, to tell text
      * (a plain tool left on the framed protocol) from a frame */
     char head[48];
     size_t head_len;
     /* egress: the proxy serving its allow-list (proxy.c), until it ends */
     struct td_proxy *egress;
-    /* td_progress_cb (issue 13): progress frames before the response */
+    /* td_progress_cb: progress frames before the response */
     void (*progress_cb)(void *data, const json_t *progress);
     /* warm start (template.c): a fork of the tool's template */
     struct td_warm_call *warm;
     int pidfd;       /* the call's PID 1, once forked; -1 before */
     pid_t pidfd_pid; /* its pid, learned with it (kill_tool needs it; no fdinfo read again) */
-    /* issue 21: started by the spawner (spawner.c), off the loop: its pid
+    /* started by the spawner (spawner.c), off the loop: its pid
      * and pidfd (ours to close) come later, its end from the spawner */
     bool via_spawner;
     bool spawn_failed; /* it never started: warm_why says why */

@@ -125,7 +125,8 @@ static const char *temp_name(const char *path, char *buf, size_t len)
 /* Bind and listen on path with the configured mode and group. The socket
  * is bound to a temporary name and renamed to path once it listens, mode
  * and group set: a client that waits for path to appear and connects at
- * once is never refused (issue 20). */
+ * once is never refused (a socket that exists but does not listen yet
+ * refuses). */
 static int bind_socket(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -97,7 +97,7 @@ static void batch_release(void *data, void *bucket, size_t ncalls)
 
 /* Assigned batch ids ("b-N") count across the daemon's life, not per
  * connection: two clients' batches never share an assigned id, on the
- * events socket nor in a tail's --batches filter (issue 14). */
+ * events socket nor in a tail's --batches filter. */
 static unsigned batch_next_seq(void *data)
 {
     static unsigned seq;

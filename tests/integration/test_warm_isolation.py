@@ -1,9 +1,10 @@
-"""Issue 20 for warm calls ("start": "warm"), against the real daemon:
+"""Warm calls ("start": "warm") kept apart from each other and from their
+PID 1, against the real daemon:
 
-  item 1  each warm call has an IPC namespace of its own: SysV shared memory
+  ipc     each warm call has an IPC namespace of its own: SysV shared memory
           one call makes is neither seen by the next call of the tool (from
           another client) nor left on the host after the call;
-  item 2  a warm call's PID 1 (lib/warm.c's P1, which reports the call's
+  init    a warm call's PID 1 (lib/warm.c's P1, which reports the call's
           status, CPU and memory on its report pipe) is out of the call's
           reach: pidfd_getfd of its fd 3, /proc/1/fd/3 and /proc/1/mem all
           fail, with the default filter and with "syscalls": "off", and a
@@ -14,14 +15,14 @@
           process without them; they stay as guards. Under the unprivileged
           daemon P1 shares the template's memory and maps its own ids, so
           it stays dumpable; a Landlock domain keeps the call off it.)
-  item 3  (root daemon) each warm call runs as a uid of its own: two
+  uid     (root daemon) each warm call runs as a uid of its own: two
           concurrent calls of one tool differ, a fork bomb bounded by the
           tool's process limit in one call leaves a concurrent call of the
           tool free to start, and a 0600 file one call leaves where the next
           can reach is not readable by it;
-  item 5  a warm call's capability bounding set is empty.
+  caps    a warm call's capability bounding set is empty.
 
-Root daemon, and the unprivileged one (nobody) for items 1 and 5.
+Root daemon, and the unprivileged one (nobody) for ipc and caps.
 """
 
 import ctypes
@@ -101,7 +102,7 @@ class Hard3(unittest.TestCase):
         self.assertIn("ok", r, r)
         return r["ok"], completed(res)
 
-    # -- item 1 ----------------------------------------------------------------
+    # -- ipc -------------------------------------------------------------------
 
     def test_sysv_shm_is_the_calls_own(self):
         before = host_shm_keys()
@@ -114,13 +115,13 @@ class Hard3(unittest.TestCase):
         self.assertEqual(seen, [-2, -2], "the next warm call sees the segments (ENOENT wanted)")
         self.assertFalse(host_shm_keys() & set(SHM_KEYS), "segments left on the host")
 
-    # -- item 5 ----------------------------------------------------------------
+    # -- caps ------------------------------------------------------------------
 
     def test_capability_bounding_set_is_empty(self):
         ids, _ = self.call("h3", {"op": "ids"})
         self.assertEqual(ids["capbnd"], "0000000000000000", ids)
 
-    # -- item 2 ----------------------------------------------------------------
+    # -- init ------------------------------------------------------------------
 
     def hostile(self, name):
         out, ev = self.call(name, {"op": "hostile", "cpu_ms": 300})
@@ -140,8 +141,8 @@ class Hard3(unittest.TestCase):
         self.hostile("h3_off")
 
 class Hard3Root(Hard3):
-    """Item 3: a uid per warm call (a root daemon's --call-uids); item 2:
-    P1 not dumpable, where the daemon writes its id maps."""
+    """A uid per warm call (a root daemon's --call-uids); P1 not dumpable,
+    where the daemon writes its id maps."""
 
     def test_pid_1_is_not_dumpable(self):
         """Its /proc files belong to root, as a non-dumpable process's do
@@ -209,7 +210,7 @@ class Hard3Nobody(Hard3):
 
 
 class Hard3C(unittest.TestCase):
-    """Item 3 with the C SDK (which also runs under the sanitizers, where
+    """A uid per warm call with the C SDK (which also runs under the sanitizers, where
     the Python SDK cannot load the build's library): each warm call its own
     uid and gid, none of them the template's."""
 
