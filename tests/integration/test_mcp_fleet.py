@@ -123,18 +123,17 @@ class Fleet(unittest.TestCase):
 
     def servers(self):
         """haproxy's view of each replica: UP, DOWN, ... ({} until it answers)."""
+        data = b""
         try:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(WAIT)
-            s.connect(self.stats_sock)
-            s.sendall(b"show stat\n")
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            s.close()
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(WAIT)
+                s.connect(self.stats_sock)
+                s.sendall(b"show stat\n")
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
         except OSError:
             return {}
         out = {}
