@@ -75,12 +75,13 @@ struct mcp_http {
     int listen_fd;
     unsigned nconns; /* connections MHD has */
     char where[64];
+    /* /ready, /healthz and the drain (mcp_http_ready.c); NULL: none */
+    struct mcp_http_ready *ready;
     struct mcp_http_x *xs;
     struct mcp_http_session *sessions;
     unsigned nsessions;
     const char *const *origins;
-    bool resumed;                 /* a connection resumed since MHD_run() last ran */
-    struct mcp_http_ready *ready; /* /ready, /healthz and the drain; NULL: none */
+    bool resumed; /* a connection resumed since MHD_run() last ran */
 };
 
 /* mcp_http_reply.c */
