@@ -269,11 +269,11 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         }
         if (opt == OPT_DRAIN_TIMEOUT) {
             /* 0 is meaningful: SIGTERM exits at once */
-            json_int_t v;
+            json_int_t v = 0;
             if (strcmp(optarg, "0") != 0 && (!cli_parse_positive(optarg, &v) || v > 86400))
                 return cli_usage_error(
                     "mcp", "--drain-timeout: expected seconds, 0 to 86400, not '%s'", optarg);
-            http.drain_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
+            http.drain_s = (unsigned)v;
             drain_set = true;
             continue;
         }
