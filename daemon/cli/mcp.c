@@ -175,6 +175,7 @@ enum {
     OPT_SESSIONS,
     OPT_SESSION_IDLE,
     OPT_KEEPALIVE,
+    OPT_DRAIN_TIMEOUT,
 };
 
 /* The --listen options that take a positive number, and where it goes. */
@@ -231,6 +232,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"sessions", required_argument, NULL, OPT_SESSIONS},
         {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
         {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
+        {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {0},
     };
     struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
@@ -243,7 +245,9 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         .sessions_max = MCP_HTTP_SESSIONS_MAX,
         .session_idle_s = MCP_HTTP_SESSION_IDLE_S,
         .keepalive_ms = MCP_HTTP_KEEPALIVE_MS,
+        .drain_s = MCP_HTTP_DRAIN_S,
     };
+    bool drain_set = false;
     const char *origins[17] = {0};
     size_t norigins = 0;
     const char *bad = NULL;
@@ -261,6 +265,16 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         }
         if (opt == OPT_LISTEN) {
             http.listen = optarg;
+            continue;
+        }
+        if (opt == OPT_DRAIN_TIMEOUT) {
+            /* 0 is meaningful: SIGTERM exits at once */
+            json_int_t v = 0;
+            if (strcmp(optarg, "0") != 0 && (!cli_parse_positive(optarg, &v) || v > 86400))
+                return cli_usage_error(
+                    "mcp", "--drain-timeout: expected seconds, 0 to 86400, not '%s'", optarg);
+            http.drain_s = (unsigned)v;
+            drain_set = true;
             continue;
         }
         if (opt == OPT_LISTEN_REMOTE) {
@@ -291,8 +305,9 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("mcp", "unexpected '%s'", argv[optind]);
-    if (!http.listen && (http.allow_remote || norigins))
-        return cli_usage_error("mcp", "--listen-remote and --allow-origin go with --listen");
+    if (!http.listen && (http.allow_remote || norigins || drain_set))
+        return cli_usage_error(
+            "mcp", "--listen-remote, --allow-origin and --drain-timeout go with --listen");
     http.origins = origins;
     if (http.listen)
         return mcp_http_serve(cli, &http, m.tool_timeout, m.heartbeat_ms);

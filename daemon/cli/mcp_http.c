@@ -8,7 +8,8 @@
  * MHD_run() then does what is ready without blocking. No thread: the MCP
  * core is single-threaded, and every callback here runs on its thread.
  *
- * One endpoint, /mcp. A POST carries one JSON-RPC message: a request is
+ * One endpoint, /mcp, beside a load balancer's /ready and /healthz
+ * (mcp_http_ready.c). A POST carries one JSON-RPC message: a request is
  * given to the core and its connection suspended until the core answers
  * (mcp_http_stream.c); a notification or a response is answered 202. GET
  * opens a session's stream and DELETE ends a session (2025-11-25 and
@@ -151,6 +152,11 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
         return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
                            "Invalid Request: a request, a notification or a response");
     }
+    enum MHD_Result refused;
+    if (request && mcp_http_drain_refuses(h, conn, msg, &refused)) {
+        json_decref(msg);
+        return refused;
+    }
     /* server/discover is how a client finds which era it talks to: it
      * needs no session, whatever its headers say */
     if (!modern && json_is_string(method) &&
@@ -245,6 +251,9 @@ static enum MHD_Result on_delete(struct mcp_http *h, struct MHD_Connection *conn
 static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **req_cls)
 {
+    enum MHD_Result rc;
+    if (mcp_http_ready_route(h, conn, url, method, &rc))
+        return rc;
     if (strcmp(url, "/mcp") != 0)
         return reply_error(conn, MHD_HTTP_NOT_FOUND, -32600, "not found: MCP is served at /mcp");
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");

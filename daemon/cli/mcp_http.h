@@ -13,6 +13,8 @@
  *                       a request-scoped SSE stream; a session's GET stream
  *   mcp_http_session.c  the sessions of 2025-11-25 and before: minted on
  *                       initialize, bounded, expired when idle, DELETE
+ *   mcp_http_ready.c    GET /ready (the daemon's capacity) and /healthz for
+ *                       a load balancer; the drain after SIGTERM
  *   mcp_http_reply.c    the leaves they all answer with: the clock, a
  *                       JSON-RPC error, a queued response
  *
@@ -58,6 +60,7 @@ struct mcp_http_opts {
     unsigned sessions_max;      /* sessions at once */
     unsigned session_idle_s;    /* a session unused this long ends */
     unsigned keepalive_ms;      /* an SSE comment when a stream was quiet this long */
+    unsigned drain_s;           /* SIGTERM: calls running may finish this long; 0: exit */
 };
 
 /* Defaults of the options above. */
@@ -68,6 +71,7 @@ struct mcp_http_opts {
 #define MCP_HTTP_SESSIONS_MAX 32u
 #define MCP_HTTP_SESSION_IDLE_S 1800u
 #define MCP_HTTP_KEEPALIVE_MS 15000u
+#define MCP_HTTP_DRAIN_S 30u
 
 /* `toolexec mcp --listen`: serve o until SIGTERM or SIGINT (mcp_http_front.c);
  * returns the exit code. */
@@ -88,6 +92,21 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms);
 void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n);
 /* Close everything: every session ends, every exchange is closed. */
 void mcp_http_stop(struct mcp_http *h);
+
+/* Readiness and drain (mcp_http_ready.c). The prober asks the daemon at
+ * socket for its capacity on a connection of its own, whose descriptor
+ * (-1: none now) the poll loop watches; h answers /ready from it. */
+struct mcp_http_ready;
+struct mcp_http_ready *mcp_http_ready_new(struct mcp_http *h, const char *socket);
+void mcp_http_ready_free(struct mcp_http_ready *r);
+int mcp_http_ready_fd(const struct mcp_http_ready *r);
+void mcp_http_ready_readable(struct mcp_http_ready *r);
+/* Begin the drain: /ready says 503, new calls are refused with 503. */
+void mcp_http_drain(struct mcp_http *h);
+/* The requests not yet answered to the end (GET streams aside); with fail,
+ * each one a call holds is answered with the draining error and its call
+ * cancelled. */
+size_t mcp_http_drain_pending(struct mcp_http *h, bool fail);
 
 /* A message for x's client (stolen): a notification or request before
  * the answer, or the answer (a response), which ends x's stream. */

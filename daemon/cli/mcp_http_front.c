@@ -12,13 +12,19 @@
  * stream; an exchange whose client went away is the core's
  * mcp_stream_gone(), which cancels its call: the daemon kills the worker.
  *
- * SIGTERM and SIGINT end the front: every session ends, every connection
- * closes, the daemon cancels what the closed connections ran.
+ * SIGTERM drains the front (mcp_http_ready.c): /ready says 503 so that a
+ * load balancer moves away, new calls are refused, and the calls running
+ * may finish for --drain-timeout seconds; those still running then are
+ * answered with the draining error and cancelled, and the front exits 0.
+ * SIGINT, a second SIGTERM or --drain-timeout 0 end it at once: every
+ * session ends, every connection closes, the daemon cancels what the
+ * closed connections ran.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcp_http.h"
 #include "mcp_int.h"
@@ -39,13 +45,53 @@ struct front {
     struct core *cores;
     struct core *shared;
     unsigned ncores;
+    struct mcp_http_ready *ready;
+    unsigned drain_s;
+    long long drain_end_ms; /* 0: not draining */
+    bool drain_failed;      /* the calls left at drain_end_ms were failed */
 };
 
-static volatile sig_atomic_t stop_signal;
+#define DRAIN_FLUSH_MS 2000 /* the failed calls' answers this long to go out */
+
+static volatile sig_atomic_t stop_signal, nterms;
 
 static void on_stop_signal(int sig)
 {
     stop_signal = sig;
+    if (sig == SIGTERM)
+        nterms++;
+}
+
+/* Whether the loop ends now; begins, or goes on with, a drain. */
+static bool stopping(struct front *f, int *timeout)
+{
+    if (!stop_signal)
+        return false;
+    if (stop_signal != SIGTERM || nterms > 1 || !f->drain_s || !f->ready)
+        return true;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long long now = (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    if (!f->drain_end_ms) {
+        f->drain_end_ms = now + (long long)f->drain_s * 1000;
+        mcp_http_drain(f->h);
+        cli_err("mcp: SIGTERM: draining, the calls running have %us to finish", f->drain_s);
+    }
+    size_t left = mcp_http_drain_pending(f->h, false);
+    if (!left)
+        return true;
+    if (now >= f->drain_end_ms && !f->drain_failed) {
+        cli_err("mcp: drain: %zu call(s) still running, failed and cancelled", left);
+        mcp_http_drain_pending(f->h, true);
+        f->drain_failed = true;
+    }
+    long long end = f->drain_end_ms + (f->drain_failed ? DRAIN_FLUSH_MS : 0);
+    if (f->drain_failed && now >= end)
+        return true;
+    long long due = end - now;
+    if (*timeout < 0 || due < *timeout)
+        *timeout = (int)(due > 60000 ? 60000 : due);
+    return false;
 }
 
 /* The sink of a core: a request's messages to its exchange, the session's
@@ -205,10 +251,13 @@ static int loop(struct front *f, sigset_t *unblocked)
     size_t max = mcp_http_nfds(f->h);
     struct pollfd *fds = NULL;
     size_t cap = 0;
-    while (!stop_signal) {
+    for (;;) {
         reap(f);
-        if (cap < f->ncores + max) {
-            cap = f->ncores + max;
+        int timeout = -1;
+        if (stopping(f, &timeout))
+            break;
+        if (cap < f->ncores + max + 1) {
+            cap = f->ncores + max + 1;
             free(fds);
             fds = calloc(cap, sizeof(*fds));
             if (!fds) {
@@ -216,7 +265,6 @@ static int loop(struct front *f, sigset_t *unblocked)
                 return CLI_EXIT_ERROR;
             }
         }
-        int timeout = -1;
         size_t n = 0;
         for (struct core *c = f->cores; c; c = c->next) {
             fds[n++] = (struct pollfd){.fd = mcp_daemon_fd(&c->m), .events = POLLIN};
@@ -224,9 +272,11 @@ static int loop(struct front *f, sigset_t *unblocked)
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
-        size_t nh = mcp_http_fds(f->h, fds + n, &timeout);
+        int rfd = mcp_http_ready_fd(f->ready);
+        fds[n] = (struct pollfd){.fd = rfd, .events = POLLIN}; /* -1: ignored */
+        size_t nh = mcp_http_fds(f->h, fds + n + 1, &timeout);
         struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
-        if (ppoll(fds, n + nh, timeout < 0 ? NULL : &ts, unblocked) < 0) {
+        if (ppoll(fds, n + 1 + nh, timeout < 0 ? NULL : &ts, unblocked) < 0) {
             if (errno == EINTR)
                 continue;
             cli_err("poll: %s", strerror(errno));
@@ -238,7 +288,9 @@ static int loop(struct front *f, sigset_t *unblocked)
         for (struct core *c = f->cores; c && i < n; c = c->next, i++)
             if (fds[i].revents && !c->m.lost)
                 mcp_daemon_readable(&c->m);
-        mcp_http_run(f->h, fds + n, nh);
+        if (rfd >= 0 && fds[n].revents)
+            mcp_http_ready_readable(f->ready);
+        mcp_http_run(f->h, fds + n + 1, nh);
     }
     free(fds);
     return CLI_EXIT_OK;
@@ -247,7 +299,10 @@ static int loop(struct front *f, sigset_t *unblocked)
 int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long tool_timeout,
                    long long heartbeat_ms)
 {
-    struct front f = {.cli = cli, .tool_timeout = tool_timeout, .heartbeat_ms = heartbeat_ms};
+    struct front f = {.cli = cli,
+                      .tool_timeout = tool_timeout,
+                      .heartbeat_ms = heartbeat_ms,
+                      .drain_s = o->drain_s};
     /* the daemon first: a front that cannot reach it says so at once */
     te_client *probe = cli_connect(cli);
     if (!probe)
@@ -257,6 +312,7 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long too
     f.h = mcp_http_start(o, &ops, &f, err, sizeof(err));
     if (!f.h)
         return cli_usage_error("mcp", "%s", err);
+    f.ready = mcp_http_ready_new(f.h, cli->socket_path);
     cli_err("mcp: serving MCP over HTTP at http://%s/mcp", mcp_http_where(f.h));
     signal(SIGPIPE, SIG_IGN);
     sigset_t block, unblocked;
@@ -271,6 +327,7 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long too
     /* Cores first: freeing one releases its exchanges, while they exist. */
     while (f.cores)
         core_free(&f, f.cores);
+    mcp_http_ready_free(f.ready);
     mcp_http_stop(f.h);
     sigprocmask(SIG_SETMASK, &unblocked, NULL);
     return rc;

@@ -15,6 +15,8 @@
 enum {
     MCP_HTTP_HEADER_MISMATCH = -32020,
     MCP_HTTP_UNSUPPORTED_VERSION = -32022,
+    /* ours, below that range: the replica drains (mcp_http_ready.c) */
+    MCP_HTTP_DRAINING = -32010,
 };
 
 #define MCP_HTTP_SESSION_ID_LEN 32 /* hex characters */
@@ -73,6 +75,8 @@ struct mcp_http {
     int listen_fd;
     unsigned nconns; /* connections MHD has */
     char where[64];
+    /* /ready, /healthz and the drain (mcp_http_ready.c); NULL: none */
+    struct mcp_http_ready *ready;
     struct mcp_http_x *xs;
     struct mcp_http_session *sessions;
     unsigned nsessions;
@@ -104,6 +108,13 @@ enum MHD_Result mcp_http_x_open_stream(struct mcp_http_x *x);
 void mcp_http_x_abort(struct mcp_http_x *x);
 void mcp_http_x_end(struct mcp_http_x *x);
 int mcp_http_x_keepalive(struct mcp_http_x *x, long long now);
+
+/* mcp_http_ready.c: GET /ready and /healthz answered (true, *rc set);
+ * a draining front's refusal of new work (true, *rc set). */
+bool mcp_http_ready_route(struct mcp_http *h, struct MHD_Connection *conn, const char *url,
+                          const char *method, enum MHD_Result *rc);
+bool mcp_http_drain_refuses(struct mcp_http *h, struct MHD_Connection *conn, const json_t *msg,
+                            enum MHD_Result *rc);
 
 /* mcp_http_session.c */
 enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,

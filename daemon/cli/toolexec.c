@@ -139,6 +139,8 @@ static const struct cli_command commands[] = {
      "      --allow-origin ORIGIN  a browser page's origin that may reach it\n"
      "      --max-body, --max-header, --connections, --http-timeout, --sessions,\n"
      "      --session-idle, --keepalive   limits of --listen (toolexec(1))\n"
+     "      --drain-timeout S      SIGTERM: running calls may finish for S seconds\n"
+     "                             (default 30; 0: exit at once); /ready, /healthz\n"
      "  -h, --help                 this text\n"
      "\n"
      "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},

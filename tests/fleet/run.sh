@@ -13,7 +13,8 @@
 #     of Nomad's job specification the job uses (unknown keys fail).
 # Then mutated copies must FAIL (so the validators bite), and the recipes
 # must agree with the systemd unit (the same capabilities) and with each
-# other (the socket path). Exit 0 when all holds; the last line a summary.
+# other (the socket path); the MCP fleet's pod must hold together (its
+# front and daemon, probes, grace period, Service). Exit 0 when all holds; the last line a summary.
 #
 #   FLEET_CACHE=DIR   where node_modules goes (default build-fleet)
 set -uo pipefail
@@ -56,6 +57,8 @@ for d in docs:
         d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "9464"
     if mutation == "no-selector" and d["kind"] == "Deployment":
         del d["spec"]["selector"]
+    if mutation == "probe-port-as-list" and d["kind"] == "Deployment":
+        d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"] = [8080]
 json.dump(docs, open(out, "w"))
 PY
 }
@@ -76,7 +79,8 @@ for f in "$src"/contrib/kubernetes/*.yaml; do
 done
 yaml2json "$src/contrib/kubernetes/toolexecd-daemonset.yaml" "$work/m1.json" port-as-string
 yaml2json "$src/contrib/kubernetes/agent-deployment.yaml" "$work/m2.json" no-selector
-for m in m1 m2; do
+yaml2json "$src/contrib/kubernetes/toolexecd-mcp-fleet.yaml" "$work/m3.json" probe-port-as-list
+for m in m1 m2 m3; do
     if (cd "$cache" && node validate.mjs k8s "$work/$m.json") >"$work/$m.out" 2>&1; then
         bad "a broken manifest ($m) passed the validator"
     else
@@ -142,4 +146,78 @@ PY
 else
     bad "the recipes disagree (see the assertion above)"
 fi
+
+# ---- the MCP fleet: its pod holds together -------------------------------------------
+# fleet_check FILE [MUTATION]: the front reaches the daemon's socket through
+# their shared emptyDir, the probes name the front's port and its /ready and
+# /healthz, the grace period outlasts preStop and the drain, the daemon is a
+# sidecar (stopped after the front) with the unit's capabilities, the tools
+# allow the front's uid, and the Service selects the pods on the port.
+fleet_check() {
+    "$py" - "$src" "$1" "${2:-}" <<'PY'
+import json, re, sys, yaml
+src, path, mutation = sys.argv[1:4]
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(path)) if d}
+pod = docs["Deployment"]["spec"]["template"]
+spec = pod["spec"]
+if mutation == "short-grace":
+    spec["terminationGracePeriodSeconds"] = 20
+if mutation == "ready-path":
+    spec["containers"][0]["readinessProbe"]["httpGet"]["path"] = "/mcp"
+if mutation == "plain-init":
+    del spec["initContainers"][0]["restartPolicy"]
+unit = open(src + "/contrib/systemd/toolexecd.service.in").read()
+caps = {c.removeprefix("CAP_") for c in
+        re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M).group(1).split()}
+daemon, = spec["initContainers"]
+front, = spec["containers"]
+assert daemon.get("restartPolicy") == "Always", "the daemon is not a sidecar"
+assert set(daemon["securityContext"]["capabilities"]["add"]) == caps
+assert front["securityContext"]["capabilities"]["drop"] == ["ALL"]
+assert "add" not in front["securityContext"]["capabilities"]
+arg = lambda c, k: next(a.split("=", 1)[1] for a in c["args"] if a.startswith(k + "="))
+sock = arg(daemon, "--socket")
+assert arg(front, "--socket") == sock, (arg(front, "--socket"), sock)
+mounts = lambda c: {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+shared = [n for n in mounts(front) if n in mounts(daemon)
+          and mounts(front)[n] == mounts(daemon)[n] and sock.startswith(mounts(front)[n] + "/")]
+vols = {v["name"]: v for v in spec["volumes"]}
+assert shared and "emptyDir" in vols[shared[0]], ("socket not in a shared emptyDir", shared)
+assert front["args"][1] == "mcp", front["args"]
+listen_port = int(arg(front, "--listen").rsplit(":", 1)[1])
+ports = {p["name"]: p["containerPort"] for p in front["ports"]}
+for probe, want in (("readinessProbe", "/ready"), ("livenessProbe", "/healthz")):
+    g = front[probe]["httpGet"]
+    assert g["path"] == want, (probe, g)
+    assert ports.get(g["port"], g["port"]) == listen_port, (probe, g, listen_port)
+drain = int(arg(front, "--drain-timeout"))
+pre = front["lifecycle"]["preStop"]["exec"]["command"]
+pre_s = int(pre[1]) if pre[0] == "sleep" else 0
+assert spec["terminationGracePeriodSeconds"] > pre_s + drain, \
+    ("grace period", spec["terminationGracePeriodSeconds"], pre_s, drain)
+uid = front["securityContext"]["runAsUser"]
+cm = docs["ConfigMap"]
+assert any(v.get("configMap", {}).get("name") == cm["metadata"]["name"] for v in vols.values())
+assert all(uid in json.loads(t)["allow_uids"] for t in cm["data"].values())
+svc = docs["Service"]["spec"]
+labels = pod["metadata"]["labels"]
+assert all(labels.get(k) == v for k, v in svc["selector"].items()), (svc["selector"], labels)
+assert docs["Deployment"]["spec"]["selector"]["matchLabels"] == svc["selector"]
+assert all(ports.get(p["targetPort"], p["targetPort"]) == listen_port for p in svc["ports"])
+assert "sessionAffinity" not in svc or svc["sessionAffinity"] == "None"
+PY
+}
+fleet=$src/contrib/kubernetes/toolexecd-mcp-fleet.yaml
+if fleet_check "$fleet"; then
+    ok "the MCP fleet: socket shared through an emptyDir, probes on /ready and /healthz, grace > preStop + drain, the daemon a sidecar, Service and pods agree"
+else
+    bad "the MCP fleet's pod does not hold together (see the assertion above)"
+fi
+for m in short-grace ready-path plain-init; do
+    if fleet_check "$fleet" "$m" 2>"$work/$m.out"; then
+        bad "a broken MCP fleet ($m) passed the check"
+    else
+        ok "a broken MCP fleet is refused: $m: $(tail -1 "$work/$m.out")"
+    fi
+done
 summary

@@ -527,7 +527,8 @@ class McpHttp(McpCase):
         self.assertEqual(self.json_answer(c.getresponse(), 1)["result"]["resultType"], "complete")
 
     def test_sigterm_ends_the_front(self):
-        f = self.front()
+        # --drain-timeout 0: no drain (test_mcp_drain has it), the old exit
+        f = self.front("--drain-timeout", "0")
         c = f.conn()
         msg, h = modern(1, "tools/call", {"name": "slow"}, name="slow")
         c.request("POST", "/mcp", body=json.dumps(msg).encode(),
