@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -34,6 +33,7 @@
 #include "notify.h"
 #include "proxy_tls.h"
 #include "reaper.h"
+#include "options.h"
 #include "sandboxrun.h"
 #include "registry.h"
 #include "sysfilter.h"
@@ -45,7 +45,6 @@
 #include "audit.h"
 #include "auditchain.h"
 #include "tail.h"
-#include "usage.h"
 #include "template.h"
 #include "toolexec.h"
 #include "worker.h"
@@ -58,8 +57,6 @@ static bool signals_closed;
  * connection, a timer of ours): once shutting down and nothing is left,
  * close our own handles so uv_run returns. */
 static void start_flush(void);
-
-static bool use_spawner = true;
 
 /* The egress proxy's CA for hosts with credential headers (proxy_tls.h):
  * made once a loaded tool has such headers (at start or at a reload), so
@@ -264,107 +261,7 @@ static int default_socket(char **out)
 
 int main(int argc, char **argv)
 {
-    enum {
-        OPT_WORK = 256,
-        OPT_FRAME,
-        OPT_CONTENT,
-        OPT_REQUEST,
-        OPT_LOG,
-        OPT_CONTAIN,
-        OPT_LIMITS,
-        OPT_USER,
-        OPT_GROUP,
-        OPT_NETWORK,
-        OPT_CHECK,
-        OPT_CLIENTS,
-        OPT_BATCH_CALLS,
-        OPT_SOCK_MODE,
-        OPT_SOCK_GROUP,
-        OPT_WORKERS,
-        OPT_EVENTS,
-        OPT_SHUTDOWN,
-        OPT_LOGFMT,
-        OPT_CGROUP,
-        OPT_TAIL_GROUP,
-        OPT_SPILL_AGE,
-        OPT_CALL_UIDS,
-        OPT_QUEUED,
-        OPT_CLIENT_BATCHES,
-        OPT_CLIENTS_UID,
-        OPT_REQ_BUFFER,
-        OPT_IDLE,
-        OPT_TOOL_TIMEOUT,
-        OPT_FILESYSTEM, /* issue 11 (f1) */
-        OPT_REQUIRE_CONFINEMENT,
-        OPT_DISABLE_LAYER,
-        OPT_METRICS_LISTEN,
-        OPT_METRICS_TIMEOUT,
-        OPT_AUDIT_ARGS,
-        OPT_AUDIT_FILE,
-        OPT_SPAWNER,
-        OPT_SPARES,
-        OPT_CRED_DIR,
-        OPT_UPSTREAM_CA
-    };
-    static const struct option opts[] = {
-        {"socket", required_argument, NULL, 's'},
-        {"tools", required_argument, NULL, 't'},
-        {"work-dir", required_argument, NULL, OPT_WORK},
-        {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
-        {"max-content-bytes", required_argument, NULL, OPT_CONTENT},
-        {"max-request-bytes", required_argument, NULL, OPT_REQUEST},
-        {"log-level", required_argument, NULL, OPT_LOG},
-        {"containment", required_argument, NULL, OPT_CONTAIN},
-        {"default-limits", required_argument, NULL, OPT_LIMITS},
-        {"default-user", required_argument, NULL, OPT_USER},
-        {"default-group", required_argument, NULL, OPT_GROUP},
-        {"default-network", required_argument, NULL, OPT_NETWORK},
-        {"check", no_argument, NULL, OPT_CHECK},
-        {"cgroup", required_argument, NULL, OPT_CGROUP},
-        {"call-uids", required_argument, NULL, OPT_CALL_UIDS},
-        {"max-clients", required_argument, NULL, OPT_CLIENTS},
-        {"max-workers", required_argument, NULL, OPT_WORKERS},
-        {"events-socket", required_argument, NULL, OPT_EVENTS},
-        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN},
-        {"log-format", required_argument, NULL, OPT_LOGFMT},
-        {"max-batch-calls", required_argument, NULL, OPT_BATCH_CALLS},
-        {"socket-mode", required_argument, NULL, OPT_SOCK_MODE},
-        {"socket-group", required_argument, NULL, OPT_SOCK_GROUP},
-        {"tail-group", required_argument, NULL, OPT_TAIL_GROUP},
-        {"spill-max-age", required_argument, NULL, OPT_SPILL_AGE},
-        {"max-queued-calls", required_argument, NULL, OPT_QUEUED},
-        {"max-client-batches", required_argument, NULL, OPT_CLIENT_BATCHES},
-        {"max-clients-per-uid", required_argument, NULL, OPT_CLIENTS_UID},
-        {"max-request-buffer", required_argument, NULL, OPT_REQ_BUFFER},
-        {"idle-timeout", required_argument, NULL, OPT_IDLE},
-        {"tool-timeout", required_argument, NULL, OPT_TOOL_TIMEOUT},
-        {"filesystem", required_argument, NULL, OPT_FILESYSTEM},
-        {"require-confinement", no_argument, NULL, OPT_REQUIRE_CONFINEMENT},
-        {"disable-layer", required_argument, NULL, OPT_DISABLE_LAYER},
-        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
-        {"metrics-timeout", required_argument, NULL, OPT_METRICS_TIMEOUT},
-        {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGS},
-        {"audit-file", required_argument, NULL, OPT_AUDIT_FILE},
-        {"spawner", required_argument, NULL, OPT_SPAWNER},
-        {"spares", required_argument, NULL, OPT_SPARES},
-        {"credentials-dir", required_argument, NULL, OPT_CRED_DIR},
-        {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0},
-    };
-    char *socket_path = NULL, *work_dir = NULL;
-    const char *containment = "auto", *cgroup_dir = NULL;
-    bool check = false, require_confinement = false;
-    bool tools_given = false; /* --check --tools DIR: check the definitions */
-    const char *log_format = "text";
-    const char *metrics_listen = NULL; /* --metrics-listen: off by default */
-    unsigned metrics_timeout = 10;     /* --metrics-timeout */
-    bool audit_arguments = false;
-    const char *audit_file = NULL; /* --audit-file */
-    char lerr[256];
-    int opt;
-    uint64_t v;
+    char *socket_path = NULL;
 #ifdef M_MMAP_THRESHOLD
     /* Large buffers (frames and results up to --max-frame-bytes) straight
      * from and back to the kernel. glibc otherwise raises this threshold
@@ -380,269 +277,16 @@ int main(int argc, char **argv)
     /* the spawner, exec'd by the daemon (spawner.c): nothing else runs */
     if (argc > 1 && strcmp(argv[1], TD_SPAWNPROC_ARG) == 0)
         td_spawnproc_main(argc, argv);
-    while ((opt = getopt_long(argc, argv, "s:t:hV", opts, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            td_cfg.socket_path = optarg;
-            break;
-        case 't':
-            td_cfg.tools_dir = optarg;
-            tools_given = true;
-            break;
-        case OPT_WORK:
-            work_dir = optarg;
-            break;
-        case OPT_FRAME:
-        case OPT_CONTENT:
-        case OPT_REQUEST: {
-            /* a frame is held whole: no more than a decoder takes */
-            uint32_t most = opt == OPT_FRAME ? TE_FRAME_MAX_LIMIT : UINT32_MAX;
-            if (!td_config_parse_size(optarg, most, &v)) {
-                fprintf(stderr, "toolexecd: --%s: expected a size in bytes (1 to %u)\n",
-                        opts[opt - OPT_WORK + 2].name, most);
-                return 2;
-            }
-            if (opt == OPT_FRAME)
-                td_cfg.max_frame = (uint32_t)v;
-            else if (opt == OPT_CONTENT)
-                td_cfg.max_content = v;
-            else
-                td_cfg.max_request = v;
-            break;
-        }
-        case OPT_LOG: {
-            int level = td_log_level_parse(optarg);
-            if (level < 0) {
-                fprintf(stderr, "toolexecd: --log-level: expected error, warn, info or debug\n");
-                return 2;
-            }
-            td_log_set_level(level);
-            break;
-        }
-        case OPT_CONTAIN:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "pidns") && strcmp(optarg, "cgroup") &&
-                strcmp(optarg, "pgroup")) {
-                fprintf(stderr,
-                        "toolexecd: --containment: expected auto, pidns, cgroup or pgroup\n");
-                return 2;
-            }
-            containment = optarg;
-            break;
-        case OPT_LIMITS:
-            if (td_limits_parse(optarg, &td_cfg.limits, lerr, sizeof(lerr)) < 0) {
-                fprintf(stderr, "toolexecd: --default-limits: %s\n", lerr);
-                return 2;
-            }
-            break;
-        case OPT_USER:
-            if (strcmp(optarg, "root") == 0) {
-                fprintf(stderr, "toolexecd: --default-user: workers run as root only when a "
-                                "tool definition says \"user\": \"root\"\n");
-                return 2;
-            }
-            td_cfg.user = optarg;
-            break;
-        case OPT_GROUP:
-            td_cfg.group = optarg;
-            break;
-        case OPT_SPARES: {
-            char *end;
-            unsigned long n = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || n > 16) {
-                fprintf(stderr, "toolexecd: --spares: expected 0 to 16\n");
-                return 2;
-            }
-            td_spares_per_tool = (unsigned)n;
-            break;
-        }
-        case OPT_SPAWNER:
-            if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
-                fprintf(stderr, "toolexecd: --spawner: expected yes or no\n");
-                return 2;
-            }
-            use_spawner = strcmp(optarg, "yes") == 0;
-            break;
-        case OPT_NETWORK:
-            if (strcmp(optarg, "yes") && strcmp(optarg, "no")) {
-                fprintf(stderr, "toolexecd: --default-network: expected yes or no\n");
-                return 2;
-            }
-            td_cfg.network = strcmp(optarg, "yes") == 0;
-            break;
-        case OPT_WORKERS:
-        case OPT_CLIENTS:
-        case OPT_BATCH_CALLS:
-            if (!td_config_parse_size(optarg, 1000000, &v)) {
-                fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
-                        opt == OPT_CLIENTS   ? "max-clients"
-                        : opt == OPT_WORKERS ? "max-workers"
-                                             : "max-batch-calls");
-                return 2;
-            }
-            if (opt == OPT_WORKERS)
-                td_cfg.max_workers = (unsigned)v;
-            else if (opt == OPT_CLIENTS)
-                td_cfg.max_clients = (unsigned)v;
-            else
-                td_cfg.max_batch_calls = v;
-            break;
-        case OPT_QUEUED:
-        case OPT_CLIENT_BATCHES:
-        case OPT_CLIENTS_UID:
-            if (!td_config_parse_size(optarg, 1000000, &v)) {
-                fprintf(stderr, "toolexecd: --%s: expected a number from 1 to 1000000\n",
-                        opt == OPT_QUEUED           ? "max-queued-calls"
-                        : opt == OPT_CLIENT_BATCHES ? "max-client-batches"
-                                                    : "max-clients-per-uid");
-                return 2;
-            }
-            if (opt == OPT_QUEUED)
-                td_cfg.max_queued_calls = v;
-            else if (opt == OPT_CLIENT_BATCHES)
-                td_cfg.max_client_batches = (unsigned)v;
-            else
-                td_cfg.max_clients_per_uid = (unsigned)v;
-            break;
-        case OPT_REQ_BUFFER:
-            if (!td_config_parse_size(optarg, UINT32_MAX, &v)) {
-                fprintf(stderr,
-                        "toolexecd: --max-request-buffer: expected a size in bytes (1 to %u)\n",
-                        UINT32_MAX);
-                return 2;
-            }
-            td_cfg.max_request_buffer = v;
-            break;
-        case OPT_METRICS_LISTEN:
-            metrics_listen = optarg;
-            break;
-        case OPT_METRICS_TIMEOUT:
-            if (!td_config_parse_size(optarg, 3600, &v)) {
-                fprintf(stderr, "toolexecd: --metrics-timeout: expected seconds (1 to 3600)\n");
-                return 2;
-            }
-            metrics_timeout = (unsigned)v;
-            break;
-        case OPT_AUDIT_ARGS:
-            audit_arguments = true;
-            break;
-        case OPT_AUDIT_FILE:
-            audit_file = optarg;
-            break;
-        case OPT_TOOL_TIMEOUT:
-            if (!td_config_parse_size(optarg, UINT32_MAX, &td_cfg.tool_timeout_ms)) {
-                fprintf(stderr, "toolexecd: --tool-timeout: expected milliseconds\n");
-                return 2;
-            }
-            break;
-        case OPT_IDLE:
-            if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
-                fprintf(stderr, "toolexecd: --idle-timeout: expected seconds (0 to 86400)\n");
-                return 2;
-            }
-            td_cfg.idle_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
-            break;
-        case OPT_SOCK_MODE: {
-            char *end;
-            unsigned long m = strtoul(optarg, &end, 8);
-            if (!*optarg || *end || m > 0777) {
-                fprintf(stderr, "toolexecd: --socket-mode: expected octal permissions\n");
-                return 2;
-            }
-            td_cfg.socket_mode = (unsigned)m;
-            break;
-        }
-        case OPT_SOCK_GROUP:
-            td_cfg.socket_group = optarg;
-            break;
-        case OPT_EVENTS:
-            td_cfg.events_socket_path = optarg;
-            break;
-        case OPT_TAIL_GROUP:
-            td_cfg.tail_group = optarg;
-            break;
-        case OPT_SHUTDOWN:
-            if (!td_config_parse_size(optarg, 86400, &v) && strcmp(optarg, "0") != 0) {
-                fprintf(stderr, "toolexecd: --shutdown-timeout: expected seconds (0 to 86400)\n");
-                return 2;
-            }
-            td_cfg.shutdown_timeout_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
-            break;
-        case OPT_SPILL_AGE:
-            if (!td_config_parse_size(optarg, 365 * 86400, &v) && strcmp(optarg, "0") != 0) {
-                fprintf(stderr, "toolexecd: --spill-max-age: expected seconds (0 to 31536000)\n");
-                return 2;
-            }
-            td_cfg.spill_max_age_s = strcmp(optarg, "0") == 0 ? 0 : (unsigned)v;
-            break;
-        case OPT_LOGFMT:
-            log_format = optarg;
-            break;
-        case OPT_CHECK:
-            check = true;
-            break;
-        case OPT_CRED_DIR:
-            td_credentials_dir = optarg;
-            break;
-        case OPT_UPSTREAM_CA:
-            td_upstream_ca = optarg;
-            break;
-        case OPT_CGROUP:
-            cgroup_dir = optarg;
-            break;
-        case OPT_CALL_UIDS:
-            if (td_identity_parse(optarg, lerr, sizeof(lerr)) < 0) {
-                fprintf(stderr, "toolexecd: --call-uids: %s\n", lerr);
-                return 2;
-            }
-            break;
-        case OPT_FILESYSTEM:
-            if (strcmp(optarg, "default") == 0)
-                td_fs_default = TD_FS_VIEW;
-            else if (strcmp(optarg, "minimal") == 0)
-                td_fs_default = TD_FS_MINIMAL;
-            else if (strcmp(optarg, "host") == 0)
-                td_fs_default = TD_FS_HOST;
-            else {
-                fprintf(stderr, "toolexecd: --filesystem: expected default, minimal or host\n");
-                return 2;
-            }
-            break;
-        case OPT_REQUIRE_CONFINEMENT:
-            require_confinement = true;
-            break;
-        case OPT_DISABLE_LAYER:
-            if (strcmp(optarg, "landlock") && strcmp(optarg, "seccomp")) {
-                fprintf(stderr, "toolexecd: --disable-layer: expected landlock or seccomp\n");
-                return 2;
-            }
-            td_cfg.layers_off |= optarg[0] == 'l' ? TD_LAYER_LANDLOCK : TD_LAYER_SECCOMP;
-            break;
-        case 'h':
-            td_usage(stdout);
-            return 0;
-        case 'V':
-            printf("toolexecd %s (libuv %s, jansson %s, %s)\n", TD_VERSION, uv_version_string(),
-                   JANSSON_VERSION,
-                   td_notify_built() ? "systemd: notify and socket activation"
-                                     : "built without libsystemd: no notify, no socket activation");
-            return 0;
-        default:
-            td_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "toolexecd: unexpected argument: %s\n", argv[optind]);
-        td_usage(stderr);
-        return 2;
-    }
+    int rc = td_options_parse(argc, argv);
+    if (rc >= 0)
+        return rc;
     /* the layers a definition may ask for, as the daemon would give them */
-    if (check && tools_given && td_containment_probe_ns(containment))
+    if (td_opts.check && td_opts.tools_given && td_containment_probe_ns(td_opts.containment))
         td_fsview_mount_ns = true;
-    if (check && tools_given)
+    if (td_opts.check && td_opts.tools_given)
         return td_defcheck(td_cfg.tools_dir, stdout);
-    if (check)
-        return td_containment_check(cgroup_dir);
+    if (td_opts.check)
+        return td_containment_check(td_opts.cgroup_dir);
     if (td_config_resolve() < 0)
         return 2;
 
@@ -651,7 +295,7 @@ int main(int argc, char **argv)
         unsigned cpus = td_cfg.online_cpus;
         td_cfg.max_workers = cpus > 4 ? cpus * 4 : 16;
     }
-    if (td_log_setup(log_format) < 0) {
+    if (td_log_setup(td_opts.log_format) < 0) {
         fprintf(stderr, "toolexecd: --log-format: expected text or json\n");
         return 2;
     }
@@ -660,10 +304,10 @@ int main(int argc, char **argv)
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
 
-    if (td_cgroup_setup(cgroup_dir) < 0 || td_containment_setup(containment) < 0 ||
+    if (td_cgroup_setup(td_opts.cgroup_dir) < 0 || td_containment_setup(td_opts.containment) < 0 ||
         td_sysfilter_setup() < 0)
         return 1;
-    if (td_confinement_setup(require_confinement) < 0)
+    if (td_confinement_setup(td_opts.require_confinement) < 0)
         return 1;
     if (geteuid() == 0 && td_identity_setup() < 0)
         return 1;
@@ -682,7 +326,7 @@ int main(int argc, char **argv)
     td_toolpaths_loaded(td_tools); /* the view's covers include the socket */
     td_worker_on_gone(maybe_exit);
     td_server_on_conn_gone(maybe_exit);
-    if (audit_file && td_auditchain_open(audit_file, err, sizeof(err)) < 0) {
+    if (td_opts.audit_file && td_auditchain_open(td_opts.audit_file, err, sizeof(err)) < 0) {
         td_log(TD_LOG_ERR, "%s", err);
         goto out_tools;
     }
@@ -690,7 +334,7 @@ int main(int argc, char **argv)
     td_loop = uv_default_loop();
     td_stats_init();
     td_metrics_init();
-    td_audit_init(audit_arguments);
+    td_audit_init(td_opts.audit_arguments);
     uv_signal_init(td_loop, &sigterm);
     uv_signal_init(td_loop, &sigint);
     uv_signal_init(td_loop, &sighup);
@@ -705,25 +349,26 @@ int main(int argc, char **argv)
     /* Exec'd, it holds none of what was loaded above (the definitions'
      * credentials) or will be (the proxy's CA key). Not having one is no
      * reason to stop: the loop starts calls itself. */
-    if (use_spawner && td_spawner_start() < 0)
+    if (td_opts.use_spawner && td_spawner_start() < 0)
         td_log(TD_LOG_WARN, "no spawner: calls are started by the loop itself");
     /* After the sockets: "another toolexecd is listening" says more than
      * its work directory being in use. */
-    if (td_listeners_start() < 0 || td_calldir_setup(work_dir) < 0) {
+    if (td_listeners_start() < 0 || td_calldir_setup(td_opts.work_dir) < 0) {
         td_listeners_stop();
         td_reaper_stop();
         goto out_loop;
     }
     credproxy_setup();
     td_worker_setup(); /* once the paths a call must not reach are known */
-    if (metrics_listen && td_metrics_http_start(metrics_listen, metrics_timeout, metrics_render,
-                                                err, sizeof(err)) < 0) {
+    if (td_opts.metrics_listen &&
+        td_metrics_http_start(td_opts.metrics_listen, td_opts.metrics_timeout, metrics_render, err,
+                              sizeof(err)) < 0) {
         td_log(TD_LOG_ERR, "%s", err);
         td_listeners_stop();
         td_reaper_stop();
         goto out_loop;
     }
-    if (metrics_listen)
+    if (td_opts.metrics_listen)
         td_log(TD_LOG_INFO, "metrics on http://%s/metrics", td_metrics_http_where());
     td_template_sync();
     char where[2 * PATH_MAX + 64];
