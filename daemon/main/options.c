@@ -118,28 +118,30 @@ static int set_call_uids(const char *arg, char *err, size_t errlen)
     return td_identity_parse(arg, err, errlen) < 0 ? -1 : 0;
 }
 
-static int set_spares(const char *arg, char *err, size_t errlen)
+/* strtoul's reading of arg in base, whole and at most most, into out;
+ * else -1 with "expected what" (--spares and --socket-mode: their own
+ * readings from before the table, kept). */
+static int whole_ul(const char *arg, int base, unsigned long most, unsigned *out, const char *what,
+                    char *err, size_t errlen)
 {
     char *end;
-    unsigned long n = strtoul(arg, &end, 10);
-    if (!*arg || *end || n > 16) {
-        snprintf(err, errlen, "expected 0 to 16");
+    unsigned long n = strtoul(arg, &end, base);
+    if (!*arg || *end || n > most) {
+        snprintf(err, errlen, "expected %s", what);
         return -1;
     }
-    td_spares_per_tool = (unsigned)n;
+    *out = (unsigned)n;
     return 0;
+}
+
+static int set_spares(const char *arg, char *err, size_t errlen)
+{
+    return whole_ul(arg, 10, 16, &td_spares_per_tool, "0 to 16", err, errlen);
 }
 
 static int set_socket_mode(const char *arg, char *err, size_t errlen)
 {
-    char *end;
-    unsigned long m = strtoul(arg, &end, 8);
-    if (!*arg || *end || m > 0777) {
-        snprintf(err, errlen, "expected octal permissions");
-        return -1;
-    }
-    td_cfg.socket_mode = (unsigned)m;
-    return 0;
+    return whole_ul(arg, 8, 0777, &td_cfg.socket_mode, "octal permissions", err, errlen);
 }
 
 static int help(const char *arg, char *err, size_t errlen)
