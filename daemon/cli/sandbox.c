@@ -2,7 +2,7 @@
  * sandbox.c - `toolexec sandbox [OPTIONS] -- COMMAND [ARGS]`: one command
  * run confined as a tool's call is, without a daemon. The sandbox is the
  * daemon's own code: this execs `toolexecd --sandbox-run` with the same
- * arguments (daemon/sandboxrun.c), so standard input, output and error,
+ * arguments (daemon/sandboxrun/), so standard input, output and error,
  * the terminal and the exit status are the command's.
  */
 #include <errno.h>

@@ -14,9 +14,10 @@
 
 #include <cmocka.h>
 
-#include "toolexecd.h"
 #include "calldir.h"
+#include "config.h"
 #include "declare.h"
+#include "registry.h"
 
 static char dir[PATH_MAX];
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +15,8 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "envlist.h"
-#include "toolexecd.h"
 #include "util.h"
 
 static void test_limits_valid(void **state)

@@ -18,8 +18,12 @@
 
 #include <cmocka.h>
 
-#include "toolexecd.h"
 #include "calldir.h"
+#include "config.h"
+#include "containment.h"
+#include "reaper.h"
+#include "registry.h"
+#include "worker.h"
 
 static char tools_dir[PATH_MAX], work_dir[PATH_MAX];
 static struct td_registry *reg;

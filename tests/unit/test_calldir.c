@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "calldir.h"
-#include "toolexecd.h"
+#include "config.h"
 #include "check.h"
 
 /* what calldir.c uses of the rest of the daemon */
