@@ -169,6 +169,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         CLI_COMMON_OPTIONS,
         {"tool-timeout", required_argument, NULL, OPT_TIMEOUT},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+        MCP_TASK_OPTIONS,
         {0},
     };
     struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
@@ -179,6 +180,12 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
             return cli_help("mcp");
+        int taken = mcp_tasks_option(&m, opt, optarg);
+        if (taken <= 0) {
+            if (taken < 0)
+                return CLI_EXIT_ERROR;
+            continue;
+        }
         if (opt == OPT_HEARTBEAT) {
             json_int_t ms;
             if (!cli_parse_positive(optarg, &ms))
