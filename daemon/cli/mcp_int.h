@@ -78,6 +78,7 @@ enum {
 #define MCP_META_SERVERINFO "io.modelcontextprotocol/serverInfo"
 #define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 #define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
+#define MCP_REPLICA_MAX 64 /* characters of --replica-id */
 
 /* Log levels of notifications/message, least severe first. */
 enum mcp_log_level {
@@ -286,7 +287,7 @@ enum {
     {                                                                                              \
         "replica-id", required_argument, NULL, MCP_OPT_REPLICA                                     \
     }
-int mcp_tasks_option(struct mcp *m, int opt, const char *arg);
+int mcp_tasks_option(struct mcp *m, int opt, const char *arg); /* mcp_tasks_opt.c */
 void mcp_tasks_defaults(struct mcp *m);
 void mcp_tasks_free(struct mcp *m);
 void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,

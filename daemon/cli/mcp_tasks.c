@@ -33,7 +33,6 @@
 #define MCP_TASK_MAX 256
 #define MCP_TASK_MAX_RESULT (1u << 20)
 #define MCP_TASK_POLL_MS 1000
-#define MCP_REPLICA_MAX 64
 #define MCP_RPC_MISSING_CAPABILITY (-32021)
 
 enum task_status { TASK_WORKING, TASK_INPUT, TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED };
@@ -41,10 +40,10 @@ static const char *const status_names[] = {"working", "input_required", "complet
                                            "cancelled"};
 
 struct mcp_task {
-    char id[MCP_REPLICA_MAX + 1 + 33];
-    char *owner;           /* the subject that made the call ("" on stdio) */
-    char *batch;           /* its call's, to cancel it while it runs */
-    struct mcp_reqctx req; /* what its call's messages are addressed to */
+    char id[MCP_REPLICA_MAX + 1 + 33]; /* [replica.]32 hex digits */
+    char *owner;                       /* the subject that made the call ("" on stdio) */
+    char *batch;                       /* its call's, to cancel it while it runs */
+    struct mcp_reqctx req;             /* what its call's messages are addressed to */
     enum task_status status;
     long long born_ms; /* monotonic: the TTL counts from here */
     char created[32], updated[32];
@@ -75,47 +74,6 @@ void mcp_tasks_defaults(struct mcp *m)
         m->max_tasks = MCP_TASK_MAX;
     if (!m->task_max_result)
         m->task_max_result = MCP_TASK_MAX_RESULT;
-}
-
-/* --task-after, --task-ttl, --max-tasks, --task-max-result, --replica-id:
- * 0 when taken, 1 when opt is not one of them, -1 (said) when arg is bad. */
-int mcp_tasks_option(struct mcp *m, int opt, const char *arg)
-{
-    json_int_t v = 0;
-    if (opt == MCP_OPT_REPLICA) {
-        size_t n = strlen(arg);
-        bool ok = n > 0 && n <= MCP_REPLICA_MAX;
-        for (size_t i = 0; ok && i < n; i++)
-            ok = (arg[i] >= 'a' && arg[i] <= 'z') || (arg[i] >= 'A' && arg[i] <= 'Z') ||
-                 (arg[i] >= '0' && arg[i] <= '9') || arg[i] == '-' || arg[i] == '_';
-        if (!ok) {
-            cli_usage_error("mcp", "--replica-id: expected 1 to 64 of A-Z a-z 0-9 - _, not '%s'",
-                            arg);
-            return -1;
-        }
-        m->replica_id = arg;
-        return 0;
-    }
-    if (opt == MCP_OPT_TASK_AFTER && strcmp(arg, "0") == 0) {
-        m->task_after_ms = -1; /* at once */
-        return 0;
-    }
-    if (opt != MCP_OPT_TASK_AFTER && opt != MCP_OPT_TASK_TTL && opt != MCP_OPT_MAX_TASKS &&
-        opt != MCP_OPT_TASK_MAX_RESULT)
-        return 1;
-    if (!cli_parse_positive(arg, &v)) {
-        cli_usage_error("mcp", "expected a positive integer, not '%s'", arg);
-        return -1;
-    }
-    if (opt == MCP_OPT_TASK_AFTER)
-        m->task_after_ms = v;
-    else if (opt == MCP_OPT_TASK_TTL)
-        m->task_ttl_ms = v;
-    else if (opt == MCP_OPT_MAX_TASKS)
-        m->max_tasks = v > 1000000 ? 1000000 : (unsigned)v;
-    else
-        m->task_max_result = (size_t)v;
-    return 0;
 }
 
 static void task_free(struct mcp_task *t)
