@@ -19,6 +19,8 @@
  *                   subscriptions/listen, logs bound to a request
  *   mcp_tasks.c     2026-07-28's tasks extension: a long call as a task
  *                   handle, tasks/get, tasks/update, tasks/cancel
+ *   mcp_tasks_opt.c its options (--task-after, --task-ttl, --max-tasks,
+ *                   --task-max-result, --replica-id), for any transport
  *   mcp_state.c     the calls and listings in flight, requests to the daemon
  *   mcp_write.c     messages to the client through the sink: responses
  *                   (shaped for the request's revision), errors, progress,
