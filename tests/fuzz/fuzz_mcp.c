@@ -6,7 +6,10 @@
  * Input: lines, each a command by its first byte:
  *   C<d><json>  a client message (parsed; a line that is not JSON is
  *               skipped: parse errors are the transport's) on stream d
- *               ('0'..'3'; '0' is stdio's NULL)
+ *               ('0'..'3'; '0' is stdio's NULL); "taskId": "@" is replaced
+ *               by the latest task handle the core gave (handles are
+ *               random); calls of a client with the tasks extension become
+ *               tasks at once, two at most
  *   D<json>     an event from the daemon; "batch": "@" is replaced by the
  *               batch of the latest run request the core sent
  *   G<d>        stream d's reader went away
@@ -32,6 +35,7 @@
 
 static json_t *events; /* queued daemon events */
 static char last_batch[256];
+static char last_task[128];
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -88,6 +92,9 @@ static void check_one(const json_t *msg, const struct mcp_reqctx *req, bool fina
     CHECK(v && strcmp(v, "2.0") == 0, "jsonrpc is not \"2.0\"");
     json_t *method = json_object_get(msg, "method"), *result = json_object_get(msg, "result"),
            *error = json_object_get(msg, "error");
+    const char *task = json_string_value(json_object_get(result, "taskId"));
+    if (task)
+        snprintf(last_task, sizeof(last_task), "%s", task);
     CHECK((method != NULL) + (result != NULL) + (error != NULL) == 1,
           "not exactly one of method, result, error");
     if (method)
@@ -160,9 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cli cli;
     memset(&cli, 0, sizeof(cli));
-    struct mcp m = {.heartbeat_ms = 1};
+    struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2};
     events = json_array();
-    last_batch[0] = '\0';
+    last_batch[0] = last_task[0] = '\0';
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     const char *p = (const char *)data, *end = p + size;
     while (p < end && !m.lost) {
@@ -171,6 +178,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (len >= 2 && p[0] == 'C') {
             json_t *msg = json_loadb(p + 2, len - 2, JSON_DECODE_ANY, NULL);
             struct mcp_origin o = {.stream = stream_of(p[1]), .subject = "fuzz"};
+            json_t *params = json_object_get(msg, "params");
+            const char *tid = json_string_value(json_object_get(params, "taskId"));
+            if (tid && strcmp(tid, "@") == 0)
+                json_object_set_new(params, "taskId", json_string(last_task));
             if (msg && !m.eof)
                 mcp_feed(&m, msg, &o);
             else
@@ -193,7 +204,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else if (!m.eof)
         mcp_end_of_input(&m);
     mcp_core_free(&m);
-    CHECK(!m.calls && !m.listings && !m.subs && !m.routes, "the core kept something");
+    CHECK(!m.calls && !m.listings && !m.subs && !m.routes && !m.tasks && !m.ntasks,
+          "the core kept something");
     json_decref(events);
     return 0;
 }
