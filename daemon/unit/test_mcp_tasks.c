@@ -3,10 +3,9 @@
  * a transport drives it (mcp_int.h), with subjects stdio cannot give: a
  * handle is bound to the subject whose call made it, and any other
  * subject's tasks/get, tasks/update or tasks/cancel finds nothing, exactly
- * as for a handle never issued. The daemon connection is this file's: what
- * the core sends it is recorded, its events are queued here.
+ * as for a handle never issued. The daemon connection is
+ * mcp_fake_daemon.h's.
  */
-#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,53 +13,9 @@
 
 #include <cmocka.h>
 
-#include "mcp_int.h"
+#include "mcp_fake_daemon.h"
 
-static json_t *events, *out;
-static char last_batch[256];
-
-int te_client_recv(te_client *c, json_t **event)
-{
-    (void)c;
-    if (!json_array_size(events))
-        return -ENODATA;
-    *event = json_incref(json_array_get(events, 0));
-    json_array_remove(events, 0);
-    return 0;
-}
-
-bool te_client_pending(const te_client *c)
-{
-    (void)c;
-    return json_array_size(events) > 0;
-}
-
-void cli_err(const char *fmt, ...)
-{
-    (void)fmt;
-}
-
-int cli_send(const struct cli *cli, te_client *c, const json_t *req)
-{
-    (void)cli;
-    (void)c;
-    const char *batch = json_string_value(json_object_get(req, "batch"));
-    const char *op = json_string_value(json_object_get(req, "op"));
-    if (batch && op && strcmp(op, "run") == 0)
-        snprintf(last_batch, sizeof(last_batch), "%s", batch);
-    if (op && strcmp(op, "cancel") == 0)
-        json_array_append_new(events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch", batch,
-                                                "message", "cancelled"));
-    return CLI_EXIT_OK;
-}
-
-int cli_recv_failed(const struct cli *cli, int rc, const char *what)
-{
-    (void)cli;
-    (void)rc;
-    (void)what;
-    return CLI_EXIT_CONNECT;
-}
+static json_t *out;
 
 static void sink_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final)
 {
@@ -80,7 +35,8 @@ static int setup(void **state)
     (void)state;
     memset(&m, 0, sizeof(m));
     m.task_after_ms = -1; /* every call of a client with the extension is a task */
-    events = json_array();
+    fake_cancel_answers = true;
+    fake_events = json_array();
     out = json_array();
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     return 0;
@@ -92,7 +48,7 @@ static int teardown(void **state)
     mcp_end_of_input(&m);
     mcp_daemon_readable(&m);
     mcp_core_free(&m);
-    json_decref(events);
+    json_decref(fake_events);
     json_decref(out);
     return 0;
 }
@@ -166,11 +122,12 @@ static void test_another_subject_finds_nothing(void **state)
     assert_string_equal(status_for("alice", id), "working");
 
     /* the daemon finishes the call: alice sees the result, bob still nothing */
-    json_array_append_new(events,
+    json_array_append_new(fake_events,
                           json_pack("{s:s,s:s,s:{s:s}}", "event", "tool_execution_completed",
                                     "batch", last_batch, "result", "ok", "done"));
-    json_array_append_new(events, json_pack("{s:s,s:s,s:[{s:s}]}", "event", "batch_completed",
-                                            "batch", last_batch, "messages", "content", "done"));
+    json_array_append_new(fake_events,
+                          json_pack("{s:s,s:s,s:[{s:s}]}", "event", "batch_completed", "batch",
+                                    last_batch, "messages", "content", "done"));
     json_array_clear(out);
     mcp_daemon_readable(&m);
     assert_int_equal(json_array_size(out), 0); /* kept in the task, not sent */

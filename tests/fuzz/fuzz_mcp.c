@@ -29,59 +29,12 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "mcp_int.h"
 
 /* ---- the daemon connection, from the input --------------------------- */
 
-static json_t *events; /* queued daemon events */
-static char last_batch[256];
+#include "mcp_fake_daemon.h"
+
 static char last_task[128];
-
-int te_client_recv(te_client *c, json_t **event)
-{
-    (void)c;
-    if (!json_array_size(events))
-        return -ENODATA;
-    *event = json_incref(json_array_get(events, 0));
-    json_array_remove(events, 0);
-    return 0;
-}
-
-int te_client_fd(const te_client *c)
-{
-    (void)c;
-    return -1;
-}
-
-bool te_client_pending(const te_client *c)
-{
-    (void)c;
-    return json_array_size(events) > 0;
-}
-
-void cli_err(const char *fmt, ...)
-{
-    (void)fmt;
-}
-
-int cli_send(const struct cli *cli, te_client *c, const json_t *req)
-{
-    (void)cli;
-    (void)c;
-    const char *batch = json_string_value(json_object_get(req, "batch"));
-    const char *op = json_string_value(json_object_get(req, "op"));
-    if (batch && op && strcmp(op, "run") == 0)
-        snprintf(last_batch, sizeof(last_batch), "%s", batch);
-    return CLI_EXIT_OK;
-}
-
-int cli_recv_failed(const struct cli *cli, int rc, const char *what)
-{
-    (void)cli;
-    (void)rc;
-    (void)what;
-    return CLI_EXIT_CONNECT;
-}
 
 /* ---- the sink ----------------------------------------------------------- */
 
@@ -159,7 +112,7 @@ static void daemon_event(struct mcp *m, const char *text, size_t len)
     const char *b = json_string_value(json_object_get(ev, "batch"));
     if (b && strcmp(b, "@") == 0)
         json_object_set_new(ev, "batch", json_string(last_batch));
-    json_array_append_new(events, ev);
+    json_array_append_new(fake_events, ev);
     mcp_daemon_readable(m);
 }
 
@@ -168,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cli cli;
     memset(&cli, 0, sizeof(cli));
     struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2};
-    events = json_array();
+    fake_events = json_array();
     last_batch[0] = last_task[0] = '\0';
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     const char *p = (const char *)data, *end = p + size;
@@ -206,6 +159,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mcp_core_free(&m);
     CHECK(!m.calls && !m.listings && !m.subs && !m.routes && !m.tasks && !m.ntasks,
           "the core kept something");
-    json_decref(events);
+    json_decref(fake_events);
     return 0;
 }

@@ -13,12 +13,11 @@ besides what harness.py needs."""
 
 import os
 import re
-import tempfile
 import time
 import unittest
 
 from harness import WAIT, assert_token_gone, new_token, wait_token_present, worker_tool
-from test_mcp import McpCase, Session, kill_token
+from test_mcp import McpCase
 
 V = "2026-07-28"
 EXT = "io.modelcontextprotocol/tasks"
@@ -45,20 +44,7 @@ def meta(tasks=True, **caps):
 
 class McpTasks(McpCase):
     TOOLS = TOOLS
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.files = tempfile.mkdtemp(prefix="te-mcp-tasks-", dir=cls.d.tmp)
-        os.chmod(cls.files, 0o1777)  # workers, perhaps another user, wait on files here
-
-    @classmethod
-    def tearDownClass(cls):
-        kill_token(SLOW_TOKEN)
-        super().tearDownClass()
-
-    def session(self, *args):
-        return Session(self, self.d.sock, *args)
+    TOKENS = (SLOW_TOKEN,)
 
     def path(self, name):
         return os.path.join(self.files, "%s-%s" % (self.id().rsplit(".", 1)[-1], name))
