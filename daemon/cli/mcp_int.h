@@ -289,7 +289,8 @@ enum {
     {                                                                                              \
         "replica-id", required_argument, NULL, MCP_OPT_REPLICA                                     \
     }
-int mcp_tasks_option(struct mcp *m, int opt, const char *arg); /* mcp_tasks_opt.c */
+int mcp_tasks_option(struct mcp *m, int opt, const char *arg);    /* mcp_tasks_opt.c */
+void mcp_tasks_settings(struct mcp *dst, const struct mcp *from); /* mcp_tasks_opt.c */
 void mcp_tasks_defaults(struct mcp *m);
 void mcp_tasks_free(struct mcp *m);
 void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,

@@ -47,3 +47,14 @@ int mcp_tasks_option(struct mcp *m, int opt, const char *arg)
         m->task_max_result = (size_t)v;
     return 0;
 }
+
+/* The task settings parsed into from, for another core dst (a transport
+ * running several cores gives each the same). */
+void mcp_tasks_settings(struct mcp *dst, const struct mcp *from)
+{
+    dst->task_after_ms = from->task_after_ms;
+    dst->task_ttl_ms = from->task_ttl_ms;
+    dst->max_tasks = from->max_tasks;
+    dst->task_max_result = from->task_max_result;
+    dst->replica_id = from->replica_id;
+}
