@@ -297,6 +297,7 @@ void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx
                       const json_t *params);
 void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg);
 int mcp_tasks_tick(struct mcp *m);
+void mcp_task_asks(struct mcp *m, struct mcp_call *c);
 bool mcp_on_tasks(struct mcp *m, const struct mcp_reqctx *q, const char *method,
                   const json_t *params);
 

@@ -204,9 +204,18 @@ void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx
 {
     if (!q->modern || !q->tasks)
         return;
+    (void)params; /* a 2025-11-25 client's "task" asks nothing: the server decides */
     c->owner = strdup(q->subject ? q->subject : "");
-    /* a 2025-11-25 client's "task" parameter asks for one at once */
-    if (m->task_after_ms < 0 || json_is_object(json_object_get(params, "task")))
+    if (m->task_after_ms < 0)
+        promote(m, c);
+}
+
+/* Call c's tool asks the user before --task-after: a client that takes
+ * tasks gets one, input_required, and answers with tasks/update. */
+void mcp_task_asks(struct mcp *m, struct mcp_call *c)
+{
+    if (c->req.modern && c->req.tasks && c->req.elicitation && !c->req.task && c->owner &&
+        !c->cancelled)
         promote(m, c);
 }
 

@@ -117,6 +117,10 @@ class McpTasks(McpCase):
         # answered as ever
         r = self.result(self.call(s, "echo", {"x": 1}))
         self.assertNotIn("taskId", r)
+        # a 2025-11-25 client's "task" parameter asks nothing
+        r = self.result(self.ask(s, "tools/call", {"name": "echo", "arguments": {},
+                                                   "task": {"ttl": 1000}}))
+        self.assertNotIn("taskId", r)
         done = self.path("done")
         t = self.task(s, "wait", {"path": done})
         self.assertRegex(t["taskId"], HANDLE)
@@ -159,7 +163,9 @@ class McpTasks(McpCase):
         self.assertEqual(s.finish()[0], 0)
 
     def test_question_answered_by_tasks_update(self):
-        s = self.session("--task-after", "0")
+        # the question comes before --task-after: the call becomes a task
+        # then, rather than an InputRequiredResult
+        s = self.session()
         t = self.task(s, "ask", {"question": "which city?"}, elicitation={})
         g = self.wait_status(s, t["taskId"], "input_required")
         (key, req), = g["inputRequests"].items()
