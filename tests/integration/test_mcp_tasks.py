@@ -113,14 +113,6 @@ class McpTasks(McpCase):
 
     def test_slow_call_becomes_a_task_polled_to_its_result(self):
         s = self.session("--task-after", "100")
-        # quick calls, or calls from a client without the extension, are
-        # answered as ever
-        r = self.result(self.call(s, "echo", {"x": 1}))
-        self.assertNotIn("taskId", r)
-        # a 2025-11-25 client's "task" parameter asks nothing
-        r = self.result(self.ask(s, "tools/call", {"name": "echo", "arguments": {},
-                                                   "task": {"ttl": 1000}}))
-        self.assertNotIn("taskId", r)
         done = self.path("done")
         t = self.task(s, "wait", {"path": done})
         self.assertRegex(t["taskId"], HANDLE)
@@ -136,15 +128,24 @@ class McpTasks(McpCase):
         t = self.result(self.call(s, "fail", {"delay_ms": 400}), "task")
         g = self.wait_status(s, t["taskId"], "completed")
         self.assertTrue(g["result"]["isError"], g)
-        # without the extension the same slow call is synchronous
-        late = self.path("late")
-        rid = self.rid()
-        s.request(rid, "tools/call", {"name": "wait", "arguments": {"path": late},
-                                      "_meta": meta(tasks=False)})
-        s.request("e", "tools/call", {"name": "echo", "arguments": {}, "_meta": meta()})
-        self.result(s.response("e"))  # the wait call has passed --task-after by now: still no task
-        open(late, "w").close()
-        r = self.result(s.response(rid))
+        self.assertEqual(s.finish()[0], 0)
+
+    def test_no_task_unless_the_request_declares_the_extension(self):
+        s = self.session("--task-after", "0")
+        for caps in ({}, {"extensions": {}}, {"extensions": {"io.example/other": {}}}):
+            rid = self.rid()
+            p = {"name": "echo", "arguments": {"n": 1}, "_meta": meta(tasks=False)}
+            p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps
+            s.request(rid, "tools/call", p)
+            r = self.result(s.response(rid))
+            self.assertNotIn("taskId", r)
+            self.assertIn("content", r)
+        self.assertEqual(s.finish()[0], 0)
+        # the server alone decides: a 2025-11-25 client's "task" parameter
+        # asks for nothing
+        s = self.session("--task-after", "600000")
+        r = self.result(self.ask(s, "tools/call", {"name": "echo", "arguments": {},
+                                                   "task": {"ttl": 1000}}))
         self.assertNotIn("taskId", r)
         self.assertEqual(s.finish()[0], 0)
 
