@@ -233,6 +233,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
         {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+        MCP_TASK_OPTIONS,
         {0},
     };
     struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
@@ -257,6 +258,11 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             continue; /* --json: the output is JSON anyway */
         if (opt == 'h')
             return cli_help("mcp");
+        int taken = mcp_tasks_option(&m, opt, optarg);
+        if (taken < 0)
+            return CLI_EXIT_ERROR;
+        if (taken == 0)
+            continue;
         if (http_number(&http, opt, optarg, &bad)) {
             if (bad)
                 return cli_usage_error("mcp", "%s: expected a positive integer, not '%s'", bad,

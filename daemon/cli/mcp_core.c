@@ -70,12 +70,14 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
     m->sink_ctx = sink_ctx;
     m->listings_tail = &m->listings;
     mcp_state_init(m);
+    mcp_tasks_defaults(m);
 }
 
 /* Frees what the session holds; the daemon connection stays the caller's. */
 void mcp_core_free(struct mcp *m)
 {
     mcp_subs_end(m, true, NULL, false);
+    mcp_tasks_free(m);
     while (m->calls)
         mcp_call_remove(m, m->calls);
     struct mcp_listing *l;

@@ -17,6 +17,10 @@
  *                   the retry's answer (requestState signed)
  *   mcp_modern.c    2026-07-28: a request's _meta, server/discover,
  *                   subscriptions/listen, logs bound to a request
+ *   mcp_tasks.c     2026-07-28's tasks extension: a long call as a task
+ *                   handle, tasks/get, tasks/update, tasks/cancel
+ *   mcp_tasks_opt.c its options (--task-after, --task-ttl, --max-tasks,
+ *                   --task-max-result, --replica-id), for any transport
  *   mcp_state.c     the calls and listings in flight, requests to the daemon
  *   mcp_write.c     messages to the client through the sink: responses
  *                   (shaped for the request's revision), errors, progress,
@@ -75,6 +79,8 @@ enum {
 #define MCP_META_LOGLEVEL "io.modelcontextprotocol/logLevel"
 #define MCP_META_SERVERINFO "io.modelcontextprotocol/serverInfo"
 #define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+#define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
+#define MCP_REPLICA_MAX 64 /* characters of --replica-id */
 
 /* Log levels of notifications/message, least severe first. */
 enum mcp_log_level {
@@ -91,15 +97,18 @@ enum mcp_log_level {
  * request is self-contained (its revision and the client's capabilities
  * come in its _meta). */
 struct mcp_reqctx {
-    json_t *id;          /* NULL: a message whose id could not be read */
-    void *stream;        /* the transport's cookie (mcp_origin), NULL on stdio */
-    const char *version; /* the revision its answer is shaped for */
-    bool modern;         /* version is 2026-07-28: results carry resultType and
-                            serverInfo, the client's input comes by MRTR */
-    bool elicitation;    /* the client can be asked (elicitation, form mode) */
-    int log_level;       /* modern: notifications/message from this level on;
-                            MCP_LOG_NONE: none */
-    const char *subject; /* the origin's, while mcp_feed() runs; NULL in a copy */
+    json_t *id;            /* NULL: a message whose id could not be read */
+    void *stream;          /* the transport's cookie (mcp_origin), NULL on stdio */
+    const char *version;   /* the revision its answer is shaped for */
+    bool modern;           /* version is 2026-07-28: results carry resultType and
+                              serverInfo, the client's input comes by MRTR */
+    bool elicitation;      /* the client can be asked (elicitation, form mode) */
+    int log_level;         /* modern: notifications/message from this level on;
+                              MCP_LOG_NONE: none */
+    const char *subject;   /* the origin's, while mcp_feed() runs; NULL in a copy */
+    bool tasks;            /* modern: the client declared the tasks extension */
+    struct mcp_task *task; /* the task this call runs for: its messages are
+                              kept there (mcp_tasks.c), not sent */
 };
 
 /* Where messages go out. send: msg (stolen) to the client; req is the
@@ -134,6 +143,7 @@ struct mcp_call {
     bool reported;                 /* the worker sent progress of its own */
     long long started_ms, sent_ms; /* the call's start; the last notification */
     char *bind;                    /* modern: what its requestState is bound to */
+    char *owner;                   /* may become a task: the subject it is bound to */
     struct mcp_call *next;
 };
 
@@ -190,6 +200,14 @@ struct mcp {
     struct mcp_sub *subs;
     unsigned char state_key[32]; /* signs requestState; new each process */
     bool state_ok;               /* state_key could be drawn */
+    /* the tasks extension (mcp_tasks.c); 0: the default */
+    long long task_after_ms; /* a call running this long becomes a task; <0: at once */
+    long long task_ttl_ms;   /* a task is kept this long from its creation */
+    unsigned max_tasks;      /* tasks kept at most (the oldest finished one goes) */
+    size_t task_max_result;  /* bytes of a task's result at most */
+    const char *replica_id;  /* the handles' prefix; NULL: none */
+    struct mcp_task *tasks;
+    unsigned ntasks;
 };
 
 /* The core's entry points, for a transport (see the top of this file):
@@ -253,6 +271,35 @@ char *mcp_call_bind(const char *subject, const char *name, const json_t *args);
 void mcp_put_input_required(struct mcp *m, struct mcp_call *c, const char *question);
 bool mcp_on_retry(struct mcp *m, const struct mcp_reqctx *q, const json_t *params,
                   const char *bind);
+
+/* mcp_tasks.c: the tasks extension (its options, for a transport's
+ * getopt_long table: MCP_TASK_OPTIONS, handled by mcp_tasks_option()) */
+enum {
+    MCP_OPT_TASK_AFTER = 0x4d00,
+    MCP_OPT_TASK_TTL,
+    MCP_OPT_MAX_TASKS,
+    MCP_OPT_TASK_MAX_RESULT,
+    MCP_OPT_REPLICA,
+};
+#define MCP_TASK_OPTIONS                                                                           \
+    {"task-after", required_argument, NULL, MCP_OPT_TASK_AFTER},                                   \
+        {"task-ttl", required_argument, NULL, MCP_OPT_TASK_TTL},                                   \
+        {"max-tasks", required_argument, NULL, MCP_OPT_MAX_TASKS},                                 \
+        {"task-max-result", required_argument, NULL, MCP_OPT_TASK_MAX_RESULT},                     \
+    {                                                                                              \
+        "replica-id", required_argument, NULL, MCP_OPT_REPLICA                                     \
+    }
+int mcp_tasks_option(struct mcp *m, int opt, const char *arg);    /* mcp_tasks_opt.c */
+void mcp_tasks_settings(struct mcp *dst, const struct mcp *from); /* mcp_tasks_opt.c */
+void mcp_tasks_defaults(struct mcp *m);
+void mcp_tasks_free(struct mcp *m);
+void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,
+                      const json_t *params);
+void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg);
+int mcp_tasks_tick(struct mcp *m);
+void mcp_task_asks(struct mcp *m, struct mcp_call *c);
+bool mcp_on_tasks(struct mcp *m, const struct mcp_reqctx *q, const char *method,
+                  const json_t *params);
 
 /* mcp_events.c: the daemon's events */
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);

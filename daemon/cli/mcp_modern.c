@@ -91,6 +91,7 @@ bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, co
     q->modern = true;
     q->version = MCP_MODERN_VERSION;
     q->elicitation = can_elicit_form(caps);
+    q->tasks = json_is_object(json_object_get(json_object_get(caps, "extensions"), MCP_EXT_TASKS));
     q->log_level = MCP_LOG_NONE;
     json_t *lv = json_object_get(meta, MCP_META_LOGLEVEL);
     if (lv) {
@@ -115,9 +116,10 @@ bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, co
 void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q)
 {
     mcp_put_result(m, q,
-                   json_pack("{s:o,s:{s:{s:b},s:{},s:{}},s:i,s:s}", "supportedVersions",
+                   json_pack("{s:o,s:{s:{s:b},s:{},s:{s:{}}},s:i,s:s}", "supportedVersions",
                              versions_json(), "capabilities", "tools", "listChanged", 1, "logging",
-                             "extensions", "ttlMs", MCP_DISCOVER_TTL_MS, "cacheScope", "public"));
+                             "extensions", MCP_EXT_TASKS, "ttlMs", MCP_DISCOVER_TTL_MS,
+                             "cacheScope", "public"));
 }
 
 /* A tools/list's result: modern, cacheable; private, as which tools a

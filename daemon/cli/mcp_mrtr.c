@@ -163,9 +163,11 @@ static void put_input_required(struct mcp *m, const struct mcp_reqctx *req, cons
 }
 
 /* Call c's tool asks the user: an InputRequiredResult when the client can
- * elicit (it said so in this request), else the question as text. */
+ * elicit (it said so in this request), else the question as text; in a
+ * task when the client takes tasks (mcp_tasks.c). */
 void mcp_put_input_required(struct mcp *m, struct mcp_call *c, const char *question)
 {
+    mcp_task_asks(m, c); /* then what follows goes to its task */
     if (!c->req.elicitation || !m->state_ok || !c->bind) {
         mcp_put_question(m, &c->req, question);
         return;

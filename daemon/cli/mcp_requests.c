@@ -145,6 +145,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     m->calls = c;
     mcp_send_daemon(m, req);
     json_decref(req);
+    mcp_task_started(m, c, q, params);
 }
 
 static void on_cancelled(struct mcp *m, void *stream, const json_t *params)
@@ -192,6 +193,8 @@ static void on_request(struct mcp *m, const struct mcp_reqctx *q, const char *me
         on_tools_list(m, q);
     } else if (strcmp(method, "tools/call") == 0) {
         on_tools_call(m, q, params);
+    } else if (mcp_on_tasks(m, q, method, params)) {
+        /* answered */
     } else {
         char msg[256];
         snprintf(msg, sizeof(msg), "Method not found: %.200s", method);

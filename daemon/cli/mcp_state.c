@@ -41,6 +41,7 @@ static void call_free(struct mcp_call *c)
     json_decref(c->result);
     free(c->batch);
     free(c->bind);
+    free(c->owner);
     free(c);
 }
 

@@ -68,6 +68,10 @@ void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req)
  * to a request of a JSON-RPC batch goes into that batch's array. */
 void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req)
 {
+    if (req && req->task) {
+        mcp_task_capture(m, req->task, msg);
+        return;
+    }
     bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
     json_t *id = response ? json_object_get(msg, "id") : NULL;
     void *stream = req ? req->stream : NULL;
@@ -238,5 +242,8 @@ int mcp_heartbeats(struct mcp *m)
         if (next < 0 || wait < next)
             next = wait;
     }
+    int tasks = mcp_tasks_tick(m);
+    if (tasks >= 0 && (next < 0 || tasks < next))
+        next = tasks;
     return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
 }

@@ -6,7 +6,10 @@
  * Input: lines, each a command by its first byte:
  *   C<d><json>  a client message (parsed; a line that is not JSON is
  *               skipped: parse errors are the transport's) on stream d
- *               ('0'..'3'; '0' is stdio's NULL)
+ *               ('0'..'3'; '0' is stdio's NULL); "taskId": "@" is replaced
+ *               by the latest task handle the core gave (handles are
+ *               random); calls of a client with the tasks extension become
+ *               tasks at once, two at most
  *   D<json>     an event from the daemon; "batch": "@" is replaced by the
  *               batch of the latest run request the core sent
  *   G<d>        stream d's reader went away
@@ -26,58 +29,12 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "mcp_int.h"
 
 /* ---- the daemon connection, from the input --------------------------- */
 
-static json_t *events; /* queued daemon events */
-static char last_batch[256];
+#include "mcp_fake_daemon.h"
 
-int te_client_recv(te_client *c, json_t **event)
-{
-    (void)c;
-    if (!json_array_size(events))
-        return -ENODATA;
-    *event = json_incref(json_array_get(events, 0));
-    json_array_remove(events, 0);
-    return 0;
-}
-
-int te_client_fd(const te_client *c)
-{
-    (void)c;
-    return -1;
-}
-
-bool te_client_pending(const te_client *c)
-{
-    (void)c;
-    return json_array_size(events) > 0;
-}
-
-void cli_err(const char *fmt, ...)
-{
-    (void)fmt;
-}
-
-int cli_send(const struct cli *cli, te_client *c, const json_t *req)
-{
-    (void)cli;
-    (void)c;
-    const char *batch = json_string_value(json_object_get(req, "batch"));
-    const char *op = json_string_value(json_object_get(req, "op"));
-    if (batch && op && strcmp(op, "run") == 0)
-        snprintf(last_batch, sizeof(last_batch), "%s", batch);
-    return CLI_EXIT_OK;
-}
-
-int cli_recv_failed(const struct cli *cli, int rc, const char *what)
-{
-    (void)cli;
-    (void)rc;
-    (void)what;
-    return CLI_EXIT_CONNECT;
-}
+static char last_task[128];
 
 /* ---- the sink ----------------------------------------------------------- */
 
@@ -88,6 +45,9 @@ static void check_one(const json_t *msg, const struct mcp_reqctx *req, bool fina
     CHECK(v && strcmp(v, "2.0") == 0, "jsonrpc is not \"2.0\"");
     json_t *method = json_object_get(msg, "method"), *result = json_object_get(msg, "result"),
            *error = json_object_get(msg, "error");
+    const char *task = json_string_value(json_object_get(result, "taskId"));
+    if (task)
+        snprintf(last_task, sizeof(last_task), "%s", task);
     CHECK((method != NULL) + (result != NULL) + (error != NULL) == 1,
           "not exactly one of method, result, error");
     if (method)
@@ -152,7 +112,7 @@ static void daemon_event(struct mcp *m, const char *text, size_t len)
     const char *b = json_string_value(json_object_get(ev, "batch"));
     if (b && strcmp(b, "@") == 0)
         json_object_set_new(ev, "batch", json_string(last_batch));
-    json_array_append_new(events, ev);
+    json_array_append_new(fake_events, ev);
     mcp_daemon_readable(m);
 }
 
@@ -160,9 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cli cli;
     memset(&cli, 0, sizeof(cli));
-    struct mcp m = {.heartbeat_ms = 1};
-    events = json_array();
-    last_batch[0] = '\0';
+    struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2};
+    fake_events = json_array();
+    last_batch[0] = last_task[0] = '\0';
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     const char *p = (const char *)data, *end = p + size;
     while (p < end && !m.lost) {
@@ -171,6 +131,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (len >= 2 && p[0] == 'C') {
             json_t *msg = json_loadb(p + 2, len - 2, JSON_DECODE_ANY, NULL);
             struct mcp_origin o = {.stream = stream_of(p[1]), .subject = "fuzz"};
+            json_t *params = json_object_get(msg, "params");
+            const char *tid = json_string_value(json_object_get(params, "taskId"));
+            if (tid && strcmp(tid, "@") == 0)
+                json_object_set_new(params, "taskId", json_string(last_task));
             if (msg && !m.eof)
                 mcp_feed(&m, msg, &o);
             else
@@ -193,7 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else if (!m.eof)
         mcp_end_of_input(&m);
     mcp_core_free(&m);
-    CHECK(!m.calls && !m.listings && !m.subs && !m.routes, "the core kept something");
-    json_decref(events);
+    CHECK(!m.calls && !m.listings && !m.subs && !m.routes && !m.tasks && !m.ntasks,
+          "the core kept something");
+    json_decref(fake_events);
     return 0;
 }

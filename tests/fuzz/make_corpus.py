@@ -382,6 +382,10 @@ MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/logLevel": "debug", "progressToken": "p"}
 
 
+TASKS = dict(MODERN, **{"io.modelcontextprotocol/clientCapabilities": {
+    "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+
+
 def mcp_seed(*cmds):
     """fuzz_mcp input: one command a line, C<stream><json> a client message,
     D<json> a daemon event ("batch": "@" the latest run), G<stream>, E, H, L."""
@@ -457,6 +461,22 @@ MCP = {
         ("C3", rpc("M", "subscriptions/listen",
                    {"_meta": MODERN, "notifications": {"toolsListChanged": True}})),
         "L"),
+    "modern-tasks": mcp_seed(
+        ("C1", rpc(1, "tools/call", {"name": "echo", "arguments": {}, "_meta": TASKS})),
+        ("C1", rpc(2, "tasks/get", {"taskId": "@", "_meta": TASKS})),
+        *CALL_EVENTS,
+        ("C1", rpc(3, "tasks/get", {"taskId": "@", "_meta": TASKS})),
+        ("C2", rpc(4, "tools/call", {"name": "ask", "arguments": {"question": "q"},
+                                     "_meta": TASKS})),
+        *ASK_EVENTS,
+        ("C2", rpc(5, "tasks/get", {"taskId": "@", "_meta": TASKS})),
+        ("C2", rpc(6, "tasks/update", {"taskId": "@", "_meta": TASKS, "inputResponses": {
+            "ask_user-1": {"action": "accept", "content": {"answer": "Paris"}}}})),
+        ("C3", rpc(7, "tools/call", {"name": "slow", "arguments": {}, "_meta": TASKS})),
+        ("C3", rpc(8, "tasks/cancel", {"taskId": "@", "_meta": TASKS})),
+        ("D", {"event": "error", "batch": "@", "message": "cancelled"}),
+        ("C3", rpc(9, "tasks/get", {"taskId": "r.x", "_meta": TASKS})),
+        ("C0", rpc(10, "tasks/get", {"taskId": "@", "_meta": MODERN})), "H", "L"),
     "modern-errors": mcp_seed(
         ("C0", rpc(1, "tools/call", {"name": "e", "_meta": dict(
             MODERN, **{"io.modelcontextprotocol/protocolVersion": "1900-01-01"})})),

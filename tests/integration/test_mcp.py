@@ -165,8 +165,11 @@ class Session:
 
 
 class McpCase(unittest.TestCase):
-    """Tests of toolexec mcp against one daemon serving the class's TOOLS."""
+    """Tests of toolexec mcp against one daemon serving the class's TOOLS;
+    cls.files a directory for the workers' files, TOKENS those of workers
+    killed at the end should a test leave one."""
     TOOLS = TOOLS
+    TOKENS = ()
 
     @classmethod
     def setUpClass(cls):
@@ -174,26 +177,21 @@ class McpCase(unittest.TestCase):
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
         cls.d = Daemon(cls.TOOLS)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.stop()
-
-
-class Mcp(McpCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
         cls.files = tempfile.mkdtemp(prefix="te-mcp-", dir=cls.d.tmp)
         os.chmod(cls.files, 0o1777)  # workers, perhaps another user, wait on files here
 
     @classmethod
     def tearDownClass(cls):
-        kill_token(SLOW_TOKEN)
-        super().tearDownClass()
+        for token in cls.TOKENS:
+            kill_token(token)
+        cls.d.stop()
 
     def session(self, *args):
         return Session(self, self.d.sock, *args)
+
+
+class Mcp(McpCase):
+    TOKENS = (SLOW_TOKEN,)
 
     # -- checks ----------------------------------------------------------------
     def assertResult(self, msg, rid):

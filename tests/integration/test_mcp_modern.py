@@ -67,7 +67,7 @@ class McpModern(McpCase):
         self.assertEqual(res["supportedVersions"][0], V)
         self.assertIn("2025-11-25", res["supportedVersions"])
         self.assertEqual(res["capabilities"]["tools"], {"listChanged": True})
-        self.assertEqual(res["capabilities"]["extensions"], {})
+        self.assertEqual(res["capabilities"]["extensions"], {"io.modelcontextprotocol/tasks": {}})
         self.assertIsInstance(res["ttlMs"], int)
         self.assertIn(res["cacheScope"], ("public", "private"))
         # the stdio probe: no _meta at all is answered the same way

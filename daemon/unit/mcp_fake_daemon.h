@@ -1,0 +1,71 @@
+/*
+ * mcp_fake_daemon.h - the daemon connection of the MCP core (daemon/cli/
+ * mcp_int.h) for programs that drive the core without a daemon: the unit
+ * test test_mcp_tasks and the fuzz target fuzz_mcp. Included once, by the
+ * program's one source file: it defines the client functions the core
+ * calls. Events are queued in fake_events; last_batch is the batch of the
+ * latest run request the core sent; with fake_cancel_answers, a cancel
+ * request is answered as the daemon answers it (the batch's error event).
+ */
+#ifndef MCP_FAKE_DAEMON_H
+#define MCP_FAKE_DAEMON_H
+
+#include <errno.h>
+#include <string.h>
+
+#include "mcp_int.h"
+
+static json_t *fake_events; /* queued daemon events */
+static char last_batch[256];
+static bool fake_cancel_answers;
+
+int te_client_recv(te_client *c, json_t **event)
+{
+    (void)c;
+    if (!json_array_size(fake_events))
+        return -ENODATA;
+    *event = json_incref(json_array_get(fake_events, 0));
+    json_array_remove(fake_events, 0);
+    return 0;
+}
+
+int te_client_fd(const te_client *c)
+{
+    (void)c;
+    return -1;
+}
+
+bool te_client_pending(const te_client *c)
+{
+    (void)c;
+    return json_array_size(fake_events) > 0;
+}
+
+void cli_err(const char *fmt, ...)
+{
+    (void)fmt;
+}
+
+int cli_send(const struct cli *cli, te_client *c, const json_t *req)
+{
+    (void)cli;
+    (void)c;
+    const char *batch = json_string_value(json_object_get(req, "batch"));
+    const char *op = json_string_value(json_object_get(req, "op"));
+    if (batch && op && strcmp(op, "run") == 0)
+        snprintf(last_batch, sizeof(last_batch), "%s", batch);
+    if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
+        json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
+                                                     batch, "message", "cancelled"));
+    return CLI_EXIT_OK;
+}
+
+int cli_recv_failed(const struct cli *cli, int rc, const char *what)
+{
+    (void)cli;
+    (void)rc;
+    (void)what;
+    return CLI_EXIT_CONNECT;
+}
+
+#endif
