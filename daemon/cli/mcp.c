@@ -316,7 +316,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             "mcp", "--listen-remote, --allow-origin and --drain-timeout go with --listen");
     http.origins = origins;
     if (http.listen)
-        return mcp_http_serve(cli, &http, m.tool_timeout, m.heartbeat_ms);
+        return mcp_http_serve(cli, &http, &m);
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

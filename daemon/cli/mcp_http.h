@@ -76,8 +76,10 @@ struct mcp_http_opts {
 /* `toolexec mcp --listen`: serve o until SIGTERM or SIGINT (mcp_http_front.c);
  * returns the exit code. */
 struct cli;
-int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long tool_timeout,
-                   long long heartbeat_ms);
+struct mcp;
+/* tmpl: the settings each MCP core of the front starts with (the tool
+ * timeout, the heartbeat, the tasks' options) */
+int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl);
 
 /* Start listening; NULL with a message in err. */
 struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_http_core *core,

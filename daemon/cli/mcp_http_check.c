@@ -96,6 +96,8 @@ static const char *name_field(const char *method)
         return "name";
     if (strcmp(method, "resources/read") == 0)
         return "uri";
+    if (strncmp(method, "tasks/", 6) == 0) /* get, update, cancel */
+        return "taskId";
     return NULL;
 }
 

@@ -40,8 +40,7 @@ struct core {
 struct front {
     struct cli *cli;
     struct mcp_http *h;
-    json_int_t tool_timeout;
-    long long heartbeat_ms;
+    const struct mcp *tmpl; /* what each core starts with */
     struct core *cores;
     struct core *shared;
     unsigned ncores;
@@ -136,8 +135,9 @@ static struct core *core_new(struct front *f, struct mcp_http_session *s)
     }
     c->f = f;
     c->s = s;
-    c->m.tool_timeout = f->tool_timeout;
-    c->m.heartbeat_ms = f->heartbeat_ms;
+    c->m.tool_timeout = f->tmpl->tool_timeout;
+    c->m.heartbeat_ms = f->tmpl->heartbeat_ms;
+    mcp_tasks_settings(&c->m, f->tmpl);
     mcp_core_init(&c->m, f->cli, client, &sink, c);
     c->next = f->cores;
     f->cores = c;
@@ -296,13 +296,9 @@ static int loop(struct front *f, sigset_t *unblocked)
     return CLI_EXIT_OK;
 }
 
-int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long tool_timeout,
-                   long long heartbeat_ms)
+int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl)
 {
-    struct front f = {.cli = cli,
-                      .tool_timeout = tool_timeout,
-                      .heartbeat_ms = heartbeat_ms,
-                      .drain_s = o->drain_s};
+    struct front f = {.cli = cli, .tmpl = tmpl, .drain_s = o->drain_s};
     /* the daemon first: a front that cannot reach it says so at once */
     te_client *probe = cli_connect(cli);
     if (!probe)

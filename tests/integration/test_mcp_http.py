@@ -580,6 +580,36 @@ class McpHttp(McpCase):
                              NEW)
         self.assertEqual(pids_with_token(SLOW_TOKEN), [])
 
+    # -- tasks (io.modelcontextprotocol/tasks) over HTTP ---------------------------
+    def test_task_over_http(self):
+        """The front's cores take the task options (--task-after 0: every
+        call of a client that accepts tasks is one), and tasks/* name their
+        task in Mcp-Name (taskId), checked like a tool's name."""
+        f = self.front("--task-after", "0", "--replica-id", "r1")
+        c = f.conn()
+        ext = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        msg, h = modern(1, "tools/call", {"name": "echo", "arguments": {"y": 2},
+                                          "_meta": {"io.modelcontextprotocol/clientCapabilities": ext}},
+                        name="echo")
+        created = self.json_answer(post(c, msg, h), 1)["result"]
+        self.assertEqual(created["resultType"], "task", created)
+        tid = created["taskId"]
+        self.assertTrue(tid.startswith("r1."), tid)
+        params = {"taskId": tid, "_meta": {"io.modelcontextprotocol/clientCapabilities": ext}}
+        deadline = time.monotonic() + WAIT
+        while True:
+            msg, h = modern(2, "tasks/get", params, name=tid)
+            got = self.json_answer(post(c, msg, h), 2)
+            self.assertIn("result", got, got)
+            if got["result"]["status"] != "working" or time.monotonic() > deadline:
+                break
+        self.assertEqual(got["result"]["status"], "completed", got)
+        # a header naming another task is a mismatch, as for a tool
+        msg, h = modern(3, "tasks/get", params, name="r1." + "0" * 32)
+        resp = post(c, msg, h)
+        self.assertEqual(resp.status, 400)
+        self.assertEqual(json.loads(resp.read())["error"]["code"], -32020)
+
 
 if __name__ == "__main__":
     harness.main()
