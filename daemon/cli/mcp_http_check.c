@@ -46,6 +46,25 @@ static bool header_safe(const char *v)
     return true;
 }
 
+/* RFC 9110 5.5: a field value is taken without the whitespace around it
+ * (libmicrohttpd drops only the leading), so h is b with that around it. */
+static bool field_is(const char *h, const char *b)
+{
+    h += strspn(h, " \t");
+    size_t n = strlen(b);
+    return strncmp(h, b, n) == 0 && h[n + strspn(h + n, " \t")] == '\0';
+}
+
+/* h without the whitespace around it: a string to free (NULL: no memory). */
+static char *field_trimmed(const char *h)
+{
+    h += strspn(h, " \t");
+    size_t n = strlen(h);
+    while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    return strndup(h, n);
+}
+
 /* Mcp-Name's value as the body would have it: "=?base64?B64?=" decoded.
  * Returns a string to free, or NULL when the encoding is broken. */
 static char *decode_name(const char *v)
@@ -114,7 +133,9 @@ static json_t *check_name(struct MHD_Connection *conn, const json_t *msg, const 
     if (!header_safe(hn))
         return mismatch(id, status, "Header mismatch: Mcp-Name has characters a header may not%s%s",
                         "", "");
-    char *name = decode_name(hn);
+    char *trimmed = field_trimmed(hn);
+    char *name = trimmed ? decode_name(trimmed) : NULL;
+    free(trimmed);
     if (!name)
         return mismatch(id, status, "Header mismatch: Mcp-Name '%.100s' is not valid base64%s", hn,
                         "");
@@ -132,10 +153,10 @@ static json_t *check_name(struct MHD_Connection *conn, const json_t *msg, const 
 static const char *known(const char *v)
 {
     for (const char *const *p = legacy_versions; *p; p++)
-        if (strcmp(v, *p) == 0)
+        if (field_is(v, *p))
             return *p;
     for (const char *const *p = modern_versions; *p; p++)
-        if (strcmp(v, *p) == 0)
+        if (field_is(v, *p))
             return *p;
     return NULL;
 }
@@ -160,7 +181,7 @@ json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const cha
                         "Header mismatch: MCP-Protocol-Version has characters a header may "
                         "not%s%s",
                         "", "");
-    if (bv && strcmp(hv, bv) != 0)
+    if (bv && !field_is(hv, bv))
         return mismatch(id, status,
                         "Header mismatch: MCP-Protocol-Version header value '%.40s' does not "
                         "match body value '%.40s'",
@@ -168,12 +189,12 @@ json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const cha
     *version = hv ? known(hv) : NULL;
     if (hv && !*version)
         return unsupported(id, status, hv);
-    *modern = hv && in(hv, modern_versions);
+    *modern = *version && in(*version, modern_versions);
     bool request = method && id;
     if (hm && !header_safe(hm))
         return mismatch(id, status,
                         "Header mismatch: Mcp-Method has characters a header may not%s%s", "", "");
-    if (hm && (!method || strcmp(hm, method) != 0))
+    if (hm && (!method || !field_is(hm, method)))
         return mismatch(id, status,
                         "Header mismatch: Mcp-Method header value '%.100s' does not match body "
                         "value '%.100s'",

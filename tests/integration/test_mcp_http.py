@@ -407,6 +407,14 @@ class McpHttp(McpCase):
             self.assertEqual(resp.status, 400, (h, body))
             self.assertEqual(body["error"]["code"], -32020, (h, body))
             self.assertEqual(body["id"], msg["id"], body)
+        # RFC 9110 5.5: whitespace around a field value is not part of it
+        msg, h = modern(8, "tools/call", {"name": "echo", "arguments": {"x": 1}}, name="  echo  ")
+        h["Mcp-Method"] = " tools/call\t"
+        h["MCP-Protocol-Version"] = NEW + "  "
+        resp = post(c, msg, h)
+        body = json.loads(resp.read())
+        self.assertEqual(resp.status, 200, body)
+        self.assertEqual(body["result"]["structuredContent"], {"x": 1}, body)
         msg, h = modern(7, "tools/list")
         h["MCP-Protocol-Version"] = msg["params"]["_meta"][
             "io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
