@@ -355,6 +355,14 @@ class McpHttp(McpCase):
         resp = post(c, msg, h)
         self.assertEqual(resp.status, 404)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
+        # nor is initialize: under a 2026-07-28 header it is not found, and
+        # begins no session
+        msg, h = modern(5, "initialize", {"protocolVersion": NEW, "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "1"}})
+        resp = post(c, msg, h)
+        self.assertEqual(resp.status, 404)
+        self.assertIsNone(resp.getheader("Mcp-Session-Id"))
+        self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
 
     def test_modern_stream(self):
         f = self.front("--heartbeat", "50")
