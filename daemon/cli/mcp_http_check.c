@@ -201,5 +201,19 @@ json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const cha
                         hm, method ? method : "(none)");
     if (*modern && request && !hm)
         return mismatch(id, status, "Header mismatch: Mcp-Method is missing%s%s", "", "");
+    /* a 2026-07-28 request carries its revision and the client's
+     * capabilities; one that does not is refused here, with 400 as that
+     * revision wants (server/discover too: a probe sends no header) */
+    const json_t *caps = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                         "io.modelcontextprotocol/clientCapabilities");
+    if (*modern && request && (!bv || !json_is_object(caps))) {
+        *status = 400;
+        return mcp_http_rpc_error(id, MCP_HTTP_INVALID_PARAMS,
+                                  !bv ? "Invalid params: _meta.io.modelcontextprotocol/"
+                                        "protocolVersion is required"
+                                      : "Invalid params: _meta.io.modelcontextprotocol/"
+                                        "clientCapabilities is required (an object)",
+                                  NULL);
+    }
     return method ? check_name(conn, msg, method, *modern && request, status) : NULL;
 }
