@@ -17,6 +17,9 @@
  * is refused with 400 and HeaderMismatch (-32020), whatever the revision.
  * From 2026-07-28 on (the header's or the body's revision) the three are
  * also required on a request; before, they did not exist and may be absent.
+ * Whitespace around a value is not part of it (RFC 9110 5.5). A request
+ * under a 2026-07-28 header whose _meta lacks the revision or the client's
+ * capabilities is refused with 400 and InvalidParams (-32602).
  */
 #include <nettle/base64.h>
 #include <stdio.h>
