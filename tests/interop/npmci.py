@@ -37,6 +37,18 @@ def npm_ci(src, work, timeout=NPM_TIMEOUT):
     return True
 
 
+def ready(src, work):
+    """What a run.py of these needs before it starts the daemon: the
+    harness's environment, TOOLEXEC, and node_modules from src's lock.
+    False, with the reason printed: the test exits 77."""
+    import harness  # tests/integration, on the caller's path
+    harness.require_env()
+    if not os.environ.get("TOOLEXEC"):
+        print("SKIP: TOOLEXEC not set (run through meson test)")
+        return False
+    return npm_ci(src, work)
+
+
 class Cleanups:
     """What test_mcp_http.Front wants of a TestCase, outside unittest:
     somewhere to leave its cleanup, run by run()."""

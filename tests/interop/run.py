@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import harness  # noqa: E402
 from harness import Daemon, new_token, worker_tool  # noqa: E402
-from npmci import Cleanups, npm_ci  # noqa: E402
+from npmci import Cleanups, ready  # noqa: E402
 from test_mcp_http import Front  # noqa: E402
 
 SKIP = 77
@@ -118,11 +118,7 @@ export const anthropicResults: ToolResultBlockParam[] = %s;
 
 
 def main():
-    harness.require_env()
-    if not os.environ.get("TOOLEXEC"):
-        print("SKIP: TOOLEXEC not set (run through meson test)")
-        return SKIP
-    if not npm_ci(HERE, WORK):
+    if not ready(HERE, WORK):
         return SKIP
     d = Daemon(TOOLS)
     try:

@@ -31,6 +31,7 @@ to run single scenarios by hand."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,9 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, os.path.join(HERE, "..", "interop"))
 
-import harness  # noqa: E402
 from harness import Daemon  # noqa: E402
-from npmci import Cleanups, npm_ci  # noqa: E402
+from npmci import Cleanups, ready  # noqa: E402
 from test_mcp_http import Front  # noqa: E402
 
 SKIP = 77
@@ -83,7 +83,6 @@ def conformance(url, revision, out):
 
 def clients(d, url):
     """The official clients of package.json, over HTTP and stdio."""
-    import shutil
     shutil.copy(os.path.join(HERE, "clients.mjs"), WORK)
     env = dict(os.environ, TE_MCP_URL=url, TE_SOCKET=d.sock, PATH=os.path.dirname(NODE) + ":" +
                os.environ.get("PATH", ""))
@@ -92,11 +91,7 @@ def clients(d, url):
 
 
 def main():
-    harness.require_env()
-    if not os.environ.get("TOOLEXEC"):
-        print("SKIP: TOOLEXEC not set (run through meson test)")
-        return SKIP
-    if not npm_ci(HERE, WORK):
+    if not ready(HERE, WORK):
         return SKIP
     d = Daemon(fixture_tools())
     fronts = Cleanups()
