@@ -17,6 +17,9 @@
  * is refused with 400 and HeaderMismatch (-32020), whatever the revision.
  * From 2026-07-28 on (the header's or the body's revision) the three are
  * also required on a request; before, they did not exist and may be absent.
+ * Whitespace around a value is not part of it (RFC 9110 5.5). A request
+ * under a 2026-07-28 header whose _meta lacks the revision or the client's
+ * capabilities is refused with 400 and InvalidParams (-32602).
  */
 #include <nettle/base64.h>
 #include <stdio.h>
@@ -44,6 +47,25 @@ static bool header_safe(const char *v)
         if ((*p < 0x20 && *p != '\t') || *p > 0x7e)
             return false;
     return true;
+}
+
+/* RFC 9110 5.5: a field value is taken without the whitespace around it
+ * (libmicrohttpd drops only the leading), so h is b with that around it. */
+static bool field_is(const char *h, const char *b)
+{
+    h += strspn(h, " \t");
+    size_t n = strlen(b);
+    return strncmp(h, b, n) == 0 && h[n + strspn(h + n, " \t")] == '\0';
+}
+
+/* h without the whitespace around it: a string to free (NULL: no memory). */
+static char *field_trimmed(const char *h)
+{
+    h += strspn(h, " \t");
+    size_t n = strlen(h);
+    while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    return strndup(h, n);
 }
 
 /* Mcp-Name's value as the body would have it: "=?base64?B64?=" decoded.
@@ -116,7 +138,9 @@ static json_t *check_name(struct MHD_Connection *conn, const json_t *msg, const 
     if (!header_safe(hn))
         return mismatch(id, status, "Header mismatch: Mcp-Name has characters a header may not%s%s",
                         "", "");
-    char *name = decode_name(hn);
+    char *trimmed = field_trimmed(hn);
+    char *name = trimmed ? decode_name(trimmed) : NULL;
+    free(trimmed);
     if (!name)
         return mismatch(id, status, "Header mismatch: Mcp-Name '%.100s' is not valid base64%s", hn,
                         "");
@@ -134,10 +158,10 @@ static json_t *check_name(struct MHD_Connection *conn, const json_t *msg, const 
 static const char *known(const char *v)
 {
     for (const char *const *p = legacy_versions; *p; p++)
-        if (strcmp(v, *p) == 0)
+        if (field_is(v, *p))
             return *p;
     for (const char *const *p = modern_versions; *p; p++)
-        if (strcmp(v, *p) == 0)
+        if (field_is(v, *p))
             return *p;
     return NULL;
 }
@@ -162,7 +186,7 @@ json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const cha
                         "Header mismatch: MCP-Protocol-Version has characters a header may "
                         "not%s%s",
                         "", "");
-    if (bv && strcmp(hv, bv) != 0)
+    if (bv && !field_is(hv, bv))
         return mismatch(id, status,
                         "Header mismatch: MCP-Protocol-Version header value '%.40s' does not "
                         "match body value '%.40s'",
@@ -170,17 +194,31 @@ json_t *mcp_http_check(struct MHD_Connection *conn, const json_t *msg, const cha
     *version = hv ? known(hv) : NULL;
     if (hv && !*version)
         return unsupported(id, status, hv);
-    *modern = hv && in(hv, modern_versions);
+    *modern = *version && in(*version, modern_versions);
     bool request = method && id;
     if (hm && !header_safe(hm))
         return mismatch(id, status,
                         "Header mismatch: Mcp-Method has characters a header may not%s%s", "", "");
-    if (hm && (!method || strcmp(hm, method) != 0))
+    if (hm && (!method || !field_is(hm, method)))
         return mismatch(id, status,
                         "Header mismatch: Mcp-Method header value '%.100s' does not match body "
                         "value '%.100s'",
                         hm, method ? method : "(none)");
     if (*modern && request && !hm)
         return mismatch(id, status, "Header mismatch: Mcp-Method is missing%s%s", "", "");
+    /* a 2026-07-28 request carries its revision and the client's
+     * capabilities; one that does not is refused here, with 400 as that
+     * revision wants (server/discover too: a probe sends no header) */
+    const json_t *caps = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                         "io.modelcontextprotocol/clientCapabilities");
+    if (*modern && request && (!bv || !json_is_object(caps))) {
+        *status = 400;
+        return mcp_http_rpc_error(id, MCP_HTTP_INVALID_PARAMS,
+                                  !bv ? "Invalid params: _meta.io.modelcontextprotocol/"
+                                        "protocolVersion is required"
+                                      : "Invalid params: _meta.io.modelcontextprotocol/"
+                                        "clientCapabilities is required (an object)",
+                                  NULL);
+    }
     return method ? check_name(conn, msg, method, *modern && request, status) : NULL;
 }

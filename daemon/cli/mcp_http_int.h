@@ -13,6 +13,7 @@
 
 /* MCP's error codes of the HTTP transport (2026-07-28's schema). */
 enum {
+    MCP_HTTP_INVALID_PARAMS = -32602,
     MCP_HTTP_HEADER_MISMATCH = -32020,
     MCP_HTTP_UNSUPPORTED_VERSION = -32022,
     /* ours, below that range: the replica drains (mcp_http_ready.c) */

@@ -290,6 +290,12 @@ static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o)
         on_notification(m, o->stream, method, json_is_object(params) ? params : NULL);
     } else if (params && !json_is_object(params) && !json_is_null(params)) {
         mcp_put_error(m, &q, RPC_INVALID_PARAMS, "Invalid params: expected an object", NULL);
+    } else if (strcmp(method, "initialize") == 0 && q.version &&
+               strcmp(q.version, MCP_MODERN_VERSION) == 0) {
+        /* the transport says 2026-07-28, which has no initialize: not found
+         * (404 over HTTP), so that a client knows to use server/discover */
+        mcp_put_error(m, &q, RPC_METHOD_NOT_FOUND,
+                      "Method not found: initialize (2026-07-28 has none: server/discover)", NULL);
     } else if (strcmp(method, "initialize") != 0 &&
                !mcp_read_meta(m, &q, json_is_object(params) ? params : NULL, method)) {
         /* answered: its _meta is wrong */

@@ -355,6 +355,14 @@ class McpHttp(McpCase):
         resp = post(c, msg, h)
         self.assertEqual(resp.status, 404)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
+        # nor is initialize: under a 2026-07-28 header it is not found, and
+        # begins no session
+        msg, h = modern(5, "initialize", {"protocolVersion": NEW, "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "1"}})
+        resp = post(c, msg, h)
+        self.assertEqual(resp.status, 404)
+        self.assertIsNone(resp.getheader("Mcp-Session-Id"))
+        self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
 
     def test_modern_stream(self):
         f = self.front("--heartbeat", "50")
@@ -407,6 +415,31 @@ class McpHttp(McpCase):
             self.assertEqual(resp.status, 400, (h, body))
             self.assertEqual(body["error"]["code"], -32020, (h, body))
             self.assertEqual(body["id"], msg["id"], body)
+        # under a 2026-07-28 header a request without the _meta that revision
+        # requires is refused with 400 (server/discover too: its header says
+        # which revision it speaks)
+        for rid, method in ((9, "tools/list"), (10, "server/discover")):
+            msg, h = modern(rid, method)
+            for drop in ("io.modelcontextprotocol/protocolVersion",
+                         "io.modelcontextprotocol/clientCapabilities"):
+                bare = json.loads(json.dumps(msg))
+                del bare["params"]["_meta"][drop]
+                resp = post(c, bare, h)
+                body = json.loads(resp.read())
+                self.assertEqual(resp.status, 400, (method, drop, body))
+                self.assertEqual(body["error"]["code"], -32602, body)
+                self.assertIn(drop, body["error"]["message"])
+            resp = post(c, rpc(rid, method), h)  # no _meta at all
+            self.assertEqual(resp.status, 400)
+            self.assertEqual(json.loads(resp.read())["error"]["code"], -32602)
+        # RFC 9110 5.5: whitespace around a field value is not part of it
+        msg, h = modern(8, "tools/call", {"name": "echo", "arguments": {"x": 1}}, name="  echo  ")
+        h["Mcp-Method"] = " tools/call\t"
+        h["MCP-Protocol-Version"] = NEW + "  "
+        resp = post(c, msg, h)
+        body = json.loads(resp.read())
+        self.assertEqual(resp.status, 200, body)
+        self.assertEqual(body["result"]["structuredContent"], {"x": 1}, body)
         msg, h = modern(7, "tools/list")
         h["MCP-Protocol-Version"] = msg["params"]["_meta"][
             "io.modelcontextprotocol/protocolVersion"] = "1999-01-01"

@@ -1,32 +1,37 @@
 // The official MCP TypeScript SDK's client (pinned in package.json) driving
-// `toolexec mcp` over stdio against the real daemon started by run.py:
+// `toolexec mcp` against the real daemon started by run.py, over stdio, or
+// over Streamable HTTP when TE_MCP_URL names a `toolexec mcp --listen`:
 // list, call, error, timeout, cancel (worker confirmed gone), progress,
 // list_changed after a reload, structured content, an unknown tool,
 // ask_user through elicitation.
 // Environment: TOOLEXEC, TE_SOCKET, TE_DAEMON_PID, TE_TOOLS_DIR,
-// TE_TESTWORKER, TE_SLOW_TOKEN, TE_FLAG_DIR. Exit 0 when every check passed.
+// TE_TESTWORKER, TE_SLOW_TOKEN, TE_FLAG_DIR, TE_MCP_URL (optional). Exit 0
+// when every check passed.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
 const env = process.env;
-const transport = new StdioClientTransport({
-  command: env.TOOLEXEC,
-  args: ['--socket', env.TE_SOCKET, 'mcp'],
-  stderr: 'inherit',
-});
+const mode = env.TE_MCP_URL ? 'http' : 'stdio';
+const newTransport = () => env.TE_MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(env.TE_MCP_URL))
+  : new StdioClientTransport({
+    command: env.TOOLEXEC, args: ['--socket', env.TE_SOCKET, 'mcp'], stderr: 'inherit',
+  });
+const transport = newTransport();
 const client = new Client({ name: 'toolexecd-interop', version: '1' }, { capabilities: {} });
 let checks = 0;
 const check = async (what, fn) => {
   try {
     await fn();
     checks++;
-    console.log('ok', what);
+    console.log('ok', mode, what);
   } catch (e) {
-    console.error('FAILED', what, e);
+    console.error('FAILED', mode, what, e);
     process.exitCode = 1;
   }
 };
@@ -128,14 +133,16 @@ await check('cancel: the worker is gone', async () => {
 await check('list_changed after a reload', async () => {
   let changed = false;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed = true; });
-  const def = { name: 'added', description: 'added by the test', command: [env.TE_TESTWORKER, 'echo'] };
-  const file = path.join(env.TE_TOOLS_DIR, 'added.json');
+  // a tool of its own per transport: each run changes the list
+  const name = 'added_' + mode;
+  const def = { name, description: 'added by the test', command: [env.TE_TESTWORKER, 'echo'] };
+  const file = path.join(env.TE_TOOLS_DIR, name + '.json');
   fs.writeFileSync(file, JSON.stringify(def), { mode: 0o644 });
   fs.chmodSync(file, 0o644);
   process.kill(Number(env.TE_DAEMON_PID), 'SIGHUP');
   await until(() => changed, 'notifications/tools/list_changed');
   const after = await client.listTools();
-  assert.ok(after.tools.some((t) => t.name === 'added'));
+  assert.ok(after.tools.some((t) => t.name === name));
 });
 
 await client.close();
@@ -149,9 +156,7 @@ await check('ask_user through elicitation/create', async () => {
     asked = req.params.message;
     return { action: 'accept', content: { answer: 'Paris' } };
   });
-  await c2.connect(new StdioClientTransport({
-    command: env.TOOLEXEC, args: ['--socket', env.TE_SOCKET, 'mcp'], stderr: 'inherit',
-  }));
+  await c2.connect(newTransport());
   const r = await c2.callTool({ name: 'ask', arguments: { question: 'which city?' } });
   assert.equal(asked, 'which city?');
   assert.equal(r.isError, false);
@@ -159,4 +164,4 @@ await check('ask_user through elicitation/create', async () => {
   await c2.close();
 });
 
-console.log(`${checks} checks passed`);
+console.log(`${mode}: ${checks} checks passed`);

@@ -11,7 +11,6 @@ never a pass.
 Environment (tests/interop/meson.build): what tests/integration/harness.py
 needs, and TOOLEXEC; the argument is where node_modules goes."""
 
-import filecmp
 import json
 import os
 import shutil
@@ -24,9 +23,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import harness  # noqa: E402
 from harness import Daemon, new_token, worker_tool  # noqa: E402
+from npmci import Cleanups, ready  # noqa: E402
+from test_mcp_http import Front  # noqa: E402
 
 SKIP = 77
-NPM_TIMEOUT = int(os.environ.get("TE_NPM_TIMEOUT", "180"))
 # where node_modules goes: $TE_INTEROP_NPM_DIR (.ci/run shares one between
 # its build directories), else the argument (meson: the build directory)
 WORK = (os.environ.get("TE_INTEROP_NPM_DIR") or (sys.argv[1] if len(sys.argv) > 1 else None)
@@ -50,39 +50,26 @@ TOOLS = [
 ]
 
 
-def npm_ci():
-    """node_modules in WORK from the pinned lock; False when it cannot be had."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        print("SKIP: node or npm is not installed (apt-get install nodejs npm)")
-        return False
-    os.makedirs(WORK, exist_ok=True)
-    for f in ("package.json", "package-lock.json"):
-        shutil.copy(os.path.join(HERE, f), os.path.join(WORK, f))
-    stamp = os.path.join(WORK, "node_modules", ".te-lock")
-    if os.path.exists(stamp) and filecmp.cmp(stamp, os.path.join(WORK, "package-lock.json"),
-                                             shallow=False):
-        return True  # installed from this very lock before
-    try:
-        p = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund",
-                            "--fetch-retries=1", "--fetch-timeout=20000"],
-                           cwd=WORK, capture_output=True, text=True, timeout=NPM_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        print("SKIP: npm ci took longer than %d s (is the registry reachable?)" % NPM_TIMEOUT)
-        return False
-    if p.returncode != 0:
-        print("SKIP: npm ci failed (is the registry reachable?):\n" + p.stderr[-3000:])
-        return False
-    shutil.copy(os.path.join(WORK, "package-lock.json"), stamp)
-    return True
-
-
-def run_mcp_client(d):
+def run_mcp_client(d, url=None):
+    """mcp_client.mjs over stdio, or over Streamable HTTP at url."""
     shutil.copy(os.path.join(HERE, "mcp_client.mjs"), WORK)
     env = dict(os.environ, TE_SOCKET=d.sock, TE_DAEMON_PID=str(d.proc.pid),
                TE_TOOLS_DIR=d.tools_dir, TE_TESTWORKER=harness.TESTWORKER,
-               TE_SLOW_TOKEN=SLOW_TOKEN, TE_FLAG_DIR=d.shared_dir("flags"))
+               TE_SLOW_TOKEN=SLOW_TOKEN, TE_FLAG_DIR=d.shared_dir("flags-" + ("http" if url else "stdio")))
+    if url:
+        env["TE_MCP_URL"] = url
     p = subprocess.run(["node", "mcp_client.mjs"], cwd=WORK, env=env, timeout=120)
     return p.returncode == 0
+
+
+def run_mcp_client_http(d):
+    """The same client over `toolexec mcp --listen`'s Streamable HTTP."""
+    fronts = Cleanups()
+    try:
+        front = Front(fronts, d.sock)
+        return run_mcp_client(d, "http://127.0.0.1:%d/mcp" % front.port)
+    finally:
+        fronts.run()
 
 
 def results(c, fmt):
@@ -131,15 +118,12 @@ export const anthropicResults: ToolResultBlockParam[] = %s;
 
 
 def main():
-    harness.require_env()
-    if not os.environ.get("TOOLEXEC"):
-        print("SKIP: TOOLEXEC not set (run through meson test)")
-        return SKIP
-    if not npm_ci():
+    if not ready(HERE, WORK):
         return SKIP
     d = Daemon(TOOLS)
     try:
         ok = run_mcp_client(d)
+        ok = run_mcp_client_http(d) and ok
         ok = type_check(d) and ok
     finally:
         for pid in harness.pids_with_token(SLOW_TOKEN):
