@@ -15,6 +15,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
 # toolexec mcp over HTTP checks OAuth access tokens (JWTs) with cjose (daemon/cli/mcp_auth_jwt.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
+# test_mcp_http_auth.py signs the JWTs of its own issuer
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-cryptography"
 
 te_install_deps() {
     missing=""
