@@ -433,11 +433,11 @@ static char *bearer(const cjose_jwk_t *key, const char *alg, const char *kid, co
     return out;
 }
 
-static void test_rotation_and_rate_limit(void **state)
+/* The server started with these keys, and an mcp_auth of its issuer (one
+ * refresh an hour at most). */
+static struct mcp_auth *open_with(cjose_jwk_t **keys, size_t n)
 {
-    (void)state;
-    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_b};
-    srv_set_jwks(first, 1);
+    srv_set_jwks(keys, n);
     srv_start();
     char iss[64], err[512];
     snprintf(iss, sizeof(iss), "http://127.0.0.1:%d", srv.port);
@@ -446,6 +446,14 @@ static void test_rotation_and_rate_limit(void **state)
     struct mcp_auth *a = mcp_auth_open(&cfg, err, sizeof(err));
     if (!a)
         fail_msg("mcp_auth_open: %s", err);
+    return a;
+}
+
+static void test_rotation_and_rate_limit(void **state)
+{
+    (void)state;
+    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_b};
+    struct mcp_auth *a = open_with(first, 1);
     assert_int_equal(srv.jwks_hits, 1);
     struct mcp_auth_result r;
     char *h = bearer(rsa_a, "RS256", "a", "files:read");
@@ -520,15 +528,7 @@ static void test_nowait(void **state)
 {
     (void)state;
     cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_a, rsa_b};
-    srv_set_jwks(first, 1);
-    srv_start();
-    char iss[64], err[512];
-    snprintf(iss, sizeof(iss), "http://127.0.0.1:%d", srv.port);
-    struct mcp_auth_cfg cfg = {
-        .resource = AUD, .issuer = iss, .timeout_ms = 5000, .refresh_min_s = 3600};
-    struct mcp_auth *a = mcp_auth_open(&cfg, err, sizeof(err));
-    if (!a)
-        fail_msg("mcp_auth_open: %s", err);
+    struct mcp_auth *a = open_with(first, 1);
     struct mcp_auth_result r;
     char *ha = bearer(rsa_a, "RS256", "a", NULL), *hb = bearer(rsa_b, "RS256", "b", NULL);
     assert_true(mcp_auth_authenticate_nowait(a, ha, &r)); /* a known kid */
