@@ -21,6 +21,7 @@ import json
 import os
 import re
 import select
+import signal
 import socket
 import subprocess
 import tempfile
@@ -304,6 +305,28 @@ class McpHttpAuth(McpCase):
         self.assertIn('scope="admin"', www)
         self.ok(c, "secret", self.rsa.sign(self.claims(scope="tools.read admin")))
         self.ok(c, "secret", self.static)  # a static token: every scope
+
+    def test_scopes_follow_a_reload(self):
+        """The front's scopes are the daemon's tools' as listed now: a tool
+        not listed yet is refused (its scopes are not known), one added by
+        a reload is judged by its own."""
+        f = self.front()
+        c = f.conn()
+        admin = self.rsa.sign(self.claims(scope="admin"))
+        resp, body = self.call(c, "added", admin)
+        self.assertEqual(resp.status, 403, body)
+        path = self.d.add_tool(worker_tool("added", "echo", scopes=["admin"]))
+
+        def reloaded():
+            os.unlink(path)
+            os.kill(self.d.proc.pid, signal.SIGHUP)
+        self.addCleanup(reloaded)
+        os.kill(self.d.proc.pid, signal.SIGHUP)
+        deadline_wait(lambda: self.call(c, "added", admin)[0].status == 200,
+                      what="the front's scopes after the reload")
+        resp, body = self.call(c, "added", self.rsa.sign(self.claims()))
+        self.assertEqual(resp.status, 403, body)
+        self.assertIn('scope="admin"', resp.getheader("WWW-Authenticate") or "")
 
     def test_token_in_query_refused(self):
         f = self.front()
