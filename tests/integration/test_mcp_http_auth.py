@@ -19,8 +19,10 @@ import http.client
 import http.server
 import json
 import os
+import pwd
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -189,7 +191,10 @@ class McpHttpAuth(McpCase):
     def setUpClass(cls):
         if serialization is None:
             raise unittest.SkipTest("python3-cryptography is not installed (contrib/deps.sh)")
-        super().setUpClass()
+        if cls.NOBODY:
+            cls.nobody_daemon()
+        else:
+            super().setUpClass()
         cls.tmp = tempfile.mkdtemp(prefix="te-mcpauth-", dir=cls.d.tmp)
         cls.rsa = Key(cls.tmp, "RSA", "rsa1")
         cls.ec = Key(cls.tmp, "EC", "ec1")
@@ -200,6 +205,24 @@ class McpHttpAuth(McpCase):
         with open(os.path.join(cls.tokens, "ops"), "w") as f:
             f.write(cls.static + "\n")
         os.chmod(os.path.join(cls.tokens, "ops"), 0o600)
+
+    NOBODY = False
+
+    @classmethod
+    def nobody_daemon(cls):
+        """The daemon as nobody (test_unprivileged.py's way)."""
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            raise unittest.SkipTest("needs root (to drop to nobody) and setpriv")
+        harness.require_env()
+        if not TOOLEXEC:
+            raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
+        nobody = pwd.getpwnam("nobody")
+        d = harness.NobodyDaemon(tools=cls.TOOLS, start=False)
+        d.gid = nobody.pw_gid
+        os.chmod(d.tmp, 0o777)
+        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
+        harness.started(d)
+        cls.d = d
 
     @classmethod
     def tearDownClass(cls):
@@ -484,6 +507,11 @@ class McpHttpAuth(McpCase):
         resp = c.getresponse()
         resp.read()
         self.assertEqual(resp.status, 404)
+
+
+class McpHttpAuthNobody(McpHttpAuth):
+    """The same against an unprivileged daemon."""
+    NOBODY = True
 
 
 if __name__ == "__main__":
