@@ -175,9 +175,10 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
         return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
                            "Invalid Request: one JSON-RPC message, an object, a POST");
     }
-    if (x->auth && mcp_http_auth_scopes(x, msg) != MHD_YES) {
+    enum MHD_Result denied;
+    if (x->auth && !mcp_http_auth_scopes(x, msg, &denied)) {
         json_decref(msg);
-        return MHD_YES; /* 403 queued */
+        return denied; /* 403 queued: nothing of it reaches the core */
     }
     bool modern = false;
     unsigned status = 0;
@@ -362,8 +363,9 @@ static enum MHD_Result authed(struct mcp_http *h, struct mcp_http_x *x, void **r
         return MHD_NO;
     x->state = X_RECEIVING;
     static const char *const verbs[] = {"POST", "GET", "DELETE"};
-    if (mcp_http_auth_verdict(x, verbs[x->verb]) != MHD_YES || !x->auth || x->auth->http_status)
-        return MHD_YES; /* answered */
+    enum MHD_Result denied;
+    if (!mcp_http_auth_verdict(x, verbs[x->verb], &denied))
+        return denied;
     if (x->verb == VERB_GET)
         return on_get(h, x->conn, req_cls, x);
     if (x->verb == VERB_DELETE) {

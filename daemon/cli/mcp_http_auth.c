@@ -241,18 +241,21 @@ static void log_line(const char *verb, const char *what, const struct mcp_auth_r
         cli_err("mcp: %s %s: subject %s", verb, what, r->principal.subject);
 }
 
-enum MHD_Result mcp_http_auth_verdict(struct mcp_http_x *x, const char *verb)
+bool mcp_http_auth_verdict(struct mcp_http_x *x, const char *verb, enum MHD_Result *rc)
 {
-    if (!x->auth)
-        return mcp_http_reply(x->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                              mcp_http_rpc_error(NULL, -32603, "out of memory", NULL), NULL);
+    if (!x->auth) {
+        *rc = mcp_http_reply(x->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                             mcp_http_rpc_error(NULL, -32603, "out of memory", NULL), NULL);
+        return false;
+    }
     if (!x->auth->http_status)
-        return MHD_YES;
+        return true;
     log_line(verb, "/mcp", x->auth);
-    return deny(x->conn, x->auth);
+    *rc = deny(x->conn, x->auth);
+    return false;
 }
 
-enum MHD_Result mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg)
+bool mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg, enum MHD_Result *rc)
 {
     const char *method = json_string_value(json_object_get(msg, "method"));
     const char *tool = NULL;
@@ -273,7 +276,10 @@ enum MHD_Result mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg)
     snprintf(what, sizeof(what), "%s%s%.100s", method ? method : "(a response)", tool ? " " : "",
              tool ? tool : "");
     log_line("POST", what, x->auth);
-    return x->auth->http_status ? deny(x->conn, x->auth) : MHD_YES;
+    if (!x->auth->http_status)
+        return true;
+    *rc = deny(x->conn, x->auth);
+    return false;
 }
 
 /* Before anything else of a request: the metadata document; a token in

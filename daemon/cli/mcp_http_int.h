@@ -122,11 +122,13 @@ void mcp_http_auth_collect(struct mcp_http *h);
  * memory); false: x waits for the thread, suspended in X_AUTH. */
 bool mcp_http_auth_begin(struct mcp_http_x *x);
 void mcp_http_auth_detach(struct mcp_http_x *x);
-/* x's verdict: MHD_YES and nothing queued when it may go on. */
-enum MHD_Result mcp_http_auth_verdict(struct mcp_http_x *x, const char *verb);
+/* x's verdict: true when it may go on (nothing queued); else its answer
+ * (401, or 500 out of memory) is queued, *rc what queueing it returned. */
+bool mcp_http_auth_verdict(struct mcp_http_x *x, const char *verb, enum MHD_Result *rc);
 /* A POST's message against the token's scopes (a tools/call's tool's);
- * logs the request with its subject. MHD_YES: go on. */
-enum MHD_Result mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg);
+ * logs the request with its subject. true: it may go on; else 403 is
+ * queued, *rc what queueing it returned. */
+bool mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg, enum MHD_Result *rc);
 /* The metadata document, a token in the query: *answered when it did. */
 enum MHD_Result mcp_http_auth_early(struct mcp_http *h, struct MHD_Connection *conn,
                                     const char *url, const char *method, bool *answered);
