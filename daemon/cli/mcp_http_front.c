@@ -47,9 +47,13 @@ struct front {
     struct core *cores;
     struct core *shared;
     unsigned ncores;
-    te_client *watch; /* with --resource: the tools' scopes */
-    json_t *tools;    /* name -> its declaration, from the last list */
+    bool auth;                /* --resource: the tools' scopes are watched */
+    te_client *watch;         /* the connection that watches them; NULL: lost */
+    long long watch_retry_ms; /* when to connect it again */
+    json_t *tools;            /* name -> its declaration, from the last list */
 };
+
+#define WATCH_RETRY_MS 2000 /* a lost tools' watch, connected again this often */
 
 static volatile sig_atomic_t stop_signal;
 
@@ -291,6 +295,43 @@ static void reap(struct front *f)
     }
 }
 
+/* Without the list, no tool is known: a tools/call with a JWT is refused
+ * (403) until the daemon is back and has listed them again. */
+static void watch_lost(struct front *f)
+{
+    cli_err("mcp: lost the daemon connection that lists the tools' scopes; tools/call "
+            "refused until it is back");
+    te_client_close(f->watch);
+    f->watch = NULL;
+    json_decref(f->tools);
+    f->tools = json_object();
+    f->watch_retry_ms = mcp_now_ms() + WATCH_RETRY_MS;
+}
+
+/* Connect the watch again when it is time; else lower *timeout to then. */
+static void rewatch(struct front *f, int *timeout)
+{
+    long long now = mcp_now_ms();
+    if (now < f->watch_retry_ms) {
+        long long due = f->watch_retry_ms - now;
+        if (*timeout < 0 || due < *timeout)
+            *timeout = (int)due;
+        return;
+    }
+    json_t *req = tools_request(true);
+    f->watch = req ? cli_connect(f->cli) : NULL;
+    if (f->watch && te_client_send(f->watch, req) < 0) {
+        te_client_close(f->watch);
+        f->watch = NULL;
+    }
+    json_decref(req);
+    if (!f->watch) {
+        f->watch_retry_ms = now + WATCH_RETRY_MS;
+        if (*timeout < 0 || WATCH_RETRY_MS < *timeout)
+            *timeout = WATCH_RETRY_MS;
+    }
+}
+
 static int loop(struct front *f, sigset_t *unblocked)
 {
     size_t max = mcp_http_nfds(f->h);
@@ -309,6 +350,8 @@ static int loop(struct front *f, sigset_t *unblocked)
         }
         int timeout = -1;
         size_t n = 0;
+        if (f->auth && !f->watch)
+            rewatch(f, &timeout);
         if (f->watch) /* first, when there is one */
             fds[n++] = (struct pollfd){.fd = te_client_fd(f->watch), .events = POLLIN};
         for (struct core *c = f->cores; c; c = c->next) {
@@ -328,12 +371,8 @@ static int loop(struct front *f, sigset_t *unblocked)
         }
         /* the cores as polled: none is freed before reap() */
         size_t i = 0;
-        if (f->watch && fds[i++].revents && !watch_readable(f)) {
-            /* without the scopes no tools/call may pass: the front ends */
-            cli_err("mcp: lost the daemon connection that lists the tools' scopes");
-            free(fds);
-            return CLI_EXIT_ERROR;
-        }
+        if (f->watch && fds[i++].revents && !watch_readable(f))
+            watch_lost(f);
         for (struct core *c = f->cores; c && i < n; c = c->next, i++)
             if (fds[i].revents && !c->m.lost)
                 mcp_daemon_readable(&c->m);
@@ -387,6 +426,7 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, long long too
     struct mcp_http_opts ho = *o;
     struct mcp_auth *auth = NULL;
     if (auth_cfg) {
+        f.auth = true;
         int rc = watch_tools(&f);
         if (rc != CLI_EXIT_OK) {
             front_free(&f, NULL);

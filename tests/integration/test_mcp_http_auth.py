@@ -55,6 +55,7 @@ TOOLS = [
     worker_tool("env", "env"),
     worker_tool("frame", "request"),
     worker_tool("net", "connect", network=True),
+    worker_tool("touch", "touch", scopes=["admin"]),  # creates arguments.path
 ]
 
 
@@ -350,6 +351,41 @@ class McpHttpAuth(McpCase):
         resp, body = self.call(c, "added", self.rsa.sign(self.claims()))
         self.assertEqual(resp.status, 403, body)
         self.assertIn('scope="admin"', resp.getheader("WWW-Authenticate") or "")
+
+    def test_refused_call_does_not_run(self):
+        f = self.front()
+        c = f.conn()
+        files = tempfile.mkdtemp(dir=self.d.tmp)
+        os.chmod(files, 0o1777)  # the worker, perhaps nobody, writes here
+        path = os.path.join(files, "ran")
+        resp, body = self.call(c, "touch", self.rsa.sign(self.claims()), {"path": path})
+        self.assertEqual(resp.status, 403, body)
+        resp, body = self.call(c, "touch", "not-a-token", {"path": path})
+        self.assertEqual(resp.status, 401, body)
+        # a call that may run, after: had the refused ones run, they did by now
+        self.ok(c, "touch", self.static, {"path": path + "2"})
+        self.assertTrue(os.path.exists(path + "2"))
+        self.assertFalse(os.path.exists(path))
+
+    def test_daemon_restart(self):
+        """The daemon goes away and comes back: the front stays, refuses
+        tool calls while it cannot know their scopes, then serves again."""
+        f = self.front()
+        tok = self.rsa.sign(self.claims())
+        self.ok(f.conn(), "echo", tok)
+        self.d.kill()
+        self.addCleanup(lambda: self.d.proc.poll() is None or self.d.start())
+        deadline_wait(lambda: "lists the tools' scopes" in f.stderr(),
+                      what="the front noticing the daemon gone")
+        resp, body = self.call(f.conn(), "echo", tok)
+        self.assertEqual(resp.status, 403, body)
+        self.d.start()
+
+        def served():
+            resp, body = self.call(f.conn(), "echo", tok)
+            return resp.status == 200 and not json.loads(body)["result"]["isError"]
+        deadline_wait(served, what="the front serving after the daemon's return")
+        self.assertIsNone(f.proc.poll())
 
     def test_token_in_query_refused(self):
         f = self.front()
