@@ -366,8 +366,10 @@ static enum MHD_Result authed(struct mcp_http *h, struct mcp_http_x *x, void **r
     enum MHD_Result denied;
     if (!mcp_http_auth_verdict(x, verbs[x->verb], &denied))
         return denied;
-    if (x->verb == VERB_GET)
+    if (x->verb == VERB_GET) {
+        cli_err("mcp: GET /mcp: subject %s", x->auth->principal.subject);
         return on_get(h, x->conn, req_cls, x);
+    }
     if (x->verb == VERB_DELETE) {
         cli_err("mcp: DELETE /mcp: subject %s", x->auth->principal.subject);
         return on_delete(h, x->conn, x->auth->principal.subject);
