@@ -19,7 +19,6 @@ import http.client
 import http.server
 import json
 import os
-import pwd
 import re
 import select
 import shutil
@@ -217,13 +216,7 @@ class McpHttpAuth(McpCase):
         harness.require_env()
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        nobody = pwd.getpwnam("nobody")
-        d = harness.NobodyDaemon(tools=cls.TOOLS, start=False)
-        d.gid = nobody.pw_gid
-        os.chmod(d.tmp, 0o777)
-        os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
-        harness.started(d)
-        cls.d = d
+        cls.d = harness.nobody_daemon(cls.TOOLS)
 
     @classmethod
     def tearDownClass(cls):
