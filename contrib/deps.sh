@@ -17,6 +17,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
 # test_spawner_secrets asks the daemon's gnutls for the egress proxy's keys (gdb)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
+# test_mcp_http_auth.py signs the JWTs of its own issuer
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-cryptography"
 
 te_install_deps() {
     missing=""

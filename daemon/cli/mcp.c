@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mcp_auth.h"
 #include "mcp_http.h"
 #include "mcp_int.h"
 
@@ -176,7 +177,27 @@ enum {
     OPT_SESSION_IDLE,
     OPT_KEEPALIVE,
     OPT_DRAIN_TIMEOUT,
+    OPT_RESOURCE,
+    OPT_OAUTH_ISSUER,
+    OPT_OAUTH_CA,
+    OPT_BEARER_TOKENS,
 };
+
+/* --resource and what goes with it: true when opt was one of them. */
+static bool auth_option(struct mcp_auth_cfg *a, int opt, const char *arg)
+{
+    if (opt == OPT_RESOURCE)
+        a->resource = arg;
+    else if (opt == OPT_OAUTH_ISSUER)
+        a->issuer = arg;
+    else if (opt == OPT_OAUTH_CA)
+        a->ca_file = arg;
+    else if (opt == OPT_BEARER_TOKENS)
+        a->tokens_dir = arg;
+    else
+        return false;
+    return true;
+}
 
 /* The --listen options that take a positive number, and where it goes. */
 static bool http_number(struct mcp_http_opts *o, int opt, const char *arg, const char **bad)
@@ -234,6 +255,10 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         MCP_TASK_OPTIONS,
+        {"resource", required_argument, NULL, OPT_RESOURCE},
+        {"oauth-issuer", required_argument, NULL, OPT_OAUTH_ISSUER},
+        {"oauth-ca", required_argument, NULL, OPT_OAUTH_CA},
+        {"bearer-tokens", required_argument, NULL, OPT_BEARER_TOKENS},
         {0},
     };
     struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
@@ -249,6 +274,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         .drain_s = MCP_HTTP_DRAIN_S,
     };
     bool drain_set = false;
+    struct mcp_auth_cfg auth = {0};
     const char *origins[17] = {0};
     size_t norigins = 0;
     const char *bad = NULL;
@@ -269,6 +295,8 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
                                        optarg);
             continue;
         }
+        if (auth_option(&auth, opt, optarg))
+            continue;
         if (opt == OPT_LISTEN) {
             http.listen = optarg;
             continue;
@@ -314,9 +342,18 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     if (!http.listen && (http.allow_remote || norigins || drain_set))
         return cli_usage_error(
             "mcp", "--listen-remote, --allow-origin and --drain-timeout go with --listen");
+    bool authn = auth.resource || auth.issuer || auth.ca_file || auth.tokens_dir;
+    if (!http.listen && authn)
+        return cli_usage_error(
+            "mcp", "--resource, --oauth-issuer, --oauth-ca and --bearer-tokens go with --listen");
+    if (authn && !auth.resource)
+        return cli_usage_error("mcp", "--oauth-issuer, --oauth-ca and --bearer-tokens need "
+                                      "--resource (this server's URL, which tokens must name)");
+    if (auth.ca_file && !auth.issuer)
+        return cli_usage_error("mcp", "--oauth-ca goes with --oauth-issuer");
     http.origins = origins;
     if (http.listen)
-        return mcp_http_serve(cli, &http, &m);
+        return mcp_http_serve(cli, &http, &m, auth.resource ? &auth : NULL);
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

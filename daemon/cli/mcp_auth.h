@@ -48,7 +48,8 @@
  * calling thread, bounded by cfg.timeout_ms, at most once per
  * cfg.refresh_min_s (other threads meanwhile use the keys they have).
  * Call it from a request handler's thread, not from a loop that must not
- * stall.
+ * stall; a loop calls mcp_auth_authenticate_nowait() and hands a token it
+ * cannot judge yet to a thread.
  */
 #ifndef MCP_AUTH_H
 #define MCP_AUTH_H
@@ -233,6 +234,14 @@ void mcp_auth_result_free(struct mcp_auth_result *r);
  * there are some. A static token is tried first, then a JWT. */
 void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization,
                            struct mcp_auth_result *r);
+/* The same without waiting for the issuer: false when the token needs
+ * the JWKS fetched first (its "kid" is unknown, or the keys are old, and
+ * a refresh is due or under way); r is then empty, and the caller asks
+ * mcp_auth_authenticate() from a thread that may wait. A token whose
+ * refresh the rate limit refuses is judged at once, on the keys in hand.
+ * What a poll loop calls. */
+bool mcp_auth_authenticate_nowait(struct mcp_auth *a, const char *authorization,
+                                  struct mcp_auth_result *r);
 /* After a successful authenticate: may its principal call a tool with
  * these scopes (mcp_auth_tool_scopes)? No: r becomes 403
  * error="insufficient_scope" scope="<the tool's scopes>". */

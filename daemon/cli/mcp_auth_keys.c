@@ -361,7 +361,18 @@ static bool static_token(const struct mcp_auth *a, const char *tok, size_t len,
     return p->subject != NULL;
 }
 
-void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct mcp_auth_result *r)
+/* Would refresh() fetch now (or is one under way)? The caller holds mu. */
+static bool refresh_due(const struct mcp_auth *a, long long now)
+{
+    return a->refreshing || a->tried_at < 0 || a->refresh_min_s < 0 ||
+           now - a->tried_at >= a->refresh_min_s;
+}
+
+/* false: nowait, and the token needs the JWKS fetched (r untouched but
+ * zeroed); the caller asks again with nowait false, from a thread that
+ * may wait for the issuer. */
+static bool authenticate(struct mcp_auth *a, const char *authorization, struct mcp_auth_result *r,
+                         bool nowait)
 {
     memset(r, 0, sizeof(*r));
     const char *tok;
@@ -369,19 +380,19 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct
     if (!authorization || strncasecmp(authorization, "Bearer", 6) != 0) {
         snprintf(r->error_description, sizeof(r->error_description), "no bearer token");
         deny(a, r, 401, NULL, NULL);
-        return;
+        return true;
     }
     if (!mcp_auth_bearer(authorization, &tok, &len) || len > MCP_AUTH_MAX_TOKEN) {
         snprintf(r->error_description, sizeof(r->error_description), "a malformed bearer token");
         deny(a, r, 401, "invalid_token", NULL);
-        return;
+        return true;
     }
     if (static_token(a, tok, len, &r->principal))
-        return;
+        return true;
     snprintf(r->error_description, sizeof(r->error_description), "the token is not valid");
     if (!a->issuer) {
         deny(a, r, 401, "invalid_token", NULL);
-        return;
+        return true;
     }
     struct mcp_auth_expect e = {.issuer = a->issuer,
                                 .resource = a->resource,
@@ -393,9 +404,22 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct
     unsigned gen;
     struct held *h = held_take(a, &age, &gen);
     if (age >= a->max_age_s) {
-        held_drop(a, h);
-        refresh(a);
-        h = held_take(a, &age, &gen);
+        pthread_mutex_lock(&a->mu);
+        bool due = refresh_due(a, mono_s());
+        pthread_mutex_unlock(&a->mu);
+        /* old keys are still the issuer's most likely: without waiting,
+         * only a refresh that would run now (not a limited one) is waited
+         * for */
+        if (nowait && due) {
+            held_drop(a, h);
+            memset(r, 0, sizeof(*r));
+            return false;
+        }
+        if (!nowait) {
+            held_drop(a, h);
+            refresh(a);
+            h = held_take(a, &age, &gen);
+        }
     }
     pthread_mutex_lock(&a->mu);
     bool hit = mcp_auth_cache_get(a->cache, digest, gen, &e, &r->principal);
@@ -403,25 +427,48 @@ void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct
     pthread_mutex_unlock(&a->mu);
     if (hit) {
         held_drop(a, h);
-        return;
+        return true;
     }
     char *why = r->error_description;
     size_t wl = sizeof(r->error_description);
     enum mcp_auth_verdict v = mcp_auth_verify_jwt(h->keys, tok, len, &e, &r->principal, why, wl);
     if (v == MCP_AUTH_UNKNOWN_KID) {
         held_drop(a, h);
-        refresh(a);
+        if (nowait) {
+            pthread_mutex_lock(&a->mu);
+            bool due = refresh_due(a, mono_s());
+            if (!due)
+                a->limited++; /* what refresh() would have counted */
+            pthread_mutex_unlock(&a->mu);
+            if (due) {
+                memset(r, 0, sizeof(*r));
+                return false;
+            }
+        } else
+            refresh(a);
         h = held_take(a, &age, &gen);
         v = mcp_auth_verify_jwt(h->keys, tok, len, &e, &r->principal, why, wl);
     }
     held_drop(a, h);
     if (v != MCP_AUTH_VALID) {
         deny(a, r, 401, "invalid_token", NULL);
-        return;
+        return true;
     }
     pthread_mutex_lock(&a->mu);
     mcp_auth_cache_put(a->cache, digest, gen, &r->principal);
     pthread_mutex_unlock(&a->mu);
+    return true;
+}
+
+void mcp_auth_authenticate(struct mcp_auth *a, const char *authorization, struct mcp_auth_result *r)
+{
+    authenticate(a, authorization, r, false);
+}
+
+bool mcp_auth_authenticate_nowait(struct mcp_auth *a, const char *authorization,
+                                  struct mcp_auth_result *r)
+{
+    return authenticate(a, authorization, r, true);
 }
 
 void mcp_auth_authorize(const struct mcp_auth *a, const json_t *scopes, struct mcp_auth_result *r)

@@ -21,8 +21,10 @@
  * rebinding: present and not allowed, 403), the body's size (413) and
  * the headers' (431, libmicrohttpd's own answer once they overflow the
  * connection's memory), the Content-Type, the JSON, the headers against
- * the body (mcp_http_check.c). The listener stays on loopback unless
- * --listen-remote says otherwise: nothing authenticates a client yet.
+ * the body (mcp_http_check.c). With --resource, a bearer token before
+ * any of them reaches the core (mcp_http_auth.c). Without it the listener
+ * stays on loopback unless --listen-remote says otherwise: nothing
+ * authenticates a client then.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -135,6 +137,11 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
         return reply_error(conn, MHD_HTTP_BAD_REQUEST, -32600,
                            "Invalid Request: one JSON-RPC message, an object, a POST");
     }
+    enum MHD_Result denied;
+    if (x->auth && !mcp_http_auth_scopes(x, msg, &denied)) {
+        json_decref(msg);
+        return denied; /* 403 queued: nothing of it reaches the core */
+    }
     bool modern = false;
     unsigned status = 0;
     const char *version = NULL;
@@ -180,13 +187,25 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
             return rc;
         }
     }
+    if (s && x->auth) {
+        /* a session is its minter's: another's token does not find it */
+        if (!s->subject && x->initialize)
+            s->subject = strdup(x->auth->principal.subject);
+        if (!s->subject || strcmp(s->subject, x->auth->principal.subject) != 0) {
+            json_decref(msg);
+            if (x->initialize)
+                mcp_http_session_end(s);
+            return reply_error(conn, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+        }
+    }
     if (s) {
         x->session = s;
         s->busy++;
         s->used_ms = mcp_http_now_ms();
     }
+    const char *subject = x->auth ? x->auth->principal.subject : NULL;
     if (!request) {
-        h->core->message(h->ctx, s, NULL, msg, version);
+        h->core->message(h->ctx, s, NULL, msg, version, subject);
         x->state = X_ANSWERED;
         return mcp_http_reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL);
     }
@@ -196,7 +215,7 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
     x->state = X_WAITING;
     x->core_holds = true;
     x->quiet_since_ms = mcp_http_now_ms();
-    h->core->message(h->ctx, s, x, msg, version);
+    h->core->message(h->ctx, s, x, msg, version, subject);
     if (x->state == X_JSON)
         return resumed(x);
     if (x->state == X_SSE)
@@ -207,24 +226,33 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
 /* The session a GET or DELETE names: none is 405 (2026-07-28 has no
  * session, and nothing for them to do without one). *s NULL: answered. */
 static enum MHD_Result session_of(struct mcp_http *h, struct MHD_Connection *conn,
-                                  struct mcp_http_session **s)
+                                  const char *subject, struct mcp_http_session **s)
 {
     *s = NULL;
     if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id"))
         return reply_405(conn, "GET and DELETE need a session (Mcp-Session-Id); POST a request");
-    return mcp_http_session_find(h, conn, s);
+    enum MHD_Result rc = mcp_http_session_find(h, conn, s);
+    if (*s && subject && (!(*s)->subject || strcmp((*s)->subject, subject) != 0)) {
+        *s = NULL; /* a session is its minter's */
+        return reply_error(conn, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+    }
+    return rc;
 }
 
-static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, void **req_cls)
+/* x: the exchange made for the request while its token was judged; NULL:
+ * none yet */
+static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, void **req_cls,
+                              struct mcp_http_x *x)
 {
     struct mcp_http_session *s;
-    enum MHD_Result rc = session_of(h, conn, &s);
+    enum MHD_Result rc = session_of(h, conn, x ? x->auth->principal.subject : NULL, &s);
     if (!s)
         return rc;
     if (s->stream)
         return reply_error(conn, MHD_HTTP_CONFLICT, -32600,
                            "the session's stream is open on another connection");
-    struct mcp_http_x *x = mcp_http_x_new(h, conn);
+    if (!x)
+        x = mcp_http_x_new(h, conn);
     if (!x)
         return MHD_NO;
     *req_cls = x;
@@ -237,10 +265,11 @@ static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, v
     return mcp_http_x_open_stream(x);
 }
 
-static enum MHD_Result on_delete(struct mcp_http *h, struct MHD_Connection *conn)
+static enum MHD_Result on_delete(struct mcp_http *h, struct MHD_Connection *conn,
+                                 const char *subject)
 {
     struct mcp_http_session *s;
-    enum MHD_Result rc = session_of(h, conn, &s);
+    enum MHD_Result rc = session_of(h, conn, subject, &s);
     if (!s)
         return rc;
     mcp_http_session_end(s);
@@ -252,20 +281,38 @@ static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *con
                                   const char *method, void **req_cls)
 {
     enum MHD_Result rc;
+    /* a load balancer's probes carry no token */
     if (mcp_http_ready_route(h, conn, url, method, &rc))
         return rc;
+    if (h->o.auth) {
+        bool answered;
+        rc = mcp_http_auth_early(h, conn, url, method, &answered);
+        if (answered)
+            return rc;
+    }
     if (strcmp(url, "/mcp") != 0)
         return reply_error(conn, MHD_HTTP_NOT_FOUND, -32600, "not found: MCP is served at /mcp");
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
     if (origin && !origin_allowed(h, origin))
         return reply_error(conn, MHD_HTTP_FORBIDDEN, -32600,
                            "Forbidden: this Origin may not reach the server (--allow-origin)");
-    if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
-        return on_get(h, conn, req_cls);
-    if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
-        return on_delete(h, conn);
-    if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+    bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
+    bool del = strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
+    if (!get && !del && strcmp(method, MHD_HTTP_METHOD_POST) != 0)
         return reply_405(conn, "MCP takes POST (and GET, DELETE of a session)");
+    if (h->o.auth && (get || del)) {
+        /* judged once the (empty) body is in: on_request's last call */
+        struct mcp_http_x *x = mcp_http_x_new(h, conn);
+        if (!x)
+            return MHD_NO;
+        x->verb = get ? VERB_GET : VERB_DELETE;
+        *req_cls = x;
+        return MHD_YES;
+    }
+    if (get)
+        return on_get(h, conn, req_cls, NULL);
+    if (del)
+        return on_delete(h, conn, NULL);
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->o.body_max) {
@@ -280,6 +327,27 @@ static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *con
     return MHD_YES;
 }
 
+/* x's token judged (at once, or by the thread, which resumed it). */
+static enum MHD_Result authed(struct mcp_http *h, struct mcp_http_x *x, void **req_cls)
+{
+    if (x->aborted)
+        return MHD_NO;
+    x->state = X_RECEIVING;
+    static const char *const verbs[] = {"POST", "GET", "DELETE"};
+    enum MHD_Result denied;
+    if (!mcp_http_auth_verdict(x, verbs[x->verb], &denied))
+        return denied;
+    if (x->verb == VERB_GET) {
+        cli_err("mcp: GET /mcp: subject %s", x->auth->principal.subject);
+        return on_get(h, x->conn, req_cls, x);
+    }
+    if (x->verb == VERB_DELETE) {
+        cli_err("mcp: DELETE /mcp: subject %s", x->auth->principal.subject);
+        return on_delete(h, x->conn, x->auth->principal.subject);
+    }
+    return on_post(h, x);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **req_cls)
@@ -289,6 +357,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct mcp_http_x *x = *req_cls;
     if (!x)
         return on_headers(h, conn, url, method, req_cls);
+    if (x->state == X_AUTH)
+        return authed(h, x, req_cls);
     if (x->state != X_RECEIVING)
         return resumed(x);
     if (*upload_size) {
@@ -308,7 +378,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         x->body_len += n;
         return MHD_YES;
     }
-    return on_post(h, x);
+    if (h->o.auth && !mcp_http_auth_begin(x))
+        return MHD_YES; /* suspended until the thread has judged the token */
+    return h->o.auth ? authed(h, x, req_cls) : on_post(h, x);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -378,10 +450,11 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
         snprintf(err, errlen, "--listen %s: %s", s, gai_strerror(rc));
         return -1;
     }
-    if (!is_loopback(ai->ai_addr) && !h->o.allow_remote) {
+    if (!is_loopback(ai->ai_addr) && !h->o.allow_remote && !h->o.auth) {
         snprintf(err, errlen,
-                 "--listen %s: not a loopback address, and nothing authenticates a client yet; "
-                 "--listen-remote serves it anyway, to anyone who can reach it",
+                 "--listen %s: not a loopback address, and nothing authenticates a client "
+                 "(--resource with --oauth-issuer or --bearer-tokens does); --listen-remote "
+                 "serves it anyway, to anyone who can reach it",
                  s);
         freeaddrinfo(ai);
         return -1;
@@ -489,6 +562,12 @@ struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_
         return NULL;
     }
     h->epoll_fd = ep->epoll_fd;
+    if (mcp_http_auth_start(h, err, errlen) < 0) {
+        MHD_stop_daemon(h->mhd);
+        close(fd);
+        free(h);
+        return NULL;
+    }
     return h;
 }
 
@@ -499,7 +578,7 @@ const char *mcp_http_where(const struct mcp_http *h)
 
 size_t mcp_http_nfds(const struct mcp_http *h)
 {
-    return 2 + h->o.conn_max;
+    return 3 + h->o.conn_max;
 }
 
 static void lower(int *timeout_ms, long long ms)
@@ -517,6 +596,7 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
     size_t n = 0, max = mcp_http_nfds(h);
     fds[n++] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = mcp_http_auth_fd(h), .events = POLLIN}; /* -1: ignored */
     /* A suspended connection is not MHD's to watch: its client closing it
      * (POLLRDHUP) is how a call is cancelled. */
     for (struct mcp_http_x *x = h->xs; x && n < max; x = x->next)
@@ -543,7 +623,9 @@ void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n)
 {
     if (n > 1 && fds[1].revents)
         accept_all(h);
-    for (size_t i = 2; i < n; i++) {
+    if (n > 2 && fds[2].revents)
+        mcp_http_auth_collect(h);
+    for (size_t i = 3; i < n; i++) {
         if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
             continue;
         for (struct mcp_http_x *x = h->xs; x; x = x->next)
@@ -571,6 +653,7 @@ void mcp_http_stop(struct mcp_http *h)
     for (struct mcp_http_x *x = h->xs; x; x = x->next)
         if (x->suspended)
             mcp_http_x_abort(x);
+    mcp_http_auth_stop(h);   /* the exchanges it waits on are gone below */
     MHD_stop_daemon(h->mhd); /* completes every request: on_completed */
     close(h->listen_fd);
     while (h->xs) {

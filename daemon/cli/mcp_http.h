@@ -17,6 +17,8 @@
  *                       a load balancer; the drain after SIGTERM
  *   mcp_http_reply.c    the leaves they all answer with: the clock, a
  *                       JSON-RPC error, a queued response
+ *   mcp_http_auth.c     with --resource: an OAuth 2.1 resource server
+ *                       (mcp_auth.h), tokens judged off the poll loop
  *
  * Upward to the MCP core only through struct mcp_http_core (below).
  */
@@ -38,16 +40,22 @@ struct mcp_http_core {
      * x through mcp_http_send(); x stays valid until mcp_http_release(x).
      * A notification or a response has x NULL (answered 202 already).
      * s: its session; NULL for a revision without sessions. version: its
-     * MCP-Protocol-Version header (a revision we speak), NULL: none. */
+     * MCP-Protocol-Version header (a revision we speak), NULL: none.
+     * subject: who its bearer token names (o.auth), NULL: none. */
     void (*message)(void *ctx, struct mcp_http_session *s, struct mcp_http_x *x, json_t *msg,
-                    const char *version);
+                    const char *version, const char *subject);
     /* The client closed x's stream before its response: the request is
      * cancelled; whatever is sent to x from now on is dropped. */
     void (*closed)(void *ctx, struct mcp_http_x *x);
     /* Session s ended (DELETE, idle expiry, shutdown): what runs in it is
      * cancelled, its state freed. */
     void (*session_end)(void *ctx, struct mcp_http_session *s);
+    /* With o.auth: the scopes a tool's declaration names (its tools/list
+     * "_meta"), NULL for none; *known false when no tool has that name. */
+    const json_t *(*tool_scopes)(void *ctx, const char *tool, bool *known);
 };
+
+struct mcp_auth;
 
 struct mcp_http_opts {
     const char *listen;         /* HOST:PORT */
@@ -61,6 +69,7 @@ struct mcp_http_opts {
     unsigned session_idle_s;    /* a session unused this long ends */
     unsigned keepalive_ms;      /* an SSE comment when a stream was quiet this long */
     unsigned drain_s;           /* SIGTERM: calls running may finish this long; 0: exit */
+    struct mcp_auth *auth;      /* --resource: bearer tokens needed; NULL: none */
 };
 
 /* Defaults of the options above. */
@@ -74,12 +83,15 @@ struct mcp_http_opts {
 #define MCP_HTTP_DRAIN_S 30u
 
 /* `toolexec mcp --listen`: serve o until SIGTERM or SIGINT (mcp_http_front.c);
- * returns the exit code. */
+ * returns the exit code. auth: --resource's configuration (its scopes
+ * are the tools'), NULL: none. */
 struct cli;
 struct mcp;
+struct mcp_auth_cfg;
 /* tmpl: the settings each MCP core of the front starts with (the tool
  * timeout, the heartbeat, the tasks' options) */
-int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl);
+int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl,
+                   const struct mcp_auth_cfg *auth);
 
 /* Start listening; NULL with a message in err. */
 struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_http_core *core,

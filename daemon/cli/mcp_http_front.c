@@ -12,6 +12,13 @@
  * stream; an exchange whose client went away is the core's
  * mcp_stream_gone(), which cancels its call: the daemon kills the worker.
  *
+ * With --resource the front is an OAuth resource server (mcp_http_auth.c):
+ * each request's subject goes to the core, which runs its calls for that
+ * subject, and a tools/call needs one of its tool's scopes. The tools'
+ * scopes come from a connection of the front's own that watches the
+ * daemon's tools (format "mcp", whose "_meta" carries them): listed at
+ * start, listed again when the daemon says they changed.
+ *
  * SIGTERM drains the front (mcp_http_ready.c): /ready says 503 so that a
  * load balancer moves away, new calls are refused, and the calls running
  * may finish for --drain-timeout seconds; those still running then are
@@ -26,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mcp_auth.h"
 #include "mcp_http.h"
 #include "mcp_int.h"
 
@@ -46,10 +54,15 @@ struct front {
     unsigned ncores;
     struct mcp_http_ready *ready;
     unsigned drain_s;
-    long long drain_end_ms; /* 0: not draining */
-    bool drain_failed;      /* the calls left at drain_end_ms were failed */
+    long long drain_end_ms;   /* 0: not draining */
+    bool drain_failed;        /* the calls left at drain_end_ms were failed */
+    bool auth;                /* --resource: the tools' scopes are watched */
+    te_client *watch;         /* the connection that watches them; NULL: lost */
+    long long watch_retry_ms; /* when to connect it again */
+    json_t *tools;            /* name -> its declaration, from the last list */
 };
 
+#define WATCH_RETRY_MS 2000 /* a lost tools' watch, connected again this often */
 #define DRAIN_FLUSH_MS 2000 /* the failed calls' answers this long to go out */
 
 static volatile sig_atomic_t stop_signal, nterms;
@@ -165,7 +178,7 @@ static void core_free(struct front *f, struct core *c)
 /* The transport's ops */
 
 static void on_message(void *ctx, struct mcp_http_session *s, struct mcp_http_x *x, json_t *msg,
-                       const char *version)
+                       const char *version, const char *subject)
 {
     struct front *f = ctx;
     struct core *c = s ? mcp_http_session_data(s) : f->shared;
@@ -197,7 +210,7 @@ static void on_message(void *ctx, struct mcp_http_session *s, struct mcp_http_x 
             mcp_stream_gone(&c->m, target);
         return;
     }
-    struct mcp_origin o = {.stream = x, .version = version};
+    struct mcp_origin o = {.stream = x, .version = version, .subject = subject};
     mcp_feed(&c->m, msg, &o);
 }
 
@@ -222,11 +235,92 @@ static void on_session_end(void *ctx, struct mcp_http_session *s)
     mcp_end_of_input(&c->m);
 }
 
+static const json_t *tool_scopes(void *ctx, const char *tool, bool *known)
+{
+    struct front *f = ctx;
+    const json_t *decl = json_object_get(f->tools, tool);
+    *known = decl != NULL;
+    return mcp_auth_tool_scopes(decl);
+}
+
 static const struct mcp_http_core ops = {
     .message = on_message,
     .closed = on_closed,
     .session_end = on_session_end,
+    .tool_scopes = tool_scopes,
 };
+
+/* The daemon's list (a "tools" event), as the catalog. */
+static void take_tools(struct front *f, const json_t *ev)
+{
+    json_t *cat = json_object();
+    size_t i;
+    const json_t *t;
+    json_array_foreach(json_object_get(ev, "tools"), i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (name && cat)
+            json_object_set(cat, name, (json_t *)t);
+    }
+    if (cat) {
+        json_decref(f->tools);
+        f->tools = cat;
+    }
+}
+
+static json_t *tools_request(bool watch)
+{
+    return watch ? json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1)
+                 : json_pack("{s:s,s:s}", "op", "tools", "format", "mcp");
+}
+
+/* At start: the list, and its watch; blocks for the daemon's answer.
+ * -1: the daemon refused or went away. */
+static int watch_tools(struct front *f)
+{
+    f->watch = cli_connect(f->cli);
+    json_t *req = tools_request(true);
+    int rc = f->watch && req ? cli_send(f->cli, f->watch, req) : CLI_EXIT_CONNECT;
+    json_decref(req);
+    while (rc == CLI_EXIT_OK && !f->tools) {
+        json_t *ev;
+        int r = te_client_recv(f->watch, &ev);
+        if (r < 0)
+            return cli_recv_failed(f->cli, r, "listing the tools");
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (kind && strcmp(kind, "tools") == 0)
+            take_tools(f, ev);
+        else if (kind && strcmp(kind, "error") == 0)
+            rc = CLI_EXIT_ERROR;
+        json_decref(ev);
+    }
+    return rc;
+}
+
+/* The watch connection is readable: a change asks for the list again, a
+ * list replaces the catalog. false: the connection is lost. */
+static bool watch_readable(struct front *f)
+{
+    do {
+        json_t *ev;
+        if (te_client_recv(f->watch, &ev) < 0)
+            return false;
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        if (kind && strcmp(kind, "tools") == 0)
+            take_tools(f, ev);
+        else if (kind && strcmp(kind, "tools_changed") == 0) {
+            json_t *req = tools_request(false);
+            if (!req || te_client_send(f->watch, req) < 0) {
+                json_decref(req);
+                json_decref(ev);
+                return false;
+            }
+            json_decref(req);
+        }
+        json_decref(ev);
+    } while (te_client_pending(f->watch));
+    return true;
+}
 
 /* Cores whose daemon connection failed, or whose session ended and whose
  * calls the daemon has confirmed cancelled. */
@@ -246,6 +340,43 @@ static void reap(struct front *f)
     }
 }
 
+/* Without the list, no tool is known: a tools/call with a JWT is refused
+ * (403) until the daemon is back and has listed them again. */
+static void watch_lost(struct front *f)
+{
+    cli_err("mcp: lost the daemon connection that lists the tools' scopes; tools/call "
+            "refused until it is back");
+    te_client_close(f->watch);
+    f->watch = NULL;
+    json_decref(f->tools);
+    f->tools = json_object();
+    f->watch_retry_ms = mcp_now_ms() + WATCH_RETRY_MS;
+}
+
+/* Connect the watch again when it is time; else lower *timeout to then. */
+static void rewatch(struct front *f, int *timeout)
+{
+    long long now = mcp_now_ms();
+    if (now < f->watch_retry_ms) {
+        long long due = f->watch_retry_ms - now;
+        if (*timeout < 0 || due < *timeout)
+            *timeout = (int)due;
+        return;
+    }
+    json_t *req = tools_request(true);
+    f->watch = req ? cli_connect(f->cli) : NULL;
+    if (f->watch && te_client_send(f->watch, req) < 0) {
+        te_client_close(f->watch);
+        f->watch = NULL;
+    }
+    json_decref(req);
+    if (!f->watch) {
+        f->watch_retry_ms = now + WATCH_RETRY_MS;
+        if (*timeout < 0 || WATCH_RETRY_MS < *timeout)
+            *timeout = WATCH_RETRY_MS;
+    }
+}
+
 static int loop(struct front *f, sigset_t *unblocked)
 {
     size_t max = mcp_http_nfds(f->h);
@@ -256,8 +387,8 @@ static int loop(struct front *f, sigset_t *unblocked)
         int timeout = -1;
         if (stopping(f, &timeout))
             break;
-        if (cap < f->ncores + max + 1) {
-            cap = f->ncores + max + 1;
+        if (cap < f->ncores + max + 2) { /* the tools' watch, the cores, /ready's, MHD's */
+            cap = f->ncores + max + 2;
             free(fds);
             fds = calloc(cap, sizeof(*fds));
             if (!fds) {
@@ -266,6 +397,10 @@ static int loop(struct front *f, sigset_t *unblocked)
             }
         }
         size_t n = 0;
+        if (f->auth && !f->watch)
+            rewatch(f, &timeout);
+        if (f->watch) /* first, when there is one */
+            fds[n++] = (struct pollfd){.fd = te_client_fd(f->watch), .events = POLLIN};
         for (struct core *c = f->cores; c; c = c->next) {
             fds[n++] = (struct pollfd){.fd = mcp_daemon_fd(&c->m), .events = POLLIN};
             int due = mcp_heartbeats(&c->m);
@@ -285,6 +420,8 @@ static int loop(struct front *f, sigset_t *unblocked)
         }
         /* the cores as polled: none is freed before reap() */
         size_t i = 0;
+        if (f->watch && fds[i++].revents && !watch_readable(f))
+            watch_lost(f);
         for (struct core *c = f->cores; c && i < n; c = c->next, i++)
             if (fds[i].revents && !c->m.lost)
                 mcp_daemon_readable(&c->m);
@@ -296,7 +433,39 @@ static int loop(struct front *f, sigset_t *unblocked)
     return CLI_EXIT_OK;
 }
 
-int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl)
+/* The scopes the tools name, for the metadata's scopes_supported
+ * (pointers into f->tools, at most max). */
+static size_t all_scopes(const struct front *f, const char **out, size_t max)
+{
+    size_t n = 0;
+    const char *name;
+    const json_t *t, *v;
+    json_object_foreach((json_t *)f->tools, name, t)
+    {
+        size_t i;
+        json_array_foreach(mcp_auth_tool_scopes(t), i, v)
+        {
+            const char *sc = json_string_value(v);
+            bool seen = !sc;
+            for (size_t k = 0; k < n && !seen; k++)
+                seen = strcmp(out[k], sc) == 0;
+            if (!seen && n < max)
+                out[n++] = sc;
+        }
+    }
+    return n;
+}
+
+static void front_free(struct front *f, struct mcp_auth *auth)
+{
+    if (f->watch)
+        te_client_close(f->watch);
+    json_decref(f->tools);
+    mcp_auth_close(auth);
+}
+
+int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl,
+                   const struct mcp_auth_cfg *auth_cfg)
 {
     struct front f = {.cli = cli, .tmpl = tmpl, .drain_s = o->drain_s};
     /* the daemon first: a front that cannot reach it says so at once */
@@ -305,11 +474,42 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct 
         return CLI_EXIT_CONNECT;
     te_client_close(probe);
     char err[512];
-    f.h = mcp_http_start(o, &ops, &f, err, sizeof(err));
-    if (!f.h)
+    struct mcp_http_opts ho = *o;
+    struct mcp_auth *auth = NULL;
+    if (auth_cfg) {
+        f.auth = true;
+        int rc = watch_tools(&f);
+        if (rc != CLI_EXIT_OK) {
+            front_free(&f, NULL);
+            return rc;
+        }
+        const char *scopes[MCP_AUTH_MAX_SCOPES];
+        struct mcp_auth_cfg cfg = *auth_cfg;
+        cfg.scopes_supported = scopes;
+        cfg.nscopes_supported = all_scopes(&f, scopes, MCP_AUTH_MAX_SCOPES);
+        auth = mcp_auth_open(&cfg, err, sizeof(err));
+        if (!auth) {
+            front_free(&f, NULL);
+            return cli_usage_error("mcp", "%s", err);
+        }
+        ho.auth = auth;
+    }
+    f.h = mcp_http_start(&ho, &ops, &f, err, sizeof(err));
+    if (!f.h) {
+        front_free(&f, auth);
         return cli_usage_error("mcp", "%s", err);
+    }
     f.ready = mcp_http_ready_new(f.h, cli->socket_path);
-    cli_err("mcp: serving MCP over HTTP at http://%s/mcp", mcp_http_where(f.h));
+    if (auth)
+        cli_err("mcp: serving MCP over HTTP at http://%s/mcp for %s; bearer tokens needed, "
+                "metadata at %s",
+                mcp_http_where(f.h), auth_cfg->resource, mcp_auth_prm_url(auth));
+    else
+        cli_err("mcp: serving MCP over HTTP at http://%s/mcp; no authorization (--resource): "
+                "%s",
+                mcp_http_where(f.h),
+                o->allow_remote ? "anyone who can reach it may call every tool"
+                                : "loopback only, anyone on this machine may call every tool");
     signal(SIGPIPE, SIG_IGN);
     sigset_t block, unblocked;
     sigemptyset(&block);
@@ -325,6 +525,7 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct 
         core_free(&f, f.cores);
     mcp_http_ready_free(f.ready);
     mcp_http_stop(f.h);
+    front_free(&f, auth);
     sigprocmask(SIG_SETMASK, &unblocked, NULL);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 #include <stdint.h>
 
+#include "mcp_auth.h"
 #include "mcp_http.h"
 #include "toolexec.h"
 
@@ -28,7 +29,11 @@ enum x_state {
     X_JSON,      /* the answer is there, as one JSON object, to queue */
     X_SSE,       /* a stream: the response queued, events as they come */
     X_ANSWERED,  /* a response queued at once (an error, 202) */
+    X_AUTH,      /* its token with the token checks' thread (suspended) */
 };
+
+/* What the request is, kept while its token is judged. */
+enum x_verb { VERB_POST, VERB_GET, VERB_DELETE };
 
 struct mcp_http_x {
     struct mcp_http *h;
@@ -54,6 +59,9 @@ struct mcp_http_x {
     size_t out_len, out_off;
     bool out_end; /* the stream ends once out is empty */
     long long quiet_since_ms;
+    enum x_verb verb;
+    struct mcp_auth_result *auth;   /* with --resource: its token's verdict */
+    struct mcp_http_auth_job *job;  /* with the token checks' thread */
     struct mcp_http_x *prev, *next; /* the listener's exchanges */
 };
 
@@ -63,6 +71,7 @@ struct mcp_http_session {
     unsigned busy;             /* exchanges of its that are not finished */
     long long used_ms;         /* when a request of its came last */
     struct mcp_http_x *stream; /* its GET stream, NULL for none */
+    char *subject;             /* who minted it (with --resource): only they use it */
     void *data;                /* the core's */
     struct mcp_http_session *next;
 };
@@ -82,7 +91,8 @@ struct mcp_http {
     struct mcp_http_session *sessions;
     unsigned nsessions;
     const char *const *origins;
-    bool resumed; /* a connection resumed since MHD_run() last ran */
+    bool resumed;                 /* a connection resumed since MHD_run() last ran */
+    struct mcp_http_authq *authq; /* the token checks' thread; NULL without auth */
 };
 
 /* mcp_http_reply.c */
@@ -116,6 +126,28 @@ bool mcp_http_ready_route(struct mcp_http *h, struct MHD_Connection *conn, const
                           const char *method, enum MHD_Result *rc);
 bool mcp_http_drain_refuses(struct mcp_http *h, struct MHD_Connection *conn, const json_t *msg,
                             enum MHD_Result *rc);
+
+void mcp_http_x_wake(struct mcp_http_x *x);
+
+/* mcp_http_auth.c: with o.auth, the resource server's part */
+int mcp_http_auth_start(struct mcp_http *h, char *err, size_t errlen);
+void mcp_http_auth_stop(struct mcp_http *h);
+int mcp_http_auth_fd(const struct mcp_http *h); /* -1: none */
+void mcp_http_auth_collect(struct mcp_http *h);
+/* Judge x's token: true when x->auth holds the verdict (NULL: out of
+ * memory); false: x waits for the thread, suspended in X_AUTH. */
+bool mcp_http_auth_begin(struct mcp_http_x *x);
+void mcp_http_auth_detach(struct mcp_http_x *x);
+/* x's verdict: true when it may go on (nothing queued); else its answer
+ * (401, or 500 out of memory) is queued, *rc what queueing it returned. */
+bool mcp_http_auth_verdict(struct mcp_http_x *x, const char *verb, enum MHD_Result *rc);
+/* A POST's message against the token's scopes (a tools/call's tool's);
+ * logs the request with its subject. true: it may go on; else 403 is
+ * queued, *rc what queueing it returned. */
+bool mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg, enum MHD_Result *rc);
+/* The metadata document, a token in the query: *answered when it did. */
+enum MHD_Result mcp_http_auth_early(struct mcp_http *h, struct MHD_Connection *conn,
+                                    const char *url, const char *method, bool *answered);
 
 /* mcp_http_session.c */
 enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,

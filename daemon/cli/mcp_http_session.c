@@ -90,6 +90,7 @@ void mcp_http_session_end(struct mcp_http_session *s)
                 mcp_http_x_end(x);
             x->session = NULL;
         }
+    free(s->subject);
     free(s);
 }
 

@@ -57,6 +57,7 @@ void mcp_http_x_free(struct mcp_http_x *x)
         x->h->xs = x->next;
     if (x->next)
         x->next->prev = x->prev;
+    mcp_http_auth_detach(x);
     json_decref(x->answer);
     json_decref(x->id);
     free(x->body);
@@ -71,7 +72,7 @@ enum MHD_Result mcp_http_x_wait(struct mcp_http_x *x)
     return MHD_YES;
 }
 
-static void wake(struct mcp_http_x *x)
+void mcp_http_x_wake(struct mcp_http_x *x)
 {
     if (!x->suspended)
         return;
@@ -83,7 +84,7 @@ static void wake(struct mcp_http_x *x)
 void mcp_http_x_abort(struct mcp_http_x *x)
 {
     x->aborted = true;
-    wake(x);
+    mcp_http_x_wake(x);
 }
 
 /* The end of a GET stream (its session ended). */
@@ -91,7 +92,7 @@ void mcp_http_x_end(struct mcp_http_x *x)
 {
     x->out_end = true;
     x->finished = true;
-    wake(x);
+    mcp_http_x_wake(x);
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -196,7 +197,7 @@ void mcp_http_send(struct mcp_http_x *x, json_t *msg)
         x->answer = msg;
         x->state = X_JSON;
         x->finished = true;
-        wake(x);
+        mcp_http_x_wake(x);
         return;
     }
     if (x->state == X_WAITING && (!x->accepts_sse || x->initialize)) {
@@ -216,7 +217,7 @@ void mcp_http_send(struct mcp_http_x *x, json_t *msg)
         x->finished = true;
     }
     x->quiet_since_ms = mcp_http_now_ms();
-    wake(x);
+    mcp_http_x_wake(x);
 }
 
 void mcp_http_release(struct mcp_http_x *x)
@@ -276,6 +277,6 @@ int mcp_http_x_keepalive(struct mcp_http_x *x, long long now)
     x->state = X_SSE;
     put(x, ":\n\n", 3);
     x->quiet_since_ms = now;
-    wake(x);
+    mcp_http_x_wake(x);
     return (int)x->h->o.keepalive_ms;
 }

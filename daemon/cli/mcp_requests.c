@@ -91,6 +91,19 @@ static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
     json_decref(req);
 }
 
+/* Who the call runs for: the HTTP front's authenticated subject, the run
+ * request's "subject" (which the daemon honours from the front it trusts,
+ * --subject-from, and refuses from any other). The one place it is sent;
+ * MCP_RUN_SUBJECT off until the daemon takes the field. */
+#ifndef MCP_RUN_SUBJECT
+#define MCP_RUN_SUBJECT 0
+#endif
+static void mcp_run_subject(json_t *req, const char *subject)
+{
+    if (MCP_RUN_SUBJECT && subject)
+        json_object_set_new(req, "subject", json_string(subject));
+}
+
 static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
@@ -129,6 +142,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     }
     if (m->tool_timeout)
         json_object_set_new(req, "tool_timeout", json_integer(m->tool_timeout));
+    mcp_run_subject(req, q->subject);
     /* the client's narrowing of the tool's confinement, checked
      * (and a widening refused) by the daemon */
     json_t *pol = json_object_get(json_object_get(params, "_meta"), "toolexecd/policy");

@@ -433,11 +433,11 @@ static char *bearer(const cjose_jwk_t *key, const char *alg, const char *kid, co
     return out;
 }
 
-static void test_rotation_and_rate_limit(void **state)
+/* The server started with these keys, and an mcp_auth of its issuer (one
+ * refresh an hour at most). */
+static struct mcp_auth *open_with(cjose_jwk_t **keys, size_t n)
 {
-    (void)state;
-    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_b};
-    srv_set_jwks(first, 1);
+    srv_set_jwks(keys, n);
     srv_start();
     char iss[64], err[512];
     snprintf(iss, sizeof(iss), "http://127.0.0.1:%d", srv.port);
@@ -446,6 +446,14 @@ static void test_rotation_and_rate_limit(void **state)
     struct mcp_auth *a = mcp_auth_open(&cfg, err, sizeof(err));
     if (!a)
         fail_msg("mcp_auth_open: %s", err);
+    return a;
+}
+
+static void test_rotation_and_rate_limit(void **state)
+{
+    (void)state;
+    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_b};
+    struct mcp_auth *a = open_with(first, 1);
     assert_int_equal(srv.jwks_hits, 1);
     struct mcp_auth_result r;
     char *h = bearer(rsa_a, "RS256", "a", "files:read");
@@ -509,6 +517,46 @@ static void test_rotation_and_rate_limit(void **state)
     assert_int_equal(r.http_status, 401);
     assert_null(strstr(r.www_authenticate, "error="));
     mcp_auth_result_free(&r);
+    mcp_auth_close(a);
+    srv_stop();
+}
+
+/* What a poll loop calls: it never fetches. A new kid with a refresh due
+ * is handed back (false); the blocking call then fetches; a new kid the
+ * rate limit refuses is judged at once, 401. */
+static void test_nowait(void **state)
+{
+    (void)state;
+    cjose_jwk_t *first[] = {rsa_a}, *rotated[] = {rsa_a, rsa_b};
+    struct mcp_auth *a = open_with(first, 1);
+    struct mcp_auth_result r;
+    char *ha = bearer(rsa_a, "RS256", "a", NULL), *hb = bearer(rsa_b, "RS256", "b", NULL);
+    assert_true(mcp_auth_authenticate_nowait(a, ha, &r)); /* a known kid */
+    assert_int_equal(r.http_status, 0);
+    mcp_auth_result_free(&r);
+    assert_true(mcp_auth_authenticate_nowait(a, NULL, &r)); /* no token */
+    assert_int_equal(r.http_status, 401);
+    mcp_auth_result_free(&r);
+    srv_set_jwks(rotated, 2);
+    assert_false(mcp_auth_authenticate_nowait(a, hb, &r)); /* b: a fetch is due */
+    assert_int_equal(r.http_status, 0);
+    assert_null(r.www_authenticate);
+    assert_int_equal(srv.jwks_hits, 1); /* nothing fetched */
+    mcp_auth_authenticate(a, hb, &r);
+    assert_int_equal(r.http_status, 0);
+    mcp_auth_result_free(&r);
+    assert_int_equal(srv.jwks_hits, 2);
+    char *hc = bearer(ec_c, "ES256", "c", NULL);
+    assert_true(mcp_auth_authenticate_nowait(a, hc, &r)); /* limited: judged now */
+    assert_int_equal(r.http_status, 401);
+    mcp_auth_result_free(&r);
+    struct mcp_auth_counts n;
+    mcp_auth_counts(a, &n);
+    assert_int_equal(n.fetches, 1);
+    assert_int_equal(n.limited, 1);
+    free(ha);
+    free(hb);
+    free(hc);
     mcp_auth_close(a);
     srv_stop();
 }
@@ -591,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_jwks_parse),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_rotation_and_rate_limit),
+        cmocka_unit_test(test_nowait),
         cmocka_unit_test(test_issuer_mismatch),
         cmocka_unit_test(test_static_tokens),
     };

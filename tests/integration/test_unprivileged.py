@@ -23,17 +23,9 @@ class Unprivileged(unittest.TestCase):
     def setUpClass(cls):
         nobody = pwd.getpwnam("nobody")
         cls.uid = nobody.pw_uid
-        d = NobodyDaemon(tools=[worker_tool("who", "identity"),
-                                worker_tool("sg", "setsid-grandchild", timeout_ms=30000),
-                                worker_tool("net", "connect", network=False)],
-                         start=False)
-        d.gid = nobody.pw_gid
-        # nobody must be able to create its socket; the work directory must
-        # be its own
-        os.chmod(d.tmp, 0o777)
-        os.chown(d.work_dir, cls.uid, nobody.pw_gid)
-        harness.started(d)
-        cls.d = d
+        cls.d = harness.nobody_daemon([worker_tool("who", "identity"),
+                                       worker_tool("sg", "setsid-grandchild", timeout_ms=30000),
+                                       worker_tool("net", "connect", network=False)])
 
     @classmethod
     def tearDownClass(cls):
