@@ -71,6 +71,17 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
     m->listings_tail = &m->listings;
     mcp_state_init(m);
     mcp_tasks_defaults(m);
+    m->task_capture = mcp_task_capture;
+}
+
+/* What is due now done, heartbeats and the tasks' expiry; ms until the
+ * next (-1: none). A transport calls it before it waits. */
+int mcp_heartbeats(struct mcp *m)
+{
+    int next = mcp_progress_heartbeats(m), tasks = mcp_tasks_tick(m);
+    if (tasks >= 0 && (next < 0 || tasks < next))
+        next = tasks;
+    return next;
 }
 
 /* Frees what the session holds; the daemon connection stays the caller's. */

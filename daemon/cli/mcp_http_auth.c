@@ -101,6 +101,7 @@ int mcp_http_auth_start(struct mcp_http *h, char *err, size_t errlen)
         return -1;
     }
     h->authq = q;
+    h->x_detach = mcp_http_auth_detach;
     return 0;
 }
 

@@ -93,6 +93,9 @@ struct mcp_http {
     const char *const *origins;
     bool resumed;                 /* a connection resumed since MHD_run() last ran */
     struct mcp_http_authq *authq; /* the token checks' thread; NULL without auth */
+    /* what an exchange leaves with the token checks, let go as it is freed
+     * (mcp_http_auth.c's, above the exchanges; NULL without auth) */
+    void (*x_detach)(struct mcp_http_x *x);
 };
 
 /* mcp_http_reply.c */

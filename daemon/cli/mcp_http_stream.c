@@ -57,7 +57,8 @@ void mcp_http_x_free(struct mcp_http_x *x)
         x->h->xs = x->next;
     if (x->next)
         x->next->prev = x->prev;
-    mcp_http_auth_detach(x);
+    if (x->h->x_detach)
+        x->h->x_detach(x);
     json_decref(x->answer);
     json_decref(x->id);
     free(x->body);

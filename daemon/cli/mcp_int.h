@@ -179,7 +179,11 @@ struct mcp_route {
     struct mcp_route *next;
 };
 
+struct mcp_task;
 struct mcp {
+    /* a task's message (its request's task set), kept for tasks/get:
+     * mcp_tasks.c's, above the writer that meets it (set by mcp_core_init) */
+    void (*task_capture)(struct mcp *m, struct mcp_task *t, json_t *msg);
     struct cli *cli;
     te_client *client;
     const struct mcp_sink_ops *sink;
@@ -211,8 +215,8 @@ struct mcp {
 };
 
 /* The core's entry points, for a transport (see the top of this file):
- * mcp_core.c, and mcp_feed() (mcp_requests.c), mcp_heartbeats()
- * (mcp_write.c), mcp_fail_all() (mcp_events.c). */
+ * mcp_core.c (mcp_heartbeats() too), and mcp_feed() (mcp_requests.c),
+ * mcp_fail_all() (mcp_events.c). */
 void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
                    const struct mcp_sink_ops *sink, void *sink_ctx);
 void mcp_core_free(struct mcp *m);
@@ -222,6 +226,7 @@ int mcp_daemon_readable(struct mcp *m);
 void mcp_stream_gone(struct mcp *m, void *stream);
 void mcp_end_of_input(struct mcp *m);
 bool mcp_idle(const struct mcp *m);
+int mcp_heartbeats(struct mcp *m);
 
 /* mcp_write.c: writing messages (each stolen) */
 void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req);
@@ -234,7 +239,8 @@ void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p);
 void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
 void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,
                     const char *action, const json_t *answer);
-int mcp_heartbeats(struct mcp *m);
+/* The progress heartbeats due now sent; ms until the next (-1: none). */
+int mcp_progress_heartbeats(struct mcp *m);
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb);
 void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req);
 long long mcp_now_ms(void);

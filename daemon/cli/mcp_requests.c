@@ -93,14 +93,10 @@ static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
 
 /* Who the call runs for: the HTTP front's authenticated subject, the run
  * request's "subject" (which the daemon honours from the front it trusts,
- * --subject-from, and refuses from any other). The one place it is sent;
- * MCP_RUN_SUBJECT off until the daemon takes the field. */
-#ifndef MCP_RUN_SUBJECT
-#define MCP_RUN_SUBJECT 0
-#endif
+ * --subject-from, and refuses from any other). The one place it is sent. */
 static void mcp_run_subject(json_t *req, const char *subject)
 {
-    if (MCP_RUN_SUBJECT && subject)
+    if (subject)
         json_object_set_new(req, "subject", json_string(subject));
 }
 

@@ -68,8 +68,8 @@ void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req)
  * to a request of a JSON-RPC batch goes into that batch's array. */
 void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req)
 {
-    if (req && req->task) {
-        mcp_task_capture(m, req->task, msg);
+    if (req && req->task) { /* a task's: kept for tasks/get (mcp_tasks.c, above) */
+        m->task_capture(m, req->task, msg);
         return;
     }
     bool response = msg && (json_object_get(msg, "result") || json_object_get(msg, "error"));
@@ -227,7 +227,7 @@ void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
 }
 
 /* Heartbeats due now; returns the ms until the next one, -1 for none. */
-int mcp_heartbeats(struct mcp *m)
+int mcp_progress_heartbeats(struct mcp *m)
 {
     long long now = mcp_now_ms(), next = -1;
     for (struct mcp_call *c = m->calls; c; c = c->next) {
@@ -242,8 +242,5 @@ int mcp_heartbeats(struct mcp *m)
         if (next < 0 || wait < next)
             next = wait;
     }
-    int tasks = mcp_tasks_tick(m);
-    if (tasks >= 0 && (next < 0 || tasks < next))
-        next = tasks;
     return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
 }

@@ -260,17 +260,6 @@ def started(d):
     return d
 
 
-def nobody_daemon(tools, **kw):
-    """A NobodyDaemon serving tools, started: its socket's directory open to
-    nobody, its work directory nobody's own."""
-    nobody = pwd.getpwnam("nobody")
-    d = NobodyDaemon(tools=tools, start=False, **kw)
-    d.gid = nobody.pw_gid
-    os.chmod(d.tmp, 0o777)
-    os.chown(d.work_dir, nobody.pw_uid, nobody.pw_gid)
-    return started(d)
-
-
 def wait_template(d, name, other_than=None):
     """The warm template of tool name says ready in d's stats (and is not
     the one of pid other_than): its stats entry."""

@@ -170,13 +170,14 @@ class McpCase(unittest.TestCase):
     killed at the end should a test leave one."""
     TOOLS = TOOLS
     TOKENS = ()
+    ARGS = ()  # the daemon's
 
     @classmethod
     def setUpClass(cls):
         harness.require_env()
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = Daemon(cls.TOOLS)
+        cls.d = Daemon(cls.TOOLS, args=cls.ARGS)
         cls.files = tempfile.mkdtemp(prefix="te-mcp-", dir=cls.d.tmp)
         os.chmod(cls.files, 0o1777)  # workers, perhaps another user, wait on files here
 

@@ -186,6 +186,8 @@ class Upstream:
 
 class McpHttpAuth(McpCase):
     TOOLS = TOOLS
+    # the front (this test's uid, root) is trusted to name a call's subject
+    ARGS = ["--subject-from", "root", "--log-format", "json"]  # json: every call audited at info
 
     @classmethod
     def setUpClass(cls):
@@ -216,7 +218,7 @@ class McpHttpAuth(McpCase):
         harness.require_env()
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
-        cls.d = harness.nobody_daemon(cls.TOOLS)
+        cls.d = harness.nobody_daemon(cls.TOOLS, args=cls.ARGS)
 
     @classmethod
     def tearDownClass(cls):
@@ -290,6 +292,10 @@ class McpHttpAuth(McpCase):
         log = f.stderr()
         self.assertRegex(log, r"tools/call echo: subject alice")
         self.assertRegex(log, r"tools/call echo: subject bob")
+        # and the daemon ran them for those subjects (its audit records)
+        deadline_wait(lambda: all('"subject": "%s"' % s in self.d.stderr().replace('":"', '": "')
+                                  for s in ("alice", "bob")),
+                      what="the daemon's audit records of alice's and bob's calls")
 
     def test_invalid_tokens(self):
         f = self.front()
