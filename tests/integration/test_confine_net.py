@@ -351,15 +351,23 @@ class EgressCases:
     def test_unresolvable_listed_name_is_502(self):
         out, denied = self.call("net", op="get", url="http://allowed.invalid/")
         self.assertEqual(out["status"], 502, out)
-        self.assertEqual(denied, [])
+        # not a refusal, but listed: the tool may report only "502"
+        self.assertEqual(len(denied), 1, denied)
+        self.assertEqual({k: v for k, v in denied[0].items() if k != "cause"},
+                         {"kind": "egress_failure", "host": "allowed.invalid", "port": 80})
+        self.assertTrue(denied[0]["cause"].startswith("the name does not resolve: "), denied)
 
     def test_refused_connection_is_502(self):
         out, denied = self.call("net", op="tunnel", target=self.closed_target)
         self.assertIn(" 502 ", out["status"])
         self.assertIn("could not connect", out["body"])
+        host, port = self.closed_target.split(":")
+        failed = {"kind": "egress_failure", "host": host, "port": int(port),
+                  "cause": "could not connect: connection refused"}
+        self.assertEqual(denied, [failed])
         out, denied = self.call("net", op="get", url="http://%s/" % self.closed_target)
         self.assertEqual(out["status"], 502, out)
-        self.assertEqual(denied, [])
+        self.assertEqual(denied, [failed])
         self.assertIsNone(self.d.proc.poll())
 
     # -- limits ------------------------------------------------------------
