@@ -4,7 +4,7 @@ each limit a call meets named in its cause as "resource_limit" (the key of
 size, output, and with a cgroup per call memory.max's OOM kill and
 pids.max's refused forks); a plain tool's last words on stderr in the
 message the model reads (through `toolexec mcp` too), not with
-"stderr_to_model": false.
+"stderr_to_model": false; and a denial's sentence in the MCP result.
 
 Root and unprivileged daemons for what needs no cgroup; the cgroup classes
 skip, saying why, where the controllers are not available."""
@@ -138,6 +138,23 @@ class McpText(DaemonTestCase):
         r = self.call("saywhy_quiet")
         self.assertNotIn("notes.txt", r["content"][0]["text"])
         self.assertIn("exited with status 3", r["content"][0]["text"])
+
+    def test_denial_sentence(self):
+        r = self.call("probe", {"try": ["bpf"]})
+        self.assertIs(r["isError"], False, r)
+        text = r["content"][0]["text"]
+        sentence = ("The system call bpf was refused (EPERM) by the tool's system-call filter; "
+                    "only the tool's definition (\"syscalls\", \"deny_syscalls\") can allow it.")
+        self.assertIn("[toolexec] Refused during the call:\n- " + sentence, text)
+        denied = r["_meta"]["toolexecd/denied"]
+        self.assertIn({"kind": "syscall", "name": "bpf", "why": sentence}, denied)
+        # the tool's own structured result stays its own
+        self.assertNotIn("denied", r.get("structuredContent", {}))
+
+    def test_nothing_refused_nothing_added(self):
+        r = self.call("probe", {"try": []})
+        self.assertNotIn("Refused", r["content"][0]["text"])
+        self.assertNotIn("toolexecd/denied", r.get("_meta", {}))
 
 
 # -- with a cgroup per call: memory.max and pids.max -------------------------------
