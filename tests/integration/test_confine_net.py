@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import harness
 from harness import Daemon, deadline_wait
+from test_mcp import TOOLEXEC, Session
 
 # The tool: one python3 program, what to try in its arguments; it prints
 # one JSON object (plain protocol).
@@ -369,6 +370,33 @@ class EgressCases:
         self.assertEqual(out["status"], 502, out)
         self.assertEqual(denied, [failed])
         self.assertIsNone(self.d.proc.poll())
+
+    def test_mcp_says_why_to_the_model(self):
+        # through toolexec mcp: each entry of denied as a sentence in the text
+        if not TOOLEXEC:
+            self.skipTest("environment lacks TOOLEXEC (run through meson test)")
+        s = Session(self, self.d.sock)
+        s.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test_confine_net", "version": "1"}})
+        self.assertIn("result", s.recv())
+        s.notify("notifications/initialized")
+        s.request(2, "tools/call", {"name": "net", "arguments": {
+            "op": "get", "url": "http://evil.example/x"}})
+        r = s.response(2)["result"]
+        refused = ("Network access to evil.example port 80 was refused: it is not in the tool's "
+                   "network allow-list; only the tool's definition (\"network\": {\"allow\": "
+                   "[\"evil.example:80\"]}) allows it, within what a run request's \"policy\" "
+                   "leaves.")
+        self.assertIn("\n- " + refused, r["content"][0]["text"])
+        self.assertEqual(r["_meta"]["toolexecd/denied"],
+                         [{"kind": "network", "host": "evil.example", "port": 80,
+                           "why": refused}])
+        host, port = self.closed_target.split(":")
+        s.request(3, "tools/call", {"name": "net", "arguments": {
+            "op": "get", "url": "http://%s/" % self.closed_target}})
+        r = s.response(3)["result"]
+        self.assertIn("\n- Connecting to %s port %s failed (not a refusal): could not connect: "
+                      "connection refused." % (host, port), r["content"][0]["text"])
 
     # -- limits ------------------------------------------------------------
     def test_max_connections(self):
