@@ -35,6 +35,14 @@ TOOLS = [
     {"name": "saywhy_quiet", "description": "fails saying why", "schema": {"type": "object"},
      "command": SAY_WHY, "protocol": "plain", "stderr_to_model": False},
     worker_tool("probe", "sysprobe", timeout_ms=60000),
+    # within its last KiB: a character the cut splits, a NUL, bytes that
+    # are not UTF-8, then the reason
+    {"name": "sayjunk", "description": "fails saying why, amid junk",
+     "schema": {"type": "object"}, "protocol": "plain",
+     "command": ["/usr/bin/python3", "-c",
+                 "import sys; w = sys.stderr.buffer.write; w(b'x' * 1000);"
+                 "w('\\u00e9'.encode() * 900 + b'\\0\\xff\\xfe\\nthe reason\\n');"
+                 "sys.exit(1)"]},
 ]
 
 
@@ -80,6 +88,17 @@ class Causes:
                          "its stderr ends: warming up\ncannot open notes.txt: No such file or "
                          "directory")
         self.assertIn("cannot open notes.txt", json.loads(res.content("p"))["error"])
+
+    def test_stderr_quote_is_bounded_and_utf8(self):
+        res = self.c.run([{"id": "p", "name": "sayjunk"}])
+        te = self.assertToolError(res, "p", "handler_exit")
+        head = "tool error (sayjunk): handler_exit: exited with status 1; its stderr ends: "
+        self.assertTrue(te["message"].startswith(head), te["message"])
+        quoted = te["message"][len(head):]
+        # the last 1 KiB, from a character's start, its final newline
+        # dropped, a NUL a space and the bytes that are not UTF-8 "?"
+        self.assertEqual(quoted, "\u00e9" * 504 + " ??\nthe reason")
+        self.assertLessEqual(len(quoted.encode()), 1024)
 
     def test_stderr_to_model_false(self):
         res = self.c.run([{"id": "p", "name": "saywhy_quiet"}])
