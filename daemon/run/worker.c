@@ -372,18 +372,18 @@ void td_worker_decide_on_exit(struct td_worker *w)
     bool failed = !(w->tool->protocol == TD_PROTO_PLAIN && !e.signaled && e.code == 0);
     struct td_exit_limit lim;
     long long ooms = failed && w->cg_memory ? td_cgroup_oom_kills(w->cg) : 0;
-    bool met = failed && td_exit_limit(&e,
-                                       &(struct td_exit_seen){
-                                           .memory_mb = w->limits.memory_mb,
-                                           .processes = w->limits.processes,
-                                           .file_size_mb = w->limits.file_size_mb,
-                                           .cpu_ms = w->limits.cpu_ms,
-                                           .oom_kills = ooms,
-                                           .pids_refusals = failed && w->limits.processes
-                                                                ? td_cgroup_pids_refusals(w->cg)
-                                                                : 0,
-                                       },
-                                       &lim);
+    bool met =
+        failed &&
+        td_exit_limit(&e,
+                      &(struct td_exit_seen){
+                          .memory_mb = w->limits.memory_mb,
+                          .processes = w->limits.processes,
+                          .file_size_mb = w->limits.file_size_mb,
+                          .cpu_ms = w->limits.cpu_ms,
+                          .oom_kills = ooms,
+                          .pids_refusals = w->limits.processes ? td_cgroup_pids_refusals(w->cg) : 0,
+                      },
+                      &lim);
     json_t *limit = met ? json_pack("{s:s,s:I,s:s}", "name", lim.name, "value",
                                     (json_int_t)lim.value, "reached", lim.reached)
                         : NULL;
