@@ -4,6 +4,7 @@
  * tools/call; a tool's ask_user, put to the user through the host
  * (elicitation) where it can; the tools list; the connection's loss.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,86 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
     mcp_call_remove(m, c);
 }
 
+/* A sentence a model can act on, for one entry of "denied": what was
+ * refused and which part of the tool's definition (or of a run request's
+ * policy, which only narrows it) decides that; never a way around it. */
+static char *why(const json_t *e)
+{
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    const char *name = json_string_value(json_object_get(e, "name"));
+    const char *host = json_string_value(json_object_get(e, "host"));
+    const char *reason = json_string_value(json_object_get(e, "reason"));
+    const char *cause = json_string_value(json_object_get(e, "cause"));
+    json_int_t port = json_integer_value(json_object_get(e, "port"));
+    char *s = NULL;
+    int n = -1;
+    kind = kind ? kind : "";
+    if (strcmp(kind, "syscall") == 0 && name)
+        n = asprintf(&s,
+                     "The system call %s was refused (EPERM) by the tool's system-call filter; "
+                     "only the tool's definition (\"syscalls\", \"deny_syscalls\") can allow it.",
+                     name);
+    else if (strcmp(kind, "network") == 0 && host && reason &&
+             strcmp(reason, "private_address") == 0)
+        n = asprintf(&s,
+                     "Network access to %s port %lld was refused: the name resolved only to "
+                     "loopback or private addresses, which a listed name never reaches; only "
+                     "listing the address itself in the tool's definition (\"network\": "
+                     "{\"allow\": [...]}) allows it.",
+                     host, (long long)port);
+    else if (strcmp(kind, "network") == 0 && host && reason)
+        n = asprintf(&s,
+                     "Network access to %s port %lld was refused: this call's %s limit was "
+                     "reached (the tool's definition, \"network\": {\"%s\": N}, sets it).",
+                     host, (long long)port, reason, reason);
+    else if (strcmp(kind, "network") == 0 && host)
+        n = asprintf(&s,
+                     "Network access to %s port %lld was refused: it is not in the tool's "
+                     "network allow-list; only the tool's definition (\"network\": {\"allow\": "
+                     "[\"%s:%lld\"]}) allows it, within what a run request's \"policy\" "
+                     "leaves.",
+                     host, (long long)port, host, (long long)port);
+    else if (strcmp(kind, "network") == 0 && reason && strcmp(reason, "max_connections") == 0)
+        n = asprintf(&s, "A network connection was refused: this call had its most proxy "
+                         "connections open at once (the tool's definition, \"network\": "
+                         "{\"max_connections\": N}, sets that).");
+    else if (strcmp(kind, "network") == 0 && reason)
+        n = asprintf(&s,
+                     "A network connection was refused: this call made the most proxy "
+                     "connections a call may make in all (%s, fixed).",
+                     reason);
+    else if (strcmp(kind, "egress_failure") == 0 && host)
+        n = asprintf(&s, "Connecting to %s port %lld failed (not a refusal): %s.", host,
+                     (long long)port, cause ? cause : "unknown");
+    if (n < 0) {
+        char *j = te_json_dumps(e, JSON_COMPACT, NULL);
+        n = asprintf(&s, "Refused: %s", j ? j : "?");
+        free(j);
+    }
+    return n < 0 ? NULL : s;
+}
+
+json_t *mcp_denied_why(const json_t *denied)
+{
+    if (!json_array_size(denied))
+        return NULL;
+    json_t *out = json_array(), *e;
+    size_t i;
+    json_array_foreach(denied, i, e)
+    {
+        char *w = why(e);
+        json_t *c = json_deep_copy(e);
+        if (!w || !json_is_object(c) || json_object_set_new(c, "why", json_string(w)) < 0 ||
+            json_array_append_new(out, c) < 0) {
+            free(w);
+            json_decref(out);
+            return NULL;
+        }
+        free(w);
+    }
+    return out;
+}
+
 /* The batch's terminal event: the call's answer. */
 static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
 {
@@ -73,8 +154,9 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
             return; /* answered when the host's response comes */
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
-        mcp_put_call_result(m, &c->req, json_string_value(json_object_get(msg, "content")),
-                            is_failure(c->result), json_object_get(c->result, "ok"));
+        mcp_put_call_result_denied(m, &c->req, json_string_value(json_object_get(msg, "content")),
+                                   is_failure(c->result), json_object_get(c->result, "ok"),
+                                   c->denied);
     } else {
         const char *type = json_string_value(json_object_get(ev, "type"));
         const char *reason = json_string_value(json_object_get(ev, "reason"));
@@ -154,6 +236,8 @@ static void on_event(struct mcp *m, json_t *ev)
         mcp_log(m, &c->req, MCP_LOG_DEBUG, "%s: the tool completed", c->batch);
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
+        json_decref(c->denied);
+        c->denied = mcp_denied_why(json_object_get(ev, "denied"));
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
         finish_call(m, c, ev);
     }

@@ -39,6 +39,7 @@ static void call_free(struct mcp_call *c)
     json_decref(c->elicit_id);
     json_decref(c->req.id);
     json_decref(c->result);
+    json_decref(c->denied);
     free(c->batch);
     free(c->bind);
     free(c->owner);

@@ -5,6 +5,7 @@
  * the text of a tool's question and its answer; and the progress
  * notifications of running calls.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,7 +140,39 @@ void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const 
 void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
                          bool is_error, const json_t *structured)
 {
-    json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
+    mcp_put_call_result_denied(m, req, text, is_error, structured, NULL);
+}
+
+/* The text a model reads: the content, then a line per denial. NULL: no
+ * memory. */
+static char *text_with_denials(const char *text, const json_t *denied)
+{
+    size_t len = strlen(text) + 64, i;
+    json_t *e;
+    json_array_foreach(denied, i, e) len +=
+        strlen(json_string_value(json_object_get(e, "why"))) + 4;
+    char *out = malloc(len), *p = out;
+    if (!out)
+        return NULL;
+    p += snprintf(p, len, "%s%s[toolexec] Refused during the call:", text, *text ? "\n\n" : "");
+    json_array_foreach(denied, i, e) p += snprintf(p, len - (size_t)(p - out), "\n- %s",
+                                                   json_string_value(json_object_get(e, "why")));
+    return out;
+}
+
+void mcp_put_call_result_denied(struct mcp *m, const struct mcp_reqctx *req, const char *text,
+                                bool is_error, const json_t *structured, const json_t *denied)
+{
+    char *shown = NULL;
+    if (json_array_size(denied) && !(shown = text_with_denials(text ? text : "", denied))) {
+        mcp_put_error(m, req, RPC_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    json_t *content = json_pack("[{s:s,s:s}]", "type", "text", "text",
+                                shown  ? shown
+                                : text ? text
+                                       : "");
+    free(shown);
     if (!content) {
         mcp_put_error(m, req, RPC_INTERNAL_ERROR, "the tool's content is not valid UTF-8", NULL);
         return;
@@ -147,6 +180,13 @@ void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char
     json_t *r = json_pack("{s:o,s:b}", "content", content, "isError", is_error);
     if (r && json_is_object(structured))
         json_object_set(r, "structuredContent", (json_t *)structured);
+    if (r && json_array_size(denied)) {
+        if (is_error && !json_is_object(structured))
+            json_object_set_new(r, "structuredContent",
+                                json_pack("{s:O}", "denied", (json_t *)denied));
+        else
+            json_object_set_new(r, "_meta", json_pack("{s:O}", MCP_META_DENIED, (json_t *)denied));
+    }
     mcp_put_result(m, req, r);
 }
 

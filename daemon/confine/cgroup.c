@@ -55,9 +55,10 @@
 struct td_cgroup {
     char name[32]; /* call-N under the base */
     int dirfd;
-    int procs;          /* cgroup.procs, written by the child to join */
-    long long oom_base; /* memory.events oom_kill when the call began */
-    bool killed;        /* cgroup.kill was written: see td_cgroup_dir_fd() */
+    int procs;           /* cgroup.procs, written by the child to join */
+    long long oom_base;  /* memory.events oom_kill when the call began */
+    long long pids_base; /* pids.events max when the call began */
+    bool killed;         /* cgroup.kill was written: see td_cgroup_dir_fd() */
     uv_fs_event_t watch;
     SLIST_ENTRY(td_cgroup) link; /* in the pool of empty ones */
 };
@@ -398,8 +399,11 @@ struct td_cgroup *td_cgroup_new(uint64_t memory_mb, uint64_t pids_max, int *err)
             rc = sw;
         c->oom_base = td_cgroup_oom_kills(c);
     }
-    if (rc == 0 && have_pids)
+    c->pids_base = 0;
+    if (rc == 0 && have_pids) {
         rc = write_limit(c->dirfd, "pids.max", pids_max);
+        c->pids_base = td_cgroup_pids_refusals(c);
+    }
     if (rc < 0) {
         *err = -rc;
         cg_destroy(c);
@@ -450,6 +454,15 @@ long long td_cgroup_oom_kills(const struct td_cgroup *c)
     if (!c || read_at(c->dirfd, "memory.events", buf, sizeof(buf)) < 0)
         return 0;
     long long n = keyed(buf, "oom_kill") - c->oom_base;
+    return n > 0 ? n : 0;
+}
+
+long long td_cgroup_pids_refusals(const struct td_cgroup *c)
+{
+    char buf[128];
+    if (!c || !have_pids || read_at(c->dirfd, "pids.events", buf, sizeof(buf)) < 0)
+        return 0;
+    long long n = keyed(buf, "max") - c->pids_base;
     return n > 0 ? n : 0;
 }
 

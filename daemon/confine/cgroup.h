@@ -42,6 +42,8 @@ int td_cgroup_procs_fd(const struct td_cgroup *c);
 void td_cgroup_kill(struct td_cgroup *c);
 /* How many times the kernel's OOM killer acted in it (memory.events). */
 long long td_cgroup_oom_kills(const struct td_cgroup *c);
+/* How many forks pids.max refused in it (pids.events max). */
+long long td_cgroup_pids_refusals(const struct td_cgroup *c);
 /* Kill what is left, and remove it once empty (without blocking). */
 void td_cgroup_release(struct td_cgroup *c);
 void td_cgroup_close(void);

@@ -100,6 +100,20 @@ static void deny(struct conn *k, const char *reason, const char *why)
     respond(k, "403 Forbidden", body);
 }
 
+/* The way out failed, not by a refusal (the name does not resolve, the
+ * connection was refused or timed out): 502 (or 504) with body, and the
+ * call's denied list says it too, as kind "egress_failure" with the cause,
+ * since a tool often reports only "502" and the model could not tell a
+ * refusal from a host that is down. */
+static void upstream_failed(struct conn *k, const char *status, const char *cause, const char *body)
+{
+    struct td_proxy *c = k->call;
+    if (c->denied)
+        td_denials_add(c->denied, json_pack("{s:s,s:s,s:i,s:s}", "kind", "egress_failure", "host",
+                                            k->host, "port", (int)k->port, "cause", cause));
+    respond(k, status, body);
+}
+
 /* ---- connecting out ------------------------------------------------------- */
 
 /* The credential headers a plain request to k's target gets (credentials.h):
@@ -174,10 +188,11 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     uv_timer_stop(&k->timer);
     if (status < 0) {
-        char body[600];
+        char body[600], cause[128];
         snprintf(body, sizeof(body), "toolexecd: could not connect to %s port %u: %s\n", k->host,
                  k->port, uv_strerror(status));
-        respond(k, "502 Bad Gateway", body);
+        snprintf(cause, sizeof(cause), "could not connect: %s", uv_strerror(status));
+        upstream_failed(k, "502 Bad Gateway", cause, body);
         return;
     }
     struct td_proxy *c = k->call;
@@ -231,9 +246,11 @@ static void on_connect_timeout(uv_timer_t *t)
     char body[600];
     snprintf(body, sizeof(body), "toolexecd: no connection to %s port %u within %d ms\n", k->host,
              k->port, TD_PROXY_CONNECT_TIMEOUT_MS);
+    bool resolving = k->gai != NULL;
     td_resolve_cancel(k->gai); /* a name that did not resolve in time */
     k->gai = NULL;
-    respond(k, "504 Gateway Timeout", body);
+    upstream_failed(k, "504 Gateway Timeout",
+                    resolving ? "the name did not resolve in time" : "no connection in time", body);
 }
 
 static void connect_to(struct conn *k, const struct sockaddr *sa)
@@ -249,10 +266,11 @@ static void connect_to(struct conn *k, const struct sockaddr *sa)
     k->creq.data = k;
     int rc = uv_tcp_connect(&k->creq, &k->upstream, sa, on_connected);
     if (rc < 0) {
-        char body[600];
+        char body[600], cause[128];
         snprintf(body, sizeof(body), "toolexecd: could not connect to %s port %u: %s\n", k->host,
                  k->port, uv_strerror(rc));
-        respond(k, "502 Bad Gateway", body);
+        snprintf(cause, sizeof(cause), "could not connect: %s", uv_strerror(rc));
+        upstream_failed(k, "502 Bad Gateway", cause, body);
     }
 }
 
@@ -262,11 +280,12 @@ static void on_resolved(void *arg, int rc, const struct addrinfo *res)
     struct conn *k = arg;
     k->gai = NULL;
     if (rc != 0) {
-        char body[600];
+        char body[600], cause[128];
         snprintf(body, sizeof(body), "toolexecd: could not resolve %s: %s\n", k->host,
                  gai_strerror(rc));
+        snprintf(cause, sizeof(cause), "the name does not resolve: %s", gai_strerror(rc));
         uv_timer_stop(&k->timer);
-        respond(k, "502 Bad Gateway", body);
+        upstream_failed(k, "502 Bad Gateway", cause, body);
         return;
     }
     const struct addrinfo *ok = NULL;

@@ -141,15 +141,16 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
                       char *err, size_t errlen)
 {
     static const char *const keys[] = {
-        "name",       "description", "schema",        "command",       "protocol",
-        "context",    "timeout_ms",  "env",           "limits",        "user",
-        "group",      "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
-        "coerce",     "spill",       "syscalls",      "deny_syscalls", "filesystem",
-        "title",      "annotations", "output_schema", "strict",        "start",
-        "scopes",       /* declare.c */
-        "max_forks",    /* template.c */
-        "learn",        /* learndef.c */
-        "best_effort"}; /* besteffort.c */
+        "name",           "description", "schema",        "command",       "protocol",
+        "context",        "timeout_ms",  "env",           "limits",        "user",
+        "group",          "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
+        "coerce",         "spill",       "syscalls",      "deny_syscalls", "filesystem",
+        "title",          "annotations", "output_schema", "strict",        "start",
+        "scopes",           /* declare.c */
+        "max_forks",        /* template.c */
+        "learn",            /* learndef.c */
+        "best_effort",      /* besteffort.c */
+        "stderr_to_model"}; /* worker.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))
@@ -245,6 +246,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
     if (v && !json_is_boolean(v))
         BAD("%s: context: expected true or false", file);
     t->context = json_is_true(v);
+
+    v = json_object_get(def, "stderr_to_model");
+    if (v && !json_is_boolean(v))
+        BAD("%s: stderr_to_model: expected true or false", file);
+    t->stderr_hidden = json_is_false(v);
 
     v = json_object_get(def, "timeout_ms");
     if (v && (!json_is_integer(v) || json_integer_value(v) <= 0))

@@ -41,6 +41,7 @@ struct td_tool {
     te_schema *validator;            /* the compiled schema */
     bool coerce;                     /* "42" -> 42 where the schema wants a number */
     bool spill;                      /* cut content also written to a file */
+    bool stderr_hidden;              /* "stderr_to_model": false */
     bool switch_user;                /* root daemon: run workers as uid/gid */
     uid_t uid;
     gid_t gid;

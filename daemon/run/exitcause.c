@@ -43,9 +43,29 @@ void td_exit_decide(int status, const struct rusage *ru, uint64_t cpu_limit_ms, 
              framed ? " without a response" : "");
 }
 
-void td_exit_oom(struct td_exit *e, uint64_t memory_mb)
+static void say(struct td_exit *e, const char *fmt, const struct td_exit_limit *l)
 {
     size_t n = strlen(e->detail);
-    snprintf(e->detail + n, sizeof(e->detail) - n, "; out of memory at its limit of %llu MiB",
-             (unsigned long long)memory_mb);
+    snprintf(e->detail + n, sizeof(e->detail) - n, fmt, (unsigned long long)l->value, l->name);
+}
+
+bool td_exit_limit(struct td_exit *e, const struct td_exit_seen *s, struct td_exit_limit *l)
+{
+    if (s->oom_kills > 0) {
+        *l = (struct td_exit_limit){"memory_mb", s->memory_mb, "oom_kill"};
+        say(e, "; out of memory at its limit of %llu MiB (limits.%s)", l);
+    } else if (e->cpu_limit) {
+        *l = (struct td_exit_limit){"cpu_ms", s->cpu_ms,
+                                    e->signal == SIGXCPU ? "SIGXCPU" : "SIGKILL"};
+        say(e, "; CPU time at its limit of %llu ms (limits.%s)", l);
+    } else if (e->signaled && e->signal == SIGXFSZ && s->file_size_mb) {
+        *l = (struct td_exit_limit){"file_size_mb", s->file_size_mb, "SIGXFSZ"};
+        say(e, "; a file written at its size limit of %llu MiB (limits.%s)", l);
+    } else if (s->pids_refusals > 0 && s->processes) {
+        *l = (struct td_exit_limit){"processes", s->processes, "pids.max"};
+        say(e, "; new processes refused at its limit of %llu (limits.%s)", l);
+    } else {
+        return false;
+    }
+    return true;
 }

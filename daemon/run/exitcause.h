@@ -26,8 +26,29 @@ struct td_exit {
  * exit is then "without a response"). */
 void td_exit_decide(int status, const struct rusage *ru, uint64_t cpu_limit_ms, bool framed,
                     struct td_exit *e);
-/* A signaled worker that the kernel's OOM killer ended (memory.max): say so
- * in the detail. */
-void td_exit_oom(struct td_exit *e, uint64_t memory_mb);
+
+/* What the kernel saw of a call's limits when it failed: its limits (0: not
+ * set) and the counters of its cgroup (0 without one). */
+struct td_exit_seen {
+    uint64_t memory_mb, processes, file_size_mb, cpu_ms;
+    long long oom_kills;     /* memory.events oom_kill: memory.max */
+    long long pids_refusals; /* pids.events max: forks pids.max refused */
+};
+
+/* The limit a failed call met, as cause.resource_limit: the key of "limits" that
+ * sets it, its value in that key's unit, and what showed it. */
+struct td_exit_limit {
+    const char *name;    /* "memory_mb" */
+    uint64_t value;      /* 64 */
+    const char *reached; /* "oom_kill", "SIGXCPU", "SIGKILL", "SIGXFSZ", "pids.max" */
+};
+
+/* Which of the call's limits its failure shows, the likeliest first: an
+ * OOM kill, the CPU limit's signal, SIGXFSZ, then forks refused at
+ * pids.max (a tool may fail for it without being killed). Says so in e's
+ * detail; false when none. A limit met inside the tool (RLIMIT_AS,
+ * RLIMIT_NPROC, RLIMIT_NOFILE, SIGXFSZ ignored) leaves nothing to see
+ * from here. */
+bool td_exit_limit(struct td_exit *e, const struct td_exit_seen *s, struct td_exit_limit *l);
 
 #endif

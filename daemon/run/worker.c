@@ -25,6 +25,7 @@
  *   worker_state.c   its lifetime: one table of states and events, which
  *                    the others ask rather than flags
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -301,6 +302,34 @@ static json_t *with_view(const struct td_worker *w, json_t *cause)
     return cause;
 }
 
+/* detail with the end of the worker's stderr (at most TD_STDERR_MODEL
+ * bytes, from a character's start) in buf: why a tool failed is usually
+ * its last words there, and the message is what the model reads. detail
+ * itself when there is none, or its definition says "stderr_to_model":
+ * false. te_tool_error_new() repairs what is not UTF-8. */
+static const char *with_stderr(const struct td_worker *w, const char *detail, char *buf, size_t len)
+{
+    size_t n = w->tail_len < TD_STDERR_MODEL ? w->tail_len : TD_STDERR_MODEL;
+    const char *p = w->tail + w->tail_len - n;
+    while (n && ((unsigned char)*p & 0xc0) == 0x80) {
+        p++;
+        n--;
+    }
+    while (n && isspace((unsigned char)p[n - 1]))
+        n--;
+    if (!n || w->tool->stderr_hidden)
+        return detail;
+    int k = snprintf(buf, len, "%s; its stderr ends: ", detail);
+    if (k < 0 || (size_t)k >= len)
+        return detail;
+    char *q = buf + k;
+    /* a NUL would end the message there */
+    for (size_t i = 0; i < n && q < buf + len - 1; i++)
+        *q++ = p[i] ? p[i] : ' ';
+    *q = '\0';
+    return buf;
+}
+
 /* The worker exited before its result was known: decide what it means. */
 void td_worker_decide_on_exit(struct td_worker *w)
 {
@@ -338,6 +367,26 @@ void td_worker_decide_on_exit(struct td_worker *w)
         w->status = rep.status;
     struct td_exit e;
     td_exit_decide(w->status, &w->ru, w->limits.cpu_ms, w->tool->protocol == TD_PROTO_FRAMED, &e);
+    /* A limit the call met, seen from here, read only once it failed (a
+     * plain tool's status 0 is its result): in cause.resource_limit and the detail */
+    bool failed = !(w->tool->protocol == TD_PROTO_PLAIN && !e.signaled && e.code == 0);
+    struct td_exit_limit lim;
+    long long ooms = failed && w->cg_memory ? td_cgroup_oom_kills(w->cg) : 0;
+    bool met =
+        failed &&
+        td_exit_limit(&e,
+                      &(struct td_exit_seen){
+                          .memory_mb = w->limits.memory_mb,
+                          .processes = w->limits.processes,
+                          .file_size_mb = w->limits.file_size_mb,
+                          .cpu_ms = w->limits.cpu_ms,
+                          .oom_kills = ooms,
+                          .pids_refusals = w->limits.processes ? td_cgroup_pids_refusals(w->cg) : 0,
+                      },
+                      &lim);
+    json_t *limit = met ? json_pack("{s:s,s:I,s:s}", "name", lim.name, "value",
+                                    (json_int_t)lim.value, "reached", lim.reached)
+                        : NULL;
     if (e.signaled) {
         json_t *cause = json_pack("{s:s,s:b,s:o}", "signal", e.signame, "core_dumped",
                                   e.core_dumped, "stderr", td_worker_stderr_tail(w));
@@ -346,14 +395,14 @@ void td_worker_decide_on_exit(struct td_worker *w)
                                 json_pack("{s:I,s:I}", "limit_ms", (json_int_t)w->limits.cpu_ms,
                                           "used_ms", (json_int_t)e.cpu_ms));
         /* memory.max: the kernel's OOM killer ended the call */
-        long long ooms = w->cg_memory ? td_cgroup_oom_kills(w->cg) : 0;
-        if (ooms > 0) {
-            td_exit_oom(&e, w->limits.memory_mb);
+        if (ooms > 0)
             json_object_set_new(cause, "oom_kill",
                                 json_pack("{s:I,s:I}", "limit_mb", (json_int_t)w->limits.memory_mb,
                                           "kills", (json_int_t)ooms));
-        }
-        td_worker_fail(w, TE_HANDLER_EXIT, e.detail, cause, NULL);
+        if (limit)
+            json_object_set_new(cause, "resource_limit", limit);
+        td_worker_fail(w, TE_HANDLER_EXIT, with_stderr(w, e.detail, detail, sizeof(detail)), cause,
+                       NULL);
         return;
     }
     int code = e.code;
@@ -365,9 +414,12 @@ void td_worker_decide_on_exit(struct td_worker *w)
             td_worker_fail(w, TE_HANDLER_EXIT, "out of memory", NULL, NULL);
         return;
     }
-    if (te_frame_pending(&w->dec) > 0 && td_worker_not_a_frame(w))
+    if (te_frame_pending(&w->dec) > 0 && td_worker_not_a_frame(w)) {
+        json_decref(limit);
         return;
+    }
     if (code == 0 && te_frame_pending(&w->dec) > 0) {
+        json_decref(limit);
         size_t got = te_frame_pending(&w->dec);
         snprintf(detail, sizeof(detail), "exited with an incomplete frame (%zu bytes)", got);
         json_t *tf = w->dec.hdr_have == TE_FRAME_HEADER_LEN
@@ -380,10 +432,16 @@ void td_worker_decide_on_exit(struct td_worker *w)
     }
     if (w->tool->view_note)
         snprintf(detail, sizeof(detail), "%s; %s", e.detail, view_note(w));
-    td_worker_fail(w, TE_HANDLER_EXIT, w->tool->view_note ? detail : e.detail,
-                   with_view(w, json_pack("{s:i,s:o}", "exit_status", code, "stderr",
-                                          td_worker_stderr_tail(w))),
-                   NULL);
+    json_t *cause = with_view(
+        w, json_pack("{s:i,s:o}", "exit_status", code, "stderr", td_worker_stderr_tail(w)));
+    if (cause && limit)
+        json_object_set_new(cause, "resource_limit", limit);
+    else
+        json_decref(limit);
+    char said[sizeof(detail) + TD_STDERR_MODEL + 32];
+    td_worker_fail(w, TE_HANDLER_EXIT,
+                   with_stderr(w, w->tool->view_note ? detail : e.detail, said, sizeof(said)),
+                   cause, NULL);
 }
 
 void td_worker_cancel(struct td_worker *w)

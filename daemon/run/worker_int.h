@@ -41,6 +41,8 @@ struct td_warm_call;
 
 /* Last bytes of a worker's stderr kept for the error cause. */
 #define TD_STDERR_TAIL 4096
+/* Last bytes of its stderr a failed call's message quotes, for the model. */
+#define TD_STDERR_MODEL 1024
 /* stderr lines logged per call; the rest only reach the tail, so a flooding
  * worker cannot flood the journal. */
 #define TD_STDERR_LOG_LINES 64

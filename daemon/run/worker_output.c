@@ -77,6 +77,33 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
     free(body);
 }
 
+/* Its output over the limit: the call fails naming the limit's key
+ * (limits.output_mb; --max-frame-bytes when the definition sets none) and,
+ * for a frame, the length its prefix announced. */
+static void output_over(struct td_worker *w, const uint32_t *frame_length)
+{
+    char detail[256], what[64];
+    if (frame_length)
+        snprintf(what, sizeof(what), "frame of %u bytes", *frame_length);
+    else
+        snprintf(what, sizeof(what), "output");
+    snprintf(detail, sizeof(detail), "%s exceeds the limit of %u bytes (%s)", what, w->max_output,
+             w->limits.output_mb ? "limits.output_mb" : "--max-frame-bytes");
+    /* value in the key's unit: MiB, rounded up where --max-frame-bytes is
+     * not a whole number of them */
+    json_t *limit =
+        json_pack("{s:s,s:I,s:s,s:I}", "name", "output_mb", "value",
+                  (json_int_t)(((uint64_t)w->max_output + (1u << 20) - 1) >> 20), "reached",
+                  frame_length ? "frame_length" : "stdout", "bytes", (json_int_t)w->max_output);
+    json_t *cause = json_pack("{s:{s:I},s:o}", "output_limit", "limit", (json_int_t)w->max_output,
+                              "resource_limit", limit);
+    if (cause && frame_length) {
+        json_object_set_new(cause, "frame_length", json_integer((json_int_t)*frame_length));
+        json_object_set_new(cause, "limit", json_integer((json_int_t)w->max_output));
+    }
+    td_worker_fail(w, TE_INVALID_RETURN, detail, cause, NULL);
+}
+
 void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
 {
     if (td_wstate_has_result(w->state)) {
@@ -85,11 +112,7 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
     }
     if (w->tool->protocol == TD_PROTO_PLAIN) {
         if (w->plain.raw + n > w->max_output) {
-            char detail[128];
-            snprintf(detail, sizeof(detail), "output exceeds the limit of %u bytes", w->max_output);
-            td_worker_fail(
-                w, TE_INVALID_RETURN, detail,
-                json_pack("{s:{s:I}}", "output_limit", "limit", (json_int_t)w->max_output), NULL);
+            output_over(w, NULL);
             return;
         }
         /* escaped as it comes once it may be a big text (plainesc.h); an
@@ -132,14 +155,7 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
     } else if (rc == -EMSGSIZE && td_worker_not_a_frame(w)) {
         return;
     } else if (rc == -EMSGSIZE) {
-        char detail[160];
-        snprintf(detail, sizeof(detail), "frame of %u bytes exceeds the limit of %u bytes",
-                 w->dec.len, w->max_output);
-        td_worker_fail(w, TE_INVALID_RETURN, detail,
-                       json_pack("{s:I,s:I,s:{s:I}}", "frame_length", (json_int_t)w->dec.len,
-                                 "limit", (json_int_t)w->max_output, "output_limit", "limit",
-                                 (json_int_t)w->max_output),
-                       NULL);
+        output_over(w, &w->dec.len);
     } else if (rc < 0) {
         td_worker_fail(w, TE_HANDLER_EXIT, "out of memory reading the response", NULL, NULL);
     }

@@ -110,11 +110,48 @@ static void test_cpu_limit(void **state)
 
 static void test_oom(void **state)
 {
+    (void)state;
     struct td_exit e;
+    struct td_exit_limit l;
     td_exit_decide(W_EXITCODE(0, SIGKILL), &no_ru, 0, false, &e);
-    td_exit_oom(&e, 64);
-    assert_string_equal(e.detail,
-                        "terminated; signal 9 (SIGKILL); out of memory at its limit of 64 MiB");
+    assert_true(td_exit_limit(&e, &(struct td_exit_seen){.memory_mb = 64, .oom_kills = 1}, &l));
+    assert_string_equal(e.detail, "terminated; signal 9 (SIGKILL); out of memory at its limit "
+                                  "of 64 MiB (limits.memory_mb)");
+    assert_string_equal(l.name, "memory_mb");
+    assert_int_equal(l.value, 64);
+    assert_string_equal(l.reached, "oom_kill");
+}
+
+static void test_limits_seen(void **state)
+{
+    (void)state;
+    struct td_exit e;
+    struct td_exit_limit l;
+    struct rusage ru = {.ru_utime = {2, 0}};
+    td_exit_decide(W_EXITCODE(0, SIGXCPU), &ru, 2000, false, &e);
+    assert_true(td_exit_limit(&e, &(struct td_exit_seen){.cpu_ms = 2000}, &l));
+    assert_string_equal(l.name, "cpu_ms");
+    assert_string_equal(l.reached, "SIGXCPU");
+    assert_non_null(strstr(e.detail, "CPU time at its limit of 2000 ms (limits.cpu_ms)"));
+
+    td_exit_decide(W_EXITCODE(0, SIGXFSZ), &no_ru, 0, false, &e);
+    assert_true(td_exit_limit(&e, &(struct td_exit_seen){.file_size_mb = 1}, &l));
+    assert_string_equal(l.name, "file_size_mb");
+    assert_string_equal(l.reached, "SIGXFSZ");
+    /* SIGXFSZ without a file size limit: someone sent it */
+    td_exit_decide(W_EXITCODE(0, SIGXFSZ), &no_ru, 0, false, &e);
+    assert_false(td_exit_limit(&e, &(struct td_exit_seen){0}, &l));
+
+    /* a fork refused, then an exit with an error status */
+    td_exit_decide(W_EXITCODE(2, 0), &no_ru, 0, false, &e);
+    assert_true(td_exit_limit(&e, &(struct td_exit_seen){.processes = 8, .pids_refusals = 3}, &l));
+    assert_string_equal(e.detail, "exited with status 2; new processes refused at its limit of "
+                                  "8 (limits.processes)");
+    assert_string_equal(l.reached, "pids.max");
+
+    td_exit_decide(W_EXITCODE(2, 0), &no_ru, 0, false, &e);
+    assert_false(td_exit_limit(&e, &(struct td_exit_seen){.processes = 8, .memory_mb = 64}, &l));
+    assert_string_equal(e.detail, "exited with status 2");
 }
 
 int main(void)
@@ -123,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_exit_status), cmocka_unit_test(test_signals),
         cmocka_unit_test(test_core_dump),   cmocka_unit_test(test_unnamed_signal),
         cmocka_unit_test(test_cpu_limit),   cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_limits_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import harness
 from harness import Daemon, deadline_wait
+from test_mcp import TOOLEXEC, Session
 
 # The tool: one python3 program, what to try in its arguments; it prints
 # one JSON object (plain protocol).
@@ -351,16 +352,51 @@ class EgressCases:
     def test_unresolvable_listed_name_is_502(self):
         out, denied = self.call("net", op="get", url="http://allowed.invalid/")
         self.assertEqual(out["status"], 502, out)
-        self.assertEqual(denied, [])
+        # not a refusal, but listed: the tool may report only "502"
+        self.assertEqual(len(denied), 1, denied)
+        self.assertEqual({k: v for k, v in denied[0].items() if k != "cause"},
+                         {"kind": "egress_failure", "host": "allowed.invalid", "port": 80})
+        self.assertTrue(denied[0]["cause"].startswith("the name does not resolve: "), denied)
 
     def test_refused_connection_is_502(self):
         out, denied = self.call("net", op="tunnel", target=self.closed_target)
         self.assertIn(" 502 ", out["status"])
         self.assertIn("could not connect", out["body"])
+        host, port = self.closed_target.split(":")
+        failed = {"kind": "egress_failure", "host": host, "port": int(port),
+                  "cause": "could not connect: connection refused"}
+        self.assertEqual(denied, [failed])
         out, denied = self.call("net", op="get", url="http://%s/" % self.closed_target)
         self.assertEqual(out["status"], 502, out)
-        self.assertEqual(denied, [])
+        self.assertEqual(denied, [failed])
         self.assertIsNone(self.d.proc.poll())
+
+    def test_mcp_says_why_to_the_model(self):
+        # through toolexec mcp: each entry of denied as a sentence in the text
+        if not TOOLEXEC:
+            self.skipTest("environment lacks TOOLEXEC (run through meson test)")
+        s = Session(self, self.d.sock)
+        s.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test_confine_net", "version": "1"}})
+        self.assertIn("result", s.recv())
+        s.notify("notifications/initialized")
+        s.request(2, "tools/call", {"name": "net", "arguments": {
+            "op": "get", "url": "http://evil.example/x"}})
+        r = s.response(2)["result"]
+        refused = ("Network access to evil.example port 80 was refused: it is not in the tool's "
+                   "network allow-list; only the tool's definition (\"network\": {\"allow\": "
+                   "[\"evil.example:80\"]}) allows it, within what a run request's \"policy\" "
+                   "leaves.")
+        self.assertIn("\n- " + refused, r["content"][0]["text"])
+        self.assertEqual(r["_meta"]["toolexecd/denied"],
+                         [{"kind": "network", "host": "evil.example", "port": 80,
+                           "why": refused}])
+        host, port = self.closed_target.split(":")
+        s.request(3, "tools/call", {"name": "net", "arguments": {
+            "op": "get", "url": "http://%s/" % self.closed_target}})
+        r = s.response(3)["result"]
+        self.assertIn("\n- Connecting to %s port %s failed (not a refusal): could not connect: "
+                      "connection refused." % (host, port), r["content"][0]["text"])
 
     # -- limits ------------------------------------------------------------
     def test_max_connections(self):
