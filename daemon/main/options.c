@@ -222,8 +222,8 @@ static const struct opt options[] = {
      .help = "calls in one batch (default 1024)"},
     {"max-queued-calls", 0, "N", COUNT(td_cfg.max_queued_calls, 1000000),
      .help = "calls in one uid's (or subject's) unfinished\n"
-             "batches (default 4096, at least 4 x\n"
-             "--max-batch-calls)"},
+             "batches (default 4096, at least 4 times\n"
+             "the calls in one batch)"},
     {"max-client-batches", 0, "N", COUNT(td_cfg.max_client_batches, 1000000),
      .help = "unfinished batches on one connection (default 64)"},
     {"max-clients-per-uid", 0, "N", COUNT(td_cfg.max_clients_per_uid, 1000000),

@@ -225,8 +225,10 @@ class FairQueue(unittest.TestCase):
         while len(order) < 16:
             e = tail.recv_for(lambda e: e["event"] == "tool_execution_started")
             order.append(e["batch"][0])
-        # B's four calls alternate with A's instead of waiting behind its batches
-        self.assertEqual(order[:8], ["a", "b"] * 4, order)
+        # B's four calls alternate with A's instead of waiting behind its
+        # batches; B first, as A's gate call was A's turn (a call started
+        # at once counts as its client's turn, as a queued one does)
+        self.assertEqual(order[:8], ["b", "a"] * 4, order)
         for c, name in ((a, "a3"), (b, "b1")):
             self.assertEqual(c.finish_batch(name)[-1]["event"], "batch_completed")
 
