@@ -278,8 +278,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     struct mcp_http *h = cls;
     struct mcp_http_x *x = *req_cls;
-    if (!x)
-        return on_headers(h, conn, url, method, req_cls);
+    if (!x) {
+        enum MHD_Result rc = on_headers(h, conn, url, method, req_cls);
+        x = *req_cls;
+        if (!x || x->state != X_RECEIVING) /* answered on its headers */
+            mcp_http_conn_whole(conn);
+        return rc;
+    }
     if (x->state != X_RECEIVING)
         return resumed(x);
     if (*upload_size) {
@@ -299,13 +304,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         x->body_len += n;
         return MHD_YES;
     }
+    mcp_http_conn_whole(conn);
     return on_post(h, x);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)toe;
+    mcp_http_conn_waiting(conn); /* for its next request */
     struct mcp_http_x *x = *req_cls;
     *req_cls = NULL;
     if (!x)
@@ -408,12 +415,15 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
 static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
                     enum MHD_ConnectionNotificationCode code)
 {
-    (void)c, (void)ctx;
     struct mcp_http *h = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         h->nconns++;
-    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && h->nconns)
-        h->nconns--;
+        mcp_http_conn_opened(h, c, ctx);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (h->nconns)
+            h->nconns--;
+        mcp_http_conn_closed(h, ctx);
+    }
 }
 
 /* Connections waiting to be accepted, handed to MHD; past --connections
@@ -523,6 +533,9 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
             lower(timeout_ms, due);
     }
     int due = mcp_http_sessions_expire(h, now);
+    if (due >= 0)
+        lower(timeout_ms, due);
+    due = mcp_http_conns_cut(h, now);
     if (due >= 0)
         lower(timeout_ms, due);
     if (h->resumed)

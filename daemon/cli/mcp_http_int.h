@@ -76,6 +76,7 @@ struct mcp_http {
     struct mcp_http_x *xs;
     struct mcp_http_session *sessions;
     unsigned nsessions;
+    struct mcp_http_conn *conns; /* MHD's connections (mcp_http_conn.c) */
     const char *const *origins;
     bool resumed; /* a connection resumed since MHD_run() last ran */
 };
@@ -104,6 +105,18 @@ enum MHD_Result mcp_http_x_open_stream(struct mcp_http_x *x);
 void mcp_http_x_abort(struct mcp_http_x *x);
 void mcp_http_x_end(struct mcp_http_x *x);
 int mcp_http_x_keepalive(struct mcp_http_x *x, long long now);
+
+/* mcp_http_conn.c: a connection's state, MHD's socket context. Opened
+ * and closed: MHD's connection notifications; whole: its request has
+ * arrived; waiting: its request is done, the next may come. */
+struct mcp_http_conn;
+void mcp_http_conn_opened(struct mcp_http *h, struct MHD_Connection *c, void **ctx);
+void mcp_http_conn_closed(struct mcp_http *h, void **ctx);
+void mcp_http_conn_whole(struct MHD_Connection *c);
+void mcp_http_conn_waiting(struct MHD_Connection *c);
+/* Shut down the connections whose request has not arrived whole in time;
+ * returns the ms until the next is due, -1 for none. */
+int mcp_http_conns_cut(struct mcp_http *h, long long now);
 
 /* mcp_http_session.c */
 enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,
