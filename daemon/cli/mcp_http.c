@@ -384,10 +384,13 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
         freeaddrinfo(ai);
         return -1;
     }
+    /* The kernel's largest backlog: a burst of connections waits there to
+     * be accepted, and answered 503 past --connections; one that overflows
+     * it looks connected to its client yet is nobody's, for a long while. */
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
         snprintf(err, errlen, "--listen %s: %s", s, strerror(errno));
         if (fd >= 0)
             close(fd);
