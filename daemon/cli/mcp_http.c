@@ -257,6 +257,13 @@ static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *con
         return on_delete(h, conn);
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
         return reply_405(conn, "MCP takes POST (and GET, DELETE of a session)");
+    if (!mcp_http_conn_framing_ok(conn))
+        return mcp_http_queue(conn, MHD_HTTP_BAD_REQUEST,
+                              mcp_http_rpc_error(NULL, -32600,
+                                                 "Content-Length twice, or beside "
+                                                 "Transfer-Encoding: the body is ambiguous",
+                                                 NULL),
+                              MHD_HTTP_HEADER_CONNECTION, "close");
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->o.body_max) {

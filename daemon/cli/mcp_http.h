@@ -10,7 +10,7 @@
  *   mcp_http_check.c    a POST's message against its headers (revisions,
  *                       MCP-Protocol-Version, Mcp-Method, Mcp-Name)
  *   mcp_http_conn.c     a connection's state: its request must arrive
- *                       whole in time (slowloris)
+ *                       whole in time (slowloris); its framing
  *   mcp_http_stream.c   exchanges: a request's answer, one JSON object or
  *                       a request-scoped SSE stream; a session's GET stream
  *   mcp_http_session.c  the sessions of 2025-11-25 and before: minted on

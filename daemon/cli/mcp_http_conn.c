@@ -1,6 +1,6 @@
 /*
  * mcp_http_conn.c - a connection's own state (mcp_http_int.h): how long
- * its request has been arriving.
+ * its request has been arriving; and its request's framing.
  *
  * libmicrohttpd's --http-timeout is an idle timeout: any byte restarts it.
  * A client trickling its request a byte at a time (slowloris) is never
@@ -13,6 +13,8 @@
  * arriving: only the timeouts of mcp_http_stream.c apply to it.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "mcp_http_int.h"
@@ -94,4 +96,25 @@ int mcp_http_conns_cut(struct mcp_http *h, long long now)
         }
     }
     return due > 0x7fffffff ? 0x7fffffff : (int)due;
+}
+/* One Content-Length, and not beside Transfer-Encoding: else two readers
+ * of the stream (a proxy in front, and MHD, which takes the first length)
+ * may see two different bodies. */
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind, (void)value;
+    unsigned *n = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        n[0]++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        n[1]++;
+    return MHD_YES;
+}
+
+bool mcp_http_conn_framing_ok(struct MHD_Connection *c)
+{
+    unsigned n[2] = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, n);
+    return n[0] + n[1] <= 1;
 }

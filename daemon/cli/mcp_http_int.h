@@ -117,6 +117,8 @@ void mcp_http_conn_waiting(struct MHD_Connection *c);
 /* Shut down the connections whose request has not arrived whole in time;
  * returns the ms until the next is due, -1 for none. */
 int mcp_http_conns_cut(struct mcp_http *h, long long now);
+/* At most one of Content-Length and Transfer-Encoding, said once. */
+bool mcp_http_conn_framing_ok(struct MHD_Connection *c);
 
 /* mcp_http_session.c */
 enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,
