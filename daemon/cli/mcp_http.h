@@ -62,9 +62,11 @@ struct mcp_http_opts {
     unsigned keepalive_ms;      /* an SSE comment when a stream was quiet this long */
 };
 
-/* Defaults of the options above. */
+/* Defaults of the options above. header_max is also each connection's
+ * libmicrohttpd memory pool, which it zeroes whole after every request: an
+ * idle keep-alive connection costs that much (16 KiB, as Node.js allows). */
 #define MCP_HTTP_BODY_MAX (4u << 20)
-#define MCP_HTTP_HEADER_MAX (32u << 10)
+#define MCP_HTTP_HEADER_MAX (16u << 10)
 #define MCP_HTTP_CONN_MAX 64u
 #define MCP_HTTP_TIMEOUT_S 30u
 #define MCP_HTTP_SESSIONS_MAX 32u

@@ -176,6 +176,26 @@ class McpHttpHostile(McpCase):
         self.assertIn(response(s)[0], (414, 431))
         self.assert_unharmed(f)
 
+    def test_idle_connection_memory(self):
+        # an idle keep-alive connection costs the front its libmicrohttpd
+        # memory pool, --max-header, written whole after each request; the
+        # default is 16 KiB (with the connection's own state, ~16.5 KiB)
+        n = 256
+        f = self.front("--connections", str(n + 16))
+        self.good_call(f)
+        rss0 = rss_kb(f.proc.pid)
+        msg, h = modern(1, "server/discover")
+        for _ in range(n):
+            c = f.conn()
+            resp = post(c, msg, h)
+            resp.read()
+            self.assertEqual(resp.status, 200)
+        per_conn_kb = (rss_kb(f.proc.pid) - rss0) / n
+        self.assertLess(per_conn_kb, 24, "KiB a connection")
+        for c in f.conns:
+            c.close()
+        self.assert_unharmed(f)
+
     # -- slow and silent clients ---------------------------------------------------
     def test_slowloris(self):
         # a byte every 0.2 s is never idle for the 1 s timeout; the request
