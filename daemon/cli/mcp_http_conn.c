@@ -20,12 +20,22 @@
 #include "mcp_http_int.h"
 
 struct mcp_http_conn {
+    struct mcp_http *h;
     int fd;
     bool whole;         /* its request has arrived: being answered */
     bool cut;           /* shut down, MHD to close it */
     long long since_ms; /* waiting for its request since */
     struct mcp_http_conn *prev, *next;
 };
+
+/* The scan is due no later than k's deadline: a loop round looks at no
+ * connection before the earliest may be due (deadlines only move later). */
+static void due_by(struct mcp_http *h, const struct mcp_http_conn *k)
+{
+    long long at = k->since_ms + 2000LL * h->o.timeout_s;
+    if (!h->conns_due_ms || at < h->conns_due_ms)
+        h->conns_due_ms = at;
+}
 
 void mcp_http_conn_opened(struct mcp_http *h, struct MHD_Connection *c, void **ctx)
 {
@@ -36,7 +46,9 @@ void mcp_http_conn_opened(struct mcp_http *h, struct MHD_Connection *c, void **c
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     k->fd = ci ? ci->connect_fd : -1;
+    k->h = h;
     k->since_ms = mcp_http_now_ms();
+    due_by(h, k);
     k->next = h->conns;
     if (h->conns)
         h->conns->prev = k;
@@ -78,11 +90,16 @@ void mcp_http_conn_waiting(struct MHD_Connection *c)
     if (k) {
         k->whole = false;
         k->since_ms = mcp_http_now_ms();
+        due_by(k->h, k);
     }
 }
 
 int mcp_http_conns_cut(struct mcp_http *h, long long now)
 {
+    if (!h->conns_due_ms)
+        return -1;
+    if (now < h->conns_due_ms)
+        return h->conns_due_ms - now > 0x7fffffff ? 0x7fffffff : (int)(h->conns_due_ms - now);
     long long allowed = 2000LL * h->o.timeout_s, due = -1;
     for (struct mcp_http_conn *k = h->conns; k; k = k->next) {
         if (k->whole || k->cut || k->fd < 0)
@@ -95,6 +112,7 @@ int mcp_http_conns_cut(struct mcp_http *h, long long now)
             due = left;
         }
     }
+    h->conns_due_ms = due < 0 ? 0 : now + due;
     return due > 0x7fffffff ? 0x7fffffff : (int)due;
 }
 /* One Content-Length, and not beside Transfer-Encoding: else two readers

@@ -77,6 +77,7 @@ struct mcp_http {
     struct mcp_http_session *sessions;
     unsigned nsessions;
     struct mcp_http_conn *conns; /* MHD's connections (mcp_http_conn.c) */
+    long long conns_due_ms;      /* when one may be due to be cut; 0: none */
     const char *const *origins;
     bool resumed; /* a connection resumed since MHD_run() last ran */
 };
