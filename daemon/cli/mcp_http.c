@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,6 +325,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
     if (!x)
         return;
+    mcp_http_x_unwatch(x);
     x->suspended = false;
     if (x->get_stream && x->session && x->session->stream == x)
         x->session->stream = NULL;
@@ -500,6 +502,14 @@ struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_
         return NULL;
     }
     h->epoll_fd = ep->epoll_fd;
+    h->watch_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (h->watch_fd < 0) {
+        snprintf(err, errlen, "--listen %s: epoll: %s", o->listen, strerror(errno));
+        MHD_stop_daemon(h->mhd);
+        close(fd);
+        free(h);
+        return NULL;
+    }
     return h;
 }
 
@@ -510,7 +520,8 @@ const char *mcp_http_where(const struct mcp_http *h)
 
 size_t mcp_http_nfds(const struct mcp_http *h)
 {
-    return 2 + h->o.conn_max;
+    (void)h;
+    return 3;
 }
 
 static void lower(int *timeout_ms, long long ms)
@@ -525,14 +536,10 @@ static void lower(int *timeout_ms, long long ms)
 
 size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
 {
-    size_t n = 0, max = mcp_http_nfds(h);
+    size_t n = 0;
     fds[n++] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
-    /* A suspended connection is not MHD's to watch: its client closing it
-     * (POLLRDHUP) is how a call is cancelled. */
-    for (struct mcp_http_x *x = h->xs; x && n < max; x = x->next)
-        if (x->suspended && !x->aborted)
-            fds[n++] = (struct pollfd){.fd = x->fd, .events = POLLRDHUP};
+    fds[n++] = (struct pollfd){.fd = h->watch_fd, .events = POLLIN};
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
         lower(timeout_ms, (long long)ms);
@@ -557,15 +564,8 @@ void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n)
 {
     if (n > 1 && fds[1].revents)
         accept_all(h);
-    for (size_t i = 2; i < n; i++) {
-        if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-            continue;
-        for (struct mcp_http_x *x = h->xs; x; x = x->next)
-            if (x->fd == fds[i].fd && x->suspended) {
-                mcp_http_x_abort(x);
-                break;
-            }
-    }
+    if (n > 2 && fds[2].revents)
+        mcp_http_xs_closed(h);
     /* A connection resumed during a run (by another's request: DELETE
      * ending a session's stream) waits for the next. */
     for (int i = 0; i < 4; i++) {
@@ -593,5 +593,6 @@ void mcp_http_stop(struct mcp_http *h)
         x->core_holds = false;
         mcp_http_x_free(x);
     }
+    close(h->watch_fd);
     free(h);
 }

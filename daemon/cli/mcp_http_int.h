@@ -43,6 +43,7 @@ struct mcp_http_x {
     bool aborted;     /* the client went away: close without more */
     bool finished;    /* the answer (or the stream's end) was written out */
     int fd;           /* the connection's socket, watched while suspended */
+    bool watched;     /* fd is in the listener's watch_fd */
     char *body;       /* the POST's body as it came */
     size_t body_len;
     bool too_big;
@@ -71,6 +72,7 @@ struct mcp_http {
     struct MHD_Daemon *mhd;
     int epoll_fd;
     int listen_fd;
+    int watch_fd;    /* epoll: the suspended connections (mcp_http_stream.c) */
     unsigned nconns; /* connections MHD has */
     char where[64];
     struct mcp_http_x *xs;
@@ -104,6 +106,9 @@ enum MHD_Result mcp_http_x_wait(struct mcp_http_x *x);
 enum MHD_Result mcp_http_x_resumed(struct mcp_http_x *x);
 enum MHD_Result mcp_http_x_open_stream(struct mcp_http_x *x);
 void mcp_http_x_abort(struct mcp_http_x *x);
+void mcp_http_x_unwatch(struct mcp_http_x *x);
+/* Abort the suspended exchanges whose client closed (watch_fd ready). */
+void mcp_http_xs_closed(struct mcp_http *h);
 void mcp_http_x_end(struct mcp_http_x *x);
 int mcp_http_x_keepalive(struct mcp_http_x *x, long long now);
 
