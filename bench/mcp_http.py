@@ -4,6 +4,7 @@ the daemon's own socket, measured in the same run.
 
   bench/mcp_http.py [--build DIR] [--only a,b,c,d] [--seconds S] [--repeat R]
                     [--conc 1,16,256] [--clients N] [--calls-each K] [--idle N]
+                    [--front-exe PATH] [--front-arg ARG]...
 
 Starts a private toolexecd with one trivial framed tool (the C SDK echo,
 contrib/tools/c/echo) and a front on 127.0.0.1:0, then:
@@ -46,6 +47,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRONT_ARGS = []  # --front-arg
+FRONT_EXE = []  # --front-exe: another build's toolexec, for an A/B
 NEW = "2026-07-28"
 
 
@@ -110,7 +112,8 @@ class Front:
     def __init__(self, build, sock, tmp, *args):
         self.err = open(os.path.join(tmp, "front-%d.log" % time.monotonic_ns()), "w+b")
         self.proc = subprocess.Popen(
-            [os.path.join(build, "daemon", "cli", "toolexec"), "--socket", sock, "mcp",
+            [(FRONT_EXE or [os.path.join(build, "daemon", "cli", "toolexec")])[0],
+             "--socket", sock, "mcp",
              "--listen", "127.0.0.1:0"] + list(args) + FRONT_ARGS,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
         found = {}
@@ -348,12 +351,15 @@ def main():
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--calls-each", type=int, default=3)
     ap.add_argument("--idle", type=int, default=1000)
+    ap.add_argument("--front-exe", help="the front's toolexec (default: BUILD's)")
     ap.add_argument("--front-arg", action="append", default=[],
                     help="another argument of toolexec mcp (repeat it for more)")
     args = ap.parse_args()
     args.conc = [int(x) for x in args.conc.split(",")]
     only = set(args.only.split(","))
     FRONT_ARGS.extend(args.front_arg)
+    if args.front_exe:
+        FRONT_EXE.append(os.path.abspath(args.front_exe))
     build = os.path.abspath(args.build)
     raise_nofile()  # the front inherits it: --connections past 1024
     print("toolexec mcp --listen vs the socket; %d CPUs, load average %s" % (

@@ -102,6 +102,12 @@ class McpHttpHostile(McpCase):
         resource.setrlimit(resource.RLIMIT_NOFILE, cls.nofile)
         super().tearDownClass()
 
+    def setUp(self):
+        # another client of the daemon, connected throughout
+        self.plain = self.d.client()
+        self.addCleanup(self.plain.close)
+        self.assertTrue(self.plain.run([{"id": "c0", "name": "echo", "arguments": {}}]).ok)
+
     def front(self, *args):
         return Front(self, self.d.sock, *args)
 
@@ -134,11 +140,7 @@ class McpHttpHostile(McpCase):
         socket client, and the front's memory is bounded."""
         self.assertIsNone(f.proc.poll(), f.stderr())
         deadline_wait(lambda: self.good_call(f), interval=0.05, what="a good client served")
-        c = self.d.client()
-        try:
-            self.assertTrue(c.run([{"id": "c0", "name": "echo", "arguments": {}}]).ok)
-        finally:
-            c.close()
+        self.assertTrue(self.plain.run([{"id": "c1", "name": "echo", "arguments": {}}]).ok)
         self.assertLess(rss_kb(f.proc.pid), RSS_BOUND_KB)
 
     # -- sizes ---------------------------------------------------------------------
