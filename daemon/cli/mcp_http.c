@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,6 +314,13 @@ static enum MHD_Result on_headers(struct mcp_http *h, struct MHD_Connection *con
         return on_get(h, conn, req_cls, NULL);
     if (del)
         return on_delete(h, conn, NULL);
+    if (!mcp_http_conn_framing_ok(conn))
+        return mcp_http_queue(conn, MHD_HTTP_BAD_REQUEST,
+                              mcp_http_rpc_error(NULL, -32600,
+                                                 "Content-Length twice, or beside "
+                                                 "Transfer-Encoding: the body is ambiguous",
+                                                 NULL),
+                              MHD_HTTP_HEADER_CONNECTION, "close");
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->o.body_max) {
@@ -355,8 +363,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     struct mcp_http *h = cls;
     struct mcp_http_x *x = *req_cls;
-    if (!x)
-        return on_headers(h, conn, url, method, req_cls);
+    if (!x) {
+        enum MHD_Result rc = on_headers(h, conn, url, method, req_cls);
+        x = *req_cls;
+        if (!x || x->state != X_RECEIVING) /* answered on its headers */
+            mcp_http_conn_whole(conn);
+        return rc;
+    }
     if (x->state == X_AUTH)
         return authed(h, x, req_cls);
     if (x->state != X_RECEIVING)
@@ -378,6 +391,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         x->body_len += n;
         return MHD_YES;
     }
+    mcp_http_conn_whole(conn);
     if (h->o.auth && !mcp_http_auth_begin(x))
         return MHD_YES; /* suspended until the thread has judged the token */
     return h->o.auth ? authed(h, x, req_cls) : on_post(h, x);
@@ -386,11 +400,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)toe;
+    mcp_http_conn_waiting(conn); /* for its next request */
     struct mcp_http_x *x = *req_cls;
     *req_cls = NULL;
     if (!x)
         return;
+    mcp_http_x_unwatch(x);
     x->suspended = false;
     if (x->get_stream && x->session && x->session->stream == x)
         x->session->stream = NULL;
@@ -459,10 +475,13 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
         freeaddrinfo(ai);
         return -1;
     }
+    /* The kernel's largest backlog: a burst of connections waits there to
+     * be accepted, and answered 503 past --connections; one that overflows
+     * it looks connected to its client yet is nobody's, for a long while. */
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
         snprintf(err, errlen, "--listen %s: %s", s, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -490,12 +509,15 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
 static void on_conn(void *cls, struct MHD_Connection *c, void **ctx,
                     enum MHD_ConnectionNotificationCode code)
 {
-    (void)c, (void)ctx;
     struct mcp_http *h = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         h->nconns++;
-    else if (code == MHD_CONNECTION_NOTIFY_CLOSED && h->nconns)
-        h->nconns--;
+        mcp_http_conn_opened(h, c, ctx);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (h->nconns)
+            h->nconns--;
+        mcp_http_conn_closed(h, ctx);
+    }
 }
 
 /* Connections waiting to be accepted, handed to MHD; past --connections
@@ -562,7 +584,16 @@ struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_
         return NULL;
     }
     h->epoll_fd = ep->epoll_fd;
+    h->watch_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (h->watch_fd < 0) {
+        snprintf(err, errlen, "--listen %s: epoll: %s", o->listen, strerror(errno));
+        MHD_stop_daemon(h->mhd);
+        close(fd);
+        free(h);
+        return NULL;
+    }
     if (mcp_http_auth_start(h, err, errlen) < 0) {
+        close(h->watch_fd);
         MHD_stop_daemon(h->mhd);
         close(fd);
         free(h);
@@ -578,7 +609,8 @@ const char *mcp_http_where(const struct mcp_http *h)
 
 size_t mcp_http_nfds(const struct mcp_http *h)
 {
-    return 3 + h->o.conn_max;
+    (void)h; /* MHD's epoll, the listener, the token checks', the waiting */
+    return 4;
 }
 
 static void lower(int *timeout_ms, long long ms)
@@ -593,15 +625,11 @@ static void lower(int *timeout_ms, long long ms)
 
 size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
 {
-    size_t n = 0, max = mcp_http_nfds(h);
+    size_t n = 0;
     fds[n++] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = mcp_http_auth_fd(h), .events = POLLIN}; /* -1: ignored */
-    /* A suspended connection is not MHD's to watch: its client closing it
-     * (POLLRDHUP) is how a call is cancelled. */
-    for (struct mcp_http_x *x = h->xs; x && n < max; x = x->next)
-        if (x->suspended && !x->aborted)
-            fds[n++] = (struct pollfd){.fd = x->fd, .events = POLLRDHUP};
+    fds[n++] = (struct pollfd){.fd = h->watch_fd, .events = POLLIN};
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
         lower(timeout_ms, (long long)ms);
@@ -612,6 +640,9 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
             lower(timeout_ms, due);
     }
     int due = mcp_http_sessions_expire(h, now);
+    if (due >= 0)
+        lower(timeout_ms, due);
+    due = mcp_http_conns_cut(h, now);
     if (due >= 0)
         lower(timeout_ms, due);
     if (h->resumed)
@@ -625,15 +656,8 @@ void mcp_http_run(struct mcp_http *h, const struct pollfd *fds, size_t n)
         accept_all(h);
     if (n > 2 && fds[2].revents)
         mcp_http_auth_collect(h);
-    for (size_t i = 3; i < n; i++) {
-        if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-            continue;
-        for (struct mcp_http_x *x = h->xs; x; x = x->next)
-            if (x->fd == fds[i].fd && x->suspended) {
-                mcp_http_x_abort(x);
-                break;
-            }
-    }
+    if (n > 3 && fds[3].revents)
+        mcp_http_xs_closed(h);
     /* A connection resumed during a run (by another's request: DELETE
      * ending a session's stream) waits for the next. */
     for (int i = 0; i < 4; i++) {
@@ -662,5 +686,6 @@ void mcp_http_stop(struct mcp_http *h)
         x->core_holds = false;
         mcp_http_x_free(x);
     }
+    close(h->watch_fd);
     free(h);
 }

@@ -9,6 +9,8 @@
  *                       poll loop's part, a request's checks and routing
  *   mcp_http_check.c    a POST's message against its headers (revisions,
  *                       MCP-Protocol-Version, Mcp-Method, Mcp-Name)
+ *   mcp_http_conn.c     a connection's state: its request must arrive
+ *                       whole in time (slowloris); its framing
  *   mcp_http_stream.c   exchanges: a request's answer, one JSON object or
  *                       a request-scoped SSE stream; a session's GET stream
  *   mcp_http_session.c  the sessions of 2025-11-25 and before: minted on
@@ -72,9 +74,11 @@ struct mcp_http_opts {
     struct mcp_auth *auth;      /* --resource: bearer tokens needed; NULL: none */
 };
 
-/* Defaults of the options above. */
+/* Defaults of the options above. header_max is also each connection's
+ * libmicrohttpd memory pool, which it zeroes whole after every request: an
+ * idle keep-alive connection costs that much (16 KiB, as Node.js allows). */
 #define MCP_HTTP_BODY_MAX (4u << 20)
-#define MCP_HTTP_HEADER_MAX (32u << 10)
+#define MCP_HTTP_HEADER_MAX (16u << 10)
 #define MCP_HTTP_CONN_MAX 64u
 #define MCP_HTTP_TIMEOUT_S 30u
 #define MCP_HTTP_SESSIONS_MAX 32u

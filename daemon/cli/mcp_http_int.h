@@ -51,6 +51,7 @@ struct mcp_http_x {
     bool aborted;     /* the client went away: close without more */
     bool finished;    /* the answer (or the stream's end) was written out */
     int fd;           /* the connection's socket, watched while suspended */
+    bool watched;     /* fd is in the listener's watch_fd */
     char *body;       /* the POST's body as it came */
     size_t body_len;
     bool too_big;
@@ -83,6 +84,7 @@ struct mcp_http {
     struct MHD_Daemon *mhd;
     int epoll_fd;
     int listen_fd;
+    int watch_fd;    /* epoll: the suspended connections (mcp_http_stream.c) */
     unsigned nconns; /* connections MHD has */
     char where[64];
     /* /ready, /healthz and the drain (mcp_http_ready.c); NULL: none */
@@ -90,6 +92,8 @@ struct mcp_http {
     struct mcp_http_x *xs;
     struct mcp_http_session *sessions;
     unsigned nsessions;
+    struct mcp_http_conn *conns; /* MHD's connections (mcp_http_conn.c) */
+    long long conns_due_ms;      /* when one may be due to be cut; 0: none */
     const char *const *origins;
     bool resumed;                 /* a connection resumed since MHD_run() last ran */
     struct mcp_http_authq *authq; /* the token checks' thread; NULL without auth */
@@ -120,6 +124,9 @@ enum MHD_Result mcp_http_x_wait(struct mcp_http_x *x);
 enum MHD_Result mcp_http_x_resumed(struct mcp_http_x *x);
 enum MHD_Result mcp_http_x_open_stream(struct mcp_http_x *x);
 void mcp_http_x_abort(struct mcp_http_x *x);
+void mcp_http_x_unwatch(struct mcp_http_x *x);
+/* Abort the suspended exchanges whose client closed (watch_fd ready). */
+void mcp_http_xs_closed(struct mcp_http *h);
 void mcp_http_x_end(struct mcp_http_x *x);
 int mcp_http_x_keepalive(struct mcp_http_x *x, long long now);
 
@@ -151,6 +158,20 @@ bool mcp_http_auth_scopes(struct mcp_http_x *x, const json_t *msg, enum MHD_Resu
 /* The metadata document, a token in the query: *answered when it did. */
 enum MHD_Result mcp_http_auth_early(struct mcp_http *h, struct MHD_Connection *conn,
                                     const char *url, const char *method, bool *answered);
+
+/* mcp_http_conn.c: a connection's state, MHD's socket context. Opened
+ * and closed: MHD's connection notifications; whole: its request has
+ * arrived; waiting: its request is done, the next may come. */
+struct mcp_http_conn;
+void mcp_http_conn_opened(struct mcp_http *h, struct MHD_Connection *c, void **ctx);
+void mcp_http_conn_closed(struct mcp_http *h, void **ctx);
+void mcp_http_conn_whole(struct MHD_Connection *c);
+void mcp_http_conn_waiting(struct MHD_Connection *c);
+/* Shut down the connections whose request has not arrived whole in time;
+ * returns the ms until the next is due, -1 for none. */
+int mcp_http_conns_cut(struct mcp_http *h, long long now);
+/* At most one of Content-Length and Transfer-Encoding, said once. */
+bool mcp_http_conn_framing_ok(struct MHD_Connection *c);
 
 /* mcp_http_session.c */
 enum MHD_Result mcp_http_session_find(struct mcp_http *h, struct MHD_Connection *conn,
