@@ -14,31 +14,22 @@ an unprivileged daemon."""
 
 import errno
 import http.server
+import json
 import os
 import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import unittest
 
 import harness
 from harness import Daemon
+from test_sandbox_cmd import _Quiet as _Hello  # its server's handler
 
 TOOLEXEC = os.environ.get("TOOLEXEC", "")
 PY = "/usr/bin/python3"
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from the host\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
 
 
 def host_address():
@@ -108,7 +99,7 @@ class SandboxCases(HostServer):
     @classmethod
     def setUpClass(cls):
         cls.start_server()
-        cls.runtime = __import__("tempfile").mkdtemp(prefix="sbxnet-rt-")
+        cls.runtime = tempfile.mkdtemp(prefix="sbxnet-rt-")
         if cls.as_nobody:
             nb = pwd.getpwnam("nobody")
             os.chown(cls.runtime, nb.pw_uid, nb.pw_gid)
@@ -132,7 +123,7 @@ class SandboxCases(HostServer):
         err = p.stderr.decode()
         lines = [l for l in err.splitlines() if l.startswith("{")]
         self.assertTrue(lines, err)
-        return p.returncode, p.stdout.decode(), err, __import__("json").loads(lines[-1])
+        return p.returncode, p.stdout.decode(), err, json.loads(lines[-1])
 
     def test_off_serves_and_reaches_itself_on_loopback(self):
         rc, out, err, s = self.sandbox("--net", "off", "--timeout", "30", "--", PY, "-c",
