@@ -17,8 +17,9 @@ drift on the host hits all alike, N calls each, at concurrency 1 and 16:
   uid-tool      every call as the tool's user (--call-uids no)
   uid-daemon    no user switch at all (root; the bounding set kept too)
   no-init       the tool is PID 1 itself
-  +netns        a network namespace per call ("network": false), which the
-                default has not: a layer added, its delta is negative
+  +netns        a network namespace per call ("network": false, its lo
+                brought up), which the default has not: a layer added, its
+                delta is negative (lo alone: bench/loopback_up)
 
 and bench --plain (the bare fork+exec+pipe loop) beside them. It prints us
 per call (median, min-max) and each variant's delta against the default:

@@ -423,6 +423,10 @@ int te_landlock_abi(void);
  * skipped). Needs no_new_privs. abi: te_landlock_abi()'s, > 0. 0 or
  * -errno (errno set too). */
 int te_landlock_writes(int abi, const char *const *paths);
+/* Loopback up in the caller's fresh network namespace (loopback.c), for a
+ * call without the host's network. Only system calls, as above. 0, or -1
+ * with errno set. */
+int te_loopback_up(void);
 /* The egress proxy's listener (loopback.c), in the caller's fresh network
  * namespace: loopback up, a TCP socket listening on 127.0.0.1:port. Only
  * system calls, as above. The descriptor (close-on-exec), or -1 with errno. */

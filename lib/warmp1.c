@@ -61,6 +61,7 @@ enum {
     STEP_SPAWN = 14,
     STEP_LANDLOCK = 15,
     STEP_EGRESS = 16,
+    STEP_LOOPBACK = 18,
 };
 
 enum { HAND_FD = 4 };
@@ -223,6 +224,9 @@ int te_warm_p1(const struct te_warm_p1_args *arg)
      * for a call without a proxy */
     if (r->proxy_port && call_proxy(r->proxy_port) < 0)
         p1_fail(STEP_EGRESS);
+    /* without a proxy, loopback alone (step 7d): the call's own lo */
+    if (r->newnet && !r->proxy_port && te_loopback_up() < 0)
+        p1_fail(STEP_LOOPBACK);
     if (fail) {
         errno = fail_errno;
         p1_fail(fail);

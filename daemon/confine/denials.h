@@ -17,6 +17,8 @@
 #define TD_DENIALS_MAX 32
 /* system call numbers below this are remembered as noted; x86-64 has ~460 */
 #define TD_DENIALS_SEEN_MAX 1024
+/* address families below this are remembered as noted; Linux has ~46 */
+#define TD_DENIALS_AF_MAX 64
 
 struct td_denials {
     json_t *list; /* array of distinct entries, NULL until the first */
@@ -25,6 +27,9 @@ struct td_denials {
      * looping on a denied call pays no lookup per call */
     uint32_t sys_arch;
     unsigned char sys_seen[TD_DENIALS_SEEN_MAX / 8];
+    /* the same for socket(), by address family (below TD_DENIALS_AF_MAX):
+     * each family is an entry of its own */
+    unsigned char af_seen[TD_DENIALS_AF_MAX / 8];
     /* learn mode (learn.h): where the listener and the proxy record what
      * they let through instead of refusing; NULL: the call is confined.
      * Its owner (the worker) frees it, not td_denials_clear(). */
@@ -36,6 +41,10 @@ struct td_denials {
  * refused call a thousand times shows it once. */
 void td_denials_add(struct td_denials *d, json_t *entry);
 void td_denials_syscall(struct td_denials *d, const char *name);
+/* A refused socket(): named with its address family, "socket(AF_PACKET)"
+ * ("socket(99)" for one without a name), so the entry says what was
+ * asked for rather than a bare "socket". name_out (len > 0) gets the name. */
+void td_denials_socket(struct td_denials *d, uint64_t family, char *name_out, size_t len);
 void td_denials_network(struct td_denials *d, const char *host, unsigned port);
 /* The fields a completed event gains, {"denied":[...]} and, past the cap,
  * "denied_more": n; NULL when nothing was denied. */

@@ -42,6 +42,7 @@ enum {
     TD_STEP_LANDLOCK, /* step 11a */
     TD_STEP_EGRESS,   /* step 7c, listed last to keep the others' numbers */
     TD_STEP_CAPS,     /* step 9b */
+    TD_STEP_LOOPBACK, /* step 7d, without an allow-list */
     TD_STEP_COUNT
 };
 
@@ -49,7 +50,7 @@ enum {
     {                                                                                              \
         "cgroup", "setsid", "prctl", "signals", "dup2", "close_range", "user namespace", "mount",  \
             "chdir", "setrlimit", "setuid", "no_new_privs", "seccomp", "exec", "spawn",            \
-            "landlock", "egress", "capability bounding set"                                        \
+            "landlock", "egress", "capability bounding set", "loopback"                            \
     }
 
 /* The fd the report pipe is on in the child and in the init. */

@@ -81,8 +81,9 @@ struct td_spawn {
     const struct td_fsplan *fs;  /* with CLONE_NEWNS: the call's view; NULL: the host's */
     int landlock_abi;            /* > 0: restrict writes with Landlock (step 11a) */
     const char *const *ll_write; /* NULL-terminated: writable beneath (and cwd) */
-    /* egress (proxy.c): > 0, with CLONE_NEWNET and hand_over: loopback up
-     * and a listener on 127.0.0.1:proxy_port handed up (step 7c) */
+    /* egress (proxy.c): > 0, with CLONE_NEWNET and hand_over: a listener
+     * on 127.0.0.1:proxy_port handed up (step 7d); with CLONE_NEWNET,
+     * loopback is up either way */
     int proxy_port;
     /* warm templates (template.c): stdin is one end of a Unix stream socket,
      * not a pipe, so frames can carry descriptors both ways */

@@ -8,8 +8,22 @@
  * big attack surfaces unprivileged code rarely needs (perf_event_open, userfaultfd, io_uring_*, the
  * key rings), mounting and building namespaces of its own (mount and the new mount API, umount2,
  * pivot_root, unshare, setns, and clone with any CLONE_NEW* flag), acct, swap, reboot, setting the
- * clocks, and sockets of any family but AF_UNIX, AF_INET and AF_INET6. A tool's "deny_syscalls"
- * adds names. A denied call fails with EPERM.
+ * clocks, and sockets of any family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK's
+ * NETLINK_ROUTE. A tool's "deny_syscalls" adds names. A denied call fails with EPERM.
+ *
+ * NETLINK_ROUTE because the C library's name resolution asks it which
+ * address families the host has (glibc's getaddrinfo with AI_ADDRCONFIG,
+ * getifaddrs): refused, a tool that works (it falls back) showed a denial.
+ * It reads the interfaces of the call's network namespace (only lo in a
+ * namespace of its own); changing them needs CAP_NET_ADMIN, which a tool
+ * does not hold there. The other netlink families (audit, the kernel's
+ * uevents, xfrm, netfilter) stay refused.
+ *
+ * Internet sockets are allowed whatever the call's network: "network":
+ * false is a network namespace of its own whose only interface is its own
+ * lo (sandbox.c, step 7d), so they reach the call itself and nothing
+ * beyond, which is what a program serving on localhost or a test suite
+ * binding it needs.
  *
  * clone3() passes its flags behind a pointer, which a filter cannot read:
  * it fails with ENOSYS (not reported, not a denial), and the C library
@@ -62,6 +76,7 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -171,7 +186,7 @@ static bool in_default(int nr)
 }
 
 /* The default set's rules; 0 or -errno. */
-static int add_default(scmp_filter_ctx ctx, bool network, bool tpl)
+static int add_default(scmp_filter_ctx ctx, bool tpl)
 {
     uint32_t deny = deny_action();
     int rc = 0;
@@ -185,15 +200,17 @@ static int add_default(scmp_filter_ctx ctx, bool network, bool tpl)
                               SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
     if (rc == 0)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    /* socket(): AF_UNIX (1), AF_INET (2) and AF_INET6 (10) only; the
-     * comparison is on all 64 bits, so high garbage is denied too. */
+    /* socket(): AF_UNIX (1), AF_INET (2), AF_INET6 (10) and AF_NETLINK (16)
+     * with NETLINK_ROUTE (0) only; the comparisons are on all 64 bits, so
+     * high garbage is denied too. */
     if (rc == 0)
-        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_INET6));
-    for (int af = 0; rc == 0 && af < AF_INET6; af++)
-        if (af != AF_UNIX && ((af != AF_INET) || !network))
+        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+    for (int af = 0; rc == 0 && af < AF_NETLINK; af++)
+        if (af != AF_UNIX && af != AF_INET && af != AF_INET6)
             rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, af));
-    if (rc == 0 && !network)
-        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                              SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
     return rc;
 }
 
@@ -219,7 +236,7 @@ static int build(bool off, enum td_net net, const int *extra, size_t nextra, boo
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
     if (rc == 0 && !off)
-        rc = add_default(ctx, net != TD_NET_NONE, tpl);
+        rc = add_default(ctx, tpl);
     for (size_t i = 0; rc == 0 && i < nextra; i++)
         if (off || !in_default(extra[i]))
             rc = seccomp_rule_add(ctx, deny_action(), extra[i], 0);

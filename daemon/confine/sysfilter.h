@@ -40,10 +40,11 @@ void td_sysfilter_conf_free(struct td_sysfilter_conf *c);
  * record of what a call ran under). */
 bool td_sysfilter_conf_custom(const struct td_sysfilter_conf *c);
 bool td_sysfilter_conf_off(const struct td_sysfilter_conf *c);
-/* A call's network, as the filter sees it. */
+/* A call's network, as the filter sees it: the host's (Unix sockets
+ * allowed), or a namespace of its own (refused, see sysfilter.c). */
 enum td_net {
-    TD_NET_NONE,  /* "network": false: no socket(AF_INET*) */
-    TD_NET_PROXY, /* an egress allow-list: AF_INET* for the proxy on loopback */
+    TD_NET_NONE,  /* "network": false: its own lo only */
+    TD_NET_PROXY, /* an egress allow-list: its own lo, the proxy on it */
     TD_NET_HOST,  /* "network": true */
     TD_NET_COUNT
 };

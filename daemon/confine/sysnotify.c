@@ -70,6 +70,7 @@ struct held {
     pid_t pid;
     uint32_t arch;
     int nr;
+    uint64_t arg0;
 };
 
 struct td_sysnotify {
@@ -115,9 +116,17 @@ static int buffers(void)
     return 0;
 }
 
-/* Note nr in d; true when it is new there. */
-static bool note(struct td_denials *d, uint32_t arch, int nr, char *name_out, size_t len)
+/* Note nr in d; true when it is new there. A socket() is named with its
+ * address family (arg0), the one thing about it worth knowing. */
+static bool note(struct td_denials *d, uint32_t arch, int nr, uint64_t arg0, char *name_out,
+                 size_t len)
 {
+    if (nr == SYS_socket && arch == seccomp_arch_native()) {
+        if (name_out && len)
+            *name_out = '\0';
+        td_denials_socket(d, arg0, name_out, len);
+        return name_out && *name_out;
+    }
     bool cacheable = nr >= 0 && nr < SEEN_MAX && (d->sys_arch == 0 || d->sys_arch == arch);
     if (cacheable && (d->sys_seen[nr / 8] & (1u << (nr % 8))))
         return false;
@@ -154,10 +163,10 @@ static bool still_valid(struct td_sysnotify *n, uint64_t id)
 }
 
 /* The template's own, or one no call claimed: logged once a name. */
-static void note_own(struct td_sysnotify *n, uint32_t arch, int nr, bool unclaimed)
+static void note_own(struct td_sysnotify *n, uint32_t arch, int nr, uint64_t arg0, bool unclaimed)
 {
     char name[64];
-    if (note(&n->own, arch, nr, name, sizeof(name)))
+    if (note(&n->own, arch, nr, arg0, name, sizeof(name)))
         td_log(TD_LOG_INFO, "%s: warm template: denied system call %s (%s)", n->label, name,
                unclaimed ? "of no call known to the daemon, not reported in any call"
                          : "the template's own, not reported in any call");
@@ -165,7 +174,7 @@ static void note_own(struct td_sysnotify *n, uint32_t arch, int nr, bool unclaim
 
 /* A routed notification: answered and noted, or held (false). */
 static bool route(struct td_sysnotify *n, uint64_t id, pid_t pid, uint32_t arch, int nr,
-                  bool last_chance)
+                  uint64_t arg0, bool last_chance)
 {
     struct td_denials *d = NULL;
     int r = n->route(n->ctx, pid, &d);
@@ -175,9 +184,9 @@ static bool route(struct td_sysnotify *n, uint64_t id, pid_t pid, uint32_t arch,
         return false;
     answer(n, id);
     if (r == TD_SYSNOTIFY_CALL && d)
-        note(d, arch, nr, NULL, 0);
+        note(d, arch, nr, arg0, NULL, 0);
     else if (r != TD_SYSNOTIFY_CALL)
-        note_own(n, arch, nr, r == TD_SYSNOTIFY_LATER);
+        note_own(n, arch, nr, arg0, r == TD_SYSNOTIFY_LATER);
     return true;
 }
 
@@ -191,7 +200,8 @@ static void retry(struct td_sysnotify *n, bool force)
     int k = 0;
     for (int i = 0; i < n->nheld; i++) {
         struct held *h = &n->held[i];
-        if (!route(n, h->id, h->pid, h->arch, h->nr, force || now - h->since_ms >= HOLD_MS))
+        if (!route(n, h->id, h->pid, h->arch, h->nr, h->arg0,
+                   force || now - h->since_ms >= HOLD_MS))
             n->held[k++] = *h;
     }
     n->nheld = k;
@@ -262,16 +272,18 @@ static void on_ready(uv_poll_t *p, int status, int events)
     }
     if (!n->route) {
         answer(n, req->id);
-        note(n->d, req->data.arch, req->data.nr, NULL, 0);
+        note(n->d, req->data.arch, req->data.nr, req->data.args[0], NULL, 0);
         return;
     }
-    if (route(n, req->id, (pid_t)req->pid, req->data.arch, req->data.nr, n->nheld == HOLD_MAX))
+    if (route(n, req->id, (pid_t)req->pid, req->data.arch, req->data.nr, req->data.args[0],
+              n->nheld == HOLD_MAX))
         return;
     n->held[n->nheld++] = (struct held){.id = req->id,
                                         .since_ms = uv_now(td_loop),
                                         .pid = (pid_t)req->pid,
                                         .arch = req->data.arch,
-                                        .nr = req->data.nr};
+                                        .nr = req->data.nr,
+                                        .arg0 = req->data.args[0]};
     if (n->nheld == 1)
         hold_timer(n);
 }

@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -37,6 +40,33 @@ static void test_entries_and_repeats(void **state)
     assert_null(td_denials_fields(&d));
 }
 
+static void test_socket_named_by_family(void **state)
+{
+    (void)state;
+    struct td_denials d = {0};
+    char name[48] = "";
+    td_denials_socket(&d, AF_PACKET, name, sizeof(name));
+    assert_string_equal(name, "socket(AF_PACKET)");
+    name[0] = '\0';
+    td_denials_socket(&d, AF_PACKET, name, sizeof(name)); /* seen: not again */
+    assert_string_equal(name, "");
+    td_denials_socket(&d, AF_NETLINK, NULL, 0);
+    td_denials_socket(&d, 99, NULL, 0);               /* no name: its number */
+    td_denials_socket(&d, (1ull << 40) | 2, NULL, 0); /* high garbage: as it came */
+    json_t *f = td_denials_fields(&d);
+    char *got = json_dumps(json_object_get(f, "denied"), JSON_COMPACT);
+    assert_string_equal(got, "[{\"kind\":\"syscall\",\"name\":\"socket(AF_PACKET)\"},"
+                             "{\"kind\":\"syscall\",\"name\":\"socket(AF_NETLINK)\"},"
+                             "{\"kind\":\"syscall\",\"name\":\"socket(99)\"},"
+                             "{\"kind\":\"syscall\",\"name\":\"socket(1099511627778)\"}]");
+    free(got);
+    json_decref(f);
+    td_denials_clear(&d);
+    td_denials_socket(&d, AF_PACKET, NULL, 0); /* cleared: noted again */
+    assert_int_equal(json_array_size(d.list), 1);
+    td_denials_clear(&d);
+}
+
 static void test_cap_and_count_of_the_rest(void **state)
 {
     (void)state;
@@ -59,6 +89,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_denied_adds_no_fields),
         cmocka_unit_test(test_entries_and_repeats),
+        cmocka_unit_test(test_socket_named_by_family),
         cmocka_unit_test(test_cap_and_count_of_the_rest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

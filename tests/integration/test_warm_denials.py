@@ -33,7 +33,7 @@ harness.KEEP_LSAN_PTRACE = True
 # as in test_confine_sys
 PROBES = ["ptrace", "io_uring_setup", "bpf", "netlink", "packet", "keyctl"]
 NAMES = {"ptrace": "ptrace", "io_uring_setup": "io_uring_setup", "bpf": "bpf",
-         "netlink": "socket", "packet": "socket", "keyctl": "keyctl"}
+         "netlink": "socket(AF_NETLINK)", "packet": "socket(AF_PACKET)", "keyctl": "keyctl"}
 # refused by the call's stacked filter alone: EPERM, not reported
 STACKED = ["unshare_user", "clone_newuser", "mount"]
 

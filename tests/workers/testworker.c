@@ -397,6 +397,8 @@ static json_t *run_mode(const char *mode, const te_call *call)
         return fill_pipe(args);
     if (strcmp(mode, "connect") == 0)
         return connect_mode(args);
+    if (strcmp(mode, "loopback") == 0)
+        return loopback_mode(args);
     if (strcmp(mode, "open-files") == 0)
         return open_files_mode();
     if (strcmp(mode, "write-file") == 0)

@@ -51,6 +51,7 @@ json_t *big_exit(const json_t *args);
 
 /* tw_net.c: a TCP connect, the egress proxy */
 json_t *connect_mode(const json_t *args);
+json_t *loopback_mode(const json_t *args);
 json_t *proxy_tunnel_mode(const json_t *args);
 
 /* tw_hostile.c: victim and hostile (test_hard_identity.py) */

@@ -1,6 +1,7 @@
 /*
  * tw_net.c - testworker: the network a call has: a TCP connect ("connect"),
- * and a request through the egress proxy ("proxy-tunnel").
+ * a request through the egress proxy ("proxy-tunnel"), and a server and
+ * client of its own on 127.0.0.1 ("loopback").
  */
 
 #include <arpa/inet.h>
@@ -103,4 +104,34 @@ json_t *proxy_tunnel_mode(const json_t *args)
     }
     close(fd);
     return te_ok(out);
+}
+
+/* "loopback": serve and reach itself on 127.0.0.1 (a test suite binding
+ * localhost): a listener on an ephemeral port, a client connected to it,
+ * a few bytes across. {"served": true}, or the failing step and errno. */
+json_t *loopback_mode(const json_t *args)
+{
+    (void)args;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = -1, a = -1;
+    const char *step = "socket";
+    char got[5] = "";
+    if (l >= 0 && (step = "bind", bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
+        (step = "listen", listen(l, 1) == 0) &&
+        (step = "getsockname", getsockname(l, (struct sockaddr *)&sa, &len) == 0) &&
+        (step = "socket", (c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) &&
+        (step = "connect", connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
+        (step = "accept", (a = accept(l, NULL, NULL)) >= 0) &&
+        (step = "write", write(c, "ping", 4) == 4) && (step = "read", read(a, got, 4) == 4))
+        step = NULL;
+    int e = errno;
+    int fds[] = {l, c, a};
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (!step)
+        return te_ok(json_pack("{s:b,s:s}", "served", 1, "got", got));
+    return te_ok(json_pack("{s:b,s:o,s:s}", "served", 0, "errno", errno_json(e), "step", step));
 }

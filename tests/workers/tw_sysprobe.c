@@ -74,7 +74,9 @@ static json_t *sys_attempt(const char *what)
         memset(attr, 0, sizeof(attr));
         rc = syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr));
     } else if (strcmp(what, "netlink") == 0) {
-        rc = socket(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */);
+        rc = socket(AF_NETLINK, SOCK_RAW, 15 /* NETLINK_KOBJECT_UEVENT */);
+    } else if (strcmp(what, "netlink_route") == 0) {
+        rc = socket(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE: name resolution's */);
     } else if (strcmp(what, "packet") == 0) {
         rc = socket(AF_PACKET, SOCK_RAW, 0);
     } else if (strcmp(what, "inet") == 0) {
