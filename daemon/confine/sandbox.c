@@ -100,7 +100,9 @@
  *     network namespace alone (the daemon's spawn_us_mean, 2,700 calls
  *     each), ~0.5 ms in a bare unshare() loop (farm-bench, 10 pairs of 200);
  *     the namespace itself costs ~5 ms there, which "network": false pays too.
- *  8. chdir into the call's private directory.
+ *  8. chdir into the call's private directory (and with td_spawn.run_dir,
+ *     toolexec sandbox's, into that after Landlock, which allows writes
+ *     beneath "." and as the call's user, whose it is to enter).
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
  *     daemon can set hard limits above its own soft ones.
@@ -435,6 +437,8 @@ static int child(void *arg)
     /* step 11a: lib/landlock.c, shared with warm calls (lib/warmview.c) */
     if (s->landlock_abi > 0 && te_landlock_writes(s->landlock_abi, s->ll_write) < 0)
         child_fail(TD_STEP_LANDLOCK);
+    if (s->run_dir && chdir(s->run_dir) < 0)
+        child_fail(TD_STEP_CHDIR);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
     execve(s->argv[0], s->argv, envp);
