@@ -160,6 +160,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
             if (strcmp(key, keys[i]) == 0)
                 break;
+        const char *near = i == sizeof(keys) / sizeof(keys[0])
+                               ? td_near_word(key, keys, sizeof(keys) / sizeof(keys[0]))
+                               : NULL;
+        if (near)
+            return td_fail(err, errlen, "%s: %s: unknown key (did you mean %s?)", file, key, near);
         if (i == sizeof(keys) / sizeof(keys[0]))
             return td_fail(err, errlen, "%s: %s: unknown key", file, key);
     }
