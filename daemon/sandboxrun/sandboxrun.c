@@ -215,6 +215,7 @@ static int write_summary(const char *where, json_t *summary)
 static int setup_layers(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    td_cfg.one_shot = true;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         td_cfg.worker_nofile = rl;

@@ -112,14 +112,19 @@ static bool any_covers(json_t *fs, const char *key, const char *p)
 /* The command starts where the caller stands, as under bwrap --chdir: the
  * directory shown read-only (even in a hidden tree such as /root or /home)
  * unless a --write path makes it writable. A --hide over it wins: then
- * the private directory, as before. "/" needs no showing. */
+ * the private directory. "/" needs no showing. */
 static void where_it_runs(json_t *fs, struct td_sbx_opts *o)
 {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof(cwd)) || any_covers(fs, "hide", cwd))
         return;
     o->run_dir = strdup(cwd);
-    if (strcmp(cwd, "/") == 0 || any_covers(fs, "write", cwd) || any_covers(fs, "read", cwd))
+    /* what the view makes its own (/tmp, /dev, /proc) is started in as it is */
+    static const char *const own[] = {"/", "/tmp", "/dev", "/proc"};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (strcmp(cwd, own[i]) == 0 || (i >= 2 && covers(own[i], cwd)))
+            return;
+    if (any_covers(fs, "write", cwd) || any_covers(fs, "read", cwd))
         return;
     json_t *a = json_object_get(fs, "read");
     if (!a) {

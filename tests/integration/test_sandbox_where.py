@@ -79,6 +79,20 @@ class Where(cmd.Runner):
         self.assertNotEqual(home, os.environ.get("HOME"))
         self.assertEqual(said, "writable")
 
+    def test_in_tmp_itself(self):
+        # the command's /tmp is its own: it starts there, without the host's
+        with tempfile.NamedTemporaryFile(prefix="host-only-", dir="/tmp") as f:
+            rc, out, err = self.sandbox("--", "/bin/sh", "-c", "pwd; ls -A", cwd="/tmp")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out.splitlines()[0], "/tmp")
+            self.assertNotIn(os.path.basename(f.name), out)
+
+    def test_verbose_says_no_daemon_only_lines(self):
+        rc, out, err = self.sandbox("-v", "--", "/bin/true", cwd=self.project())
+        self.assertEqual(rc, 0, err)
+        self.assertIn("confinement:", err)  # how the sandbox is built
+        self.assertNotIn("the daemon", err)
+
     def test_write_dir_the_user_cannot_write_is_said_first(self):
         d = self.project()
         os.chmod(os.path.join(d, "out"), 0o755)  # root's, not the command's user's
