@@ -559,11 +559,12 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
         if (!def) {
             /* jansson quotes the text near the error ("... near 'root:$y$...'"):
              * only when everyone may read the file anyway */
+            char where[64];
+            te_json_error_where(&jerr, where, sizeof(where));
             char *near = strstr(jerr.text, " near '");
             if (near && !(st.st_mode & S_IROTH))
                 *near = '\0';
-            rc = td_fail(err, errlen, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
-                         jerr.text);
+            rc = td_fail(err, errlen, "%s: %s: %s", path, where, jerr.text);
         } else {
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
         }

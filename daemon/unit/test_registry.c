@@ -147,7 +147,11 @@ static void test_errors(void **state)
         {"{\"name\":\"x\",\"allow_uids\":[-1]}",
          "x.json: allow_uids[0]: expected a non-negative integer"},
         {"{\"name\":\"x\",\"schema\":{\"type\":7}}", "x.json: schema"},
-        {"{\"name\":\"x\",", "x.json: line 1 column"},
+        {"{\"name\":\"x\",", "x.json: line 1: "},
+        /* where the token starts, not its last character */
+        {"{\"name\": \"x\" \"command\": []}", "x.json: line 1 column 14: '}' expected"},
+        {"{\n  \"name\": \"\u00e9\u00e9\" \"command\": []}",
+         "x.json: line 2 column 16: '}' expected"},
         {"[1]", "x.json: expected a JSON object"},
         {"{\"name\":\"x\",\"scopes\":[]}", "x.json: scopes: expected a non-empty array"},
         {"{\"name\":\"x\",\"scopes\":[\"files:read\",\"a b\"]}",
