@@ -375,8 +375,8 @@ int td_sandboxrun_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
-    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir, t->switch_user, t->uid,
-                            t->gid) < 0)
+    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir, t->learn,
+                            t->switch_user, t->uid, t->gid) < 0)
         goto out;
     td_loop = uv_default_loop();
     if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)

@@ -3,13 +3,13 @@
  * to do (sandboxrun_check.h): write its --write directories and enter the
  * directory it starts in. Otherwise a root caller, whose command runs as
  * toolexec or nobody, sees only the command's own bare "Permission denied"
- * (or a start in a directory it cannot use: the chdir is made before the
- * user is dropped).
+ * (or the sandbox's "chdir: Permission denied").
  *
- * Each directory is opened here and asked about from a child that has
- * become the user: faccessat(fd, ".") asks about the directory itself, not
- * the host's way down to it, which the view may open (a veil over /root
- * has mode 0711).
+ * Each is asked about from a child that has become the user, as the
+ * command will see it: the whole path, but where the view hides a tree
+ * (/root, /home) and shows something below it, the way down is a veil's
+ * (mode 0711) and only the directory's own mode counts: faccessat(fd, ".")
+ * on it opened here. --learn sees the host's file system: the whole path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fsview.h"
 #include "sandboxrun_check.h"
 
 #define MAX_CHECKED 33 /* the view's exposed paths and the start directory */
@@ -29,8 +30,22 @@ struct checked {
     int fd, mode;
 };
 
+/* Under a tree the view hides, the way down to what it shows is a veil's
+ * (mode 0711): only the directory's own mode counts. */
+static bool veiled(const char *path, bool host_view)
+{
+    size_t n;
+    const char *const *hidden = td_fsview_default_hidden(&n);
+    for (size_t i = 0; !host_view && i < n; i++) {
+        size_t k = strlen(hidden[i]);
+        if (strncmp(path, hidden[i], k) == 0 && path[k] == '/')
+            return true;
+    }
+    return false;
+}
+
 /* Asked from a child become uid/gid: is c refused? */
-static bool refused(const struct checked *c, bool switch_user, uid_t uid, gid_t gid)
+static bool refused(const struct checked *c, bool host_view, bool switch_user, uid_t uid, gid_t gid)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -41,7 +56,9 @@ static bool refused(const struct checked *c, bool switch_user, uid_t uid, gid_t 
             (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
              syscall(SYS_setresuid, uid, uid, uid) < 0))
             _exit(0);
-        _exit(faccessat(c->fd, ".", c->mode, 0) < 0 && errno == EACCES ? 1 : 0);
+        int rc = veiled(c->path, host_view) ? faccessat(c->fd, ".", c->mode, 0)
+                                            : faccessat(AT_FDCWD, c->path, c->mode, 0);
+        _exit(rc < 0 && errno == EACCES ? 1 : 0);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0)
@@ -50,7 +67,8 @@ static bool refused(const struct checked *c, bool switch_user, uid_t uid, gid_t 
     return WIFEXITED(st) && WEXITSTATUS(st) == 1;
 }
 
-int td_sbx_check_access(json_t *fs, const char *run_dir, bool switch_user, uid_t uid, gid_t gid)
+int td_sbx_check_access(json_t *fs, const char *run_dir, bool host_view, bool switch_user,
+                        uid_t uid, gid_t gid)
 {
     struct checked c[MAX_CHECKED];
     size_t n = 0, i;
@@ -66,7 +84,7 @@ int td_sbx_check_access(json_t *fs, const char *run_dir, bool switch_user, uid_t
     char name[64];
     snprintf(name, sizeof(name), "%s", pw ? pw->pw_name : "USER");
     for (i = 0; i < n; i++) {
-        if (c[i].fd < 0 || !refused(&c[i], switch_user, uid, gid))
+        if (c[i].fd < 0 || !refused(&c[i], host_view, switch_user, uid, gid))
             continue;
         char who[96];
         snprintf(who, sizeof(who), "%s (uid %u)", name, (unsigned)(switch_user ? uid : getuid()));

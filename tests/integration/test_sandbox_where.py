@@ -112,6 +112,14 @@ class Where(cmd.Runner):
         self.assertEqual(rc, 125, err)
         self.assertEqual(out, "")
         self.assertRegex(err, r"current directory %s cannot be entered by \S+ \(uid \d+\)" % d)
+        # its own mode is fine, but not the way down to it (outside a hidden tree)
+        locked = tempfile.mkdtemp(prefix="locked-", dir=self.tmp)
+        self.addCleanup(shutil.rmtree, locked, True)
+        d = self.project(locked)
+        for learn in ([], ["--learn", os.path.join(self.tmp, "learned.json")]):
+            rc, out, err = self.sandbox(*learn, "--", "/bin/sh", "-c", "echo ran", cwd=d)
+            self.assertEqual((rc, out), (125, ""), err)
+            self.assertIn("current directory %s cannot be entered" % d, err)
 
 
 @unittest.skipUnless(TOOLEXEC, "TOOLEXEC not set")
