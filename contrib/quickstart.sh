@@ -54,6 +54,8 @@ if [ "${QUICKSTART_NO_BUILD:-0}" != 1 ]; then
     [ -f "$build/build.ninja" ] || meson setup "$build"
     ninja -C "$build"
 fi
+# absolute: the commands printed below work from any directory
+build=$(cd "$build" && pwd)
 
 # The daemon refuses definitions others may change (a umask of 002 makes
 # them group-writable), and env values may be secrets: a private copy.

@@ -465,3 +465,22 @@ json_t *te_json_loads(const char *text, size_t flags, json_error_t *err)
 {
     return te_json_loadb(text, strlen(text), flags, err);
 }
+
+void te_json_error_where(const json_error_t *e, char *buf, size_t len)
+{
+    /* at the end: "line L" alone, not a column 0 of a line past the last */
+    if (strstr(e->text, "end of file") || json_error_code(e) == json_error_premature_end_of_input) {
+        snprintf(buf, len, "line %d", e->line);
+        return;
+    }
+    int col = e->column;
+    const char *near = strstr(e->text, " near '");
+    if (near) {
+        /* the token's characters (jansson counts UTF-8 characters) but the last */
+        const char *p = near + 7, *end = strrchr(p, '\'');
+        for (int n = 0; end && p < end; p++)
+            if (((unsigned char)*p & 0xc0) != 0x80 && ++n > 1 && col > 1)
+                col--;
+    }
+    snprintf(buf, len, "line %d column %d", e->line, col);
+}

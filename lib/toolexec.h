@@ -142,6 +142,10 @@ char *te_lines_dump(const json_t *v, size_t *len);
 /* json_loadb() that also takes numbers jansson cannot hold (integers beyond
  * 64 bits, reals beyond a double): they become raw numbers (below). */
 json_t *te_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err);
+/* Where a parse error is, for people: "line L column C", C being where the
+ * token jansson quotes ("near '...'") starts, not its last character, which
+ * jansson gives; just "line L" at the end of the text. */
+void te_json_error_where(const json_error_t *e, char *buf, size_t len);
 json_t *te_json_loads(const char *text, size_t flags, json_error_t *err);
 /* Compact JSON as json_dumps(v, JSON_COMPACT | flags) writes it, but reals in
  * their shortest round-tripping form and raw numbers as written. Only

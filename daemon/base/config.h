@@ -52,6 +52,7 @@ enum {
 
 struct td_config {
     const char *socket_path;
+    bool one_shot; /* toolexec sandbox: one call, no daemon around it to describe */
     const char *tools_dir;
     char *work_dir;                 /* root of the per-call private directories */
     bool work_dir_owned;            /* created by us: removed at exit */

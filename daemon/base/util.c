@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "toolexec.h"
@@ -102,4 +103,46 @@ int td_fail(char *err, size_t errlen, const char *fmt, ...)
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return -EINVAL;
+}
+
+/* a and b differ by at most one edit (or one swap of neighbours) */
+static bool one_edit(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), i = 0;
+    if (la < lb)
+        return one_edit(b, a);
+    if (la - lb > 1)
+        return false;
+    while (i < lb && a[i] == b[i])
+        i++;
+    if (la > lb) /* one dropped from a at i */
+        return strcmp(a + i + 1, b + i) == 0;
+    if (i == la)
+        return true;
+    if (strcmp(a + i + 1, b + i + 1) == 0) /* one changed */
+        return true;
+    return i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i] && strcmp(a + i + 2, b + i + 2) == 0;
+}
+
+static bool near(const char *word, const char *w)
+{
+    size_t lw = strlen(word), l = strlen(w);
+    if (strcasecmp(word, w) == 0 || (lw >= 4 && l >= 4 && one_edit(word, w)))
+        return true;
+    /* timeout -> timeout_ms, deny_syscall -> deny_syscalls */
+    size_t k = lw < l ? lw : l;
+    const char *longer = lw < l ? w : word;
+    return k >= 4 && strncmp(word, w, k) == 0 && longer[k] == '_';
+}
+
+const char *td_near_word(const char *word, const char *const *words, size_t n)
+{
+    const char *found = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (near(word, words[i])) {
+            if (found)
+                return NULL;
+            found = words[i];
+        }
+    return found;
 }

@@ -29,4 +29,10 @@ DIR *td_opendir_dup(int dirfd);
  * ends a bad input with (`return td_fail(err, errlen, "%s: ...", key);`). */
 int td_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The one of words[0..n) that word was likely meant to be, for a "did you
+ * mean" hint: the same but for case, one letter added, dropped, changed or
+ * two swapped, or one a prefix of the other at a '_' ("timeout" for
+ * "timeout_ms"); NULL when none is or more than one is. */
+const char *td_near_word(const char *word, const char *const *words, size_t n);
+
 #endif

@@ -193,7 +193,8 @@ void td_cgroup_probe(const char *want, struct td_cgroup_info *in)
         in->delegated = true; /* named by the administrator */
     } else {
         if (!own[0] || strcmp(own, "/") == 0) {
-            snprintf(in->why, sizeof(in->why), "the daemon is in the root cgroup");
+            snprintf(in->why, sizeof(in->why), "%s is in the root cgroup",
+                     td_cfg.one_shot ? "toolexec sandbox" : "the daemon");
             return;
         }
         snprintf(in->dir, sizeof(in->dir), "%s%s", mnt, own);

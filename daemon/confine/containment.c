@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "config.h"
 #include "containment.h"
 #include "fsview.h"
 #include "log.h"
@@ -120,11 +121,11 @@ int td_containment_setup(const char *want)
         td_call_ns |= CLONE_NEWIPC;
     else if (td_call_ns)
         td_log(TD_LOG_WARN, "no IPC namespace per call: calls share the host's System V IPC");
-    if (td_call_ns)
+    if (td_call_ns && !td_cfg.one_shot) /* the containment line below says the rest */
         td_log(TD_LOG_INFO, "each call in a PID, a mount and an IPC namespace of its own: a /proc "
                             "of its own processes, the daemon's sockets and other calls' "
                             "directories hidden, its System V IPC its own");
-    else
+    else if (!td_call_ns)
         td_log(TD_LOG_WARN,
                "calls share the host's /proc, mounts and System V IPC (%s): a call can see the "
                "daemon and other calls' processes%s, connect to the daemon's socket and reach "

@@ -107,7 +107,9 @@
  *     children, load ~14 on 2 CPUs): ~0.2 ms of ioctls in this child (the
  *     loop's time), ~0.4-0.9 ms per call in all with the kernel's teardown
  *     of a namespace whose lo is up.
- *  8. chdir into the call's private directory.
+ *  8. chdir into the call's private directory (and with td_spawn.run_dir,
+ *     toolexec sandbox's, into that after Landlock, which allows writes
+ *     beneath "." and as the call's user, whose it is to enter).
  *  9. Resource limits: RLIMIT_CORE 0 (a crashing tool does not litter the
  *     disk) and the tool's limits. Before dropping privileges, so a root
  *     daemon can set hard limits above its own soft ones.
@@ -444,6 +446,8 @@ static int child(void *arg)
     /* step 11a: lib/landlock.c, shared with warm calls (lib/warmview.c) */
     if (s->landlock_abi > 0 && te_landlock_writes(s->landlock_abi, s->ll_write) < 0)
         child_fail(TD_STEP_LANDLOCK);
+    if (s->run_dir && chdir(s->run_dir) < 0)
+        child_fail(TD_STEP_CHDIR);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
     execve(s->argv[0], s->argv, envp);

@@ -61,7 +61,8 @@ struct td_spawn {
     bool init;         /* argv[0] is toolexecd-init: keep the report pipe open */
     char *const *envp;
     const char *cwd;
-    int ns_flags; /* CLONE_NEWPID, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER */
+    const char *run_dir; /* where it starts, in its view; NULL: cwd (toolexec sandbox's) */
+    int ns_flags;        /* CLONE_NEWPID, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER */
     /* With CLONE_NEWNS: hidden under a tmpfs, cwd (inside it) bound back */
     const char *work_dir;
     const char *const *hide;       /* NULL-terminated: covered by /dev/null */

@@ -125,7 +125,9 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
     json_t *def = te_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     free(text);
     if (!def) {
-        snprintf(err, sizeof(err), "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        char where[64];
+        te_json_error_where(&jerr, where, sizeof(where));
+        snprintf(err, sizeof(err), "%s: %s", where, jerr.text);
         problem(c, path, err);
         *bad = true;
         return;

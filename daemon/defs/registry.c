@@ -161,6 +161,11 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
             if (strcmp(key, keys[i]) == 0)
                 break;
+        const char *near = i == sizeof(keys) / sizeof(keys[0])
+                               ? td_near_word(key, keys, sizeof(keys) / sizeof(keys[0]))
+                               : NULL;
+        if (near)
+            return td_fail(err, errlen, "%s: %s: unknown key (did you mean %s?)", file, key, near);
         if (i == sizeof(keys) / sizeof(keys[0]))
             return td_fail(err, errlen, "%s: %s: unknown key", file, key);
     }
@@ -560,11 +565,12 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
         if (!def) {
             /* jansson quotes the text near the error ("... near 'root:$y$...'"):
              * only when everyone may read the file anyway */
+            char where[64];
+            te_json_error_where(&jerr, where, sizeof(where));
             char *near = strstr(jerr.text, " near '");
             if (near && !(st.st_mode & S_IROTH))
                 *near = '\0';
-            rc = td_fail(err, errlen, "%s: line %d column %d: %s", path, jerr.line, jerr.column,
-                         jerr.text);
+            rc = td_fail(err, errlen, "%s: %s: %s", path, where, jerr.text);
         } else {
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
         }

@@ -117,11 +117,15 @@ static char *metrics_render(size_t *len)
     return td_metrics_text(&g, len);
 }
 
+/* "1 tool", "2 tools" */
+#define TOOLS(n) ((n) == 1 ? "tool" : "tools")
+
 /* The live summary systemd shows (notify.c's STATUS=). */
 static void notify_status(char *buf, size_t len)
 {
-    snprintf(buf, len, "%zu tools, %u workers running, %u queued, %u batches running, %llu served",
-             td_tools ? td_tools->n : 0, td_batch_running(), td_batch_queued(), td_server_batches(),
+    size_t n = td_tools ? td_tools->n : 0;
+    snprintf(buf, len, "%zu %s, %u workers running, %u queued, %u batches running, %llu served", n,
+             TOOLS(n), td_batch_running(), td_batch_queued(), td_server_batches(),
              (unsigned long long)td_stats_batches_served());
 }
 
@@ -196,13 +200,15 @@ static void on_reload(uv_signal_t *h, int signum)
     struct td_registry *fresh;
     char err[PATH_MAX + 256];
     if (td_registry_load(td_cfg.tools_dir, &fresh, err, sizeof(err)) < 0) {
-        td_log(TD_LOG_ERR, "reload rejected, keeping the %zu tools in force: %s", td_tools->n, err);
+        td_log(TD_LOG_ERR, "reload rejected, keeping the %zu %s in force: %s", td_tools->n,
+               TOOLS(td_tools->n), err);
     } else {
         td_registry_free(td_tools);
         td_tools = fresh;
         credproxy_setup(); /* before any of its calls' views is planned */
         td_toolpaths_loaded(td_tools);
-        td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
+        td_log(TD_LOG_INFO, "reloaded %zu %s from %s", td_tools->n, TOOLS(td_tools->n),
+               td_cfg.tools_dir);
         td_server_tools_changed();
         td_template_sync();
         td_spares_drop_all(); /* made for the old definitions */
@@ -372,8 +378,9 @@ int main(int argc, char **argv)
         td_log(TD_LOG_INFO, "metrics on http://%s/metrics", td_metrics_http_where());
     td_template_sync();
     char where[2 * PATH_MAX + 64];
-    td_log(TD_LOG_INFO, "listening on %s with %zu tools (work dir %s)",
-           td_listeners_describe(where, sizeof(where)), td_tools->n, td_cfg.work_dir);
+    td_log(TD_LOG_INFO, "listening on %s with %zu %s (work dir %s)",
+           td_listeners_describe(where, sizeof(where)), td_tools->n, TOOLS(td_tools->n),
+           td_cfg.work_dir);
     td_notify_ready(notify_status);
     uv_run(td_loop, UV_RUN_DEFAULT);
     status = 0;

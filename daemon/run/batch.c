@@ -432,7 +432,7 @@ static void start_unknown(struct td_batch *b, struct call *c)
         b, c->name, "tool_execution_started",
         json_pack("{s:s,s:s,s:O}", "id", c->id, "name", c->name, "arguments", c->arguments));
     char msg[96 + 2 * TE_TOOL_NAME_MAX];
-    snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, c->name);
+    snprintf(msg, sizeof(msg), "no tool named %.*s", 2 * TE_TOOL_NAME_MAX, c->name);
     call_done(c,
               te_tool_error_new(TE_NOT_FOUND, c->name, c->id, msg, NULL,
                                 json_pack("{s:b}", "unknown_tool", 1)),

@@ -135,7 +135,7 @@ void td_batch_run(const struct td_batch_owner *owner, json_t *req)
             continue; /* the call completes with a tool error of its own */
         if (!tool) {
             char msg[128 + TE_TOOL_NAME_MAX];
-            snprintf(msg, sizeof(msg), "tool %.*s not in engine.tools", 2 * TE_TOOL_NAME_MAX, name);
+            snprintf(msg, sizeof(msg), "no tool named %.*s", 2 * TE_TOOL_NAME_MAX, name);
             ops->error(conn, id, "engine_error", "unknown_tool", msg,
                        json_pack("{s:s}", "tool_name", name));
             return;

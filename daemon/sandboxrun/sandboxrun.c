@@ -33,6 +33,7 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "sandboxrun.h"
+#include "sandboxrun_check.h"
 #include "spawndesc.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
@@ -106,8 +107,9 @@ static void on_exit_cb(void *data, int status, const struct rusage *ru)
     td_reaper_stop();
 }
 
-/* The environment: ours, with the proxy's variables for an allow-list. */
-static char **build_env(const struct td_tool *t)
+/* The environment: ours, with the proxy's variables for an allow-list and
+ * HOME the private directory (the caller's is hidden, as every home is). */
+static char **build_env(const struct td_tool *t, const char *home)
 {
     static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
                                        "ALL_PROXY",  "NO_PROXY",    "no_proxy"};
@@ -118,9 +120,11 @@ static char **build_env(const struct td_tool *t)
             size_t len = strlen(vars[v]);
             drop |= strncmp(*e, vars[v], len) == 0 && (*e)[len] == '=';
         }
+        drop |= strncmp(*e, "HOME=", 5) == 0;
         if (!drop)
             td_envlist_add(&env, "%s", *e);
     }
+    td_envlist_add(&env, "HOME=%s", home);
     for (size_t v = 0; t->egress && v < 5; v++) /* the proxy's, not NO_PROXY */
         td_envlist_add(&env, "%s=" TD_EGRESS_URL, vars[v]);
     const char *no = t->egress ? td_egress_no_proxy(t->egress) : NULL;
@@ -211,6 +215,7 @@ static int write_summary(const char *where, json_t *summary)
 static int setup_layers(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    td_cfg.one_shot = true;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         td_cfg.worker_nofile = rl;
@@ -225,16 +230,18 @@ static int setup_layers(void)
 }
 
 /* Start the call of t; its pid, or -1 with *what and *err. */
-static pid_t start_call(struct td_tool *t, char **workdir, int *report, const char **what, int *err)
+static pid_t start_call(struct td_tool *t, const char *run_dir, char **workdir, int *report,
+                        const char **what, int *err)
 {
     struct td_limits lim;
-    *what = "malloc";
-    char **env = build_env(t);
-    int rc = env ? 0 : -ENOMEM;
+    char **env = NULL;
     uid_t uid = t->switch_user ? t->uid : (uid_t)-1;
     gid_t gid = t->switch_user ? t->gid : (gid_t)-1;
-    if (rc == 0)
-        rc = td_calldir_make(uid, gid, workdir, what);
+    int rc = td_calldir_make(uid, gid, workdir, what);
+    if (rc == 0 && !(env = build_env(t, *workdir))) {
+        *what = "malloc";
+        rc = -ENOMEM;
+    }
     if (rc == 0 && (rc = td_spawndesc_cgroup(t, 0, &lim, &call.cg)) < 0)
         *what = "cgroup";
     struct td_spawndesc d;
@@ -242,6 +249,8 @@ static pid_t start_call(struct td_tool *t, char **workdir, int *report, const ch
     if (rc == 0)
         built = (rc = td_spawndesc_build(&d, TD_SPAWN_CALL, t, &lim, call.cg, *workdir, uid, gid,
                                          env, what)) == 0;
+    if (built)
+        d.sp.run_dir = run_dir;
     int theirs[TD_SANDBOX_ENDS];
     if (rc == 0 && (rc = call_ends(theirs, report)) < 0)
         *what = "pipe";
@@ -366,6 +375,9 @@ int td_sandboxrun_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
+    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir, t->learn,
+                            t->switch_user, t->uid, t->gid) < 0)
+        goto out;
     td_loop = uv_default_loop();
     if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)
         goto out;
@@ -380,7 +392,7 @@ int td_sandboxrun_main(int argc, char **argv)
     /* --learn: its listener and proxy record into this (learn.h) */
     if (t->learn && !(call.denied.learn = td_learn_new()))
         goto out;
-    call.pid = start_call(t, &workdir, &report, &what, &e);
+    call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
     struct td_report rep = {0};
     if (call.pid < 0) {
         fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));
@@ -418,5 +430,6 @@ out:
     if (t)
         td_tool_unref(t);
     json_decref(o.def);
+    free(o.run_dir);
     return code;
 }

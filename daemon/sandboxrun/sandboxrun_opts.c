@@ -93,6 +93,47 @@ static int parse_seconds(const char *s, uint64_t *ms)
     return *ms ? 0 : -1;
 }
 
+/* p is a or below it (both resolved). */
+static bool covers(const char *a, const char *p)
+{
+    size_t n = strlen(a);
+    return strcmp(a, "/") == 0 || (strncmp(a, p, n) == 0 && (p[n] == '\0' || p[n] == '/'));
+}
+
+static bool any_covers(json_t *fs, const char *key, const char *p)
+{
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(fs, key), i,
+                       v) if (covers(json_string_value(v), p)) return true;
+    return false;
+}
+
+/* The command starts where the caller stands, as under bwrap --chdir: the
+ * directory shown read-only (even in a hidden tree such as /root or /home)
+ * unless a --write path makes it writable. A --hide over it wins: then
+ * the private directory. "/" needs no showing. */
+static void where_it_runs(json_t *fs, struct td_sbx_opts *o)
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd)) || any_covers(fs, "hide", cwd))
+        return;
+    o->run_dir = strdup(cwd);
+    /* what the view makes its own (/tmp, /dev, /proc) is started in as it is */
+    static const char *const own[] = {"/", "/tmp", "/dev", "/proc"};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (strcmp(cwd, own[i]) == 0 || (i >= 2 && covers(own[i], cwd)))
+            return;
+    if (any_covers(fs, "write", cwd) || any_covers(fs, "read", cwd))
+        return;
+    json_t *a = json_object_get(fs, "read");
+    if (!a) {
+        a = json_array();
+        json_object_set_new(fs, "read", a);
+    }
+    json_array_append_new(a, json_string_nocheck(cwd));
+}
+
 int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
 {
     enum {
@@ -205,6 +246,7 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         for (int i = optind; i < argc; i++)
             json_array_append_new(cmd, json_string_nocheck(argv[i]));
         json_object_set_new(def, "command", cmd);
+        where_it_runs(fs, o);
         if (json_object_size(fs))
             json_object_set(def, "filesystem", fs);
     }

@@ -17,6 +17,8 @@ struct td_sbx_opts {
     const char *json_out;  /* --json: "-" for stderr, else a file; NULL: none */
     int log_level;         /* TD_LOG_* */
     const char *learn_out; /* --learn FILE: the proposed definition goes there */
+    char *run_dir;         /* where the command starts: the caller's directory;
+                              NULL: the call's private directory */
 };
 
 /* argv from --sandbox-run on (argv[0] is "--sandbox-run"): the options and

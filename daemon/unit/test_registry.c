@@ -18,6 +18,7 @@
 #include "config.h"
 #include "declare.h"
 #include "registry.h"
+#include "util.h"
 
 static char dir[PATH_MAX];
 
@@ -126,7 +127,14 @@ static void test_errors(void **state)
     static const struct {
         const char *text, *err;
     } cases[] = {
-        {"{\"name\":\"x\",\"comand\":[\"/bin/true\"]}", "x.json: comand: unknown key"},
+        {"{\"name\":\"x\",\"comand\":[\"/bin/true\"]}",
+         "x.json: comand: unknown key (did you mean command?)"},
+        {"{\"name\":\"x\",\"timeout\":5}",
+         "x.json: timeout: unknown key (did you mean timeout_ms?)"},
+        {"{\"name\":\"x\",\"Network\":false}",
+         "x.json: Network: unknown key (did you mean network?)"},
+        {"{\"name\":\"x\",\"deny_syscall\":[]}",
+         "x.json: deny_syscall: unknown key (did you mean deny_syscalls?)"},
         {"{\"name\":\"x y\"}", "x.json: name: required, [A-Za-z0-9_.-]{1,64}"},
         {"{\"name\":\"x\",\"protocol\":\"raw\"}",
          "x.json: protocol: expected \"framed\" or \"plain\""},
@@ -139,7 +147,11 @@ static void test_errors(void **state)
         {"{\"name\":\"x\",\"allow_uids\":[-1]}",
          "x.json: allow_uids[0]: expected a non-negative integer"},
         {"{\"name\":\"x\",\"schema\":{\"type\":7}}", "x.json: schema"},
-        {"{\"name\":\"x\",", "x.json: line 1 column"},
+        {"{\"name\":\"x\",", "x.json: line 1: "},
+        /* where the token starts, not its last character */
+        {"{\"name\": \"x\" \"command\": []}", "x.json: line 1 column 14: '}' expected"},
+        {"{\n  \"name\": \"\u00e9\u00e9\" \"command\": []}",
+         "x.json: line 2 column 16: '}' expected"},
         {"[1]", "x.json: expected a JSON object"},
         {"{\"name\":\"x\",\"scopes\":[]}", "x.json: scopes: expected a non-empty array"},
         {"{\"name\":\"x\",\"scopes\":[\"files:read\",\"a b\"]}",
@@ -153,6 +165,22 @@ static void test_errors(void **state)
     char path[PATH_MAX + 8];
     snprintf(path, sizeof(path), "%s/x.json", dir);
     assert_int_equal(unlink(path), 0);
+}
+
+/* The "did you mean" of an unknown key: close ones only, and only one. */
+static void test_near_word(void **state)
+{
+    (void)state;
+    static const char *const w[] = {"timeout_ms", "network", "command", "read", "user"};
+    assert_string_equal(td_near_word("timeout", w, 5), "timeout_ms");
+    assert_string_equal(td_near_word("netwrok", w, 5), "network");
+    assert_string_equal(td_near_word("commands", w, 5), "command");
+    assert_string_equal(td_near_word("USER", w, 5), "user");
+    assert_null(td_near_word("colour", w, 5));
+    assert_null(td_near_word("rea", w, 5)); /* too short to guess */
+    assert_null(td_near_word("time", w, 5));
+    static const char *const two[] = {"reads", "ready"};
+    assert_null(td_near_word("readx", two, 2)); /* both are one edit away */
 }
 
 /* "scopes": declared to MCP in the tool's _meta, where the HTTP front
@@ -216,9 +244,10 @@ static void test_ref_null(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ref_null),    cmocka_unit_test(test_full_definition),
-        cmocka_unit_test(test_errors),      cmocka_unit_test(test_duplicate_name),
-        cmocka_unit_test(test_unsafe_file), cmocka_unit_test(test_scopes_declared),
+        cmocka_unit_test(test_ref_null),        cmocka_unit_test(test_full_definition),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_near_word),
+        cmocka_unit_test(test_duplicate_name),  cmocka_unit_test(test_unsafe_file),
+        cmocka_unit_test(test_scopes_declared),
     };
     return cmocka_run_group_tests(tests, dir_setup, dir_teardown);
 }

@@ -272,7 +272,7 @@ class Batches(DaemonTestCase):
         res = self.c.run(calls, batch="pf")
         self.assertEqual(res.events, [{
             "event": "error", "batch": "pf", "type": "engine_error", "reason": "unknown_tool",
-            "message": "tool nope_one not in engine.tools", "metadata": {"tool_name": "nope_one"}}])
+            "message": "no tool named nope_one", "metadata": {"tool_name": "nope_one"}}])
         # a sentinel batch on the same connection: whatever the rejected batch
         # might have started would have run by the time this one completes
         sentinel = self.tmpfile("sentinel")

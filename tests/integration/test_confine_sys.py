@@ -268,7 +268,7 @@ class Load(unittest.TestCase):
 
         self.assertEqual(attempt(), "ok")
         d.add_tool(worker_tool("probe", "sysprobe", deny_syscalls=["sched_yield"]))
-        reload_and_wait("reloaded 1 tools")
+        reload_and_wait("reloaded 1 tool from")
         self.assertEqual(attempt(), "EPERM")
         # a bad name rejects the whole set: the filter in force stays
         d.add_tool(worker_tool("probe", "sysprobe", deny_syscalls=["sched_yeld"]))

@@ -27,6 +27,9 @@ class StartUp(unittest.TestCase):
                      {"name": "m", "description": "manual"}]) as d:
             deadline_wait(lambda: "listening on" in d.stderr(), what="start-up log line")
             self.assertIn("listening on %s with 3 tools" % d.sock, d.stderr())
+        with Daemon([worker_tool("a", "echo")]) as d:
+            deadline_wait(lambda: "listening on" in d.stderr(), what="start-up log line")
+            self.assertIn("listening on %s with 1 tool (" % d.sock, d.stderr())
 
     def test_empty_tools_dir(self):
         with Daemon([]) as d:

@@ -43,7 +43,9 @@ class Quickstart(unittest.TestCase):
 
     def test_without_xdg_runtime_dir(self):
         env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
-        env.update(TMPDIR=self.home, QUICKSTART_NO_BUILD="1", BUILD_DIR=self.build,
+        # relative, as its default ("build") is: the script runs from the tree's top
+        build = os.path.relpath(self.build, ROOT)
+        env.update(TMPDIR=self.home, QUICKSTART_NO_BUILD="1", BUILD_DIR=build,
                    HOME="/nonexistent")
         out_path = os.path.join(self.tmp, "out")
         with open(out_path, "wb") as out:
@@ -70,6 +72,14 @@ class Quickstart(unittest.TestCase):
         m = re.search(r"SOCK=(\S+) EVENTS=(\S+events\.sock)", text)
         self.assertTrue(m, text)
         self.assertEqual(m.group(1), sock)
+        # the toolexec it prints runs from anywhere, not only the tree's top
+        m = re.search(r"^ *(\S+/toolexec) --socket", text, re.M)
+        self.assertTrue(m and os.path.isabs(m.group(1)), text)
+        p = subprocess.run([m.group(1), "--socket", sock, "call", "calc", '{"expression": "6*7"}'],
+                           cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=WAIT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("42", p.stdout.decode())
+        m = re.search(r"SOCK=(\S+) EVENTS=(\S+events\.sock)", text)
         tail = Client(m.group(2))
         self.addCleanup(tail.close)
         c = Client(sock)

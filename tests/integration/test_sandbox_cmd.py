@@ -53,8 +53,8 @@ def http_server():
     return s
 
 
-class Base:
-    """The tests; prefix() and env() say as whom they run."""
+class Runner:
+    """Runs toolexec sandbox; prefix() and env() say as whom."""
 
     as_nobody = False
 
@@ -112,6 +112,10 @@ class Base:
         lines = [l for l in err.splitlines() if l.startswith("{")]
         self.assertTrue(lines, err)
         return json.loads(lines[-1])
+
+
+class Base(Runner):
+    """The tests."""
 
     # ---- exit status, signals, stdio ----
 

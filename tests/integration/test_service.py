@@ -310,7 +310,7 @@ class Notify(unittest.TestCase):
 
         expect("READY=1")
         status = expect("STATUS=")
-        self.assertIn("1 tools", status)
+        self.assertIn("STATUS=1 tool,", status)
         d.proc.send_signal(signal.SIGHUP)
         expect("RELOADING=1")
         expect("READY=1")
