@@ -19,7 +19,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "defcheck.h"
-#include "toolpaths.h"
+#include "defwarn.h"
 #include "containment.h"
 #include "credentials.h"
 #include "egress.h"
@@ -201,7 +201,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_registry_free(td_tools);
         td_tools = fresh;
         credproxy_setup(); /* before any of its calls' views is planned */
-        td_toolpaths_loaded(td_tools);
+        td_defwarn_loaded(td_tools);
         td_log(TD_LOG_INFO, "reloaded %zu tools from %s", td_tools->n, td_cfg.tools_dir);
         td_server_tools_changed();
         td_template_sync();
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
         goto out_tools;
     if (socket_path)
         td_cfg.socket_path = socket_path;
-    td_toolpaths_loaded(td_tools); /* the view's covers include the socket */
+    td_defwarn_loaded(td_tools); /* the view's covers include the socket */
     td_worker_on_gone(maybe_exit);
     td_server_on_conn_gone(maybe_exit);
     if (td_opts.audit_file && td_auditchain_open(td_opts.audit_file, err, sizeof(err)) < 0) {
