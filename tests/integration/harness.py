@@ -58,6 +58,12 @@ def tree_reads():
                   if any(t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
 
 
+def leads_to_tree(path):
+    """Is path a directory above a tree of tree_reads() (/home for a clone in
+    a home directory)? A view that shows the tree shows the way down to it."""
+    return any(t.startswith(path.rstrip("/") + "/") for t in tree_reads())
+
+
 def with_tree(fs):
     """A "filesystem" object with the trees of tree_reads() added to "read"."""
     fs = dict(fs)

@@ -118,7 +118,7 @@ class Checks:
 
     def test_secrets_and_homes_are_hidden(self):
         dirs = ["/root", "/home", "/etc/ssh", "/var/lib", "/run"]
-        dirs = [p for p in dirs if os.path.isdir(p)]
+        dirs = [p for p in dirs if os.path.isdir(p) and not harness.leads_to_tree(p)]
         r = self.probe(list=dirs, read=["/etc/shadow", "/etc/gshadow"])
         for path, got in zip(dirs, r["list"]):
             self.assertEqual(got, "EACCES", path)
