@@ -4,7 +4,8 @@
  * The loader refuses what it cannot run (registry.c); what it lets
  * through fails later, at a call, or leaks: a command that is missing or
  * not executable, an interpreter's missing script, what the tool's view
- * hides (toolpaths.c), "env" values in a file every user may read. Both
+ * hides (toolpaths.c), "env" values other than the plainly public ones
+ * (LANG, PYTHONPATH...) in a file every user may read. Both
  * toolexecd --check and the daemon's load (start and reload) take the
  * list from here, so the two never disagree.
  */
@@ -71,6 +72,36 @@ static void view_line(const char *line, void *arg)
     say(arg, line);
 }
 
+/* Names whose values say where things are or how to behave, never a
+ * secret: the examples' LANG and PYTHONPATH are no reason to warn. */
+static bool secret_env(char *const *env)
+{
+    static const char *const plain[] = {"LANG=",
+                                        "LANGUAGE=",
+                                        "LC_",
+                                        "TZ=",
+                                        "PATH=",
+                                        "HOME=",
+                                        "TERM=",
+                                        "PYTHONPATH=",
+                                        "PYTHONHOME=",
+                                        "PYTHONDONTWRITEBYTECODE=",
+                                        "PYTHONUNBUFFERED=",
+                                        "PYTHONIOENCODING=",
+                                        "NODE_PATH=",
+                                        "PERL5LIB=",
+                                        "RUBYLIB=",
+                                        NULL};
+    for (; env && *env; env++) {
+        const char *const *p = plain;
+        while (*p && strncmp(*env, *p, strlen(*p)) != 0)
+            p++;
+        if (!*p)
+            return true;
+    }
+    return false;
+}
+
 unsigned td_defwarn(const struct td_tool *t, bool views, void (*fn)(const char *line, void *arg),
                     void *arg)
 {
@@ -80,7 +111,7 @@ unsigned td_defwarn(const struct td_tool *t, bool views, void (*fn)(const char *
         check_command(&o, t);
     if (views)
         td_toolpaths_check(t, view_line, &o);
-    if (t->nenv && (t->file_mode & S_IROTH)) {
+    if (secret_env(t->env) && (t->file_mode & S_IROTH)) {
         snprintf(what, sizeof(what),
                  "has \"env\" and every user may read it (mode %04o): chmod o-r to keep its "
                  "values secret",
