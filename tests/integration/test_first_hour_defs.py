@@ -125,7 +125,7 @@ class CheckAndLoadAgree(unittest.TestCase):
     """What --check reports of a definition that loads, the daemon logs at
     start and at each reload: the same lines, from the same list."""
 
-    def agree(self, d, line):
+    def agree(self, d, line, absent=None):
         p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", d.tools_dir],
                            capture_output=True, text=True, timeout=WAIT)
         self.assertIn(line, p.stdout)
@@ -136,6 +136,9 @@ class CheckAndLoadAgree(unittest.TestCase):
             d.proc.send_signal(signal.SIGHUP)
             deadline_wait(lambda: "reloaded " in d.stderr(), what="the reload")
             self.assertEqual(d.stderr().count(line), 2, d.stderr())
+            if absent:
+                self.assertNotIn(absent, p.stdout)
+                self.assertNotIn(absent, d.stderr())
 
     def test_a_command_that_is_not_executable(self):
         d = Daemon([worker_tool("echo", "echo")], start=False)
@@ -149,9 +152,14 @@ class CheckAndLoadAgree(unittest.TestCase):
                    % os.path.realpath(script))
 
     def test_env_in_a_file_every_user_may_read(self):
-        d = Daemon([worker_tool("open", "echo", env={"API_KEY": "k1"})], start=False)
+        # LANG and PYTHONPATH are no secret: the shipped examples have them
+        d = Daemon([worker_tool("open", "echo", env={"API_KEY": "k1"}),
+                    worker_tool("public", "echo", env={"LANG": "C.UTF-8", "PYTHONPATH": "/x"})],
+                   start=False)
         os.chmod(os.path.join(d.tools_dir, "open.json"), 0o644)
-        self.agree(d, "open.json: has \"env\" and every user may read it (mode 0644): chmod o-r")
+        os.chmod(os.path.join(d.tools_dir, "public.json"), 0o644)
+        self.agree(d, "open.json: has \"env\" and every user may read it (mode 0644): chmod o-r",
+                   absent="public.json: has")
 
 
 class Runs(unittest.TestCase):
