@@ -142,10 +142,7 @@ class CheckAndLoadAgree(unittest.TestCase):
 
     def test_a_command_that_is_not_executable(self):
         d = Daemon([worker_tool("echo", "echo")], start=False)
-        script = d.path("tool.sh")
-        with open(script, "w") as f:
-            f.write("#!/bin/sh\necho hi\n")
-        os.chmod(script, 0o644)
+        script = write(d.tmp, "tool.sh", "#!/bin/sh\necho hi\n")  # mode 0644
         d.add_tool({"name": "noexec", "description": "x", "schema": {"type": "object"},
                     "command": [script], "protocol": "plain", "filesystem": "host"})
         self.agree(d, "noexec.json: command: %s: not executable (a file, mode 0644)"
