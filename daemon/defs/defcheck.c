@@ -6,10 +6,8 @@
  * file is read and parsed exactly as the loader does (registry.c's own
  * steps), and a problem does not end the look: the key it names is taken
  * out of the definition and the rest parsed again, so a file with three
- * bad keys shows three lines. What the loader leaves to the call is
- * checked too: that the command exists and may be executed, for an
- * interpreter, that its script exists, and that the tool's view shows
- * what it needs (toolpaths.c).
+ * bad keys shows three lines. What the loader lets through is
+ * reported too, from the list the daemon logs at each load (defwarn.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +20,9 @@
 
 #include "defcheck.h"
 #include "defsafe.h"
+#include "defwarn.h"
+#include "fsview.h"
 #include "registry.h"
-#include "toolpaths.h"
 #include "toolexec.h"
 
 /* A file with more problems than this is reported up to here. */
@@ -60,49 +59,16 @@ static bool named_key(const char *msg, const char *path, char *key, size_t len)
     return true;
 }
 
-static void check_command(struct check *c, const char *path, const struct td_tool *t)
-{
-    char what[PATH_MAX + 128];
-    const char *cmd = t->argv[0];
-    struct stat st;
-    if (cmd[0] != '/') {
-        snprintf(what, sizeof(what), "command: %s: not found in the workers' PATH (%s)", cmd,
-                 TD_WORKER_PATH);
-        problem(c, path, what);
-        return;
-    }
-    if (stat(cmd, &st) < 0) {
-        snprintf(what, sizeof(what), "command: %s: %s", cmd, strerror(errno));
-        problem(c, path, what);
-        return;
-    }
-    if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111)) {
-        snprintf(what, sizeof(what), "command: %s: not executable (%s, mode %04o)", cmd,
-                 S_ISREG(st.st_mode) ? "a file" : "not a regular file",
-                 (unsigned)(st.st_mode & 07777));
-        problem(c, path, what);
-        return;
-    }
-    /* ["python3", "tool.py"]: the script is what usually goes missing */
-    const char *script = t->argv[1];
-    if (!script || script[0] == '-' || !strchr(script, '/') || !td_toolpaths_interpreter(cmd))
-        return;
-    if (access(script, R_OK) < 0) {
-        snprintf(what, sizeof(what), "command[1]: %s: %s", script, strerror(errno));
-        problem(c, path, what);
-    }
-}
-
-/* What the tool needs and its calls would not see */
-struct view_problem {
+/* What the loader lets through, as the daemon logs it (defwarn.c) */
+struct warned {
     struct check *c;
     const char *path;
 };
 
-static void view_problem(const char *line, void *arg)
+static void warned_line(const char *line, void *arg)
 {
-    struct view_problem *vp = arg;
-    problem(vp->c, vp->path, line);
+    struct warned *w = arg;
+    problem(w->c, w->path, line);
 }
 
 /* One definition; its name in *name (for the duplicate check) when it
@@ -152,11 +118,11 @@ static void check_file(struct check *c, int dfd, const char *dir, const char *fi
         else
             break;
     }
-    if (t && t->argv)
-        check_command(c, path, t);
-    struct view_problem vp = {c, path};
-    if (t)
-        td_toolpaths_check(t, view_problem, &vp);
+    struct warned w = {c, path};
+    if (t) {
+        t->file_mode = st.st_mode;
+        td_defwarn(t, td_fsview_mount_ns, warned_line, &w);
+    }
     if (t && !stand_in)
         *name = strdup(t->name);
     td_tool_unref(t);

@@ -574,11 +574,8 @@ int td_registry_load(const char *dir, struct td_registry **out, char *err, size_
         } else {
             rc = parse_tool(absdir, path, def, &r->tools[r->n], err, errlen);
         }
-        if (rc == 0 && r->tools[r->n]->nenv && (st.st_mode & S_IROTH))
-            td_log(TD_LOG_WARN,
-                   "%s: has \"env\" and every user may read it (mode %04o): chmod o-r to keep "
-                   "its values secret",
-                   path, (unsigned)(st.st_mode & 07777));
+        if (rc == 0)
+            r->tools[r->n]->file_mode = st.st_mode;
         json_decref(def);
         free(path);
         if (rc == 0)

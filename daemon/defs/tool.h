@@ -26,6 +26,7 @@ enum td_protocol { TD_PROTO_FRAMED, TD_PROTO_PLAIN };
 struct td_tool {
     int refs;
     char *name, *description, *file;
+    mode_t file_mode; /* of file, when loaded: who may read its env (defwarn.c) */
     json_t *schema;
     char **argv; /* NULL: manual-mode tool */
     char **env;  /* "K=V", NULL-terminated */

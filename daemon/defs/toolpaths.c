@@ -18,9 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "containment.h"
 #include "fsview.h"
-#include "log.h"
 #include "toolpaths.h"
 
 static const char *const interpreters[] = {"sh",      "bash", "dash", "python3", "python",
@@ -115,22 +113,4 @@ char *td_toolpaths_note(const struct td_tool *t)
     struct join j = {0};
     td_toolpaths_check(t, add_line, &j);
     return j.s;
-}
-
-static void warn_line(const char *line, void *arg)
-{
-    td_log(TD_LOG_WARN, "%s: %s", ((const struct td_tool *)arg)->file, line);
-}
-
-void td_toolpaths_loaded(struct td_registry *r)
-{
-    /* no mount namespace per call: no view to miss anything */
-    if (!(td_call_ns & CLONE_NEWNS))
-        return;
-    for (size_t i = 0; r && i < r->n; i++) {
-        struct td_tool *t = r->tools[i];
-        /* said once a load, not at each call (or each template restart) */
-        if (td_toolpaths_check(t, warn_line, t))
-            t->view_note = td_toolpaths_note(t);
-    }
 }

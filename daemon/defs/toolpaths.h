@@ -1,7 +1,8 @@
 /*
  * toolpaths.h - the paths a tool needs, checked against its view: its
  * command, an interpreter's script, the SDK's library, its
- * PYTHONPATH. The loader warns, --check reports, a failed call says so.
+ * PYTHONPATH. Listed with a definition's other problems (defwarn.c); a failed call
+ * says so.
  */
 #ifndef TD_TOOLPATHS_H
 #define TD_TOOLPATHS_H
@@ -21,8 +22,5 @@ char *td_toolpaths_note(const struct td_tool *t);
 
 /* Is cmd an interpreter whose first argument is its script (python3, sh...)? */
 bool td_toolpaths_interpreter(const char *cmd);
-/* After a load: each such path logged (a warning, once a load), and kept
- * in the tool's view_note for its failed calls. */
-void td_toolpaths_loaded(struct td_registry *r);
 
 #endif

@@ -19,7 +19,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "defcheck.h"
-#include "toolpaths.h"
+#include "defwarn.h"
 #include "containment.h"
 #include "credentials.h"
 #include "egress.h"
@@ -206,7 +206,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_registry_free(td_tools);
         td_tools = fresh;
         credproxy_setup(); /* before any of its calls' views is planned */
-        td_toolpaths_loaded(td_tools);
+        td_defwarn_loaded(td_tools);
         td_log(TD_LOG_INFO, "reloaded %zu %s from %s", td_tools->n, TOOLS(td_tools->n),
                td_cfg.tools_dir);
         td_server_tools_changed();
@@ -247,14 +247,44 @@ static void raise_nofile(void)
                (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
+/* A user without XDG_RUNTIME_DIR (su -, ssh without pam_systemd, a
+ * container): the socket in ${TMPDIR:-/tmp}/toolexecd-UID, where the work
+ * directory falls back to (calldir.c) and toolexec looks (cli/common.c).
+ * Under a shared /tmp another user could have made that directory first to
+ * catch the calls: it must be ours, and no one else's to write in. */
+static int fallback_socket(char **out)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *dir = NULL;
+    if (asprintf(&dir, "%s/toolexecd-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid()) < 0)
+        return -ENOMEM;
+    struct stat st;
+    int rc = 0;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        rc = -errno;
+        td_log(TD_LOG_ERR,
+               "XDG_RUNTIME_DIR is not set and %s cannot be made: %s; pass --socket PATH", dir,
+               strerror(errno));
+    } else if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+               (st.st_mode & 022)) {
+        rc = -EPERM;
+        td_log(TD_LOG_ERR,
+               "XDG_RUNTIME_DIR is not set and %s is not a directory of uid %u's own that "
+               "no one else may write to; pass --socket PATH or set TMPDIR",
+               dir, (unsigned)geteuid());
+    } else if (asprintf(out, "%s/toolexecd.sock", dir) < 0) {
+        rc = -ENOMEM;
+    }
+    free(dir);
+    return rc;
+}
+
 static int default_socket(char **out)
 {
     char path[PATH_MAX];
     int rc = te_default_socket_path(path, sizeof(path));
-    if (rc == -ENOENT) {
-        td_log(TD_LOG_ERR, "XDG_RUNTIME_DIR is not set; pass --socket PATH");
-        return rc;
-    }
+    if (rc == -ENOENT)
+        return fallback_socket(out);
     if (rc < 0)
         return rc;
     if (geteuid() == 0 && mkdir("/run/toolexecd", 0755) < 0 && errno != EEXIST) {
@@ -309,6 +339,11 @@ int main(int argc, char **argv)
     raise_nofile();
     /* A client that vanishes must be a failed write, not a dead daemon. */
     signal(SIGPIPE, SIG_IGN);
+    /* where it will listen, before any set-up is done and said */
+    if (!td_cfg.socket_path && default_socket(&socket_path) < 0)
+        return 1;
+    if (socket_path)
+        td_cfg.socket_path = socket_path;
 
     if (td_cgroup_setup(td_opts.cgroup_dir) < 0 || td_containment_setup(td_opts.containment) < 0 ||
         td_sysfilter_setup() < 0)
@@ -325,11 +360,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int status = 1;
-    if (!td_cfg.socket_path && default_socket(&socket_path) < 0)
-        goto out_tools;
-    if (socket_path)
-        td_cfg.socket_path = socket_path;
-    td_toolpaths_loaded(td_tools); /* the view's covers include the socket */
+    td_defwarn_loaded(td_tools); /* the view's covers include the socket */
     td_worker_on_gone(maybe_exit);
     td_server_on_conn_gone(maybe_exit);
     if (td_opts.audit_file && td_auditchain_open(td_opts.audit_file, err, sizeof(err)) < 0) {

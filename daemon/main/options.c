@@ -168,7 +168,8 @@ static int version(const char *arg, char *err, size_t errlen)
 static const struct opt options[] = {
     {"socket", 's', "PATH", TEXT(td_cfg.socket_path),
      .help = "Unix socket to listen on\n"
-             "(default $XDG_RUNTIME_DIR/toolexecd.sock,\n"
+             "(default $XDG_RUNTIME_DIR/toolexecd.sock, else\n"
+             "${TMPDIR:-/tmp}/toolexecd-UID/toolexecd.sock;\n"
              "/run/toolexecd/toolexecd.sock for root)"},
     {"tools", 't', "DIR", CALL(set_tools),
      .help = "tool definitions, one *.json per tool\n"

@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -55,6 +56,12 @@ def tree_reads():
         trees.add(os.path.realpath(os.path.join(os.path.dirname(TOOLEXECD), "..")))
     return sorted(t for t in trees
                   if any(t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
+
+
+def leads_to_tree(path):
+    """Is path a directory above a tree of tree_reads() (/home for a clone in
+    a home directory)? A view that shows the tree shows the way down to it."""
+    return any(t.startswith(path.rstrip("/") + "/") for t in tree_reads())
 
 
 def with_tree(fs):
@@ -117,6 +124,32 @@ def require_env(testcase=None):
     if missing:
         raise unittest.SkipTest("environment lacks " + ", ".join(missing) +
                                 " (run through meson test)")
+    global _closed_said
+    closed = tree_closed()
+    if closed and not _closed_said:
+        # said, not failed: the tests whose tools run as root still pass
+        _closed_said = True
+        print("NOTE: %s (mode %04o) keeps every other user out of the build tree: a tool run "
+              "as another user (nobody, toolexec) cannot be executed from it, and the tests "
+              "that run one fail; chmod o+x %s, or build elsewhere"
+              % (closed, os.stat(closed).st_mode & 0o7777, closed), file=sys.stderr)
+
+
+_closed_said = False
+
+
+def tree_closed():
+    """The first directory on the way to the test programs that other users
+    may not pass through (a clone in a `mktemp -d`, mode 0700), or None."""
+    if os.geteuid() != 0 or not TESTWORKER:
+        return None  # the daemon and its tools run as the tests' own user
+    path = os.path.dirname(os.path.realpath(TESTWORKER))
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return path
+        if path == "/":
+            return None
+        path = os.path.dirname(path)
 
 
 def deadline_wait(cond, timeout=WAIT, interval=0.005, what="condition"):

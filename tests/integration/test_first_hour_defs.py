@@ -7,18 +7,22 @@ that name the real mistake.
 - A shell tool left on the default framed protocol: "the worker wrote text
   where a frame was expected; is this a plain tool?", not "frame of
   1214606444 bytes exceeds the limit" with an output_limit cause.
+- what --check reports of a definition that loads (a command that is not
+  executable, "env" in a file every user may read), the daemon logs at
+  start and at each reload.
 - "unknown_tool": "error": each unknown call gets its own tool error and
   the rest run; the default still refuses the batch.
 """
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
 
 import harness
-from harness import Daemon, worker_tool, WAIT
+from harness import Daemon, deadline_wait, worker_tool, WAIT
 
 
 def write(d, name, text):
@@ -115,6 +119,44 @@ class Check(unittest.TestCase):
         self.assertEqual((status, lines[-1].endswith("1 definition in %s, no problems"
                                                      % os.path.realpath(self.dir))), (0, True),
                          lines)
+
+
+class CheckAndLoadAgree(unittest.TestCase):
+    """What --check reports of a definition that loads, the daemon logs at
+    start and at each reload: the same lines, from the same list."""
+
+    def agree(self, d, line, absent=None):
+        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", d.tools_dir],
+                           capture_output=True, text=True, timeout=WAIT)
+        self.assertIn(line, p.stdout)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        with d:
+            d.start()
+            self.assertEqual(d.stderr().count(line), 1, d.stderr())
+            d.proc.send_signal(signal.SIGHUP)
+            deadline_wait(lambda: "reloaded " in d.stderr(), what="the reload")
+            self.assertEqual(d.stderr().count(line), 2, d.stderr())
+            if absent:
+                self.assertNotIn(absent, p.stdout)
+                self.assertNotIn(absent, d.stderr())
+
+    def test_a_command_that_is_not_executable(self):
+        d = Daemon([worker_tool("echo", "echo")], start=False)
+        script = write(d.tmp, "tool.sh", "#!/bin/sh\necho hi\n")  # mode 0644
+        d.add_tool({"name": "noexec", "description": "x", "schema": {"type": "object"},
+                    "command": [script], "protocol": "plain", "filesystem": "host"})
+        self.agree(d, "noexec.json: command: %s: not executable (a file, mode 0644)"
+                   % os.path.realpath(script))
+
+    def test_env_in_a_file_every_user_may_read(self):
+        # LANG and PYTHONPATH are no secret: the shipped examples have them
+        d = Daemon([worker_tool("open", "echo", env={"API_KEY": "k1"}),
+                    worker_tool("public", "echo", env={"LANG": "C.UTF-8", "PYTHONPATH": "/x"})],
+                   start=False)
+        os.chmod(os.path.join(d.tools_dir, "open.json"), 0o644)
+        os.chmod(os.path.join(d.tools_dir, "public.json"), 0o644)
+        self.agree(d, "open.json: has \"env\" and every user may read it (mode 0644): chmod o-r",
+                   absent="public.json: has")
 
 
 class Runs(unittest.TestCase):

@@ -95,6 +95,42 @@ class Quickstart(unittest.TestCase):
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(timeout=WAIT), 0)
 
+    def test_the_daemon_alone_without_xdg_runtime_dir(self):
+        """toolexecd itself, no --socket: it listens in the same
+        ${TMPDIR}/toolexecd-UID as its work directory, where toolexec looks
+        (it used to set up, then exit asking for --socket)."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("XDG_RUNTIME_DIR", "TOOLEXECD_SOCKET", "RUNTIME_DIRECTORY")}
+        env.update(TMPDIR=self.home, HOME="/nonexistent")
+        as_nobody = ["setpriv", "--reuid=%d" % self.nobody.pw_uid,
+                     "--regid=%d" % self.nobody.pw_gid, "--clear-groups"]
+        err_path = os.path.join(self.tmp, "err")
+        with open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                as_nobody + [harness.TOOLEXECD, "--tools",
+                             os.path.join(self.build, "contrib", "tools.d")],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        sock = os.path.join(self.home, "toolexecd-%d" % self.nobody.pw_uid, "toolexecd.sock")
+
+        def listening():
+            with open(err_path) as f:
+                text = f.read()
+            if proc.poll() is not None:
+                raise AssertionError("toolexecd ended (%s):\n%s" % (proc.returncode, text))
+            return "listening on" in text and text
+
+        text = deadline_wait(listening, what="toolexecd to listen")
+        self.assertIn(sock, text)
+        self.assertEqual(os.stat(os.path.dirname(sock)).st_mode & 0o777, 0o700)
+        toolexec = os.environ.get("TOOLEXEC") or os.path.join(self.build, "daemon", "cli",
+                                                                "toolexec")
+        p = subprocess.run(as_nobody + [toolexec, "call", "calc", '{"expression": "6*7"}'],
+                           capture_output=True, text=True, env=env, timeout=WAIT)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "42"), p.stderr)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(timeout=WAIT), 0)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
