@@ -233,7 +233,7 @@ static bool http_number(struct mcp_http_opts *o, int opt, const char *arg, const
     else if (opt == OPT_SESSION_IDLE)
         o->session_idle_s = (unsigned)v;
     else
-        o->keepalive_ms = (unsigned)v * 1000;
+        o->keepalive_ms = v > 86400 ? 86400000u : (unsigned)v * 1000; /* a day at most */
     return true;
 }
 

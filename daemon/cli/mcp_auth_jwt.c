@@ -25,6 +25,7 @@
 #include <cjose/cjose.h>
 
 #include "mcp_auth.h"
+#include "toolexec.h"
 
 struct mcp_auth_key {
     cjose_jwk_t *jwk;
@@ -332,8 +333,10 @@ static enum mcp_auth_verdict check_claims(const json_t *c, const struct mcp_auth
         INVALID("the token has expired");
     if (nbf && (!json_is_number(nbf) || json_number_value(nbf) - (double)e->skew > (double)e->now))
         INVALID("the token is not valid yet (\"nbf\")");
-    if (!sub || !*sub)
-        INVALID("the token names no subject (\"sub\")");
+    /* the subject goes to the daemon and into log lines: what the daemon
+     * takes (printable, no space: no forged line) */
+    if (!sub || !te_subject_valid(sub, strlen(sub)))
+        INVALID("the token names no subject (\"sub\") of 1 to 255 printable characters");
     if (!(p->subject = strdup(sub)) || read_scopes(c, p) < 0) {
         mcp_auth_principal_free(p);
         INVALID("out of memory");

@@ -21,6 +21,7 @@
 
 #include "credentials.h"
 #include "mcp_auth.h"
+#include "toolexec.h"
 
 #define MAX_STATIC_TOKENS 1024
 
@@ -200,6 +201,13 @@ static int read_tokens(struct mcp_auth *a, const char *dir, char *err, size_t er
         if (a->ntoks == MAX_STATIC_TOKENS) {
             snprintf(err, errlen, "--bearer-tokens %s: more than %d tokens", dir,
                      MAX_STATIC_TOKENS);
+            rc = -1;
+        } else if (!te_subject_valid(e->d_name, strlen(e->d_name))) {
+            /* the file's name is its subject, which the daemon and the log take */
+            snprintf(err, errlen,
+                     "--bearer-tokens %s: %.100s: a token's file name is its subject: 1 to 255 "
+                     "printable characters, no space",
+                     dir, e->d_name);
             rc = -1;
         } else if (td_credential_read(dir, e->d_name, &t->token, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "--bearer-tokens: %s", why);

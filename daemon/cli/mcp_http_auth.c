@@ -313,6 +313,22 @@ enum MHD_Result mcp_http_auth_early(struct mcp_http *h, struct MHD_Connection *c
                                NULL),
             NULL);
     }
+    if (strcmp(url, "/mcp") == 0) {
+        /* A token refused on the headers alone (none, malformed, expired, a
+         * bad signature on keys in hand) is answered before the body is
+         * read: a client without a valid token holds none of the front's
+         * memory. One that needs the issuer's keys waits for its body. */
+        struct mcp_auth_result r = {0};
+        const char *authz =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (mcp_auth_authenticate_nowait(h->o.auth, authz, &r) && r.http_status) {
+            log_line(method, url, &r);
+            enum MHD_Result rc = deny(conn, &r);
+            mcp_auth_result_free(&r);
+            return rc;
+        }
+        mcp_auth_result_free(&r);
+    }
     *answered = false;
     return MHD_YES;
 }

@@ -3,7 +3,6 @@
  * states and the events that move it, and the step that follows it. The
  * rest of the worker asks the state, not a set of flags, what has happened.
  */
-#include <assert.h>
 
 #include "log.h"
 #include "worker_int.h"
@@ -101,8 +100,7 @@ bool td_worker_step(struct td_worker *w, enum td_wevent ev)
         td_logc(TD_LOG_ERR, w->batch_id, w->call_id,
                 "worker %d: %s in state %s is no transition; ignored", (int)w->pid,
                 td_wevent_name(ev), td_wstate_name(w->state));
-        assert(!"a worker's illegal transition");
-        return false;
+        return false; /* logged, not asserted: the daemon stays up */
     }
     w->state = to;
     return true;

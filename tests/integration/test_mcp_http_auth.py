@@ -311,12 +311,29 @@ class McpHttpAuth(McpCase):
             "HS256 keyed by the public key": hs256(self.rsa.pub_pem, self.claims(), "rsa1"),
             "bad signature": self.rsa.sign(self.claims())[:-8] + "AAAAAAAA",
             "not a JWT": "abc.def",
+            # its subject would forge a log line, and the daemon takes none such
+            "a subject with a newline": self.rsa.sign(self.claims(sub="eve\nmcp: forged")),
+            "a subject with a space": self.rsa.sign(self.claims(sub="eve adams")),
         }
         for why, tok in bad.items():
             with self.subTest(why):
                 self.refused(c, tok)
         self.ok(c, "echo", self.rsa.sign(self.claims()))  # the front goes on
         self.assertNotIn(bad["expired"], f.stderr())
+
+    def test_refused_before_the_body(self):
+        """Without a valid token the answer comes on the headers: a client
+        that announces 4 MiB and sends none of it gets its 401 at once."""
+        f = self.front()
+        c = f.conn()
+        s = socket.create_connection((c.host, c.port))
+        self.addCleanup(s.close)
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 4000000\r\n\r\n")
+        s.settimeout(WAIT)
+        head = s.recv(4096)
+        self.assertTrue(head.startswith(b"HTTP/1.1 401"), head[:200])
+        self.assertIn(b"resource_metadata=", head)
 
     def test_missing_scope(self):
         f = self.front()
