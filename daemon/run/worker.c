@@ -213,6 +213,24 @@ static void on_reap_late(uv_timer_t *t)
     td_worker_deliver(w, w->pending, NULL);
 }
 
+/* A warm call whose result and end came before its template's "forked"
+ * message (its pipes are read before the template's socket): the record's
+ * uid comes with that message (td_worker_forked_late), at the latest this
+ * long after; then it goes without. */
+static void on_fork_late(uv_timer_t *t)
+{
+    struct td_worker *w = t->data;
+    td_worker_deliver(w, w->pending, &w->ru);
+}
+
+void td_worker_forked_late(struct td_worker *w)
+{
+    if (w->pending && td_wstate_gone(w->state)) {
+        uv_timer_stop(&w->timer);
+        td_worker_deliver(w, w->pending, &w->ru);
+    }
+}
+
 void td_worker_finish(struct td_worker *w, json_t *result)
 {
     if (td_wstate_has_result(w->state)) {
@@ -226,6 +244,11 @@ void td_worker_finish(struct td_worker *w, json_t *result)
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
     if (td_wstate_gone(w->state)) { /* reaped, or its init said so */
+        if (w->warm && w->pidfd < 0 && w->run_uid < 0) {
+            w->pending = result;
+            uv_timer_start(&w->timer, on_fork_late, REAP_WAIT_MS, 0);
+            return;
+        }
         td_worker_deliver(w, result, &w->ru);
         return;
     }

@@ -212,6 +212,9 @@ void td_worker_maybe_free(struct td_worker *w);
 void td_worker_kill_group(struct td_worker *w);
 /* The result handed over, with the worker's resource use when it is known. */
 void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage *ru);
+/* A warm call's "forked" heard after its result and end: the result held
+ * for the record's uid goes now. */
+void td_worker_forked_late(struct td_worker *w);
 /* The call's result is known (taken): its processes killed, the result
  * delivered now or once they are reaped. A second result is dropped. */
 void td_worker_finish(struct td_worker *w, json_t *result);

@@ -167,8 +167,10 @@ static void on_warm_forked(void *data, int pidfd)
     w->pidfd_pid = td_sandbox_pidfd_pid(pidfd);
     if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
         w->run_uid = td_warmid_uid_of(w->pidfd_pid);
-    if (!spawned(w))
+    if (!spawned(w)) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        td_worker_forked_late(w);
+    }
 }
 
 /* A call's end that no reaper of ours saw: a warm call's from its template,
