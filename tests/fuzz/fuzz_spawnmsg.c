@@ -59,7 +59,7 @@ static void check_unpacked(const struct td_spawnmsg *m, const uint8_t *buf, size
     CHECK(s->cgroup_dir == -1 && s->cgroup_procs == -1, "descriptors not -1");
     for (size_t i = 0; s->fs && i < s->fs->n; i++) {
         const struct td_fs_op *op = &s->fs->ops[i];
-        CHECK(op->kind <= TD_FS_RDWR && op->slot >= 0 && op->slot < TD_FS_SLOTS,
+        CHECK(op->kind <= TD_FS_LAST && op->slot >= 0 && op->slot < TD_FS_SLOTS,
               "view op %zu: kind %d slot %d", i, op->kind, op->slot);
         CHECK(!op->path || within(op->path, buf, len), "view op path outside the message");
         CHECK(!op->arg || within(op->arg, buf, len), "view op arg outside the message");
