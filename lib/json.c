@@ -426,11 +426,22 @@ static bool maybe_underflow(const char *text, size_t len)
     return false;
 }
 
+static json_t *loadb(const char *text, size_t len, size_t flags, json_error_t *err);
+
 json_t *te_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
 {
     json_error_t local;
     if (!err)
         err = &local;
+    json_t *v = loadb(text, len, flags, err);
+    if (!v) /* jansson quotes the bytes near an error as they came, cut at a
+             * byte count: half a UTF-8 sequence cannot go into JSON */
+        te_utf8_repair(err->text);
+    return v;
+}
+
+static json_t *loadb(const char *text, size_t len, size_t flags, json_error_t *err)
+{
     json_t *v = json_loadb(text, len, flags, err);
     if (v ? !maybe_underflow(text, len) : json_error_code(err) != json_error_numeric_overflow)
         return v;

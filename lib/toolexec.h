@@ -140,7 +140,8 @@ char *te_lines_dump(const json_t *v, size_t *len);
  * 17 digits and refuses integers beyond 64 bits; these keep both faithful.  */
 
 /* json_loadb() that also takes numbers jansson cannot hold (integers beyond
- * 64 bits, reals beyond a double): they become raw numbers (below). */
+ * 64 bits, reals beyond a double): they become raw numbers (below). Its error
+ * text is valid UTF-8 (jansson's may end in half a sequence). */
 json_t *te_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err);
 /* Where a parse error is, for people: "line L column C", C being where the
  * token jansson quotes ("near '...'") starts, not its last character, which

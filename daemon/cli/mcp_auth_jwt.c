@@ -199,7 +199,7 @@ static int import_key(const json_t *jv, struct mcp_auth_key *k, char *err, size_
 struct mcp_auth_keys *mcp_auth_keys_parse(const char *json, size_t len, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *doc = te_json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     json_t *arr = json_object_get(doc, "keys");
     struct mcp_auth_keys *k = NULL;
     if (!json_is_array(arr)) {

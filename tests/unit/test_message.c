@@ -295,8 +295,23 @@ static void run_requests(void)
     json_decref(req);
 }
 
+/* jansson quotes the bytes near a parse error as they came and may cut a
+ * UTF-8 sequence in half ("invalid escape near '"\\\xc3'"): te_json_loadb's
+ * error text is valid UTF-8, since it goes back into JSON. */
+static void error_text_utf8(void)
+{
+    static const char bad[] = "{\"ok\":\"\\\xc3\xa9\"}";
+    json_error_t jerr;
+    CHECK(te_json_loadb(bad, sizeof(bad) - 1, 0, &jerr) == NULL);
+    CHECK(strstr(jerr.text, "invalid escape near") != NULL);
+    json_t *s = json_string(jerr.text);
+    CHECK(s != NULL);
+    json_decref(s);
+}
+
 int main(void)
 {
+    error_text_utf8();
     responses();
     content();
     tool_errors();
