@@ -94,7 +94,8 @@ for t in $targets; do
     fuzz_credentials) own=(-I"$d/confine" "$d/confine/credentials.c") ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
-        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/json.c" "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
+        "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/utf8.c" "$root/lib/json.c" \
+        "${jansson[@]}" >"$out/$t.build.log" 2>&1 &
     pids+=($!)
 done
 build_rc=0
