@@ -42,6 +42,7 @@
 #include "stats.h"
 #include "metrics.h"
 #include "metricshttp.h"
+#include "mcplist.h"
 #include "audit.h"
 #include "auditchain.h"
 #include "tail.h"
@@ -212,6 +213,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_server_tools_changed();
         td_template_sync();
         td_spares_drop_all(); /* made for the old definitions */
+        td_mcplist_start(td_server_tools_changed);
     }
     td_notify_ready(notify_status);
 }
@@ -413,6 +415,7 @@ int main(int argc, char **argv)
            td_listeners_describe(where, sizeof(where)), td_tools->n, TOOLS(td_tools->n),
            td_cfg.work_dir);
     td_notify_ready(notify_status);
+    td_mcplist_start(td_server_tools_changed);
     uv_run(td_loop, UV_RUN_DEFAULT);
     status = 0;
     td_log(TD_LOG_INFO, "stopped");
