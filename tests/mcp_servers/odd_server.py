@@ -36,6 +36,8 @@ TOOLS = [
     {"name": "write", "description": "Write a file",
      "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
                                                        "text": {"type": "string"}}}},
+    {"name": "hang", "description": "Never answer",
+     "inputSchema": {"type": "object"}},
     {"name": "env", "description": "One environment variable",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
 ]
@@ -96,13 +98,15 @@ def call(name, args, token):
             return text("written")
         except OSError as e:
             return text("write %s: %s" % (args["path"], e), error=True)
+    if name == "hang":
+        time.sleep(100000)
     if name == "env":
         return text(os.environ.get(args["name"], "(unset)"))
     return None
 
 
 def main():
-    hang = sys.argv[1:] == ["hang"]
+    hang = sys.argv[1:2] == ["hang"]  # further words: marks for the tests
     for line in sys.stdin:
         msg = json.loads(line)
         method, mid = msg.get("method"), msg.get("id")
