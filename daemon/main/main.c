@@ -179,6 +179,7 @@ static void on_terminate(uv_signal_t *h, int signum)
     td_notify_stopping();
     td_listeners_stop();
     td_server_stop();
+    td_mcplist_stop();
     uv_timer_start(&shutdown_timer, on_shutdown_timeout, td_cfg.shutdown_timeout_s * 1000ULL, 0);
     maybe_exit();
 }
@@ -204,6 +205,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_log(TD_LOG_ERR, "reload rejected, keeping the %zu %s in force: %s", td_tools->n,
                TOOLS(td_tools->n), err);
     } else {
+        fresh = td_mcplist_carry(td_tools, fresh);
         td_registry_free(td_tools);
         td_tools = fresh;
         credproxy_setup(); /* before any of its calls' views is planned */

@@ -9,6 +9,7 @@
  * no longer in force (reloaded meanwhile) is dropped: the reload lists
  * again.
  */
+#include <sys/queue.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,19 @@
 struct listing {
     struct td_tool *server; /* a reference */
     json_t *result;         /* its call's, once completed */
+    struct td_batch *batch; /* NULL until the batch is made */
+    LIST_ENTRY(listing) link;
 };
+/* the listings in flight: cancelled at shutdown and at the next reload */
+static LIST_HEAD(, listing) listings = LIST_HEAD_INITIALIZER(listings);
+
+static void listing_free(struct listing *l)
+{
+    LIST_REMOVE(l, link);
+    td_tool_unref(l->server);
+    json_decref(l->result);
+    free(l);
+}
 
 static void (*on_changed)(void);
 /* the daemon's own batches: one worker slot at a time each, counted as
@@ -52,9 +65,7 @@ static void list_error(void *data, const char *batch, const char *type, const ch
            reason ? reason : type, message ? message : "");
     json_decref(metadata);
     /* no batch was made: nothing else comes for it */
-    td_tool_unref(l->server);
-    json_decref(l->result);
-    free(l);
+    listing_free(l);
 }
 
 static unsigned list_next_seq(void *data)
@@ -76,6 +87,7 @@ static void list_release(void *data, void *bucket, size_t ncalls) {}
 
 static bool list_add(void *data, struct td_batch *b, const char *id)
 {
+    ((struct listing *)data)->batch = b;
     return true;
 }
 
@@ -116,11 +128,18 @@ static struct td_tool *one_tool(struct td_tool *server, json_t *listed)
     return t;
 }
 
+/* t is a tool of the server named name */
+static bool of_server(const struct td_tool *t, const char *name)
+{
+    size_t plen = strlen(name);
+    return t->mcp_tool && strncmp(t->name, name, plen) == 0 && t->name[plen] == '.';
+}
+
 /* The registry in force, with server's tools as listed in place of those
- * it had. */
+ * it had (none: tools NULL). */
 static void register_tools(struct td_tool *server, json_t *tools)
 {
-    size_t n = td_tools->n + json_array_size(tools), k = 0, plen = strlen(server->name);
+    size_t n = td_tools->n + json_array_size(tools), k = 0;
     struct td_registry *r = calloc(1, sizeof(*r));
     if (!r || !(r->tools = calloc(n + 1, sizeof(*r->tools)))) {
         free(r);
@@ -129,7 +148,7 @@ static void register_tools(struct td_tool *server, json_t *tools)
     }
     for (size_t i = 0; i < td_tools->n; i++) {
         struct td_tool *t = td_tools->tools[i];
-        if (t->mcp_tool && strncmp(t->name, server->name, plen) == 0 && t->name[plen] == '.')
+        if (of_server(t, server->name))
             continue; /* its tools as listed before */
         r->tools[k++] = td_tool_ref(t);
     }
@@ -178,12 +197,16 @@ static void list_done(void *data, struct td_batch *b)
         td_log(TD_LOG_ERR, "MCP server %s: its tools not listed: %.1000s", l->server->name,
                text ? text : "no result");
         free(text);
+        /* those carried over a reload are not the definition's now */
+        for (size_t i = 0; i < td_tools->n; i++)
+            if (of_server(td_tools->tools[i], l->server->name)) {
+                register_tools(l->server, NULL);
+                break;
+            }
     } else {
         register_tools(l->server, tools);
     }
-    td_tool_unref(l->server);
-    json_decref(l->result);
-    free(l);
+    listing_free(l);
 }
 
 static const struct td_batch_ops list_ops = {
@@ -197,16 +220,73 @@ static const struct td_batch_ops list_ops = {
     .spills = list_spills,
 };
 
+struct td_registry *td_mcplist_carry(const struct td_registry *old, struct td_registry *fresh)
+{
+    size_t extra = 0, n = fresh->n;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < old->n; i++) {
+            struct td_tool *t = old->tools[i], *s;
+            char server[TE_TOOL_NAME_MAX + 1];
+            if (!t->mcp_tool)
+                continue;
+            snprintf(server, sizeof(server), "%.*s", (int)strcspn(t->name, "."), t->name);
+            s = td_registry_find(fresh, server);
+            if (!s || !s->mcp || td_registry_find(fresh, t->name))
+                continue; /* the server gone, or a tool of that name defined */
+            if (pass == 0)
+                extra++;
+            else
+                fresh->tools[fresh->n++] = td_tool_ref(t);
+        }
+        if (pass == 0 && !extra)
+            return fresh;
+        struct td_tool **more =
+            pass == 0 ? realloc(fresh->tools, (n + extra + 1) * sizeof(*more)) : NULL;
+        if (pass == 0 && !more)
+            return fresh; /* not carried: they come back once listed */
+        if (more)
+            fresh->tools = more;
+    }
+    qsort(fresh->tools, fresh->n, sizeof(*fresh->tools), by_name);
+    char err[512];
+    if (td_declare_check_names(fresh, err, sizeof(err)) < 0) {
+        /* what the new definitions say wins: the carried go */
+        size_t k = 0;
+        for (size_t i = 0; i < fresh->n; i++)
+            if (fresh->tools[i]->mcp_tool)
+                td_tool_unref(fresh->tools[i]);
+            else
+                fresh->tools[k++] = fresh->tools[i];
+        fresh->n = k;
+    }
+    return fresh;
+}
+
+void td_mcplist_stop(void)
+{
+    /* each cancel completes its batch (done frees it), others untouched */
+    struct listing *l = LIST_FIRST(&listings), *next;
+    for (; l; l = next) {
+        next = LIST_NEXT(l, link);
+        if (l->batch)
+            td_batch_cancel(l->batch);
+    }
+}
+
 void td_mcplist_start(void (*changed)(void))
 {
+    td_mcplist_stop(); /* listed for definitions no longer in force */
     on_changed = changed;
     for (size_t i = 0; i < td_tools->n; i++) {
         struct td_tool *t = td_tools->tools[i];
         if (!t->mcp)
             continue;
         struct listing *l = calloc(1, sizeof(*l));
-        json_t *req = l ? json_pack("{s:[{s:s,s:s,s:{}}]}", "calls", "id", "list", "name", t->name,
-                                    "arguments")
+        char id[TE_TOOL_NAME_MAX + 16];
+        /* an id of its own kind: never one a client's "b-N" could be */
+        snprintf(id, sizeof(id), "mcp-list-%s", t->name);
+        json_t *req = l ? json_pack("{s:s,s:[{s:s,s:s,s:{}}]}", "batch", id, "calls", "id", "list",
+                                    "name", t->name, "arguments")
                         : NULL;
         if (!req) {
             free(l);
@@ -214,6 +294,7 @@ void td_mcplist_start(void (*changed)(void))
             continue;
         }
         l->server = td_tool_ref(t);
+        LIST_INSERT_HEAD(&listings, l, link);
         td_batch_run(
             &(struct td_batch_owner){.ops = &list_ops,
                                      .data = l,

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import shutil
+import signal
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -165,6 +166,38 @@ class Hangs(unittest.TestCase):
             self.assertIn("timeout", d.stderr())
             self.assertFalse([t for t in c.tools()["tools"] if t["name"].startswith("hang.")])
             harness.assert_token_gone(token)
+
+
+    def test_stop_while_listing(self):
+        # a listing in flight does not hold the daemon's stop (the
+        # harness's stop wants status 0 within 15 s; the listing's timeout
+        # is 60 s), nor does anything of it stay
+        token = harness.new_token("mcpstop")
+        d = harness.Daemon([odd("hang", "hang", token, timeout_ms=60000)])
+        try:
+            harness.wait_token_present(token)
+        finally:
+            d.stop()
+        harness.assert_token_gone(token)
+
+
+class Reload(unittest.TestCase):
+    def test_relisted_and_kept_meanwhile(self):
+        with harness.Daemon([odd()]) as d:
+            c = d.client()
+            wait_listed(c, "odd.echo")
+            gate = d.path("gate")  # the new listing waits for it
+            d.add_tool(dict(odd(), mcp_server={"command": [PY, SRV, "gate=" + gate],
+                                                "env": {"ODD_VAR": "reloaded"}}))
+            os.kill(d.proc.pid, signal.SIGHUP)
+            harness.deadline_wait(lambda: " reloaded " in d.stderr(), what="the reload")
+            # meanwhile the tools listed before are kept, not unknown
+            r = completed(run_events(c, "odd.env", {"name": "ODD_VAR"}))["result"]
+            self.assertEqual(r, {"ok": "from-definition"})
+            open(gate, "w").close()
+            harness.deadline_wait(
+                lambda: completed(run_events(c, "odd.env", {"name": "ODD_VAR"}))["result"] ==
+                {"ok": "reloaded"}, what="the reloaded definition's tools")
 
 
 class Check(unittest.TestCase):

@@ -117,6 +117,10 @@ def main():
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "odd", "version": "1"}}})
         elif method == "tools/list":
+            # "gate=PATH": the list waits for PATH (a test's go-ahead)
+            for gate in [a[5:] for a in sys.argv[1:] if a.startswith("gate=")]:
+                while not os.path.exists(gate):
+                    time.sleep(0.01)
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
             p = msg["params"]
