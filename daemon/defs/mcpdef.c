@@ -34,24 +34,12 @@ static const char *const server_owns[] = {"command",     "protocol",  "schema", 
                                           "start",       "max_forks", "title",  "strict",
                                           "annotations", "learn",     "env",    "output_schema"};
 
-/* toolexec-mcp-bridge beside our own executable (a build tree), else
- * installed. */
+/* found beside toolexecd in a build tree, else installed; named as
+ * installed when neither is there (the call says what is missing) */
 static char *bridge_path(void)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char *path = NULL;
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            if (asprintf(&path, "%s/toolexec-mcp-bridge", self) > 0 && access(path, X_OK) == 0)
-                return path;
-            free(path);
-        }
-    }
-    return strdup(TD_LIBEXECDIR "/toolexec-mcp-bridge");
+    char *p = td_libexec_find("toolexec-mcp-bridge", TD_LIBEXECDIR);
+    return p ? p : strdup(TD_LIBEXECDIR "/toolexec-mcp-bridge");
 }
 
 json_t *td_mcpdef_env(json_t *def)

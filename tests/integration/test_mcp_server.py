@@ -54,7 +54,18 @@ def wait_listed(c, name):
 
 
 class Calls:
-    """The calls of one server, against the daemon self.d."""
+    """The calls of one server, against the daemon cls.daemon() makes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = cls.daemon([odd()])
+        cls.c = cls.d.client()
+        wait_listed(cls.c, "odd.echo")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.stop()
 
     def call(self, name, args, **kw):
         return completed(run_events(self.c, name, args, **kw))
@@ -117,16 +128,7 @@ class Calls:
 
 
 class RootDaemon(Calls, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = harness.Daemon([odd()])
-        cls.c = cls.d.client()
-        wait_listed(cls.c, "odd.echo")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.stop()
+    daemon = harness.Daemon
 
     def test_unknown_tool_is_the_servers_error(self):
         # the listing tool called by name answers the server's tools; a
@@ -136,16 +138,7 @@ class RootDaemon(Calls, unittest.TestCase):
 
 
 class UnprivilegedDaemon(Calls, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = harness.nobody_daemon([odd()])
-        cls.c = cls.d.client()
-        wait_listed(cls.c, "odd.echo")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.d.stop()
+    daemon = staticmethod(harness.nobody_daemon)
 
 
 class Hangs(unittest.TestCase):
