@@ -33,6 +33,8 @@
 #include "toolexec.h"
 
 #define MCP_VERSION "2025-11-25"
+/* the stateless revision: no initialize, each request's _meta says it */
+#define MCP_MODERN "2026-07-28"
 /* One JSON-RPC message from the server: a bigger one is a flood, not an
  * answer (the daemon's own frame limit is 16 MiB by default). */
 #define MCP_LINE_MAX (16u << 20)
@@ -45,6 +47,7 @@ struct server {
     int in, out; /* its stdin (we write), its stdout (we read) */
     char *buf;
     size_t len, cap, start;
+    bool modern; /* it speaks MCP_MODERN only */
 };
 
 static void die(struct server *s, const char *fmt, ...)
@@ -169,6 +172,14 @@ static json_t *next_msg(struct server *s, const char *when)
 
 static void send_request(struct server *s, int id, const char *method, json_t *params)
 {
+    if (s->modern && params) {
+        json_t *meta = json_object_get(params, "_meta");
+        if (!meta)
+            json_object_set_new(params, "_meta", meta = json_object());
+        json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion",
+                            json_string(MCP_MODERN));
+        json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", json_object());
+    }
     send_msg(s, json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", id, "method", method,
                           "params", params ? params : json_object()));
 }
@@ -229,12 +240,27 @@ static void initialize(struct server *s)
                  json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", MCP_VERSION, "capabilities",
                            "clientInfo", "name", "toolexecd", "version", "1"));
     json_t *m = await(s, 1, "before answering initialize");
-    json_t *res = json_object_get(m, "result");
-    if (!json_is_object(res))
-        die(s, "the MCP server refused initialize: %.400s",
-            json_dumps(json_object_get(m, "error"), JSON_COMPACT | JSON_ENCODE_ANY));
+    if (json_is_object(json_object_get(m, "result"))) {
+        json_decref(m);
+        send_msg(s,
+                 json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+        return;
+    }
+    /* Refused: a server of the stateless revision alone says so in
+     * server/discover (a legacy one never gets that far, so it costs
+     * them nothing) */
+    char *why = json_dumps(json_object_get(m, "error"), JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(m);
-    send_msg(s, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+    send_request(s, 1, "server/discover", json_object());
+    m = await(s, 1, "before answering server/discover");
+    json_t *v, *vs = json_object_get(json_object_get(m, "result"), "supportedVersions");
+    size_t i;
+    json_array_foreach(vs, i, v) s->modern |=
+        te_json_text_value(v) && strcmp(json_string_value(v), MCP_MODERN) == 0;
+    json_decref(m);
+    if (!s->modern)
+        die(s, "the MCP server refused initialize: %.400s", why ? why : "");
+    free(why);
 }
 
 /* What a tool's result gives the model: its structured content when it has

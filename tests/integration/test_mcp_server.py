@@ -141,6 +141,17 @@ class UnprivilegedDaemon(Calls, unittest.TestCase):
     daemon = staticmethod(harness.nobody_daemon)
 
 
+class Modern(unittest.TestCase):
+    def test_stateless_revision(self):
+        # a server of 2026-07-28 alone: initialize refused, server/discover
+        # says so, each request carries the version in its _meta
+        with harness.Daemon([odd("modern", "modern")]) as d:
+            c = d.client()
+            wait_listed(c, "modern.echo")
+            r = completed(run_events(c, "modern.add", {"a": 1, "b": 1}))["result"]
+            self.assertEqual(r, {"ok": {"sum": 2}})
+
+
 class Hangs(unittest.TestCase):
     def test_never_answers_the_handshake(self):
         token = harness.new_token("mcphang")

@@ -2,7 +2,9 @@
 """An MCP server (stdio, 2025-11-25) of our own, normal and hostile by turns,
 for the tests of "mcp_server" definitions (tests/integration/test_mcp_server.py).
 
-With argument "hang" it never answers the handshake; otherwise its tools
+With argument "hang" it never answers the handshake; with "modern" it
+speaks only the stateless revision 2026-07-28 (initialize refused,
+server/discover, each request's _meta naming the version); its tools
 exercise what a confined server's call must survive: isError, structured
 results, progress, a crash mid-call, a flood of output, a daemonised child
 left behind, reads and writes of any path it is given."""
@@ -10,6 +12,9 @@ import json
 import os
 import sys
 import time
+
+MODERN = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
 TOOLS = [
     {"name": "echo", "description": "Echo the text", "title": "Echo",
@@ -107,12 +112,25 @@ def call(name, args, token):
 
 def main():
     hang = sys.argv[1:2] == ["hang"]  # further words: marks for the tests
+    modern = sys.argv[1:2] == ["modern"]
     for line in sys.stdin:
         msg = json.loads(line)
         method, mid = msg.get("method"), msg.get("id")
         if hang:
             continue
-        if method == "initialize":
+        meta = (msg.get("params") or {}).get("_meta", {})
+        if modern and method == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": "Unsupported protocol version",
+                "data": {"supported": [MODERN], "requested": msg["params"]["protocolVersion"]}}})
+        elif modern and method == "server/discover":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "supportedVersions": [MODERN], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "odd-modern", "version": "1"}}})
+        elif modern and meta.get(META_VERSION) != MODERN:
+            send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": "_meta.%s is required" % META_VERSION}})
+        elif method == "initialize":
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "odd", "version": "1"}}})
