@@ -236,6 +236,17 @@ class Check(unittest.TestCase):
             self.assertNotEqual(status, 0, bad)
             self.assertIn(says, out, bad)
 
+    def test_server_script_hidden_by_the_view(self):
+        hidden = tempfile.mkdtemp(dir="/var/tmp")  # hidden by the default view
+        self.addCleanup(shutil.rmtree, hidden, ignore_errors=True)
+        script = os.path.join(hidden, "server.py")
+        shutil.copy(SRV, script)
+        d = odd()
+        d["mcp_server"]["command"] = [PY, script]
+        status, out = self.check(hid=d)
+        self.assertNotEqual(status, 0, out)
+        self.assertIn("mcp_server.command[1]: the script %s: not in the view" % script, out)
+
     def test_instance_only_for_servers(self):
         status, out = self.check(t={"name": "t", "command": ["/bin/true"], "instance": "call"})
         self.assertNotEqual(status, 0)
