@@ -317,7 +317,10 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             if (!json_is_integer(id) || json_integer_value(id) < 0)
                 BAD("%s: %s[%zu]: expected a non-negative integer", file, lists[k], i);
         }
-        *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
+        /* an MCP server's listing tool is the daemon's to run (its
+         * tools, made from this definition, keep the lists) */
+        if (!t->mcp)
+            *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
     }
 
     v = json_object_get(def, "max_content_bytes");

@@ -141,6 +141,17 @@ class UnprivilegedDaemon(Calls, unittest.TestCase):
     daemon = staticmethod(harness.nobody_daemon)
 
 
+class Allowed(unittest.TestCase):
+    def test_allow_uids_bind_its_tools_not_its_listing(self):
+        with harness.Daemon([odd(allow_uids=[12345])]) as d:
+            c = d.client()
+            wait_listed(c, "odd.echo")  # the daemon listed it all the same
+            c.send({"op": "run", "batch": "f",
+                    "calls": [{"id": "c", "name": "odd.echo", "arguments": {"text": "x"}}]})
+            ev = c.recv_for(lambda e: e.get("batch") == "f")
+            self.assertEqual(ev.get("reason"), "forbidden_tool", ev)
+
+
 class Modern(unittest.TestCase):
     def test_stateless_revision(self):
         # a server of 2026-07-28 alone: initialize refused, server/discover
