@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/mcpstart.py - an "mcp_server" call's start cost, in one run.
 
-  bench/mcpstart.py [--build DIR] [--npm DIR] [--calls N]
+  bench/mcpstart.py [--build DIR] [--npm DIR] [--calls N] [--server fs|odd]
 
 The same request, list_directory of one directory, to the real
 @modelcontextprotocol/server-filesystem (pinned in tests/mcp_servers/npm,
@@ -15,6 +15,9 @@ after another:
   (BUILD/daemon/toolexecd, root or not as you run it) on a private socket,
   "instance": "call" (a fresh confined server per call); timed from the
   request written to the batch's last event.
+
+With --server odd, the same for tests/mcp_servers/odd_server.py (Python,
+standard library only: a stand-in for a PyPI server), its echo tool.
 
 Prints each way's median and mean seconds per call and the ratio. Standard
 library only; a benchmark to run by hand, never a pass/fail test.
@@ -32,9 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 
 
-def bare_call(node, server, data):
+def bare_call(command, tool, args):
     t0 = time.perf_counter()
-    p = subprocess.Popen([node, server, data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
 
     def send(m):
@@ -53,7 +56,7 @@ def bare_call(node, server, data):
     answer(1)
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-          "params": {"name": "list_directory", "arguments": {"path": data}}})
+          "params": {"name": tool, "arguments": args}})
     r = answer(2)
     dt = time.perf_counter() - t0
     p.kill()
@@ -67,6 +70,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--npm")
     ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--server", choices=("fs", "odd"), default="fs")
     a = ap.parse_args()
     build = os.path.realpath(a.build)
     npm = os.path.realpath(a.npm or os.path.join(build, "tests", "integration", "mcp-npm"))
@@ -88,20 +92,25 @@ def main():
     data = d.shared_dir("data")
     for i in range(10):
         open(os.path.join(data, "f%d" % i), "w").close()
-    d.add_tool(dict(fs_def(data), **{"mcp_server": {"command": [node, server, data]}},
-                    filesystem=harness.with_tree({"read": [npm], "write": [data]})))
+    if a.server == "fs":
+        command, tool, args = [node, server, data], "list_directory", {"path": data}
+        d.add_tool(dict(fs_def(data), mcp_server={"command": command},
+                        filesystem=harness.with_tree({"read": [npm], "write": [data]})))
+    else:
+        command = ["/usr/bin/python3", os.path.join(SRC, "tests", "mcp_servers", "odd_server.py")]
+        tool, args = "echo", {"text": "x"}
+        d.add_tool({"name": "fs", "mcp_server": {"command": command}})
     d.start()
     try:
         c = d.client()
-        harness.deadline_wait(lambda: any(t["name"] == "fs.list_directory"
+        harness.deadline_wait(lambda: any(t["name"] == "fs." + tool
                                           for t in c.tools()["tools"]), timeout=60)
         bare, daemon = [], []
-        bare_call(node, server, data)  # caches warm, both ways
+        bare_call(command, tool, args)  # caches warm, both ways
         for i in range(a.calls):
-            bare.append(bare_call(node, server, data))
+            bare.append(bare_call(command, tool, args))
             t0 = time.perf_counter()
-            b = c.start_batch([{"id": "c", "name": "fs.list_directory",
-                                "arguments": {"path": data}}])
+            b = c.start_batch([{"id": "c", "name": "fs." + tool, "arguments": args}])
             events = c.recv_batch(b, timeout=60)
             daemon.append(time.perf_counter() - t0)
             done = [e for e in events if e["event"] == "tool_execution_completed"][0]
