@@ -3,6 +3,7 @@
  * leaf).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -145,4 +146,26 @@ const char *td_near_word(const char *word, const char *const *words, size_t n)
             found = words[i];
         }
     return found;
+}
+
+char *td_libexec_find(const char *name, const char *dir)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *path = NULL;
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            if (asprintf(&path, "%s/%s", self, name) > 0 && access(path, X_OK) == 0)
+                return path;
+            free(path);
+            path = NULL;
+        }
+    }
+    if (asprintf(&path, "%s/%s", dir, name) > 0 && access(path, X_OK) == 0)
+        return path;
+    free(path);
+    return NULL;
 }

@@ -34,5 +34,10 @@ int td_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((forma
  * two swapped, or one a prefix of the other at a '_' ("timeout" for
  * "timeout_ms"); NULL when none is or more than one is. */
 const char *td_near_word(const char *word, const char *const *words, size_t n);
+/* One of the daemon's helper programs (toolexecd-init,
+ * toolexec-mcp-bridge): beside our own executable (a build tree), else
+ * installed in dir (TD_LIBEXECDIR); NULL (malloc'd otherwise) when neither
+ * is there. */
+char *td_libexec_find(const char *name, const char *dir);
 
 #endif

@@ -45,6 +45,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "sysfilter.h"
+#include "util.h"
 
 #ifndef TD_LIBEXECDIR
 #define TD_LIBEXECDIR "/usr/libexec/toolexecd"
@@ -55,27 +56,6 @@ int td_userns_flag;
 int td_call_ns;
 char *td_init_path;
 
-/* toolexecd-init beside our own executable (a build tree), else installed. */
-static char *find_init(void)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char *path = NULL;
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            if (asprintf(&path, "%s/toolexecd-init", self) > 0 && access(path, X_OK) == 0)
-                return path;
-            free(path);
-        }
-    }
-    if (access(TD_LIBEXECDIR "/toolexecd-init", X_OK) == 0)
-        return strdup(TD_LIBEXECDIR "/toolexecd-init");
-    return NULL;
-}
-
 int td_containment_setup(const char *want)
 {
     /* Orphans of our workers come to us rather than to the host's init. */
@@ -83,7 +63,7 @@ int td_containment_setup(const char *want)
         td_log(TD_LOG_WARN, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
     td_userns_flag = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     free(td_init_path);
-    td_init_path = find_init();
+    td_init_path = td_libexec_find("toolexecd-init", TD_LIBEXECDIR);
     int rc = td_init_path ? td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | td_userns_flag) : -ENOENT;
     bool pidns = rc == 0, cgroup = td_cgroup_active();
     if (strcmp(want, "pidns") == 0 && !pidns) {
@@ -149,7 +129,7 @@ int td_containment_setup(const char *want)
 
 bool td_containment_probe_ns(const char *want)
 {
-    char *init = find_init();
+    char *init = td_libexec_find("toolexecd-init", TD_LIBEXECDIR);
     int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
     bool ns = init && strcmp(want, "pgroup") != 0 &&
               td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | userns) == 0;
@@ -209,7 +189,7 @@ static const char *yesno(int rc)
 int td_containment_check(const char *cgroup_dir)
 {
     int userns = geteuid() == 0 ? 0 : CLONE_NEWUSER;
-    char *init = find_init();
+    char *init = td_libexec_find("toolexecd-init", TD_LIBEXECDIR);
     int pid_rc = td_sandbox_probe(CLONE_NEWPID | CLONE_NEWNS | userns);
     printf("running as uid %d%s\n", (int)geteuid(), userns ? " (unprivileged)" : "");
     printf("user namespaces:     %s\n", yesno(td_sandbox_probe(CLONE_NEWUSER)));

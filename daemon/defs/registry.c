@@ -29,6 +29,7 @@
 #include "egress.h"
 #include "learn.h"
 #include "learndef.h"
+#include "mcpdef.h"
 #include "declare.h"
 #include "log.h"
 #include "defsafe.h"
@@ -92,6 +93,7 @@ void td_tool_unref(struct td_tool *t)
     td_fsview_free(t->fs);
     td_egress_free(t->egress);
     td_learn_free(t->learned);
+    td_mcpdef_free(t->mcp);
     json_decref(t->learn_def);
     td_declare_free(t);
     free(t);
@@ -150,6 +152,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "max_forks",        /* template.c */
         "learn",            /* learndef.c */
         "best_effort",      /* besteffort.c */
+        "mcp_server",       /* mcpdef.c */
+        "instance",         /* mcpdef.c */
         "stderr_to_model"}; /* worker.c */
     const char *key;
     json_t *v;
@@ -210,6 +214,8 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         BAD("%s: spill: expected true or false", file);
     t->spill = json_is_true(v);
 
+    if ((rc = td_mcpdef_parse(dir, file, def, t, err, errlen)) < 0)
+        goto out;
     v = json_object_get(def, "command");
     if (v) {
         size_t n = json_array_size(v), i;
@@ -262,7 +268,7 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         BAD("%s: timeout_ms: expected a positive integer", file);
     t->timeout_ms = v ? (uint64_t)json_integer_value(v) : 0;
 
-    v = json_object_get(def, "env");
+    v = td_mcpdef_env(def); /* mcp_server.env for a server */
     if (v && !json_is_object(v))
         BAD("%s: env: expected an object of strings", file);
     t->env = calloc(json_object_size(v) + 1, sizeof(char *));
@@ -311,7 +317,10 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
             if (!json_is_integer(id) || json_integer_value(id) < 0)
                 BAD("%s: %s[%zu]: expected a non-negative integer", file, lists[k], i);
         }
-        *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
+        /* an MCP server's listing tool is the daemon's to run (its
+         * tools, made from this definition, keep the lists) */
+        if (!t->mcp)
+            *(k == 0 ? &t->allow_uids : &t->allow_gids) = json_incref(v);
     }
 
     v = json_object_get(def, "max_content_bytes");
@@ -628,6 +637,8 @@ json_t *td_registry_list_as(const struct td_registry *r, const char *format)
         return NULL;
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n; i++) {
+        if (r->tools[i]->mcp)
+            continue; /* an MCP server's listing tool: its tools are listed */
         /* manual-mode tools are the host's own: an API request lists them too */
         json_t *t = td_declare_tool(r->tools[i], format);
         if (!t) {
@@ -644,6 +655,8 @@ json_t *td_registry_list(const struct td_registry *r)
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n; i++) {
         struct td_tool *t = r->tools[i];
+        if (t->mcp)
+            continue;
         json_array_append_new(arr, json_pack("{s:s,s:s,s:O,s:b}", "name", t->name, "description",
                                              t->description, "schema", t->schema, "manual",
                                              t->argv == NULL));

@@ -18,6 +18,7 @@
 #include "toolexec.h"
 
 struct td_egress;
+struct td_mcp;
 
 /* The only PATH a worker sees (plus what its definition's env says). */
 #define TD_WORKER_PATH "/usr/local/bin:/usr/bin:/bin"
@@ -52,6 +53,12 @@ struct td_tool {
     struct td_fsview *fs; /* "filesystem" (or the daemon's default) */
     /* egress: "network": {"allow": [...]}; network is then 0 */
     struct td_egress *egress;
+    /* "mcp_server" (mcpdef.c): the server's listing tool has mcp; it and
+     * each of its tools (NAME.TOOL, mcp_tool) have the server's command
+     * at argv[mcp_cmd] (0: not a server's) */
+    struct td_mcp *mcp;
+    bool mcp_tool;
+    size_t mcp_cmd;
     /* declare.c: the tool as the APIs and MCP are told of it */
     json_t *listed_schema;       /* schema with "type": "object" on top, object properties */
     char *api_name;              /* name with '.' as '_' (OpenAI, Anthropic) */

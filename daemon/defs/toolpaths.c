@@ -74,10 +74,17 @@ unsigned td_toolpaths_check(const struct td_tool *t, void (*fn)(const char *line
         return 0;
     const char *cmd = t->argv[0];
     need(&o, t, "command", "", cmd, true);
+    /* an MCP server's (mcpdef.c): the bridge is the command, shown as
+     * one; the server's own command is a path like any other */
+    bool mcp = t->mcp_cmd > 0;
+    if (mcp) {
+        cmd = t->argv[t->mcp_cmd];
+        need(&o, t, "mcp_server.command", "", cmd, false);
+    }
     /* ["python3", "/home/u/t.py"]: the interpreter is seen, its script not */
-    const char *script = t->argv[1];
+    const char *script = mcp ? t->argv[t->mcp_cmd + 1] : t->argv[1];
     if (script && script[0] == '/' && td_toolpaths_interpreter(cmd))
-        need(&o, t, "command[1]", "the script", script, false);
+        need(&o, t, mcp ? "mcp_server.command[1]" : "command[1]", "the script", script, false);
     /* the SDK's: a warm template loads the daemon's libtoolexec (template.c
      * names it), a Python tool imports toolexec from its PYTHONPATH */
     Dl_info dl;

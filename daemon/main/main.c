@@ -42,6 +42,7 @@
 #include "stats.h"
 #include "metrics.h"
 #include "metricshttp.h"
+#include "mcplist.h"
 #include "audit.h"
 #include "auditchain.h"
 #include "tail.h"
@@ -178,6 +179,7 @@ static void on_terminate(uv_signal_t *h, int signum)
     td_notify_stopping();
     td_listeners_stop();
     td_server_stop();
+    td_mcplist_stop();
     uv_timer_start(&shutdown_timer, on_shutdown_timeout, td_cfg.shutdown_timeout_s * 1000ULL, 0);
     maybe_exit();
 }
@@ -203,6 +205,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_log(TD_LOG_ERR, "reload rejected, keeping the %zu %s in force: %s", td_tools->n,
                TOOLS(td_tools->n), err);
     } else {
+        fresh = td_mcplist_carry(td_tools, fresh);
         td_registry_free(td_tools);
         td_tools = fresh;
         credproxy_setup(); /* before any of its calls' views is planned */
@@ -212,6 +215,7 @@ static void on_reload(uv_signal_t *h, int signum)
         td_server_tools_changed();
         td_template_sync();
         td_spares_drop_all(); /* made for the old definitions */
+        td_mcplist_start(td_server_tools_changed);
     }
     td_notify_ready(notify_status);
 }
@@ -413,6 +417,7 @@ int main(int argc, char **argv)
            td_listeners_describe(where, sizeof(where)), td_tools->n, TOOLS(td_tools->n),
            td_cfg.work_dir);
     td_notify_ready(notify_status);
+    td_mcplist_start(td_server_tools_changed);
     uv_run(td_loop, UV_RUN_DEFAULT);
     status = 0;
     td_log(TD_LOG_INFO, "stopped");

@@ -1,0 +1,215 @@
+/*
+ * mcpdef.c - "mcp_server" definitions: a third-party MCP server as a source
+ * of tools. Such a definition loads as one tool that is listed to no client
+ * (NAME, its "listing tool"): a call of it runs toolexec-mcp-bridge in list
+ * mode, confined as the definition says, and answers the server's tools.
+ * Each of those becomes a tool of its own, NAME.TOOL, made here as an
+ * ordinary definition (the server's definition less its MCP keys, with the
+ * tool's schemas and a bridge command for it) and parsed as any other, so a
+ * call of it is a call like any other (main/mcplist.c registers them).
+ *
+ * Only "instance": "call" (a fresh server per call) and stdio servers are
+ * done; "session", "shared" and "url" are refused as not supported yet
+ * rather than run as something they are not.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "mcpdef.h"
+#include "util.h"
+
+struct td_mcp {
+    json_t *def;     /* as read: each listed tool's definition is made from it */
+    json_t *command; /* the server's, its first word resolved */
+    char *dir;       /* the definitions directory */
+};
+
+/* Keys that say what runs and what it takes: the server's tools say them. */
+static const char *const server_owns[] = {"command",     "protocol",  "schema", "context",
+                                          "start",       "max_forks", "title",  "strict",
+                                          "annotations", "learn",     "env",    "output_schema"};
+
+/* found beside toolexecd in a build tree, else installed; named as
+ * installed when neither is there (the call says what is missing) */
+static char *bridge_path(void)
+{
+    char *p = td_libexec_find("toolexec-mcp-bridge", TD_LIBEXECDIR);
+    return p ? p : strdup(TD_LIBEXECDIR "/toolexec-mcp-bridge");
+}
+
+json_t *td_mcpdef_env(json_t *def)
+{
+    json_t *m = json_object_get(def, "mcp_server");
+    return m ? json_object_get(m, "env") : json_object_get(def, "env");
+}
+
+/* argv: the bridge, its mode words, "--", the server's command. */
+static char **bridge_argv(const struct td_mcp *m, const char *tool, size_t *at)
+{
+    size_t n = json_array_size(m->command), k = 0, i;
+    char **argv = calloc(n + 5, sizeof(char *));
+    if (!argv)
+        return NULL;
+    argv[k++] = bridge_path();
+    argv[k++] = strdup(tool ? "call" : "list");
+    if (tool)
+        argv[k++] = strdup(tool);
+    argv[k++] = strdup("--");
+    *at = k;
+    for (i = 0; i < n; i++)
+        argv[k++] = strdup(json_string_value(json_array_get(m->command, i)));
+    for (i = 0; i < k; i++)
+        if (!argv[i]) {
+            for (size_t j = 0; j < k; j++)
+                free(argv[j]);
+            free(argv);
+            return NULL;
+        }
+    return argv;
+}
+
+int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
+                    size_t errlen)
+{
+    json_t *m = json_object_get(def, "mcp_server"), *v;
+    json_t *inst = json_object_get(def, "instance");
+    if (!m) {
+        if (inst)
+            return td_fail(err, errlen, "%s: instance: only with \"mcp_server\"", file);
+        return 0;
+    }
+    if (!json_is_object(m))
+        return td_fail(err, errlen, "%s: mcp_server: expected an object {\"command\": [...]}",
+                       file);
+    for (size_t i = 0; i < sizeof(server_owns) / sizeof(server_owns[0]); i++)
+        if (json_object_get(def, server_owns[i]))
+            return td_fail(err, errlen,
+                           "%s: %s: not with \"mcp_server\" (its tools say it; the server's "
+                           "environment is mcp_server.env)",
+                           file, server_owns[i]);
+    if (strchr(t->name, '.'))
+        return td_fail(err, errlen,
+                       "%s: name: an MCP server's name has no '.' (its tools are NAME.TOOL)", file);
+    const char *key;
+    json_object_foreach(m, key, v)
+    {
+        if (strcmp(key, "url") == 0)
+            return td_fail(err, errlen,
+                           "%s: mcp_server.url: Streamable HTTP servers are not supported yet; "
+                           "run the server over stdio (\"command\")",
+                           file);
+        if (strcmp(key, "command") && strcmp(key, "env"))
+            return td_fail(err, errlen, "%s: mcp_server.%s: unknown key (command, env)", file, key);
+    }
+    const char *is = inst ? te_json_text_value(inst) : "call";
+    if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
+        return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
+                       file);
+    if (strcmp(is, "call"))
+        return td_fail(err, errlen,
+                       "%s: instance: \"%s\" is not supported yet; \"call\" (a fresh server for "
+                       "each call) is",
+                       file, is);
+    json_t *cmd = json_object_get(m, "command"), *a;
+    size_t i;
+    if (!json_is_array(cmd) || json_array_size(cmd) == 0)
+        return td_fail(err, errlen, "%s: mcp_server.command: expected a non-empty array of strings",
+                       file);
+    json_array_foreach(cmd, i, a)
+    {
+        if (!te_json_is_text(a) || (i == 0 && json_string_length(a) == 0) ||
+            strlen(json_string_value(a)) != json_string_length(a))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.command[%zu]: expected a non-empty string without NUL",
+                           file, i);
+    }
+    struct td_mcp *mc = calloc(1, sizeof(*mc));
+    if (!mc)
+        return -ENOMEM;
+    t->mcp = mc;
+    mc->def = json_deep_copy(def);
+    mc->dir = strdup(dir);
+    mc->command = json_deep_copy(cmd);
+    const char *c0 = json_string_value(json_array_get(cmd, 0));
+    char *abs = NULL;
+    /* relative to the definition, as a tool's command; a bare name is
+     * found by the server's PATH, in the call's view */
+    if (c0[0] != '/' && strchr(c0, '/') && asprintf(&abs, "%s/%s", dir, c0) > 0) {
+        json_array_set_new(mc->command, 0, json_string(abs));
+        free(abs);
+    }
+    if (!mc->def || !mc->dir || !mc->command || !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
+        return -ENOMEM;
+    return 0;
+}
+
+json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *why, size_t whylen)
+{
+    const struct td_mcp *m = server->mcp;
+    const char *name = json_string_value(json_object_get(listed, "name"));
+    char full[2 * TE_TOOL_NAME_MAX];
+    if (!name) {
+        snprintf(why, whylen, "a tool without a name");
+        return NULL;
+    }
+    snprintf(full, sizeof(full), "%s.%s", server->name, name);
+    if (strlen(name) > TE_TOOL_NAME_MAX || !te_tool_name_valid(full)) {
+        snprintf(why, whylen, "%.80s: not a name toolexecd takes ([A-Za-z0-9_.-]{1,64} in all)",
+                 name);
+        return NULL;
+    }
+    json_t *def = json_deep_copy(m->def);
+    json_object_del(def, "mcp_server");
+    json_object_del(def, "instance");
+    json_object_set_new(def, "name", json_string(full));
+    char *bridge = bridge_path();
+    json_t *cmd = bridge ? json_pack("[s,s,s,s]", bridge, "call", name, "--") : NULL;
+    free(bridge);
+    if (!def || !cmd) {
+        json_decref(def);
+        json_decref(cmd);
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    json_array_extend(cmd, m->command);
+    json_object_set_new(def, "command", cmd);
+    json_t *env = json_object_get(json_object_get(m->def, "mcp_server"), "env");
+    if (env)
+        json_object_set(def, "env", env);
+    static const char *const from[][2] = {{"description", "description"},
+                                          {"inputSchema", "schema"},
+                                          {"outputSchema", "output_schema"},
+                                          {"title", "title"},
+                                          {"annotations", "annotations"}};
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        json_t *v = json_object_get(listed, from[i][0]);
+        if (v && !json_is_null(v))
+            json_object_set(def, from[i][1], v);
+    }
+    return def;
+}
+
+bool td_mcpdef_is_server(const struct td_tool *t)
+{
+    return t && (t->parent ? t->parent->mcp : t->mcp) != NULL;
+}
+
+void td_mcpdef_free(struct td_mcp *m)
+{
+    if (!m)
+        return;
+    json_decref(m->def);
+    json_decref(m->command);
+    free(m->dir);
+    free(m);
+}
+
+const char *td_mcpdef_dir(const struct td_tool *server)
+{
+    return server->mcp ? server->mcp->dir : NULL;
+}

@@ -1,0 +1,378 @@
+/*
+ * bridge.c - toolexec-mcp-bridge: an MCP server (stdio) as a framed tool.
+ *
+ * The daemon runs this program as the worker of a call of an "mcp_server"
+ * definition (registry.c, mcpdef.c), inside the call's sandbox: its view,
+ * limits, uid, filter, proxy and timeout are the call's, and so are the
+ * server's, which it starts as its child. It reads the call's request frame
+ * (worker protocol, proto/PROTOCOL.md 2.2), speaks MCP to the server as a
+ * client over the server's stdin and stdout (newline-delimited JSON-RPC),
+ * and writes one response frame:
+ *
+ *   toolexec-mcp-bridge call TOOL -- COMMAND...  tools/call TOOL
+ *   toolexec-mcp-bridge list -- COMMAND...       tools/list (every page)
+ *
+ * Blocking I/O is right here, as in any worker: one call, one process. No
+ * timeout of its own: a server that never answers is the call's timeout,
+ * which kills the call's whole process tree (the bridge, the server and
+ * whatever it left running).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "toolexec.h"
+
+#define MCP_VERSION "2025-11-25"
+/* the stateless revision: no initialize, each request's _meta says it */
+#define MCP_MODERN "2026-07-28"
+/* One JSON-RPC message from the server: a bigger one is a flood, not an
+ * answer (the daemon's own frame limit is 16 MiB by default). */
+#define MCP_LINE_MAX (16u << 20)
+/* tools/list pages followed: a server that keeps handing out cursors is
+ * looping. */
+#define MCP_PAGES_MAX 100
+
+struct server {
+    pid_t pid;
+    int in, out; /* its stdin (we write), its stdout (we read) */
+    char *buf;
+    size_t len, cap, start;
+    bool modern; /* it speaks MCP_MODERN only */
+};
+
+static void die(struct server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* Everything that ends the call without an answer: said on stderr (the
+ * call's handler_exit cause), the server killed, a non-zero exit. */
+static void die(struct server *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("toolexec-mcp-bridge: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (s && s->pid > 0)
+        kill(s->pid, SIGKILL);
+    /* _exit: nothing of ours to flush (stderr is unbuffered, frames are
+     * written whole), and a sanitizer's leak report at exit would push
+     * this line out of the stderr tail the call's error quotes */
+    _exit(1);
+}
+
+static void start_server(struct server *s, char **argv)
+{
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+        die(NULL, "pipe: %s", strerror(errno));
+    s->pid = fork();
+    if (s->pid < 0)
+        die(NULL, "fork: %s", strerror(errno));
+    if (s->pid == 0) {
+        /* its stdin and stdout are ours to speak MCP on; its stderr is
+         * the call's (logged by the daemon) */
+        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
+            _exit(127);
+        signal(SIGPIPE, SIG_DFL);
+        execvp(argv[0], argv);
+        fprintf(stderr, "toolexec-mcp-bridge: %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    s->in = in[1];
+    s->out = out[0];
+}
+
+/* The server's end, said in words (it closed its stdout). */
+static void server_gone(struct server *s, const char *when)
+{
+    int st = 0;
+    close(s->in);
+    pid_t pid = s->pid;
+    s->pid = -1;
+    if (waitpid(pid, &st, 0) < 0)
+        die(NULL, "the MCP server closed its stdout %s", when);
+    if (WIFSIGNALED(st))
+        die(NULL, "the MCP server was killed by signal %d %s", WTERMSIG(st), when);
+    die(NULL, "the MCP server exited with status %d %s", WEXITSTATUS(st), when);
+}
+
+static void send_msg(struct server *s, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(msg);
+    if (!text)
+        die(s, "out of memory");
+    size_t n = strlen(text);
+    text[n++] = '\n'; /* json_dumps' NUL becomes the line's end */
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(s->in, text + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            free(text);
+            server_gone(s, "before reading its request");
+        }
+        off += (size_t)w;
+    }
+    free(text);
+}
+
+/* The server's next message (a new reference); its end or a line that is
+ * not a JSON object ends the call. */
+static json_t *next_msg(struct server *s, const char *when)
+{
+    for (;;) {
+        char *nl = s->len > s->start ? memchr(s->buf + s->start, '\n', s->len - s->start) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - (s->buf + s->start));
+            json_error_t jerr;
+            json_t *m = json_loadb(s->buf + s->start, n, JSON_REJECT_DUPLICATES, &jerr);
+            char *line = s->buf + s->start;
+            s->start += n + 1;
+            if (n == 0 || (n == 1 && line[0] == '\r'))
+                continue;
+            if (!json_is_object(m))
+                die(s, "the MCP server wrote a line that is not a JSON-RPC message (%s): %.200s",
+                    m ? "not an object" : jerr.text, line);
+            return m;
+        }
+        if (s->start) { /* what is read stays at the front */
+            memmove(s->buf, s->buf + s->start, s->len - s->start);
+            s->len -= s->start;
+            s->start = 0;
+        }
+        if (s->len >= MCP_LINE_MAX)
+            die(s, "the MCP server wrote a message over %u bytes", MCP_LINE_MAX);
+        if (s->cap - s->len < 65536) {
+            size_t cap = s->cap ? s->cap * 2 : 131072;
+            char *b = realloc(s->buf, cap);
+            if (!b)
+                die(s, "out of memory");
+            s->buf = b;
+            s->cap = cap;
+        }
+        ssize_t r = read(s->out, s->buf + s->len, s->cap - s->len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            server_gone(s, when);
+        s->len += (size_t)r;
+    }
+}
+
+static void send_request(struct server *s, int id, const char *method, json_t *params)
+{
+    if (s->modern && params) {
+        json_t *meta = json_object_get(params, "_meta");
+        if (!meta)
+            json_object_set_new(params, "_meta", meta = json_object());
+        json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion",
+                            json_string(MCP_MODERN));
+        json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", json_object());
+    }
+    send_msg(s, json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", id, "method", method,
+                          "params", params ? params : json_object()));
+}
+
+/* A request of the server's to us (ping, sampling, roots, elicitation): a
+ * tool call offers none of those, so all but ping are refused. */
+static void answer_server(struct server *s, json_t *m)
+{
+    json_t *id = json_object_get(m, "id");
+    const char *method = json_string_value(json_object_get(m, "method"));
+    if (method && strcmp(method, "ping") == 0)
+        send_msg(s, json_pack("{s:s,s:O,s:{}}", "jsonrpc", "2.0", "id", id, "result"));
+    else
+        send_msg(s, json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id, "error", "code",
+                              -32601, "message", "not offered by toolexecd's MCP client"));
+}
+
+/* Our progress token's notification, as a progress frame. */
+static void forward_progress(struct server *s, json_t *params)
+{
+    json_t *p = json_object_get(params, "progress");
+    json_t *t = json_object_get(params, "total");
+    if (!json_is_number(p))
+        return;
+    if (te_worker_progress(1, json_number_value(p), json_is_number(t) ? json_number_value(t) : -1,
+                           json_string_value(json_object_get(params, "message"))) < 0)
+        die(s, "writing progress: %s", strerror(errno));
+}
+
+/* The response to request id (a new reference): notifications and the
+ * server's own requests meanwhile are dealt with. */
+static json_t *await(struct server *s, int id, const char *when)
+{
+    for (;;) {
+        json_t *m = next_msg(s, when);
+        json_t *mid = json_object_get(m, "id");
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (method && mid) {
+            answer_server(s, m);
+        } else if (method) {
+            if (strcmp(method, "notifications/progress") == 0 &&
+                te_json_text_value(
+                    json_object_get(json_object_get(m, "params"), "progressToken")) &&
+                strcmp(json_string_value(
+                           json_object_get(json_object_get(m, "params"), "progressToken")),
+                       "toolexec") == 0)
+                forward_progress(s, json_object_get(m, "params"));
+        } else if (json_is_integer(mid) && json_integer_value(mid) == id) {
+            return m;
+        }
+        json_decref(m);
+    }
+}
+
+static void initialize(struct server *s)
+{
+    send_request(s, 1, "initialize",
+                 json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", MCP_VERSION, "capabilities",
+                           "clientInfo", "name", "toolexecd", "version", "1"));
+    json_t *m = await(s, 1, "before answering initialize");
+    if (json_is_object(json_object_get(m, "result"))) {
+        json_decref(m);
+        send_msg(s,
+                 json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+        return;
+    }
+    /* Refused: a server of the stateless revision alone says so in
+     * server/discover (a legacy one never gets that far, so it costs
+     * them nothing) */
+    char *why = json_dumps(json_object_get(m, "error"), JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(m);
+    send_request(s, 1, "server/discover", json_object());
+    m = await(s, 1, "before answering server/discover");
+    json_t *v, *vs = json_object_get(json_object_get(m, "result"), "supportedVersions");
+    size_t i;
+    json_array_foreach(vs, i, v) s->modern |=
+        te_json_text_value(v) && strcmp(json_string_value(v), MCP_MODERN) == 0;
+    json_decref(m);
+    if (!s->modern)
+        die(s, "the MCP server refused initialize: %.400s", why ? why : "");
+    free(why);
+}
+
+/* What a tool's result gives the model: its structured content when it has
+ * one (what an outputSchema describes), else its text when all of its
+ * content is text, else the content blocks as they are. */
+static json_t *result_value(json_t *res)
+{
+    json_t *sc = json_object_get(res, "structuredContent");
+    if (sc)
+        return json_incref(sc);
+    json_t *content = json_object_get(res, "content"), *c;
+    size_t i;
+    bool text = json_is_array(content) && json_array_size(content) > 0;
+    json_array_foreach(content, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        text =
+            text && type && strcmp(type, "text") == 0 && json_is_string(json_object_get(c, "text"));
+    }
+    if (!text)
+        return content ? json_incref(content) : json_array();
+    size_t n = 0;
+    json_array_foreach(content, i, c) n += json_string_length(json_object_get(c, "text")) + 1;
+    char *all = malloc(n + 1), *p = all;
+    if (!all)
+        return NULL;
+    json_array_foreach(content, i, c)
+    {
+        json_t *t = json_object_get(c, "text");
+        if (i)
+            *p++ = '\n';
+        memcpy(p, json_string_value(t), json_string_length(t));
+        p += json_string_length(t);
+    }
+    json_t *v = json_stringn(all, (size_t)(p - all));
+    free(all);
+    return v;
+}
+
+static json_t *call_tool(struct server *s, const char *tool, json_t *args)
+{
+    send_request(s, 2, "tools/call",
+                 json_pack("{s:s,s:O,s:{s:s}}", "name", tool, "arguments",
+                           args ? args : json_object(), "_meta", "progressToken", "toolexec"));
+    json_t *m = await(s, 2, "before answering the call");
+    json_t *res = json_object_get(m, "result"), *err = json_object_get(m, "error"), *out;
+    if (json_is_object(res)) {
+        json_t *v = result_value(res);
+        out = json_is_true(json_object_get(res, "isError")) ? te_error(v) : te_ok(v);
+    } else if (json_is_object(err)) {
+        /* a protocol error (an unknown tool, arguments it refuses): the
+         * server's own failure, as it said it */
+        out = te_error(json_incref(err));
+    } else {
+        die(s, "the MCP server answered the call with neither result nor error");
+    }
+    json_decref(m);
+    return out;
+}
+
+static json_t *list_tools(struct server *s)
+{
+    json_t *tools = json_array();
+    json_t *cursor = NULL;
+    for (int page = 0; page < MCP_PAGES_MAX; page++) {
+        json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : json_object();
+        json_decref(cursor);
+        cursor = NULL;
+        send_request(s, 2 + page, "tools/list", params);
+        json_t *m = await(s, 2 + page, "before listing its tools");
+        json_t *res = json_object_get(m, "result");
+        if (!json_is_object(res) || !json_is_array(json_object_get(res, "tools")))
+            die(s, "the MCP server's tools/list answer has no tools: %.400s",
+                json_dumps(m, JSON_COMPACT));
+        json_array_extend(tools, json_object_get(res, "tools"));
+        cursor = json_incref(json_object_get(res, "nextCursor"));
+        json_decref(m);
+        if (!json_is_string(cursor))
+            return te_ok(json_pack("{s:o}", "tools", tools));
+    }
+    die(s, "the MCP server's tools/list goes on past %d pages", MCP_PAGES_MAX);
+}
+
+static void usage(void)
+{
+    fputs("usage: toolexec-mcp-bridge call TOOL -- COMMAND...\n"
+          "       toolexec-mcp-bridge list -- COMMAND...\n"
+          "A worker of toolexecd: started by the daemon for an \"mcp_server\" definition.\n",
+          stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    bool list = argc >= 4 && strcmp(argv[1], "list") == 0 && strcmp(argv[2], "--") == 0;
+    bool call = argc >= 5 && strcmp(argv[1], "call") == 0 && strcmp(argv[3], "--") == 0;
+    if (!list && !call)
+        usage();
+    signal(SIGPIPE, SIG_IGN); /* a dead server is its exit status, not ours */
+    json_t *req = NULL;
+    if (te_worker_read_request(0, &req) < 0)
+        die(NULL, "no request frame on stdin");
+    struct server s = {0};
+    start_server(&s, argv + (list ? 3 : 4));
+    initialize(&s);
+    json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
+    if (!out || te_worker_write_response(1, out) < 0)
+        die(&s, "writing the response: %s", out ? strerror(errno) : "out of memory");
+    /* the call is over: so is its server (its leftovers die with the call) */
+    kill(s.pid, SIGKILL);
+    _exit(0); /* as die(): a one-call process leaves its memory to the kernel */
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""An MCP server (stdio, 2025-11-25) of our own, normal and hostile by turns,
+for the tests of "mcp_server" definitions (tests/integration/test_mcp_server.py).
+
+With argument "hang" it never answers the handshake; with "modern" it
+speaks only the stateless revision 2026-07-28 (initialize refused,
+server/discover, each request's _meta naming the version); its tools
+exercise what a confined server's call must survive: isError, structured
+results, progress, a crash mid-call, a flood of output, a daemonised child
+left behind, reads and writes of any path it is given."""
+import json
+import os
+import sys
+import time
+
+MODERN = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the text", "title": "Echo",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                     "required": ["text"]},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "add", "description": "Add two numbers",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "number"},
+                                                       "b": {"type": "number"}}},
+     "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}},
+                      "required": ["sum"]}},
+    {"name": "fail", "description": "Fail as a tool does",
+     "inputSchema": {"type": "object"}},
+    {"name": "progress", "description": "Report progress three times",
+     "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exit in the middle of the call",
+     "inputSchema": {"type": "object"}},
+    {"name": "flood", "description": "Write without end",
+     "inputSchema": {"type": "object"}},
+    {"name": "daemon", "description": "Leave a daemonised child running",
+     "inputSchema": {"type": "object", "properties": {"mark": {"type": "string"}}}},
+    {"name": "read", "description": "Read a file",
+     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    {"name": "write", "description": "Write a file",
+     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
+                                                       "text": {"type": "string"}}}},
+    {"name": "hang", "description": "Never answer",
+     "inputSchema": {"type": "object"}},
+    {"name": "env", "description": "One environment variable",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+]
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def text(t, error=False):
+    return {"content": [{"type": "text", "text": t}], "isError": error}
+
+
+def call(name, args, token):
+    if name == "echo":
+        return text(args["text"])
+    if name == "add":
+        s = args.get("a", 0) + args.get("b", 0)
+        return {"content": [{"type": "text", "text": json.dumps({"sum": s})}],
+                "structuredContent": {"sum": s}}
+    if name == "fail":
+        return text("it failed on purpose", error=True)
+    if name == "progress":
+        for i in range(3):
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": token, "progress": i + 1, "total": 3,
+                             "message": "step %d" % (i + 1)}})
+        return text("done")
+    if name == "crash":
+        sys.stderr.write("odd_server: crashing now\n")
+        sys.stderr.flush()
+        os._exit(3)
+    if name == "flood":
+        chunk = "x" * (1 << 20)
+        while True:
+            sys.stdout.write(chunk)
+    if name == "daemon":
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                # out of our process group and session: only the call's
+                # PID namespace or cgroup can find it
+                os.execvp("sleep", ["sleep", "1000", args.get("mark", "")])
+            os._exit(0)
+        os.wait()
+        return text("left a child")
+    if name == "read":
+        try:
+            with open(args["path"]) as f:
+                return text(f.read())
+        except OSError as e:
+            return text("read %s: %s" % (args["path"], e), error=True)
+    if name == "write":
+        try:
+            with open(args["path"], "w") as f:
+                f.write(args["text"])
+            return text("written")
+        except OSError as e:
+            return text("write %s: %s" % (args["path"], e), error=True)
+    if name == "hang":
+        time.sleep(100000)
+    if name == "env":
+        return text(os.environ.get(args["name"], "(unset)"))
+    return None
+
+
+def main():
+    hang = sys.argv[1:2] == ["hang"]  # further words: marks for the tests
+    modern = sys.argv[1:2] == ["modern"]
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, mid = msg.get("method"), msg.get("id")
+        if hang:
+            continue
+        meta = (msg.get("params") or {}).get("_meta", {})
+        if modern and method == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": "Unsupported protocol version",
+                "data": {"supported": [MODERN], "requested": msg["params"]["protocolVersion"]}}})
+        elif modern and method == "server/discover":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "supportedVersions": [MODERN], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "odd-modern", "version": "1"}}})
+        elif modern and meta.get(META_VERSION) != MODERN:
+            send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": "_meta.%s is required" % META_VERSION}})
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "odd", "version": "1"}}})
+        elif method == "tools/list":
+            # "gate=PATH": the list waits for PATH (a test's go-ahead)
+            for gate in [a[5:] for a in sys.argv[1:] if a.startswith("gate=")]:
+                while not os.path.exists(gate):
+                    time.sleep(0.01)
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+        elif method == "tools/call":
+            p = msg["params"]
+            token = p.get("_meta", {}).get("progressToken")
+            r = call(p["name"], p.get("arguments", {}), token)
+            if r is None:
+                send({"jsonrpc": "2.0", "id": mid,
+                      "error": {"code": -32602, "message": "Unknown tool: " + p["name"]}})
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "result": r})
+        elif mid is not None:
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+
+
+if __name__ == "__main__":
+    main()
