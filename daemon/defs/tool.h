@@ -62,6 +62,8 @@ struct td_tool {
     bool strict;                 /* OpenAI's strict mode */
     json_t *scopes;              /* OAuth scopes, one of which a call over MCP's HTTP
                                     front needs; NULL: any valid token */
+    bool mcp_blocks;             /* "mcp": {"content": "blocks"}: its ok value is MCP
+                                    content blocks (toolexec mcp passes them through) */
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;
