@@ -11,10 +11,7 @@
  * is wrong and where, never a malformed result. Other tools' values go out
  * as before (one text block, the object also as structuredContent).
  *
- * Which tools: a listing of the core's own on its daemon connection (asked
- * at the first tools/call, watched, asked again after each reload), so the
- * answer precedes the events of any call sent after it. A call whose result
- * arrives between a reload and the new listing is read by the old one.
+ * Which tools: mcp_toolinfo.c's listing.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,66 +22,6 @@
 #include <nettle/base64.h>
 
 #include "mcp_int.h"
-
-#define META_CONTENT "toolexecd/content"
-
-/* ------------------------------------------------------------------------ */
-/* Which tools return blocks */
-
-/* Ask the daemon for its tools (watching its reloads) without a response
- * to anyone: the tools event that answers is read by mcp_content_learn(). */
-static void ask_listing(struct mcp *m)
-{
-    struct mcp_listing *l = calloc(1, sizeof(*l));
-    json_t *req = json_pack("{s:s,s:s,s:b}", "op", "tools", "format", "mcp", "watch", 1);
-    if (!l || !req) {
-        free(l);
-        json_decref(req);
-        return; /* the tools are read as plain values: nothing malformed */
-    }
-    l->req.log_level = MCP_LOG_NONE;
-    l->silent = true;
-    *m->listings_tail = l;
-    m->listings_tail = &l->next;
-    m->content_asked = true;
-    mcp_send_daemon(m, req);
-    json_decref(req);
-}
-
-void mcp_content_ask(struct mcp *m)
-{
-    if (!m->content_asked)
-        ask_listing(m);
-}
-
-void mcp_content_reloaded(struct mcp *m)
-{
-    if (m->content_asked)
-        ask_listing(m);
-}
-
-void mcp_content_learn(struct mcp *m, const json_t *tools)
-{
-    json_t *names = json_object(), *t;
-    size_t i;
-    json_array_foreach(tools, i, t)
-    {
-        const char *name = json_string_value(json_object_get(t, "name"));
-        const char *how =
-            json_string_value(json_object_get(json_object_get(t, "_meta"), META_CONTENT));
-        if (names && name && how && strcmp(how, "blocks") == 0)
-            json_object_set_new(names, name, json_true());
-    }
-    if (!names)
-        return;
-    json_decref(m->blocks_tools);
-    m->blocks_tools = names;
-}
-
-bool mcp_content_blocks(const struct mcp *m, const char *name)
-{
-    return name && json_object_get(m->blocks_tools, name);
-}
 
 /* ------------------------------------------------------------------------ */
 /* The blocks checked */
@@ -101,6 +38,7 @@ static int bad(struct check *k, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(k->why, k->len, fmt, ap);
     va_end(ap);
+    te_utf8_repair(k->why); /* a key or type cut mid-character goes into JSON */
     return -1;
 }
 

@@ -90,8 +90,8 @@ void mcp_core_free(struct mcp *m)
 {
     mcp_subs_end(m, true, NULL, false);
     mcp_tasks_free(m);
-    json_decref(m->blocks_tools);
-    m->blocks_tools = NULL;
+    json_decref(m->tool_meta);
+    m->tool_meta = NULL;
     while (m->calls)
         mcp_call_remove(m, m->calls);
     struct mcp_listing *l;

@@ -198,7 +198,9 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
         cli_err("mcp: toolexecd: %s", message ? message : "an error");
         return;
     }
-    if (l->silent && l->sub)
+    if (l->info)
+        mcp_toolinfo_learn(m, NULL);
+    else if (l->silent && l->sub)
         mcp_listen_failed(m, l->sub, message ? message : "toolexecd refused");
     else if (!l->cancelled && !l->silent)
         mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused",
@@ -213,7 +215,7 @@ static void on_event(struct mcp *m, json_t *ev)
     struct mcp_call *c;
     if (is_event(ev, "tools") && !batch) {
         struct mcp_listing *l = mcp_listing_pop(m);
-        mcp_content_learn(m, json_object_get(ev, "tools"));
+        mcp_toolinfo_learn(m, json_object_get(ev, "tools"));
         if (l && l->silent && l->sub)
             mcp_listen_acked(m, l->sub);
         else if (l && !l->cancelled && !l->silent)
@@ -221,7 +223,7 @@ static void on_event(struct mcp *m, json_t *ev)
         if (l)
             mcp_listing_free(m, l);
     } else if (is_event(ev, "tools_changed")) {
-        mcp_content_reloaded(m);
+        mcp_toolinfo_reloaded(m);
         mcp_tools_changed(m, ev);
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
@@ -247,7 +249,7 @@ static void on_event(struct mcp *m, json_t *ev)
         mcp_log(m, &c->req, MCP_LOG_DEBUG, "%s: the tool completed", c->batch);
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
-        c->blocks = mcp_content_blocks(m, json_string_value(json_object_get(ev, "name")));
+        c->blocks = mcp_tool_blocks(m, json_string_value(json_object_get(ev, "name")));
         json_decref(c->denied);
         c->denied = mcp_denied_why(json_object_get(ev, "denied"));
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {

@@ -21,8 +21,10 @@
  *                   handle, tasks/get, tasks/update, tasks/cancel
  *   mcp_tasks_opt.c its options (--task-after, --task-ttl, --max-tasks,
  *                   --task-max-result, --replica-id), for any transport
+ *   mcp_toolinfo.c  what the daemon's listing says of each tool (content
+ *                   blocks, task support), the calls held until it is known
  *   mcp_content.c   a tool's own MCP content blocks ("mcp": {"content":
- *                   "blocks"}): which tools, their value checked, the result
+ *                   "blocks"}): their value checked, the result
  *   mcp_state.c     the calls and listings in flight, requests to the daemon
  *   mcp_write.c     messages to the client through the sink: responses
  *                   (shaped for the request's revision), errors, progress,
@@ -148,6 +150,8 @@ struct mcp_call {
     double progress;               /* the last progress sent (MCP: it must increase) */
     bool reported;                 /* the worker sent progress of its own */
     bool blocks;                   /* its tool's ok value is MCP content (mcp_content.c) */
+    json_t *held;                  /* its run request, until the tools are known
+                                      (mcp_toolinfo.c); NULL: sent */
     long long started_ms, sent_ms; /* the call's start; the last notification */
     char *bind;                    /* modern: what its requestState is bound to */
     char *owner;                   /* may become a task: the subject it is bound to */
@@ -158,7 +162,8 @@ struct mcp_call {
 struct mcp_listing {
     struct mcp_reqctx req;
     bool cancelled;
-    bool silent;         /* a subscriptions/listen's watch: no response */
+    bool silent;         /* a subscriptions/listen's watch, or info: no response */
+    bool info;           /* mcp_toolinfo.c's own */
     struct mcp_sub *sub; /* that listen, to acknowledge; NULL once it is over */
     struct mcp_listing *next;
 };
@@ -219,10 +224,11 @@ struct mcp {
     const char *replica_id;  /* the handles' prefix; NULL: none */
     struct mcp_task *tasks;
     unsigned ntasks;
-    /* mcp_content.c: the tools whose ok value is MCP content, by name */
-    json_t *blocks_tools;
-    bool content_asked; /* its listing asked for (and reloads watched) */
-    int log_level;      /* 2025: logging/setLevel's; MCP_LOG_NONE before */
+    /* mcp_toolinfo.c: each tool's _meta in the daemon's listing, by name;
+     * NULL: not known yet */
+    json_t *tool_meta;
+    bool info_asked; /* its listing asked for (and reloads watched) */
+    int log_level;   /* 2025: logging/setLevel's; MCP_LOG_NONE before */
 };
 
 /* The core's entry points, for a transport (see the top of this file):
@@ -328,24 +334,29 @@ int mcp_tasks_option(struct mcp *m, int opt, const char *arg);    /* mcp_tasks_o
 void mcp_tasks_settings(struct mcp *dst, const struct mcp *from); /* mcp_tasks_opt.c */
 void mcp_tasks_defaults(struct mcp *m);
 void mcp_tasks_free(struct mcp *m);
-void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,
-                      const json_t *params);
+/* call c's run request sent; support its tool's task support (NULL: not said) */
+void mcp_task_started(struct mcp *m, struct mcp_call *c, const char *support);
 void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg);
 int mcp_tasks_tick(struct mcp *m);
 void mcp_task_asks(struct mcp *m, struct mcp_call *c);
 bool mcp_on_tasks(struct mcp *m, const struct mcp_reqctx *q, const char *method,
                   const json_t *params);
 
-/* mcp_content.c: a tool's own content blocks. mcp_content_ask() before a
- * call (the first time, a listing of the core's own), _reloaded() at a
- * reload, _learn() with each listing's tools; mcp_content_check(): 0, or
+/* mcp_toolinfo.c: mcp_call_start() sends call c's run request (stolen)
+ * once the tools are known (or refuses the call); _learn() with each
+ * listing's tools (NULL: the daemon refused it), _reloaded() at a reload;
+ * mcp_toolinfo_declare(): a modern list's tools with execution.taskSupport */
+void mcp_call_start(struct mcp *m, struct mcp_call *c, json_t *run);
+void mcp_toolinfo_learn(struct mcp *m, const json_t *tools);
+void mcp_toolinfo_reloaded(struct mcp *m);
+void mcp_toolinfo_declare(json_t *tools);
+bool mcp_tool_blocks(const struct mcp *m, const char *name);
+const char *mcp_tool_tasks(const struct mcp *m, const char *name); /* NULL: not said */
+
+/* mcp_content.c: a tool's own content blocks; mcp_content_check(): 0, or
  * -1 with why naming what is wrong and where. */
 #define MCP_CONTENT_MAX_BLOCKS 128u
 #define MCP_CONTENT_MAX_BYTES (8u * 1024u * 1024u) /* the value as compact JSON */
-void mcp_content_ask(struct mcp *m);
-void mcp_content_reloaded(struct mcp *m);
-void mcp_content_learn(struct mcp *m, const json_t *tools);
-bool mcp_content_blocks(const struct mcp *m, const char *name);
 int mcp_content_check(const json_t *ok, char *why, size_t whylen);
 void mcp_put_blocks_result(struct mcp *m, const struct mcp_reqctx *req, const json_t *ok,
                            const json_t *denied);

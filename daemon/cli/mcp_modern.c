@@ -130,8 +130,10 @@ void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q)
  * client may call depends on who it is. */
 json_t *mcp_list_result(const struct mcp_reqctx *req, const json_t *tools)
 {
-    json_t *r = json_pack("{s:O}", "tools", tools ? tools : json_null());
+    json_t *r = req->modern ? json_pack("{s:o}", "tools", json_deep_copy(tools))
+                            : json_pack("{s:O}", "tools", tools ? tools : json_null());
     if (r && req->modern) {
+        mcp_toolinfo_declare(json_object_get(r, "tools"));
         json_object_set_new(r, "ttlMs", json_integer(MCP_TOOLS_TTL_MS));
         json_object_set_new(r, "cacheScope", json_string("private"));
     }

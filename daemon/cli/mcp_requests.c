@@ -165,12 +165,11 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     if (is_id(token))
         c->progress_token = json_incref(token);
     c->started_ms = mcp_now_ms();
+    if (q->modern && q->tasks) /* it may become a task of this subject */
+        c->owner = strdup(q->subject ? q->subject : "");
     c->next = m->calls;
     m->calls = c;
-    mcp_content_ask(m); /* which tools' values are content: answered before the call's events */
-    mcp_send_daemon(m, req);
-    json_decref(req);
-    mcp_task_started(m, c, q, params);
+    mcp_call_start(m, c, req);
 }
 
 static void on_cancelled(struct mcp *m, void *stream, const json_t *params)

@@ -17,6 +17,8 @@
  * toolexec mcp so in the tool's _meta, the front checks and passes the
  * blocks through, and an output_schema then describes structuredContent.
  * The daemon's contract does not change: the value stays data to it.
+ * "mcp": {"task_support": ...} is MCP's taskSupport, for the front's
+ * tasks extension, also in _meta.
  *
  * Names: OpenAI and Anthropic allow [a-zA-Z0-9_-]{1,64}; a definition's
  * name may also hold '.'. In those formats '.' becomes '_' ("fs.read" is
@@ -131,10 +133,12 @@ static int parse_scopes(const char *file, const json_t *v, struct td_tool *t, ch
     return 0;
 }
 
-/* "mcp": MCP-only declarations, {"content": "value" (the default) or
- * "blocks"}. */
+/* "mcp": MCP-only declarations: "content", "value" (the default) or
+ * "blocks"; "task_support", MCP's taskSupport ("forbidden", "optional",
+ * the default, or "required"). */
 static int parse_mcp(const char *file, const json_t *v, struct td_tool *t, char *err, size_t errlen)
 {
+    static const char *const support[] = {"forbidden", "optional", "required"};
     if (!json_is_object(v))
         return td_fail(err, errlen, "%s: mcp: expected an object ({\"content\": \"blocks\"})",
                        file);
@@ -143,11 +147,24 @@ static int parse_mcp(const char *file, const json_t *v, struct td_tool *t, char 
     json_object_foreach((json_t *)v, key, val)
     {
         const char *s = json_string_value(val);
-        if (strcmp(key, "content") != 0)
-            return td_fail(err, errlen, "%s: mcp.%s: unknown key (content)", file, key);
-        if (!s || (strcmp(s, "value") != 0 && strcmp(s, "blocks") != 0))
+        if (strcmp(key, "task_support") == 0) {
+            size_t i = 0;
+            while (s && i < 3 && strcmp(s, support[i]) != 0)
+                i++;
+            if (!s || i == 3)
+                return td_fail(err, errlen,
+                               "%s: mcp.task_support: expected \"forbidden\", \"optional\" or "
+                               "\"required\"",
+                               file);
+            t->mcp_tasks = support[i];
+        } else if (strcmp(key, "content") != 0) {
+            return td_fail(err, errlen, "%s: mcp.%s: unknown key (content, task_support)", file,
+                           key);
+        } else if (!s || (strcmp(s, "value") != 0 && strcmp(s, "blocks") != 0)) {
             return td_fail(err, errlen, "%s: mcp.content: expected \"value\" or \"blocks\"", file);
-        t->mcp_blocks = strcmp(s, "blocks") == 0;
+        } else {
+            t->mcp_blocks = strcmp(s, "blocks") == 0;
+        }
     }
     return 0;
 }
@@ -254,8 +271,10 @@ json_t *td_declare_tool(const struct td_tool *t, const char *format)
         json_t *meta = json_object();
         if (t->scopes) /* the key mcp_auth.h's MCP_AUTH_META_SCOPES reads */
             json_object_set(meta, "toolexecd/scopes", t->scopes);
-        if (t->mcp_blocks) /* the key toolexec mcp's mcp_content.c reads */
+        if (t->mcp_blocks) /* the keys toolexec mcp's mcp_toolinfo.c reads */
             json_object_set_new(meta, "toolexecd/content", json_string("blocks"));
+        if (t->mcp_tasks)
+            json_object_set_new(meta, "toolexecd/taskSupport", json_string(t->mcp_tasks));
         if (json_object_size(meta))
             json_object_set(d, "_meta", meta);
         json_decref(meta);

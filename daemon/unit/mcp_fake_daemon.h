@@ -5,7 +5,8 @@
  * program's one source file: it defines the client functions the core
  * calls. Events are queued in fake_events; last_batch is the batch of the
  * latest run request the core sent; with fake_cancel_answers, a cancel
- * request is answered as the daemon answers it (the batch's error event).
+ * request is answered as the daemon answers it (the batch's error event);
+ * with fake_tools_answers, a tools request with fake_tools (NULL: none).
  */
 #ifndef MCP_FAKE_DAEMON_H
 #define MCP_FAKE_DAEMON_H
@@ -18,6 +19,8 @@
 static json_t *fake_events; /* queued daemon events */
 static char last_batch[256];
 static bool fake_cancel_answers;
+static bool fake_tools_answers;
+static json_t *fake_tools;
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -54,6 +57,10 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req)
     const char *op = json_string_value(json_object_get(req, "op"));
     if (batch && op && strcmp(op, "run") == 0)
         snprintf(last_batch, sizeof(last_batch), "%s", batch);
+    if (fake_tools_answers && op && strcmp(op, "tools") == 0)
+        json_array_append_new(fake_events,
+                              json_pack("{s:s,s:o}", "event", "tools", "tools",
+                                        fake_tools ? json_incref(fake_tools) : json_array()));
     if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
         json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
                                                      batch, "message", "cancelled"));

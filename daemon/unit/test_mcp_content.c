@@ -85,6 +85,16 @@ static void test_refused_shapes(void **state)
     refused("{\"content\": [{\"type\": \"text\", \"text\": {\"nested\": [1, [2]]}}]}",
             "content[0].text: expected a string");
     refused("{\"content\": [{\"type\": \"text\", \"text\": \"a\\u0000b\"}]}", "NUL");
+    /* a key cut mid-character in the reason: still valid UTF-8 */
+    refused(
+        "{\"content\": [{\"type\": \"text\", \"text\": \"a\", \"a\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\": "
+        "1}]}",
+        "unknown key");
+    json_t *said = json_string(why);
+    assert_non_null(said);
+    json_decref(said);
     refused("{\"content\": [{\"type\": \"text\", \"text\": \"a\", \"_meta\": 1}]}",
             "content[0]._meta: expected an object");
 }
@@ -205,6 +215,10 @@ static int setup(void **state)
     (void)state;
     memset(&m, 0, sizeof(m));
     fake_cancel_answers = true;
+    fake_tools_answers = true;
+    fake_tools = json_pack("[{s:s,s:{s:s}},{s:s},{s:s,s:{s:s}}]", "name", "blocks", "_meta",
+                           "toolexecd/content", "blocks", "name", "plain", "name", "job", "_meta",
+                           "toolexecd/taskSupport", "required");
     fake_events = json_array();
     out = json_array();
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
@@ -218,12 +232,14 @@ static int teardown(void **state)
     mcp_daemon_readable(&m);
     mcp_core_free(&m);
     json_decref(fake_events);
+    json_decref(fake_tools);
+    fake_tools = NULL;
     json_decref(out);
     return 0;
 }
 
 /* tools/call of name (a 2025 request), the daemon answering with the
- * listing (first call only), then ok; the result. */
+ * listing (asked at the first call), then ok; the result. */
 static json_t *call(const char *name, json_t *ok, const char *content)
 {
     static int id;
@@ -232,11 +248,10 @@ static json_t *call(const char *name, json_t *ok, const char *content)
              json_pack("{s:s,s:i,s:s,s:{s:s,s:{}}}", "jsonrpc", "2.0", "id", ++id, "method",
                        "tools/call", "params", "name", name, "arguments"),
              NULL);
-    if (id == 1)
-        json_array_append_new(fake_events,
-                              json_pack("{s:s,s:[{s:s,s:{s:s}},{s:s}]}", "event", "tools", "tools",
-                                        "name", "blocks", "_meta", "toolexecd/content", "blocks",
-                                        "name", "plain"));
+    if (id == 1) {
+        assert_int_equal(json_array_size(out), 0); /* held until the tools are known */
+        mcp_daemon_readable(&m);
+    }
     json_array_append_new(fake_events,
                           json_pack("{s:s,s:s,s:s,s:{s:o}}", "event", "tool_execution_completed",
                                     "batch", last_batch, "name", name, "result", "ok", ok));
@@ -285,6 +300,86 @@ static void test_core_results(void **state)
     json_decref(blocks);
 }
 
+/* A modern request (tasks: the client declared the extension); every
+ * message it got. */
+static json_t *modern(const char *method, json_t *params, bool tasks)
+{
+    static int id = 100;
+    json_object_set_new(params, "_meta",
+                        json_pack("{s:s,s:{s:{s:{}}}}", MCP_META_VERSION, MCP_MODERN_VERSION,
+                                  MCP_META_CAPS, "extensions", tasks ? MCP_EXT_TASKS : "other"));
+    json_array_clear(out);
+    mcp_feed(&m,
+             json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", ++id, "method", method,
+                       "params", params),
+             NULL);
+    if (te_client_pending(NULL))
+        mcp_daemon_readable(&m); /* the listing, the first time */
+    return json_incref(out);
+}
+
+/* "mcp": {"task_support": "required"}: a client without the tasks
+ * extension is refused before anything runs; one with it gets a task at
+ * once (not after --task-after); the list says so as execution. */
+static void test_task_support(void **state)
+{
+    (void)state;
+    last_batch[0] = '\0';
+    json_t *o = modern("tools/call", json_pack("{s:s,s:{}}", "name", "job", "arguments"), false);
+    assert_int_equal(json_array_size(o), 1);
+    json_t *err = json_object_get(json_array_get(o, 0), "error");
+    assert_int_equal(json_integer_value(json_object_get(err, "code")), -32021);
+    assert_non_null(json_object_get(
+        json_object_get(json_object_get(json_object_get(err, "data"), "requiredCapabilities"),
+                        "extensions"),
+        MCP_EXT_TASKS));
+    assert_string_equal(last_batch, ""); /* never ran */
+    json_decref(o);
+
+    o = modern("tools/call", json_pack("{s:s,s:{}}", "name", "job", "arguments"), true);
+    assert_int_equal(json_array_size(o), 1);
+    json_t *r = json_object_get(json_array_get(o, 0), "result");
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "task");
+    assert_string_not_equal(last_batch, "");
+    json_decref(o);
+
+    /* a tool without it stays a call (the default --task-after is not 0) */
+    o = modern("tools/call", json_pack("{s:s,s:{}}", "name", "plain", "arguments"), true);
+    assert_int_equal(json_array_size(o), 0);
+    json_decref(o);
+
+    o = modern("tools/list", json_object(), false);
+    json_t *tools = json_object_get(json_object_get(json_array_get(o, 0), "result"), "tools");
+    assert_int_equal(json_array_size(tools), 3);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tools, 2), "execution"), "taskSupport")),
+                        "required");
+    assert_null(json_object_get(json_array_get(tools, 1), "execution"));
+    json_decref(o);
+}
+
+/* A call cancelled while it waits for the listing never runs, and gets no
+ * response. */
+static void test_held_call_cancelled(void **state)
+{
+    (void)state;
+    last_batch[0] = '\0';
+    json_array_clear(out);
+    mcp_feed(&m,
+             json_pack("{s:s,s:i,s:s,s:{s:s,s:{}}}", "jsonrpc", "2.0", "id", 7, "method",
+                       "tools/call", "params", "name", "plain", "arguments"),
+             NULL);
+    mcp_feed(&m,
+             json_pack("{s:s,s:s,s:{s:i}}", "jsonrpc", "2.0", "method", "notifications/cancelled",
+                       "params", "requestId", 7),
+             NULL);
+    assert_false(mcp_idle(&m));
+    mcp_daemon_readable(&m);
+    assert_string_equal(last_batch, "");
+    assert_int_equal(json_array_size(out), 0);
+    assert_true(mcp_idle(&m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +389,8 @@ int main(void)
         cmocka_unit_test(test_refused_resources),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test_setup_teardown(test_core_results, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_support, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_call_cancelled, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

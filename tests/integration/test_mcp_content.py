@@ -6,14 +6,18 @@ key is data, as before (one text block, structuredContent). Hostile shapes
 (huge base64, bad base64, an unknown type, nested junk) get an isError
 result naming what is wrong, and the session goes on. Logging: what a tool
 says in its progress frames reaches a 2025 client that set a level as
-notifications/message, and no other.
+notifications/message, and no other. Task support ("mcp": {"task_support":
+"required"}): a 2026-07-28 client without the tasks extension is refused
+before the tool runs; one with it gets a task at once.
 
 Environment (set by tests/integration/meson.build): TOOLEXEC, besides what
 harness.py needs."""
 
 import base64
+import time
 import unittest
 
+from harness import WAIT
 from test_mcp import McpCase
 
 # A framed worker (proto/PROTOCOL.md 2.2): its ok value is arguments.value,
@@ -59,6 +63,7 @@ class McpContent(McpCase):
         tool("blocks", mcp={"content": "blocks"}),
         tool("plain"),
         tool("plain_said", mcp={"content": "value"}),
+        tool("job", mcp={"task_support": "required"}),
         tool("shaped", mcp={"content": "blocks"},
              output_schema={"type": "object", "required": ["n"],
                             "properties": {"n": {"type": "integer"}}}),
@@ -165,6 +170,37 @@ class McpContent(McpCase):
                          [("info", "plain", "started"), ("info", "plain", "half way")])
         s.request(6, "logging/setLevel", {"level": "loud"})
         self.assertEqual(s.response(6)["error"]["code"], -32602)
+
+    def test_required_task_support(self):
+        s = self.session()
+        caps = {}
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps}
+        s.request(1, "tools/list", {"_meta": meta})
+        tools = {t["name"]: t for t in s.response(1)["result"]["tools"]}
+        self.assertEqual(tools["job"]["execution"], {"taskSupport": "required"})
+        self.assertNotIn("execution", tools["plain"])
+        # without the extension: refused (before it runs: test_mcp_content.c)
+        s.request(2, "tools/call", {"name": "job", "_meta": meta, "arguments": {"value": 1}})
+        err = s.response(2)["error"]
+        self.assertEqual(err["code"], -32021, err)
+        self.assertEqual(err["data"], {"requiredCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+        # with it: a task at once, whose result is the tool's
+        caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+        s.request(3, "tools/call", {"name": "job", "_meta": meta, "arguments": {"value": 7}})
+        r = s.response(3)["result"]
+        self.assertEqual(r["resultType"], "task", r)
+        end, rid = time.monotonic() + WAIT, 4
+        while True:  # a deadline, not a sleep standing in for the event
+            s.request(rid, "tasks/get", {"taskId": r["taskId"], "_meta": meta})
+            got = s.response(rid)["result"]
+            if got["status"] != "working" or time.monotonic() > end:
+                break
+            rid += 1
+            time.sleep(0.05)
+        self.assertEqual(got["status"], "completed", got)
+        self.assertEqual(got["result"]["content"][0]["text"], "7")
 
 
 if __name__ == "__main__":
