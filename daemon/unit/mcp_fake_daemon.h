@@ -75,4 +75,41 @@ int cli_recv_failed(const struct cli *cli, int rc, const char *what)
     return CLI_EXIT_CONNECT;
 }
 
+/* The unit tests' core (m, its settings set): every message it sends goes
+ * to fake_out; the daemon answers cancels and listings (fake_tools). */
+static json_t *fake_out;
+
+__attribute__((unused)) static void fake_sink_send(void *ctx, json_t *msg,
+                                                   const struct mcp_reqctx *req, bool final)
+{
+    (void)ctx;
+    (void)req;
+    (void) final;
+    json_array_append_new(fake_out, msg);
+}
+
+__attribute__((unused)) static void fake_core_start(struct mcp *m, struct cli *cli)
+{
+    static const struct mcp_sink_ops sink = {.send = fake_sink_send};
+    fake_cancel_answers = fake_tools_answers = true;
+    fake_events = json_array();
+    fake_out = json_array();
+    mcp_core_init(m, cli, NULL, &sink, NULL);
+}
+
+/* The end of input, then the core freed with what the fake held; as
+ * cmocka's teardown, *state is the core. */
+__attribute__((unused)) static int fake_core_end(void **state)
+{
+    struct mcp *m = *state;
+    mcp_end_of_input(m);
+    mcp_daemon_readable(m);
+    mcp_core_free(m);
+    json_decref(fake_events);
+    json_decref(fake_tools);
+    json_decref(fake_out);
+    fake_tools = fake_out = NULL;
+    return 0;
+}
+
 #endif

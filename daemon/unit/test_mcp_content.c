@@ -196,45 +196,19 @@ static void test_bounds(void **state)
 /* ------------------------------------------------------------------------ */
 /* Through the core: the listing says which tools are blocks */
 
-static json_t *out;
+static json_t *out; /* fake_out */
 static struct mcp m;
 static struct cli cli;
 
-static void sink_send(void *ctx, json_t *msg, const struct mcp_reqctx *req, bool final)
-{
-    (void)ctx;
-    (void)req;
-    (void) final;
-    json_array_append_new(out, msg);
-}
-
-static const struct mcp_sink_ops sink = {.send = sink_send};
-
 static int setup(void **state)
 {
-    (void)state;
+    *state = &m;
     memset(&m, 0, sizeof(m));
-    fake_cancel_answers = true;
-    fake_tools_answers = true;
+    fake_core_start(&m, &cli);
     fake_tools = json_pack("[{s:s,s:{s:s}},{s:s},{s:s,s:{s:s}}]", "name", "blocks", "_meta",
                            "toolexecd/content", "blocks", "name", "plain", "name", "job", "_meta",
                            "toolexecd/taskSupport", "required");
-    fake_events = json_array();
-    out = json_array();
-    mcp_core_init(&m, &cli, NULL, &sink, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    mcp_end_of_input(&m);
-    mcp_daemon_readable(&m);
-    mcp_core_free(&m);
-    json_decref(fake_events);
-    json_decref(fake_tools);
-    fake_tools = NULL;
-    json_decref(out);
+    out = fake_out;
     return 0;
 }
 
@@ -388,9 +362,9 @@ int main(void)
         cmocka_unit_test(test_refused_media),
         cmocka_unit_test(test_refused_resources),
         cmocka_unit_test(test_bounds),
-        cmocka_unit_test_setup_teardown(test_core_results, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_task_support, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_held_call_cancelled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_core_results, setup, fake_core_end),
+        cmocka_unit_test_setup_teardown(test_task_support, setup, fake_core_end),
+        cmocka_unit_test_setup_teardown(test_held_call_cancelled, setup, fake_core_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
