@@ -6,8 +6,9 @@
  * and output; standard output carries nothing else, messages for people go
  * to standard error. One daemon connection carries the whole session:
  *
- *   initialize                the server's capabilities (tools only)
+ *   initialize                the server's capabilities (tools, logging)
  *   ping                      {}
+ *   logging/setLevel          {}: the session's calls log from that level
  *   tools/list                {"op": "tools", "format": "mcp"}
  *   tools/call                a run request of one call, in a batch of its
  *                             own named after the request's id

@@ -72,6 +72,7 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
     mcp_state_init(m);
     mcp_tasks_defaults(m);
     m->task_capture = mcp_task_capture;
+    m->log_level = MCP_LOG_NONE;
 }
 
 /* What is due now done, heartbeats and the tasks' expiry; ms until the
@@ -89,6 +90,8 @@ void mcp_core_free(struct mcp *m)
 {
     mcp_subs_end(m, true, NULL, false);
     mcp_tasks_free(m);
+    json_decref(m->tool_meta);
+    m->tool_meta = NULL;
     while (m->calls)
         mcp_call_remove(m, m->calls);
     struct mcp_listing *l;

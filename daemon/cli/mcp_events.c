@@ -152,6 +152,8 @@ static void finish_call(struct mcp *m, struct mcp_call *c, const json_t *ev)
     } else if (is_event(ev, "batch_completed") && question) {
         if (ask_host(m, c, question))
             return; /* answered when the host's response comes */
+    } else if (is_event(ev, "batch_completed") && c->blocks && json_object_get(c->result, "ok")) {
+        mcp_put_blocks_result(m, &c->req, json_object_get(c->result, "ok"), c->denied);
     } else if (is_event(ev, "batch_completed")) {
         json_t *msg = json_array_get(json_object_get(ev, "messages"), 0);
         mcp_put_call_result_denied(m, &c->req, json_string_value(json_object_get(msg, "content")),
@@ -196,7 +198,9 @@ static void on_loose_error(struct mcp *m, const json_t *ev)
         cli_err("mcp: toolexecd: %s", message ? message : "an error");
         return;
     }
-    if (l->silent && l->sub)
+    if (l->info)
+        mcp_toolinfo_learn(m, NULL);
+    else if (l->silent && l->sub)
         mcp_listen_failed(m, l->sub, message ? message : "toolexecd refused");
     else if (!l->cancelled && !l->silent)
         mcp_put_error(m, &l->req, RPC_INTERNAL_ERROR, message ? message : "toolexecd refused",
@@ -211,6 +215,7 @@ static void on_event(struct mcp *m, json_t *ev)
     struct mcp_call *c;
     if (is_event(ev, "tools") && !batch) {
         struct mcp_listing *l = mcp_listing_pop(m);
+        mcp_toolinfo_learn(m, json_object_get(ev, "tools"));
         if (l && l->silent && l->sub)
             mcp_listen_acked(m, l->sub);
         else if (l && !l->cancelled && !l->silent)
@@ -218,6 +223,7 @@ static void on_event(struct mcp *m, json_t *ev)
         if (l)
             mcp_listing_free(m, l);
     } else if (is_event(ev, "tools_changed")) {
+        mcp_toolinfo_reloaded(m);
         mcp_tools_changed(m, ev);
     } else if (is_event(ev, "error") && reason && strcmp(reason, "unknown_batch") == 0) {
         /* our cancel crossed the batch's completion on the wire */
@@ -228,14 +234,22 @@ static void on_event(struct mcp *m, json_t *ev)
     } else if (c->elicit_id) {
         /* its batch is over: it waits for the host's answer alone */
     } else if (is_event(ev, "tool_execution_progress")) {
+        json_t *p = json_object_get(ev, "progress");
+        const char *said = json_string_value(json_object_get(p, "message"));
+        /* a progress message is what a tool can say while it runs: the
+         * client that asked for logs gets it as one, the tool its logger */
+        if (said && !c->cancelled)
+            mcp_log_as(m, &c->req, MCP_LOG_INFO, json_string_value(json_object_get(ev, "name")),
+                       said);
         if (c->progress_token && !c->cancelled)
-            mcp_put_progress(m, c, json_object_get(ev, "progress"));
+            mcp_put_progress(m, c, p);
     } else if (is_event(ev, "tool_execution_started")) {
         mcp_log(m, &c->req, MCP_LOG_INFO, "%s: the tool started", c->batch);
     } else if (is_event(ev, "tool_execution_completed")) {
         mcp_log(m, &c->req, MCP_LOG_DEBUG, "%s: the tool completed", c->batch);
         json_decref(c->result);
         c->result = json_incref(json_object_get(ev, "result"));
+        c->blocks = mcp_tool_blocks(m, json_string_value(json_object_get(ev, "name")));
         json_decref(c->denied);
         c->denied = mcp_denied_why(json_object_get(ev, "denied"));
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {

@@ -118,7 +118,10 @@ static const char *name_field(const char *method)
         return "name";
     if (strcmp(method, "resources/read") == 0)
         return "uri";
-    if (strncmp(method, "tasks/", 6) == 0) /* get, update, cancel */
+    /* the tasks extension's methods; no other "tasks/" method (tasks/result,
+     * removed, is answered -32601 like any unknown one, not as a mismatch) */
+    if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+        strcmp(method, "tasks/cancel") == 0)
         return "taskId";
     return NULL;
 }

@@ -21,6 +21,10 @@
  *                   handle, tasks/get, tasks/update, tasks/cancel
  *   mcp_tasks_opt.c its options (--task-after, --task-ttl, --max-tasks,
  *                   --task-max-result, --replica-id), for any transport
+ *   mcp_toolinfo.c  what the daemon's listing says of each tool (content
+ *                   blocks, task support), the calls held until it is known
+ *   mcp_content.c   a tool's own MCP content blocks ("mcp": {"content":
+ *                   "blocks"}): their value checked, the result
  *   mcp_state.c     the calls and listings in flight, requests to the daemon
  *   mcp_write.c     messages to the client through the sink: responses
  *                   (shaped for the request's revision), errors, progress,
@@ -105,7 +109,8 @@ struct mcp_reqctx {
     bool modern;           /* version is 2026-07-28: results carry resultType and
                               serverInfo, the client's input comes by MRTR */
     bool elicitation;      /* the client can be asked (elicitation, form mode) */
-    int log_level;         /* modern: notifications/message from this level on;
+    int log_level;         /* notifications/message from this level on (modern: its
+                              _meta's; 2025: the session's logging/setLevel);
                               MCP_LOG_NONE: none */
     const char *subject;   /* the origin's, while mcp_feed() runs; NULL in a copy */
     bool tasks;            /* modern: the client declared the tasks extension */
@@ -144,6 +149,9 @@ struct mcp_call {
     json_t *progress_token;        /* the request's _meta.progressToken; NULL: none */
     double progress;               /* the last progress sent (MCP: it must increase) */
     bool reported;                 /* the worker sent progress of its own */
+    bool blocks;                   /* its tool's ok value is MCP content (mcp_content.c) */
+    json_t *held;                  /* its run request, until the tools are known
+                                      (mcp_toolinfo.c); NULL: sent */
     long long started_ms, sent_ms; /* the call's start; the last notification */
     char *bind;                    /* modern: what its requestState is bound to */
     char *owner;                   /* may become a task: the subject it is bound to */
@@ -154,7 +162,8 @@ struct mcp_call {
 struct mcp_listing {
     struct mcp_reqctx req;
     bool cancelled;
-    bool silent;         /* a subscriptions/listen's watch: no response */
+    bool silent;         /* a subscriptions/listen's watch, or info: no response */
+    bool info;           /* mcp_toolinfo.c's own */
     struct mcp_sub *sub; /* that listen, to acknowledge; NULL once it is over */
     struct mcp_listing *next;
 };
@@ -215,6 +224,11 @@ struct mcp {
     const char *replica_id;  /* the handles' prefix; NULL: none */
     struct mcp_task *tasks;
     unsigned ntasks;
+    /* mcp_toolinfo.c: each tool's _meta in the daemon's listing, by name;
+     * NULL: not known yet */
+    json_t *tool_meta;
+    bool info_asked; /* its listing asked for (and reloads watched) */
+    int log_level;   /* 2025: logging/setLevel's; MCP_LOG_NONE before */
 };
 
 /* The core's entry points, for a transport (see the top of this file):
@@ -281,6 +295,14 @@ void mcp_tools_changed(struct mcp *m, const json_t *ev);
 void mcp_subs_end(struct mcp *m, bool all, void *stream, bool graceful);
 void mcp_log(struct mcp *m, const struct mcp_reqctx *req, int level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A level's name as ours (one above error for those above it, which none
+ * of ours reaches); MCP_LOG_NONE: not a level's name. */
+#define MCP_LOG_LEVELS_TEXT                                                                        \
+    "expected debug, info, notice, warning, error, critical, alert or emergency"
+int mcp_log_level_of(const char *name);
+/* mcp_log(), its text as is from logger (NULL: "toolexec") */
+void mcp_log_as(struct mcp *m, const struct mcp_reqctx *req, int level, const char *logger,
+                const char *text);
 json_t *mcp_list_result(const struct mcp_reqctx *req, const json_t *tools);
 
 /* mcp_mrtr.c: the 2026-07-28 revision's questions to the user (multi
@@ -312,13 +334,35 @@ int mcp_tasks_option(struct mcp *m, int opt, const char *arg);    /* mcp_tasks_o
 void mcp_tasks_settings(struct mcp *dst, const struct mcp *from); /* mcp_tasks_opt.c */
 void mcp_tasks_defaults(struct mcp *m);
 void mcp_tasks_free(struct mcp *m);
-void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,
-                      const json_t *params);
+/* call c's run request sent; support its tool's task support (NULL: not said) */
+void mcp_task_started(struct mcp *m, struct mcp_call *c, const char *support);
 void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg);
 int mcp_tasks_tick(struct mcp *m);
 void mcp_task_asks(struct mcp *m, struct mcp_call *c);
 bool mcp_on_tasks(struct mcp *m, const struct mcp_reqctx *q, const char *method,
                   const json_t *params);
+
+/* mcp_toolinfo.c: mcp_call_start() sends call c's run request (stolen)
+ * once the tools are known (or refuses the call); _learn() with each
+ * listing's tools (NULL: the daemon refused it), _reloaded() at a reload;
+ * mcp_toolinfo_declare(): a modern list's tools with execution.taskSupport */
+void mcp_call_start(struct mcp *m, struct mcp_call *c, json_t *run);
+void mcp_toolinfo_learn(struct mcp *m, const json_t *tools);
+void mcp_toolinfo_reloaded(struct mcp *m);
+void mcp_toolinfo_declare(json_t *tools);
+bool mcp_tool_blocks(const struct mcp *m, const char *name);
+const char *mcp_tool_tasks(const struct mcp *m, const char *name); /* NULL: not said */
+
+/* mcp_content.c: a tool's own content blocks; mcp_content_check(): 0, or
+ * -1 with why naming what is wrong and where. */
+#define MCP_CONTENT_MAX_BLOCKS 128u
+#define MCP_CONTENT_MAX_BYTES (8u * 1024u * 1024u) /* the value as compact JSON */
+int mcp_content_check(const json_t *ok, char *why, size_t whylen);
+void mcp_put_blocks_result(struct mcp *m, const struct mcp_reqctx *req, const json_t *ok,
+                           const json_t *denied);
+/* mcp_write.c: the text of the denials after text ("[toolexec] Refused
+ * ..."); NULL: no memory */
+char *mcp_denials_text(const char *text, const json_t *denied);
 
 /* mcp_events.c: the daemon's events */
 void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg);

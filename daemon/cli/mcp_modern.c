@@ -95,22 +95,26 @@ bool mcp_read_meta(struct mcp *m, struct mcp_reqctx *q, const json_t *params, co
     q->log_level = MCP_LOG_NONE;
     json_t *lv = json_object_get(meta, MCP_META_LOGLEVEL);
     if (lv) {
-        const char *name = json_string_value(lv);
-        int i = 0;
-        while (name && log_levels[i] && strcmp(log_levels[i], name) != 0)
-            i++;
-        if (!name || !log_levels[i]) {
+        q->log_level = mcp_log_level_of(json_string_value(lv));
+        if (q->log_level == MCP_LOG_NONE) {
             mcp_put_error(m, q, RPC_INVALID_PARAMS,
-                          "Invalid params: _meta." MCP_META_LOGLEVEL
-                          ": expected debug, info, notice, warning, error, critical, alert or "
-                          "emergency",
+                          "Invalid params: _meta." MCP_META_LOGLEVEL ": " MCP_LOG_LEVELS_TEXT,
                           NULL);
             return false;
         }
-        /* none of ours is above error: a level above it gets none */
-        q->log_level = i > MCP_LOG_ERROR ? MCP_LOG_ERROR + 1 : i;
     }
     return true;
+}
+
+int mcp_log_level_of(const char *name)
+{
+    int i = 0;
+    while (name && log_levels[i] && strcmp(log_levels[i], name) != 0)
+        i++;
+    if (!name || !log_levels[i])
+        return MCP_LOG_NONE;
+    /* none of ours is above error: a level above it gets none */
+    return i > MCP_LOG_ERROR ? MCP_LOG_ERROR + 1 : i;
 }
 
 void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q)
@@ -126,8 +130,10 @@ void mcp_on_discover(struct mcp *m, const struct mcp_reqctx *q)
  * client may call depends on who it is. */
 json_t *mcp_list_result(const struct mcp_reqctx *req, const json_t *tools)
 {
-    json_t *r = json_pack("{s:O}", "tools", tools ? tools : json_null());
+    json_t *r = req->modern ? json_pack("{s:o}", "tools", json_deep_copy(tools))
+                            : json_pack("{s:O}", "tools", tools ? tools : json_null());
     if (r && req->modern) {
+        mcp_toolinfo_declare(json_object_get(r, "tools"));
         json_object_set_new(r, "ttlMs", json_integer(MCP_TOOLS_TTL_MS));
         json_object_set_new(r, "cacheScope", json_string("private"));
     }
@@ -268,24 +274,33 @@ void mcp_subs_end(struct mcp *m, bool all, void *stream, bool graceful)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Logs: notifications/message bound to a request, for a modern request that
- * asked for them (its logLevel), from that level on. */
+/* Logs: notifications/message bound to a request, for a request that asked
+ * for them (a modern one's logLevel, a 2025 session's logging/setLevel),
+ * from that level on. */
 
 void mcp_log(struct mcp *m, const struct mcp_reqctx *req, int level, const char *fmt, ...)
 {
-    if (!req->modern || req->log_level == MCP_LOG_NONE || level < req->log_level)
+    if (req->log_level == MCP_LOG_NONE || level < req->log_level)
         return;
     char text[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    mcp_log_as(m, req, level, "toolexec", text);
+}
+
+void mcp_log_as(struct mcp *m, const struct mcp_reqctx *req, int level, const char *logger,
+                const char *text)
+{
+    if (req->log_level == MCP_LOG_NONE || level < req->log_level)
+        return;
     json_t *data = json_string(text);
     if (!data)
         data = json_string("(a message not valid UTF-8)");
     mcp_put_message(m,
                     json_pack("{s:s,s:s,s:{s:s,s:s,s:o}}", "jsonrpc", "2.0", "method",
                               "notifications/message", "params", "level", log_levels[level],
-                              "logger", "toolexec", "data", data),
+                              "logger", logger ? logger : "toolexec", "data", data),
                     req);
 }

@@ -1,8 +1,8 @@
 /*
  * mcp_requests.c - what the client sends to `toolexec mcp` (mcp_int.h),
  * whatever the transport: a JSON-RPC request, notification or response, or
- * a batch of them; the requests initialize, ping, tools/list and
- * tools/call, and notifications/cancelled.
+ * a batch of them; the requests initialize, ping, logging/setLevel,
+ * tools/list and tools/call, and notifications/cancelled.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -62,9 +62,23 @@ static void on_initialize(struct mcp *m, const struct mcp_reqctx *q, const json_
     m->elicitation =
         json_is_object(json_object_get(json_object_get(params, "capabilities"), "elicitation"));
     mcp_put_result(m, q,
-                   json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version,
-                             "capabilities", "tools", "listChanged", 1, "serverInfo", "name",
-                             "toolexec", "version", TE_CLI_VERSION));
+                   json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s}}", "protocolVersion", version,
+                             "capabilities", "tools", "listChanged", 1, "logging", "serverInfo",
+                             "name", "toolexec", "version", TE_CLI_VERSION));
+}
+
+/* 2025's logging/setLevel: the session's calls log from that level on
+ * (the front's own notes, and what a tool says with its progress). */
+static void on_set_level(struct mcp *m, const struct mcp_reqctx *q, const json_t *params)
+{
+    int level = mcp_log_level_of(json_string_value(json_object_get(params, "level")));
+    if (level == MCP_LOG_NONE) {
+        mcp_put_error(m, q, RPC_INVALID_PARAMS, "Invalid params: level: " MCP_LOG_LEVELS_TEXT,
+                      NULL);
+        return;
+    }
+    m->log_level = level;
+    mcp_put_result(m, q, json_object());
 }
 
 static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
@@ -151,11 +165,11 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     if (is_id(token))
         c->progress_token = json_incref(token);
     c->started_ms = mcp_now_ms();
+    if (q->modern && q->tasks) /* it may become a task of this subject */
+        c->owner = strdup(q->subject ? q->subject : "");
     c->next = m->calls;
     m->calls = c;
-    mcp_send_daemon(m, req);
-    json_decref(req);
-    mcp_task_started(m, c, q, params);
+    mcp_call_start(m, c, req);
 }
 
 static void on_cancelled(struct mcp *m, void *stream, const json_t *params)
@@ -199,6 +213,8 @@ static void on_request(struct mcp *m, const struct mcp_reqctx *q, const char *me
         mcp_on_listen(m, q, params);
     } else if (!q->modern && strcmp(method, "ping") == 0) {
         mcp_put_result(m, q, json_object());
+    } else if (!q->modern && strcmp(method, "logging/setLevel") == 0) {
+        on_set_level(m, q, params);
     } else if (strcmp(method, "tools/list") == 0) {
         on_tools_list(m, q);
     } else if (strcmp(method, "tools/call") == 0) {
@@ -281,7 +297,7 @@ static void on_message(struct mcp *m, json_t *msg, const struct mcp_origin *o)
                                           ? mcp_version_known(o->version)
                                           : m->version,
                            .elicitation = m->elicitation,
-                           .log_level = MCP_LOG_NONE,
+                           .log_level = m->log_level, /* a modern request's: its _meta */
                            .subject = o->subject};
     if (bad && !*bad) {
         for (struct mcp_call *c = m->calls; c; c = c->next)

@@ -40,6 +40,7 @@ static void call_free(struct mcp_call *c)
     json_decref(c->req.id);
     json_decref(c->result);
     json_decref(c->denied);
+    json_decref(c->held);
     free(c->batch);
     free(c->bind);
     free(c->owner);
@@ -99,8 +100,8 @@ void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
     if (c->cancelled)
         return;
     c->cancelled = true;
-    if (c->elicit_id)
-        return; /* its batch has completed */
+    if (c->elicit_id || c->held)
+        return; /* its batch has completed, or never ran (mcp_toolinfo.c drops it) */
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     mcp_send_daemon(m, req);
     json_decref(req);

@@ -199,15 +199,18 @@ static void promote(struct mcp *m, struct mcp_call *c)
     c->progress_token = NULL;
 }
 
-void mcp_task_started(struct mcp *m, struct mcp_call *c, const struct mcp_reqctx *q,
-                      const json_t *params)
+void mcp_task_started(struct mcp *m, struct mcp_call *c, const char *support)
 {
-    if (!q->modern || !q->tasks)
+    /* owner: a client with the extension (a 2025-11-25 client's "task"
+     * asks nothing: the server decides) */
+    if (!c->owner)
         return;
-    (void)params; /* a 2025-11-25 client's "task" asks nothing: the server decides */
-    c->owner = strdup(q->subject ? q->subject : "");
-    if (m->task_after_ms < 0)
+    if (support && strcmp(support, "forbidden") == 0) {
+        free(c->owner); /* never a task */
+        c->owner = NULL;
+    } else if (m->task_after_ms < 0 || (support && strcmp(support, "required") == 0)) {
         promote(m, c);
+    }
 }
 
 /* Call c's tool asks the user before --task-after: a client that takes
@@ -277,7 +280,7 @@ int mcp_tasks_tick(struct mcp *m)
     long long now = mcp_now_ms(), next = -1;
     for (struct mcp_call *c = m->calls; c; c = c->next) {
         if (!c->req.modern || !c->req.tasks || c->req.task || c->cancelled || c->elicit_id ||
-            !c->owner || json_is_null(c->req.id))
+            !c->owner || c->held || json_is_null(c->req.id))
             continue;
         long long due = c->started_ms + m->task_after_ms;
         if (due <= now)

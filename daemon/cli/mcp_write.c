@@ -145,7 +145,7 @@ void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char
 
 /* The text a model reads: the content, then a line per denial. NULL: no
  * memory. */
-static char *text_with_denials(const char *text, const json_t *denied)
+char *mcp_denials_text(const char *text, const json_t *denied)
 {
     size_t len = strlen(text) + 64, i;
     json_t *e;
@@ -164,7 +164,7 @@ void mcp_put_call_result_denied(struct mcp *m, const struct mcp_reqctx *req, con
                                 bool is_error, const json_t *structured, const json_t *denied)
 {
     char *shown = NULL;
-    if (json_array_size(denied) && !(shown = text_with_denials(text ? text : "", denied))) {
+    if (json_array_size(denied) && !(shown = mcp_denials_text(text ? text : "", denied))) {
         mcp_put_error(m, req, RPC_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }

@@ -12,6 +12,14 @@
  * pass. A schema whose top-level type has no "object" could never pass a
  * call: that is refused at load.
  *
+ * "mcp": {"content": "blocks"} says the tool's ok value is MCP's content
+ * ({"content": [blocks], "structuredContent": {...}}): the listing tells
+ * toolexec mcp so in the tool's _meta, the front checks and passes the
+ * blocks through, and an output_schema then describes structuredContent.
+ * The daemon's contract does not change: the value stays data to it.
+ * "mcp": {"task_support": ...} is MCP's taskSupport, for the front's
+ * tasks extension, also in _meta.
+ *
  * Names: OpenAI and Anthropic allow [a-zA-Z0-9_-]{1,64}; a definition's
  * name may also hold '.'. In those formats '.' becomes '_' ("fs.read" is
  * listed as "fs_read"), and a call naming "fs_read" finds "fs.read". Two
@@ -125,6 +133,42 @@ static int parse_scopes(const char *file, const json_t *v, struct td_tool *t, ch
     return 0;
 }
 
+/* "mcp": MCP-only declarations: "content", "value" (the default) or
+ * "blocks"; "task_support", MCP's taskSupport ("forbidden", "optional",
+ * the default, or "required"). */
+static int parse_mcp(const char *file, const json_t *v, struct td_tool *t, char *err, size_t errlen)
+{
+    static const char *const support[] = {"forbidden", "optional", "required"};
+    if (!json_is_object(v))
+        return td_fail(err, errlen, "%s: mcp: expected an object ({\"content\": \"blocks\"})",
+                       file);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v, key, val)
+    {
+        const char *s = json_string_value(val);
+        if (strcmp(key, "task_support") == 0) {
+            size_t i = 0;
+            while (s && i < 3 && strcmp(s, support[i]) != 0)
+                i++;
+            if (!s || i == 3)
+                return td_fail(err, errlen,
+                               "%s: mcp.task_support: expected \"forbidden\", \"optional\" or "
+                               "\"required\"",
+                               file);
+            t->mcp_tasks = support[i];
+        } else if (strcmp(key, "content") != 0) {
+            return td_fail(err, errlen, "%s: mcp.%s: unknown key (content, task_support)", file,
+                           key);
+        } else if (!s || (strcmp(s, "value") != 0 && strcmp(s, "blocks") != 0)) {
+            return td_fail(err, errlen, "%s: mcp.content: expected \"value\" or \"blocks\"", file);
+        } else {
+            t->mcp_blocks = strcmp(s, "blocks") == 0;
+        }
+    }
+    return 0;
+}
+
 int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, char *err,
                      size_t errlen)
 {
@@ -148,6 +192,10 @@ int td_declare_parse(const char *file, const json_t *def, struct td_tool *t, cha
 
     v = json_object_get(def, "scopes");
     if (v && parse_scopes(file, v, t, err, errlen) < 0)
+        return -EINVAL;
+
+    v = json_object_get(def, "mcp");
+    if (v && parse_mcp(file, v, t, err, errlen) < 0)
         return -EINVAL;
 
     v = json_object_get(def, "strict");
@@ -220,8 +268,16 @@ json_t *td_declare_tool(const struct td_tool *t, const char *format)
             json_object_set(d, "annotations", t->annotations);
         if (t->output_schema)
             json_object_set(d, "outputSchema", t->output_schema);
+        json_t *meta = json_object();
         if (t->scopes) /* the key mcp_auth.h's MCP_AUTH_META_SCOPES reads */
-            json_object_set_new(d, "_meta", json_pack("{s:O}", "toolexecd/scopes", t->scopes));
+            json_object_set(meta, "toolexecd/scopes", t->scopes);
+        if (t->mcp_blocks) /* the keys toolexec mcp's mcp_toolinfo.c reads */
+            json_object_set_new(meta, "toolexecd/content", json_string("blocks"));
+        if (t->mcp_tasks)
+            json_object_set_new(meta, "toolexecd/taskSupport", json_string(t->mcp_tasks));
+        if (json_object_size(meta))
+            json_object_set(d, "_meta", meta);
+        json_decref(meta);
     }
     return d;
 }
@@ -231,8 +287,13 @@ json_t *td_declare_check_output(const struct td_tool *t, const char *call_id, js
     json_t *ok = json_object_get(result, "ok");
     if (!t || !t->output_validator || !ok)
         return result;
+    /* a blocks tool's output_schema is structuredContent's, as MCP has it */
+    json_t *checked = t->mcp_blocks ? json_object_get(ok, "structuredContent") : ok;
     char *errors = NULL;
-    int n = te_schema_validate(t->output_validator, ok, &errors);
+    int n = checked ? te_schema_validate(t->output_validator, checked, &errors) : -1;
+    if (!checked)
+        errors = strdup("no structuredContent (its \"mcp\" content is blocks: output_schema "
+                        "describes their structuredContent)");
     if (n == 0) {
         free(errors);
         return result;

@@ -69,6 +69,10 @@ struct td_tool {
     bool strict;                 /* OpenAI's strict mode */
     json_t *scopes;              /* OAuth scopes, one of which a call over MCP's HTTP
                                     front needs; NULL: any valid token */
+    bool mcp_blocks;             /* "mcp": {"content": "blocks"}: its ok value is MCP
+                                    content blocks (toolexec mcp passes them through) */
+    const char *mcp_tasks;       /* "mcp": {"task_support": ...} (a static string);
+                                    NULL: not said (MCP's "optional") */
     /* warm start (template.c): "start": "warm", "max_forks" */
     bool warm;
     unsigned max_forks;

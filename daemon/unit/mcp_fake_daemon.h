@@ -5,7 +5,8 @@
  * program's one source file: it defines the client functions the core
  * calls. Events are queued in fake_events; last_batch is the batch of the
  * latest run request the core sent; with fake_cancel_answers, a cancel
- * request is answered as the daemon answers it (the batch's error event).
+ * request is answered as the daemon answers it (the batch's error event);
+ * with fake_tools_answers, a tools request with fake_tools (NULL: none).
  */
 #ifndef MCP_FAKE_DAEMON_H
 #define MCP_FAKE_DAEMON_H
@@ -18,6 +19,8 @@
 static json_t *fake_events; /* queued daemon events */
 static char last_batch[256];
 static bool fake_cancel_answers;
+static bool fake_tools_answers;
+static json_t *fake_tools;
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -54,6 +57,10 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req)
     const char *op = json_string_value(json_object_get(req, "op"));
     if (batch && op && strcmp(op, "run") == 0)
         snprintf(last_batch, sizeof(last_batch), "%s", batch);
+    if (fake_tools_answers && op && strcmp(op, "tools") == 0)
+        json_array_append_new(fake_events,
+                              json_pack("{s:s,s:o}", "event", "tools", "tools",
+                                        fake_tools ? json_incref(fake_tools) : json_array()));
     if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
         json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
                                                      batch, "message", "cancelled"));
@@ -66,6 +73,43 @@ int cli_recv_failed(const struct cli *cli, int rc, const char *what)
     (void)rc;
     (void)what;
     return CLI_EXIT_CONNECT;
+}
+
+/* The unit tests' core (m, its settings set): every message it sends goes
+ * to fake_out; the daemon answers cancels and listings (fake_tools). */
+static json_t *fake_out;
+
+__attribute__((unused)) static void fake_sink_send(void *ctx, json_t *msg,
+                                                   const struct mcp_reqctx *req, bool final)
+{
+    (void)ctx;
+    (void)req;
+    (void) final;
+    json_array_append_new(fake_out, msg);
+}
+
+__attribute__((unused)) static void fake_core_start(struct mcp *m, struct cli *cli)
+{
+    static const struct mcp_sink_ops sink = {.send = fake_sink_send};
+    fake_cancel_answers = fake_tools_answers = true;
+    fake_events = json_array();
+    fake_out = json_array();
+    mcp_core_init(m, cli, NULL, &sink, NULL);
+}
+
+/* The end of input, then the core freed with what the fake held; as
+ * cmocka's teardown, *state is the core. */
+__attribute__((unused)) static int fake_core_end(void **state)
+{
+    struct mcp *m = *state;
+    mcp_end_of_input(m);
+    mcp_daemon_readable(m);
+    mcp_core_free(m);
+    json_decref(fake_events);
+    json_decref(fake_tools);
+    json_decref(fake_out);
+    fake_tools = fake_out = NULL;
+    return 0;
 }
 
 #endif

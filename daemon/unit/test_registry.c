@@ -157,6 +157,12 @@ static void test_errors(void **state)
         {"{\"name\":\"x\",\"scopes\":[\"files:read\",\"a b\"]}",
          "x.json: scopes[1]: expected an OAuth scope"},
         {"{\"name\":\"x\",\"scopes\":\"files:read\"}", "x.json: scopes: expected a non-empty"},
+        {"{\"name\":\"x\",\"mcp\":\"blocks\"}", "x.json: mcp: expected an object"},
+        {"{\"name\":\"x\",\"mcp\":{\"content\":\"images\"}}",
+         "x.json: mcp.content: expected \"value\" or \"blocks\""},
+        {"{\"name\":\"x\",\"mcp\":{\"contents\":\"blocks\"}}", "x.json: mcp.contents: unknown key"},
+        {"{\"name\":\"x\",\"mcp\":{\"task_support\":true}}",
+         "x.json: mcp.task_support: expected \"forbidden\", \"optional\" or \"required\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         put("x.json", cases[i].text);
@@ -184,17 +190,25 @@ static void test_near_word(void **state)
 }
 
 /* "scopes": declared to MCP in the tool's _meta, where the HTTP front
- * (daemon/cli/mcp_auth.h) reads it; absent, no _meta. */
+ * (daemon/cli/mcp_auth.h) reads it, and "mcp": {"content": "blocks"} too
+ * (daemon/cli/mcp_content.c); absent (or "value"), no _meta. */
 static void test_scopes_declared(void **state)
 {
     (void)state;
-    put("s.json", "{\"name\":\"s\",\"scopes\":[\"files:write\",\"admin\"]}");
-    put("n.json", "{\"name\":\"n\"}");
+    put("s.json", "{\"name\":\"s\",\"scopes\":[\"files:write\",\"admin\"],\"mcp\":{\"content\":"
+                  "\"blocks\"}}");
+    put("n.json", "{\"name\":\"n\",\"mcp\":{\"content\":\"value\"}}");
+    put("t.json", "{\"name\":\"t\",\"mcp\":{\"task_support\":\"required\"}}");
     struct td_registry *r = load(NULL);
     json_t *d = td_declare_tool(td_registry_find(r, "s"), "mcp");
     json_t *sc = json_object_get(json_object_get(d, "_meta"), "toolexecd/scopes");
     assert_int_equal(json_array_size(sc), 2);
     assert_string_equal(json_string_value(json_array_get(sc, 0)), "files:write");
+    /* "mcp": {"content": "blocks"} beside it, which toolexec mcp reads */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d, "_meta"), "toolexecd/content")),
+        "blocks");
+    assert_null(json_object_get(json_object_get(d, "_meta"), "toolexecd/taskSupport"));
     json_decref(d);
     d = td_declare_tool(td_registry_find(r, "s"), "openai");
     assert_null(json_object_get(d, "_meta")); /* MCP's alone */
@@ -202,11 +216,18 @@ static void test_scopes_declared(void **state)
     d = td_declare_tool(td_registry_find(r, "n"), "mcp");
     assert_null(json_object_get(d, "_meta"));
     json_decref(d);
+    d = td_declare_tool(td_registry_find(r, "t"), "mcp");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d, "_meta"), "toolexecd/taskSupport")),
+        "required");
+    json_decref(d);
     td_registry_free(r);
     char path[PATH_MAX + 8];
     snprintf(path, sizeof(path), "%s/s.json", dir);
     assert_int_equal(unlink(path), 0);
     snprintf(path, sizeof(path), "%s/n.json", dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/t.json", dir);
     assert_int_equal(unlink(path), 0);
 }
 

@@ -122,6 +122,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&cli, 0, sizeof(cli));
     struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2};
     fake_events = json_array();
+    /* the daemon answers the core's own listing (mcp_toolinfo.c) with a
+     * blocks tool and a task-only one */
+    fake_tools_answers = true;
+    fake_tools =
+        json_pack("[{s:s,s:{s:s}},{s:s,s:{s:s}}]", "name", "img", "_meta", "toolexecd/content",
+                  "blocks", "name", "job", "_meta", "toolexecd/taskSupport", "required");
     last_batch[0] = last_task[0] = '\0';
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     const char *p = (const char *)data, *end = p + size;
@@ -139,6 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 mcp_feed(&m, msg, &o);
             else
                 json_decref(msg);
+            if (te_client_pending(NULL) && !m.lost)
+                mcp_daemon_readable(&m); /* what the daemon answers at once */
         } else if (len >= 1 && p[0] == 'D') {
             daemon_event(&m, p + 1, len - 1);
         } else if (len >= 2 && p[0] == 'G') {
@@ -160,5 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(!m.calls && !m.listings && !m.subs && !m.routes && !m.tasks && !m.ntasks,
           "the core kept something");
     json_decref(fake_events);
+    json_decref(fake_tools);
+    fake_tools = NULL;
     return 0;
 }

@@ -477,6 +477,31 @@ MCP = {
         ("D", {"event": "error", "batch": "@", "message": "cancelled"}),
         ("C3", rpc(9, "tasks/get", {"taskId": "r.x", "_meta": TASKS})),
         ("C0", rpc(10, "tasks/get", {"taskId": "@", "_meta": MODERN})), "H", "L"),
+    "legacy-blocks": mcp_seed(
+        ("C0", rpc(0, "initialize", {"protocolVersion": "2025-11-25"})),
+        ("C0", rpc(1, "logging/setLevel", {"level": "debug"})),
+        ("C0", rpc(2, "tools/call", {"name": "img", "arguments": {}})),
+        ("D", {"event": "tools", "tools": [{"name": "img", "_meta": {
+            "toolexecd/content": "blocks"}}]}),
+        ("D", {"event": "tool_execution_progress", "batch": "@", "id": "c0", "name": "img",
+               "progress": {"progress": 1, "message": "drawing"}}),
+        ("D", {"event": "tool_execution_completed", "batch": "@", "id": "c0", "name": "img",
+               "result": {"ok": {"content": [
+                   {"type": "text", "text": "t", "annotations": {"audience": ["user"],
+                                                                 "priority": 1}},
+                   {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+                   {"type": "resource_link", "uri": "a:b", "name": "n", "size": 1},
+                   {"type": "resource", "resource": {"uri": "a:b", "mimeType": "a/b",
+                                                     "blob": "QQ=="}}],
+                   "structuredContent": {}}},
+               "denied": [{"kind": "syscall", "name": "bpf"}]}),
+        ("D", {"event": "batch_completed", "batch": "@", "messages": [{"content": "x"}]}),
+        ("C0", rpc(3, "tools/call", {"name": "img", "arguments": {}})),
+        ("D", {"event": "tool_execution_completed", "batch": "@", "id": "c0", "name": "img",
+               "result": {"ok": {"content": [{"type": "audio", "data": "A===",
+                                              "mimeType": "audio/wav"}]}}}),
+        ("D", {"event": "batch_completed", "batch": "@", "messages": [{"content": "x"}]}),
+        ("D", {"event": "tools_changed", "count": 1}), "E"),
     "modern-errors": mcp_seed(
         ("C0", rpc(1, "tools/call", {"name": "e", "_meta": dict(
             MODERN, **{"io.modelcontextprotocol/protocolVersion": "1900-01-01"})})),

@@ -78,7 +78,7 @@ for t in $targets; do
     fuzz_spawnmsg) own=(-I"$root/daemon/run" -I"$root/daemon/confine" "$root/daemon/run/spawnmsg.c") ;;
     fuzz_audit) own=("${audit[@]}") ;;
     fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -I"$root/daemon/unit" -DTE_CLI_VERSION=\"fuzz\"
-                   "$root"/daemon/cli/mcp_{core,events,modern,mrtr,requests,state,tasks,write}.c
+                   "$root"/daemon/cli/mcp_{content,core,events,modern,mrtr,requests,state,tasks,toolinfo,write}.c
                    "$root/lib/sha256hex.c" -lnettle) ;;
     fuzz_auth) # the MCP HTTP front's token checks: cjose, nettle
         pkg-config --exists cjose nettle || skip_or_fail "cjose or nettle (pkg-config) not found"

@@ -236,7 +236,7 @@ class Mcp(McpCase):
                                     "clientInfo": {"name": "test_mcp", "version": "1"}})
         r = self.assertResult(s.recv(), 1)
         self.assertEqual(r["protocolVersion"], "2025-06-18")
-        self.assertEqual(r["capabilities"], {"tools": {"listChanged": True}})
+        self.assertEqual(r["capabilities"], {"tools": {"listChanged": True}, "logging": {}})
         self.assertEqual(r["serverInfo"]["name"], "toolexec")
         self.assertIsInstance(r["serverInfo"]["version"], str)
         s.notify("notifications/initialized")  # no response

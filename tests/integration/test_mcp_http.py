@@ -642,6 +642,12 @@ class McpHttp(McpCase):
         resp = post(c, msg, h)
         self.assertEqual(resp.status, 400)
         self.assertEqual(json.loads(resp.read())["error"]["code"], -32020)
+        # tasks/result (removed from the extension) names no task: unknown
+        # (404, -32601), not a header mismatch
+        msg, h = modern(4, "tasks/result", params)
+        resp = post(c, msg, h)
+        self.assertEqual(resp.status, 404)
+        self.assertEqual(json.loads(resp.read())["error"]["code"], -32601)
 
 
 if __name__ == "__main__":

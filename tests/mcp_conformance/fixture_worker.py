@@ -44,6 +44,17 @@ def progress():
     return {"ok": "progress reported: 0, 50, 100 of 100"}
 
 
+def logging():
+    # what a tool can say as it runs: a progress frame's message, which the
+    # front sends a client that asked for logs as notifications/message
+    for i, said in enumerate(("Tool execution started", "Tool processing data",
+                              "Tool execution completed")):
+        if i:
+            time.sleep(0.05)
+        frame({"progress": {"progress": i, "message": said}})
+    return {"ok": "logged three messages"}
+
+
 def slow_compute(args):
     # what the tasks scenarios ask for: a call that takes `seconds`
     time.sleep(max(0, min(float(args.get("seconds", 0)), 120)))
@@ -52,14 +63,13 @@ def slow_compute(args):
 
 def answer(tool, args):
     # The content-block tools return the blocks the scenario expects as
-    # the tool's value: today the MCP front sends a value as one text
-    # block (its JSON) plus structuredContent, so these stay expected
-    # failures until a tool can say "these are my content blocks".
+    # the tool's value; their definitions say "mcp": {"content": "blocks"},
+    # so the front sends the blocks as the result's content.
     table = {
         "test_simple_text": lambda: {"ok": SIMPLE},
         "test_error_handling": lambda: {"error": ERROR},
         "test_tool_with_progress": progress,
-        "test_tool_with_logging": lambda: {"ok": "logging: a toolexecd worker has no log channel"},
+        "test_tool_with_logging": logging,
         "test_image_content": lambda: {"ok": {"content": [
             {"type": "image", "data": PNG, "mimeType": "image/png"}]}},
         "test_audio_content": lambda: {"ok": {"content": [
@@ -77,7 +87,7 @@ def answer(tool, args):
         "test_elicitation_sep1330_enums": lambda: {"ask_user": "Please pick options"},
         "test_sampling": lambda: {"ok": "sampling: a toolexecd worker cannot ask the client's model"},
         # 2026-07-28's diagnostic tools (server-stateless, input-required-*)
-        "test_logging_tool": lambda: {"ok": "no log channel: nothing is logged"},
+        "test_logging_tool": logging,
         "test_missing_capability": lambda: {"ask_user": "This needs elicitation"},
         "test_streaming_elicitation": lambda: {"ask_user": "Please confirm"},
         "test_input_required_result_elicitation": lambda: {"ask_user": "What is your name?"},
