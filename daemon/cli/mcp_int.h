@@ -37,10 +37,13 @@
  *      back in every struct mcp_reqctx handed to the sink. Requests are
  *      answered now or later, from mcp_daemon_readable().
  *   3. Poll mcp_daemon_fd() for POLLIN and call mcp_daemon_readable() then;
- *      it reads every whole event already buffered (a partial line makes
- *      te_client_recv() block for the rest, which is brief: the daemon
- *      writes whole lines). Call mcp_heartbeats() when its last return (ms) is
- *      due, and after each feed; -1: none due.
+ *      it reads every whole event already buffered. A non-blocking client
+ *      (te_client_connect_nb) keeps a partial line for the next POLLIN; the
+ *      transport then polls for POLLOUT while te_client_want_write() and
+ *      calls te_client_flush() (a blocking one waits for both). Call
+ *      mcp_heartbeats() when its last return (ms) is due, and after each
+ *      feed; -1: none due. It also starts the calls held for a free batch
+ *      slot (max_batches).
  *   4. A stream whose reader went away: mcp_stream_gone() cancels the calls
  *      bound to it. The end of all input: mcp_end_of_input(); the session
  *      is over once mcp_idle() and no more input is coming.
@@ -81,6 +84,8 @@ enum {
 #define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 #define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
 #define MCP_REPLICA_MAX 64 /* characters of --replica-id */
+/* --daemon-batches' default: the daemon's --max-client-batches default */
+#define MCP_DAEMON_BATCHES 64
 /* A result's list of what the call's confinement refused (toolexec's own) */
 #define MCP_META_DENIED "toolexecd/denied"
 
@@ -147,6 +152,8 @@ struct mcp_call {
     long long started_ms, sent_ms; /* the call's start; the last notification */
     char *bind;                    /* modern: what its requestState is bound to */
     char *owner;                   /* may become a task: the subject it is bound to */
+    json_t *held;                  /* its run request, not sent yet (max_batches) */
+    bool running;                  /* its batch counts in nbatches */
     struct mcp_call *next;
 };
 
@@ -215,6 +222,10 @@ struct mcp {
     const char *replica_id;  /* the handles' prefix; NULL: none */
     struct mcp_task *tasks;
     unsigned ntasks;
+    /* batches run at once on the daemon connection (--daemon-batches, the
+     * daemon's --max-client-batches); a call past it is held until one
+     * ends. 0: no bound. */
+    unsigned max_batches, nbatches;
 };
 
 /* The core's entry points, for a transport (see the top of this file):
@@ -265,7 +276,9 @@ void mcp_call_remove(struct mcp *m, struct mcp_call *c);
 struct mcp_listing *mcp_listing_pop(struct mcp *m);
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
 void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
-void mcp_send_daemon(struct mcp *m, json_t *req);
+int mcp_send_daemon(struct mcp *m, json_t *req);
+int mcp_run_call(struct mcp *m, struct mcp_call *c, json_t *req);
+void mcp_start_held(struct mcp *m);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
 
 /* mcp_modern.c: the 2026-07-28 revision's request metadata and methods */

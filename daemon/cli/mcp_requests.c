@@ -153,8 +153,10 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     c->started_ms = mcp_now_ms();
     c->next = m->calls;
     m->calls = c;
-    mcp_send_daemon(m, req);
-    json_decref(req);
+    if (mcp_run_call(m, c, req) == -ENOBUFS) {
+        mcp_call_remove(m, c); /* answered */
+        return;
+    }
     mcp_task_started(m, c, q, params);
 }
 

@@ -46,9 +46,8 @@ void cli_err(const char *fmt, ...)
     (void)fmt;
 }
 
-int cli_send(const struct cli *cli, te_client *c, const json_t *req)
+int te_client_send(te_client *c, const json_t *req)
 {
-    (void)cli;
     (void)c;
     const char *batch = json_string_value(json_object_get(req, "batch"));
     const char *op = json_string_value(json_object_get(req, "op"));
@@ -57,7 +56,14 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req)
     if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
         json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
                                                      batch, "message", "cancelled"));
-    return CLI_EXIT_OK;
+    return 0;
+}
+
+int cli_send_failed(const struct cli *cli, int rc)
+{
+    (void)cli;
+    (void)rc;
+    return CLI_EXIT_CONNECT;
 }
 
 int cli_recv_failed(const struct cli *cli, int rc, const char *what)
