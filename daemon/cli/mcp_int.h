@@ -278,6 +278,11 @@ void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
 void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
 int mcp_send_daemon(struct mcp *m, json_t *req);
 int mcp_run_call(struct mcp *m, struct mcp_call *c, json_t *req);
+bool mcp_listing_send(struct mcp *m, struct mcp_listing *l, json_t *req);
+/* The answer to a request that found the daemon connection's queue full. */
+#define MCP_SEND_FULL                                                                              \
+    "toolexecd is not reading this connection (its send queue is full): the request was not "      \
+    "sent, try it again"
 void mcp_start_held(struct mcp *m);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
 

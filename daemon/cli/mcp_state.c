@@ -121,11 +121,22 @@ int mcp_run_call(struct mcp *m, struct mcp_call *c, json_t *req)
         m->nbatches++;
     }
     if (rc == -ENOBUFS)
-        mcp_put_error(m, &c->req, RPC_INTERNAL_ERROR,
-                      "toolexecd is not reading this connection (its send queue is full): the "
-                      "call was not sent, try it again",
+        mcp_put_error(m, &c->req, RPC_INTERNAL_ERROR, MCP_SEND_FULL,
                       json_pack("{s:s}", "reason", "daemon_send_queue_full"));
     return rc;
+}
+
+/* Send l's tools request (req, not stolen); l then waits for its answer,
+ * which comes in order. false: the queue was full (-ENOBUFS), l is not
+ * queued (the caller answers and frees it): queued, it would take the next
+ * listing's answer. */
+bool mcp_listing_send(struct mcp *m, struct mcp_listing *l, json_t *req)
+{
+    if (mcp_send_daemon(m, req) == -ENOBUFS)
+        return false;
+    *m->listings_tail = l; /* sent, or the session is lost: mcp_fail_all() answers it */
+    m->listings_tail = &l->next;
+    return true;
 }
 
 /* The oldest held call, or NULL (calls are kept newest first). */
