@@ -4,7 +4,8 @@
  * test test_mcp_tasks and the fuzz target fuzz_mcp. Included once, by the
  * program's one source file: it defines the client functions the core
  * calls. Events are queued in fake_events; last_batch is the batch of the
- * latest run request the core sent; with fake_cancel_answers, a cancel
+ * latest run request the core sent, fake_runs how many it sent, and
+ * fake_cancels how many cancels; with fake_cancel_answers, a cancel
  * request is answered as the daemon answers it (the batch's error event).
  */
 #ifndef MCP_FAKE_DAEMON_H
@@ -18,6 +19,7 @@
 static json_t *fake_events; /* queued daemon events */
 static char last_batch[256];
 static bool fake_cancel_answers;
+static unsigned fake_runs, fake_cancels;
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -51,8 +53,12 @@ int te_client_send(te_client *c, const json_t *req)
     (void)c;
     const char *batch = json_string_value(json_object_get(req, "batch"));
     const char *op = json_string_value(json_object_get(req, "op"));
-    if (batch && op && strcmp(op, "run") == 0)
+    if (batch && op && strcmp(op, "run") == 0) {
         snprintf(last_batch, sizeof(last_batch), "%s", batch);
+        fake_runs++;
+    }
+    if (op && strcmp(op, "cancel") == 0)
+        fake_cancels++;
     if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
         json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
                                                      batch, "message", "cancelled"));
