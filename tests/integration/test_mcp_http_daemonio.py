@@ -10,6 +10,10 @@ every HTTP client while a daemon connection is slow.
   GET /ready answers at once, 503 with the reason, /healthz keeps
   answering, and a call that needs a new connection is refused with an
   error rather than hanging the front.
+- A daemon that reads nothing: the front queues calls' requests up to its
+  bound (16 MiB a connection), then answers each call past it with a typed
+  error (data.reason "daemon_send_queue_full"); /healthz answers after
+  each call sent.
 - The real daemon with its default --max-client-batches (64): 100
   concurrent 2026-07-28 tools/call requests, which share one daemon
   connection, all succeed (the front holds the calls past 64 until a batch
@@ -22,6 +26,7 @@ import http.client
 import json
 import os
 import select
+import shutil
 import socket
 import tempfile
 import threading
@@ -44,8 +49,9 @@ class FakeDaemon:
     gets a large result whose line is dribbled, then held until release is
     set. Each connection is served by a thread of its own."""
 
-    def __init__(self, testcase, path, backlog=16):
+    def __init__(self, testcase, path, backlog=16, reads=True):
         self.path = path
+        self.reads = reads
         self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.lsock.bind(path)
         self.lsock.listen(backlog)
@@ -80,6 +86,8 @@ class FakeDaemon:
         self.release.set()
         if self.acceptor.is_alive():
             self.stop_accepting()
+        for c in self.conns:
+            c.close()
         self.lsock.close()
         os.close(self.stop_r)
         os.close(self.stop_w)
@@ -88,6 +96,9 @@ class FakeDaemon:
     def serve(self, s):
         def send(ev):
             s.sendall(json.dumps(ev).encode() + b"\n")
+        if not self.reads:
+            self.release.wait(4 * WAIT)  # its socket's buffer fills
+            return
         try:
             for line in s.makefile("rb"):
                 req = json.loads(line)
@@ -124,6 +135,7 @@ class DaemonIo(unittest.TestCase):
         if not TOOLEXEC:
             raise unittest.SkipTest("environment lacks TOOLEXEC (run through meson test)")
         self.tmp = tempfile.mkdtemp(prefix="te-daemonio-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.sock = os.path.join(self.tmp, "fake.sock")
 
     def call_text(self, body, rid):
@@ -194,6 +206,34 @@ class DaemonIo(unittest.TestCase):
         body = json.loads(post(f.conn(), msg, h).read())
         self.assertEqual(body["error"]["code"], -32603, body)
         self.assertEqual(get(f, "/healthz"), (200, {"alive": True}))
+        self.assertIsNone(f.proc.poll())
+
+    def test_d_a_daemon_that_reads_nothing(self):
+        fake = FakeDaemon(self, self.sock, reads=False)
+        f = Front(self, self.sock, "--drain-timeout", "0")  # the queued calls never end
+        big = "z" * (3 << 20)  # a body under --max-body (4 MiB)
+        conns = []
+        for i in range(12):
+            c = http.client.HTTPConnection("127.0.0.1", f.port, timeout=WAIT)
+            conns.append(c)
+            self.addCleanup(c.close)
+            msg, h = modern(i, "tools/call", {"name": "echo", "arguments": {"x": big}},
+                            name="echo")
+            h.update({"Content-Type": "application/json", "Accept": "application/json"})
+            c.request("POST", "/mcp", body=json.dumps(msg).encode(), headers=h)
+            self.assertEqual(get(f, "/healthz"), (200, {"alive": True}))
+        # those past the bound are answered at once, the others wait: 16 MiB
+        # and a socket's buffer (well under a call) take at most six
+        def answered():
+            return [i for i, c in enumerate(conns) if select.select([c.sock], [], [], 0)[0]]
+        deadline_wait(lambda: len(answered()) >= len(conns) - 6, what="the calls past the bound")
+        refused = [(i, json.loads(conns[i].getresponse().read())) for i in answered()]
+        for i, body in refused:
+            self.assertEqual(body["id"], i, body)
+            self.assertEqual(body["error"]["code"], -32603, body)
+            self.assertEqual(body["error"]["data"]["reason"], "daemon_send_queue_full", body)
+        self.assertGreaterEqual(refused[0][0], 3, refused)  # 16 MiB took at least four
+        fake.release.set()
         self.assertIsNone(f.proc.poll())
 
     def test_c_more_calls_than_daemon_batches(self):
