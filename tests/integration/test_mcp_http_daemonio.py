@@ -129,6 +129,16 @@ class FakeDaemon:
         s.sendall(line[DRIBBLED:])
 
 
+def send_call(testcase, front, rid, name, arguments, timeout):
+    """A 2026-07-28 tools/call on a connection of its own, its answer not read."""
+    c = http.client.HTTPConnection("127.0.0.1", front.port, timeout=timeout)
+    testcase.addCleanup(c.close)
+    msg, h = modern(rid, "tools/call", {"name": name, "arguments": arguments}, name=name)
+    h.update({"Content-Type": "application/json", "Accept": "application/json"})
+    c.request("POST", "/mcp", body=json.dumps(msg).encode(), headers=h)
+    return c
+
+
 class DaemonIo(unittest.TestCase):
     def setUp(self):
         harness.require_env()
@@ -214,13 +224,7 @@ class DaemonIo(unittest.TestCase):
         big = "z" * (3 << 20)  # a body under --max-body (4 MiB)
         conns = []
         for i in range(12):
-            c = http.client.HTTPConnection("127.0.0.1", f.port, timeout=WAIT)
-            conns.append(c)
-            self.addCleanup(c.close)
-            msg, h = modern(i, "tools/call", {"name": "echo", "arguments": {"x": big}},
-                            name="echo")
-            h.update({"Content-Type": "application/json", "Accept": "application/json"})
-            c.request("POST", "/mcp", body=json.dumps(msg).encode(), headers=h)
+            conns.append(send_call(self, f, i, "echo", {"x": big}, WAIT))
             self.assertEqual(get(f, "/healthz"), (200, {"alive": True}))
         # those past the bound are answered at once, the others wait: 16 MiB
         # and a socket's buffer (well under a call) take at most six
@@ -243,15 +247,7 @@ class DaemonIo(unittest.TestCase):
         os.chmod(files, 0o1777)  # workers, perhaps another user, wait on files here
         gate = os.path.join(files, "g")
         f = Front(self, d.sock, "--connections", str(CALLS + 16))
-        conns = []
-        for i in range(CALLS):
-            c = http.client.HTTPConnection("127.0.0.1", f.port, timeout=8 * WAIT)
-            conns.append(c)
-            self.addCleanup(c.close)
-            msg, h = modern(i, "tools/call", {"name": "wait", "arguments": {"path": gate}},
-                            name="wait")
-            h.update({"Content-Type": "application/json", "Accept": "application/json"})
-            c.request("POST", "/mcp", body=json.dumps(msg).encode(), headers=h)
+        conns = [send_call(self, f, i, "wait", {"path": gate}, 8 * WAIT) for i in range(CALLS)]
         # the daemon runs the connection's limit of them, and a request on
         # the same core answered after them says the front read them all
         deadline_wait(lambda: running(d) >= 64, what="64 calls at the daemon")
