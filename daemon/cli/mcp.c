@@ -263,7 +263,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"bearer-tokens", required_argument, NULL, OPT_BEARER_TOKENS},
         {0},
     };
-    struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS, .max_batches = MCP_DAEMON_BATCHES};
+    struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS}; /* max_batches 0: not given */
     struct mcp_stdio io = {.m = &m};
     struct mcp_http_opts http = {
         .body_max = MCP_HTTP_BODY_MAX,
@@ -362,8 +362,10 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     if (auth.ca_file && !auth.issuer)
         return cli_usage_error("mcp", "--oauth-ca goes with --oauth-issuer");
     http.origins = origins;
-    if (http.listen)
+    if (http.listen) /* the front learns the daemon's bound when not given */
         return mcp_http_serve(cli, &http, &m, auth.resource ? &auth : NULL);
+    if (!m.max_batches)
+        m.max_batches = MCP_DAEMON_BATCHES;
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

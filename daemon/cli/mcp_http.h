@@ -123,6 +123,9 @@ void mcp_http_ready_free(struct mcp_http_ready *r);
 /* *events: what to poll it for (POLLOUT while its request waits). */
 int mcp_http_ready_fd(const struct mcp_http_ready *r, short *events);
 void mcp_http_ready_readable(struct mcp_http_ready *r, short revents);
+/* The daemon's --max-client-batches from its last capacity answer; 0: none
+ * known (an older daemon, or no answer yet). */
+unsigned mcp_http_ready_batches(const struct mcp_http_ready *r);
 /* Begin the drain: /ready says 503, new calls are refused with 503. */
 void mcp_http_drain(struct mcp_http *h);
 /* The requests not yet answered to the end (GET streams aside); with fail,

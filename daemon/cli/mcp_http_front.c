@@ -24,8 +24,9 @@
  * line is whole, requests the daemon does not read yet are queued (up to
  * MCP_HTTP_DAEMON_QUEUE a connection, then that request fails) and flushed
  * on POLLOUT, and a daemon whose listen backlog is full refuses a connect at
- * once. A core runs --daemon-batches calls at once on its connection (the
- * daemon's --max-client-batches); the sessionless requests' core holds the
+ * once. A core runs --daemon-batches calls at once on its connection (or,
+ * without it, the daemon's --max-client-batches, which its capacity answer
+ * tells: 64 until it has); the sessionless requests' core holds the
  * calls past that until one ends (mcp_state.c), rather than open more
  * connections: its tasks, questions (requestState) and subscriptions are
  * that core's, and a retry or tasks/get must find them.
@@ -72,6 +73,8 @@ struct front {
     te_client *watch;         /* the connection that watches them; NULL: lost */
     long long watch_retry_ms; /* when to connect it again */
     json_t *tools;            /* name -> its declaration, from the last list */
+    unsigned batches;         /* a core's bound on its batches (max_batches) */
+    bool learn_batches;       /* batches follows the daemon's capacity answer */
 };
 
 #define WATCH_RETRY_MS 2000 /* a lost tools' watch, connected again this often */
@@ -162,7 +165,7 @@ static struct core *core_new(struct front *f, struct mcp_http_session *s)
     c->s = s;
     c->m.tool_timeout = f->tmpl->tool_timeout;
     c->m.heartbeat_ms = f->tmpl->heartbeat_ms;
-    c->m.max_batches = f->tmpl->max_batches;
+    c->m.max_batches = f->batches;
     mcp_tasks_settings(&c->m, f->tmpl);
     mcp_core_init(&c->m, f->cli, client, &sink, c);
     c->next = f->cores;
@@ -424,6 +427,17 @@ static void daemon_ready(struct core *c, short revents)
         mcp_daemon_readable(&c->m);
 }
 
+/* The daemon's bound, once its capacity answer tells it, for every core. */
+static void learn_batches(struct front *f)
+{
+    unsigned v = f->learn_batches ? mcp_http_ready_batches(f->ready) : 0;
+    if (!v || v == f->batches)
+        return;
+    f->batches = v;
+    for (struct core *c = f->cores; c; c = c->next)
+        c->m.max_batches = v;
+}
+
 static int loop(struct front *f, sigset_t *unblocked)
 {
     size_t max = mcp_http_nfds(f->h);
@@ -431,6 +445,7 @@ static int loop(struct front *f, sigset_t *unblocked)
     size_t cap = 0;
     for (;;) {
         reap(f);
+        learn_batches(f);
         int timeout = -1;
         if (stopping(f, &timeout))
             break;
@@ -519,6 +534,8 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct 
                    const struct mcp_auth_cfg *auth_cfg)
 {
     struct front f = {.cli = cli, .tmpl = tmpl, .drain_s = o->drain_s};
+    f.batches = tmpl->max_batches ? tmpl->max_batches : MCP_DAEMON_BATCHES;
+    f.learn_batches = !tmpl->max_batches;
     /* the daemon first: a front that cannot reach it says so at once */
     te_client *probe = cli_connect_nb(cli, MCP_HTTP_DAEMON_QUEUE);
     if (!probe)

@@ -145,6 +145,12 @@ void mcp_http_ready_readable(struct mcp_http_ready *r, short revents)
     } while (r->c && te_client_pending(r->c));
 }
 
+unsigned mcp_http_ready_batches(const struct mcp_http_ready *r)
+{
+    json_int_t v = r ? json_integer_value(json_object_get(r->capacity, "max_client_batches")) : 0;
+    return v > 0 && v <= 1000000 ? (unsigned)v : 0;
+}
+
 /* Whether the replica should get new calls; the reason when not. */
 static bool is_ready(struct mcp_http_ready *r, long long now, const char **why)
 {

@@ -84,7 +84,8 @@ enum {
 #define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 #define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
 #define MCP_REPLICA_MAX 64 /* characters of --replica-id */
-/* --daemon-batches' default: the daemon's --max-client-batches default */
+/* --daemon-batches' default: the daemon's --max-client-batches default (the
+ * HTTP front uses the daemon's own, from its capacity answer, once known) */
 #define MCP_DAEMON_BATCHES 64
 /* A result's list of what the call's confinement refused (toolexec's own) */
 #define MCP_META_DENIED "toolexecd/denied"

@@ -17,7 +17,8 @@ every HTTP client while a daemon connection is slow.
 - The real daemon with its default --max-client-batches (64): 100
   concurrent 2026-07-28 tools/call requests, which share one daemon
   connection, all succeed (the front holds the calls past 64 until a batch
-  ends).
+  ends); with --max-client-batches 8 the front learns that bound from the
+  daemon's capacity answer, and 20 calls all succeed.
 
 Environment (set by tests/integration/meson.build): TOOLEXEC, the client,
 besides what harness.py needs."""
@@ -241,17 +242,25 @@ class DaemonIo(unittest.TestCase):
         self.assertIsNone(f.proc.poll())
 
     def test_c_more_calls_than_daemon_batches(self):
-        d = Daemon([worker_tool("wait", "wait-file", timeout_ms=120000)])
+        self.calls_past_the_bound(CALLS, 64)
+
+    def test_e_the_daemons_bound_learnt(self):
+        self.calls_past_the_bound(20, 8, "--max-client-batches", "8")
+
+    def calls_past_the_bound(self, ncalls, bound, *daemon_args):
+        d = Daemon([worker_tool("wait", "wait-file", timeout_ms=120000)], args=daemon_args)
         self.addCleanup(d.stop, check=False)
         files = tempfile.mkdtemp(prefix="gates-", dir=d.tmp)
         os.chmod(files, 0o1777)  # workers, perhaps another user, wait on files here
         gate = os.path.join(files, "g")
-        f = Front(self, d.sock, "--connections", str(CALLS + 16))
-        conns = [send_call(self, f, i, "wait", {"path": gate}, 8 * WAIT) for i in range(CALLS)]
+        f = Front(self, d.sock, "--connections", str(ncalls + 16))
+        # the daemon's capacity answer, where its bound is, has come
+        deadline_wait(lambda: get(f, "/ready")[0] == 200, what="/ready 200")
+        conns = [send_call(self, f, i, "wait", {"path": gate}, 8 * WAIT) for i in range(ncalls)]
         # the daemon runs the connection's limit of them, and a request on
         # the same core answered after them says the front read them all
-        deadline_wait(lambda: running(d) >= 64, what="64 calls at the daemon")
-        msg, h = modern(CALLS, "tools/list")
+        deadline_wait(lambda: running(d) >= bound, what="%d calls at the daemon" % bound)
+        msg, h = modern(ncalls, "tools/list")
         r = post(f.conn(), msg, h)
         self.assertEqual(r.status, 200, r.read())
         r.read()
@@ -262,7 +271,7 @@ class DaemonIo(unittest.TestCase):
             body = json.loads(r.read())
             if r.status != 200 or "result" not in body or body["result"].get("isError"):
                 failed.append((i, r.status, body))
-        self.assertEqual(failed, [], "%d of %d calls failed" % (len(failed), CALLS))
+        self.assertEqual(failed, [], "%d of %d calls failed" % (len(failed), ncalls))
 
 
 if __name__ == "__main__":
