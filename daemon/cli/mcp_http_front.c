@@ -469,9 +469,9 @@ static int loop(struct front *f, sigset_t *unblocked)
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
-        short revents = 0;
-        int rfd = mcp_http_ready_fd(f->ready, &revents);
-        fds[n] = (struct pollfd){.fd = rfd, .events = revents}; /* -1: ignored */
+        short ready_events = 0;
+        int rfd = mcp_http_ready_fd(f->ready, &ready_events);
+        fds[n] = (struct pollfd){.fd = rfd, .events = ready_events}; /* -1: ignored */
         size_t nh = mcp_http_fds(f->h, fds + n + 1, &timeout);
         struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
         if (ppoll(fds, n + 1 + nh, timeout < 0 ? NULL : &ts, unblocked) < 0) {

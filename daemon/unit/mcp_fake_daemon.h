@@ -6,7 +6,9 @@
  * calls. Events are queued in fake_events; last_batch is the batch of the
  * latest run request the core sent, fake_runs how many it sent, and
  * fake_cancels how many cancels; with fake_cancel_answers, a cancel
- * request is answered as the daemon answers it (the batch's error event).
+ * request is answered as the daemon answers it (the batch's error event);
+ * with fake_full, every request finds the connection's queue full
+ * (-ENOBUFS, as a non-blocking client past its bound).
  */
 #ifndef MCP_FAKE_DAEMON_H
 #define MCP_FAKE_DAEMON_H
@@ -20,6 +22,7 @@ static json_t *fake_events; /* queued daemon events */
 static char last_batch[256];
 static bool fake_cancel_answers;
 static unsigned fake_runs, fake_cancels;
+static bool fake_full;
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -51,6 +54,8 @@ void cli_err(const char *fmt, ...)
 int te_client_send(te_client *c, const json_t *req)
 {
     (void)c;
+    if (fake_full)
+        return -ENOBUFS;
     const char *batch = json_string_value(json_object_get(req, "batch"));
     const char *op = json_string_value(json_object_get(req, "op"));
     if (batch && op && strcmp(op, "run") == 0) {
