@@ -22,7 +22,9 @@
  * daemon whose listen backlog is full refuses the connect at once (not
  * ready: it takes no connection), the request waits in its queue until
  * the socket takes it, and a capacity event that comes in pieces is kept
- * until its line is whole.
+ * until its line is whole. The same answer tells the daemon's
+ * --max-client-batches, the front's bound on a connection's calls at once
+ * (mcp_http_ready_batches()).
  */
 #include <errno.h>
 #include <poll.h>
