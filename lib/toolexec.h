@@ -331,7 +331,8 @@ size_t te_utf8_seq(const void *p, size_t n);
 bool te_tool_name_valid(const char *name);
 
 /* ------------------------------------------------------------------------ */
-/* Client API (blocking; for tools, tests and the toolexec CLI).             */
+/* Client API (blocking, for tools, tests and the toolexec CLI; or not, for  */
+/* a poll loop: te_client_connect_nb).                                        */
 
 typedef struct te_client te_client;
 
@@ -355,6 +356,17 @@ int te_client_fd(const te_client *c);
 /* Whether a whole event is already buffered (te_client_recv() will not
  * block). */
 bool te_client_pending(const te_client *c);
+/* Non-blocking: connect() fails at once (-EAGAIN: the daemon's listen
+ * backlog is full) rather than wait; te_client_recv() gives -EAGAIN when no
+ * whole line is there yet (what was read is kept for the next call);
+ * te_client_send() queues what the socket does not take, up to queue_max
+ * bytes: past it, -ENOBUFS and nothing of that request is queued (a request
+ * alone longer than that is taken when the queue is empty). Poll for POLLOUT while
+ * te_client_want_write() and call te_client_flush() then. */
+int te_client_connect_nb(const char *path, size_t queue_max, te_client **out);
+bool te_client_want_write(const te_client *c);
+/* Send what is queued, as far as the socket takes it: 0 or -errno. */
+int te_client_flush(te_client *c);
 
 /* ------------------------------------------------------------------------ */
 /* Worker SDK: a tool is a handler that receives the call and returns one of

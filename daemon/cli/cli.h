@@ -49,6 +49,9 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Connect to the daemon; on failure explain what to check and return NULL
  * (the caller exits CLI_EXIT_CONNECT). */
 te_client *cli_connect(struct cli *cli);
+/* The same, non-blocking (te_client_connect_nb) with a send queue of
+ * queue_max bytes; 0: blocking. */
+te_client *cli_connect_nb(struct cli *cli, size_t queue_max);
 /* Long options every command accepts; their short forms are "s:jh". */
 /* clang-format off */
 #define CLI_COMMON_OPTIONS                                                  \
@@ -78,6 +81,8 @@ int cli_policy_file(const char *cmd, const char *path, json_t *fields);
 int cli_bad_option(const char *cmd, int opt, char **argv);
 /* Send a request; on failure say so and return CLI_EXIT_CONNECT. */
 int cli_send(const struct cli *cli, te_client *c, const json_t *req);
+/* Say that sending failed (rc: minus errno); returns CLI_EXIT_CONNECT. */
+int cli_send_failed(const struct cli *cli, int rc);
 /* Say that the daemon hung up or sent garbage; returns CLI_EXIT_ERROR. */
 int cli_recv_failed(const struct cli *cli, int rc, const char *what);
 /* Print one event as a compact JSON line and flush it (for jq and pipes). */

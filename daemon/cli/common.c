@@ -193,6 +193,12 @@ static void explain_connect_error(const char *path, int err)
                 path, strerror(err), dash(), path);
         return;
     }
+    if (err == EAGAIN) {
+        cli_err("cannot connect to %s: toolexecd is not accepting connections now (its listen "
+                "backlog is full)",
+                path);
+        return;
+    }
     if (err == ENAMETOOLONG) {
         cli_err("cannot connect to %s: the path is longer than a Unix socket allows "
                 "(107 bytes)",
@@ -210,11 +216,16 @@ static void explain_connect_error(const char *path, int err)
 
 te_client *cli_connect(struct cli *cli)
 {
+    return cli_connect_nb(cli, 0);
+}
+
+te_client *cli_connect_nb(struct cli *cli, size_t queue_max)
+{
     const char *path = resolve_socket(cli);
     if (!path)
         return NULL;
     te_client *c;
-    int rc = te_client_connect(path, &c);
+    int rc = queue_max ? te_client_connect_nb(path, queue_max, &c) : te_client_connect(path, &c);
     if (rc < 0) {
         explain_connect_error(path, -rc);
         return NULL;
@@ -238,15 +249,17 @@ int cli_recv_failed(const struct cli *cli, int rc, const char *what)
     return CLI_EXIT_CONNECT;
 }
 
+int cli_send_failed(const struct cli *cli, int rc)
+{
+    cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
+            cli->socket_path, strerror(-rc));
+    return CLI_EXIT_CONNECT;
+}
+
 int cli_send(const struct cli *cli, te_client *c, const json_t *req)
 {
     int rc = te_client_send(c, req);
-    if (rc < 0) {
-        cli_err("cannot send to %s: %s (check toolexecd's log: journalctl -u toolexecd)",
-                cli->socket_path, strerror(-rc));
-        return CLI_EXIT_CONNECT;
-    }
-    return CLI_EXIT_OK;
+    return rc < 0 ? cli_send_failed(cli, rc) : CLI_EXIT_OK;
 }
 
 bool cli_one_of(const char *s, const char *const *set)

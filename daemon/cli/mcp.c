@@ -178,6 +178,7 @@ enum {
     OPT_SESSION_IDLE,
     OPT_KEEPALIVE,
     OPT_DRAIN_TIMEOUT,
+    OPT_DAEMON_BATCHES,
     OPT_RESOURCE,
     OPT_OAUTH_ISSUER,
     OPT_OAUTH_CA,
@@ -255,6 +256,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
         {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+        {"daemon-batches", required_argument, NULL, OPT_DAEMON_BATCHES},
         MCP_TASK_OPTIONS,
         {"resource", required_argument, NULL, OPT_RESOURCE},
         {"oauth-issuer", required_argument, NULL, OPT_OAUTH_ISSUER},
@@ -262,7 +264,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"bearer-tokens", required_argument, NULL, OPT_BEARER_TOKENS},
         {0},
     };
-    struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS};
+    struct mcp m = {.heartbeat_ms = MCP_HEARTBEAT_MS}; /* max_batches 0: not given */
     struct mcp_stdio io = {.m = &m};
     struct mcp_http_opts http = {
         .body_max = MCP_HTTP_BODY_MAX,
@@ -322,6 +324,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
             origins[norigins++] = optarg;
             continue;
         }
+        if (opt == OPT_DAEMON_BATCHES) {
+            json_int_t v;
+            if (!cli_parse_positive(optarg, &v) || v > 1000000)
+                return cli_usage_error("mcp", "--daemon-batches: expected 1 to 1000000, not '%s'",
+                                       optarg);
+            m.max_batches = (unsigned)v;
+            continue;
+        }
         if (opt == OPT_HEARTBEAT) {
             json_int_t ms;
             if (!cli_parse_positive(optarg, &ms))
@@ -353,8 +363,10 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
     if (auth.ca_file && !auth.issuer)
         return cli_usage_error("mcp", "--oauth-ca goes with --oauth-issuer");
     http.origins = origins;
-    if (http.listen)
+    if (http.listen) /* the front learns the daemon's bound when not given */
         return mcp_http_serve(cli, &http, &m, auth.resource ? &auth : NULL);
+    if (!m.max_batches)
+        m.max_batches = MCP_DAEMON_BATCHES;
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

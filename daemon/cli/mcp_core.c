@@ -79,6 +79,7 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
  * next (-1: none). A transport calls it before it waits. */
 int mcp_heartbeats(struct mcp *m)
 {
+    mcp_start_held(m);
     int next = mcp_progress_heartbeats(m), tasks = mcp_tasks_tick(m);
     if (tasks >= 0 && (next < 0 || tasks < next))
         next = tasks;

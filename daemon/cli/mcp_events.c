@@ -4,6 +4,7 @@
  * tools/call; a tool's ask_user, put to the user through the host
  * (elicitation) where it can; the tools list; the connection's loss.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,8 @@ int mcp_read_event(struct mcp *m)
 {
     json_t *ev;
     int rc = te_client_recv(m->client, &ev);
+    if (rc == -EAGAIN)
+        return 0; /* a non-blocking client's partial line: kept for the next read */
     if (rc < 0)
         return cli_recv_failed(m->cli, rc, "the session ended");
     on_event(m, ev);

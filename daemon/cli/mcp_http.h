@@ -78,6 +78,9 @@ struct mcp_http_opts {
  * libmicrohttpd memory pool, which it zeroes whole after every request: an
  * idle keep-alive connection costs that much (16 KiB, as Node.js allows). */
 #define MCP_HTTP_BODY_MAX (4u << 20)
+/* Bytes of requests a daemon connection of the front queues while the
+ * daemon does not read (its connections are non-blocking): four bodies. */
+#define MCP_HTTP_DAEMON_QUEUE (16u << 20)
 #define MCP_HTTP_HEADER_MAX (16u << 10)
 #define MCP_HTTP_CONN_MAX 64u
 #define MCP_HTTP_TIMEOUT_S 30u
@@ -117,8 +120,12 @@ void mcp_http_stop(struct mcp_http *h);
 struct mcp_http_ready;
 struct mcp_http_ready *mcp_http_ready_new(struct mcp_http *h, const char *socket);
 void mcp_http_ready_free(struct mcp_http_ready *r);
-int mcp_http_ready_fd(const struct mcp_http_ready *r);
-void mcp_http_ready_readable(struct mcp_http_ready *r);
+/* *events: what to poll it for (POLLOUT while its request waits). */
+int mcp_http_ready_fd(const struct mcp_http_ready *r, short *events);
+void mcp_http_ready_readable(struct mcp_http_ready *r, short revents);
+/* The daemon's --max-client-batches from its last capacity answer; 0: none
+ * known (an older daemon, or no answer yet). */
+unsigned mcp_http_ready_batches(const struct mcp_http_ready *r);
 /* Begin the drain: /ready says 503, new calls are refused with 503. */
 void mcp_http_drain(struct mcp_http *h);
 /* The requests not yet answered to the end (GET streams aside); with fail,

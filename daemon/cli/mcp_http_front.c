@@ -19,6 +19,18 @@
  * daemon's tools (format "mcp", whose "_meta" carries them): listed at
  * start, listed again when the daemon says they changed.
  *
+ * Nothing here waits on the daemon: every connection to it is non-blocking
+ * (te_client_connect_nb). An event that comes in pieces is kept until its
+ * line is whole, requests the daemon does not read yet are queued (up to
+ * MCP_HTTP_DAEMON_QUEUE a connection, then that request fails) and flushed
+ * on POLLOUT, and a daemon whose listen backlog is full refuses a connect at
+ * once. A core runs --daemon-batches calls at once on its connection (or,
+ * without it, the daemon's --max-client-batches, which its capacity answer
+ * tells: 64 until it has); the sessionless requests' core holds the
+ * calls past that until one ends (mcp_state.c), rather than open more
+ * connections: its tasks, questions (requestState) and subscriptions are
+ * that core's, and a retry or tasks/get must find them.
+ *
  * SIGTERM drains the front (mcp_http_ready.c): /ready says 503 so that a
  * load balancer moves away, new calls are refused, and the calls running
  * may finish for --drain-timeout seconds; those still running then are
@@ -28,6 +40,7 @@
  * closed connections ran.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +73,8 @@ struct front {
     te_client *watch;         /* the connection that watches them; NULL: lost */
     long long watch_retry_ms; /* when to connect it again */
     json_t *tools;            /* name -> its declaration, from the last list */
+    unsigned batches;         /* a core's bound on its batches (max_batches) */
+    bool learn_batches;       /* batches follows the daemon's capacity answer */
 };
 
 #define WATCH_RETRY_MS 2000 /* a lost tools' watch, connected again this often */
@@ -139,7 +154,7 @@ static const struct mcp_sink_ops sink = {.send = sink_send, .dropped = sink_drop
 
 static struct core *core_new(struct front *f, struct mcp_http_session *s)
 {
-    te_client *client = cli_connect(f->cli);
+    te_client *client = cli_connect_nb(f->cli, MCP_HTTP_DAEMON_QUEUE);
     struct core *c = client ? calloc(1, sizeof(*c)) : NULL;
     if (!c) {
         if (client)
@@ -150,6 +165,7 @@ static struct core *core_new(struct front *f, struct mcp_http_session *s)
     c->s = s;
     c->m.tool_timeout = f->tmpl->tool_timeout;
     c->m.heartbeat_ms = f->tmpl->heartbeat_ms;
+    c->m.max_batches = f->batches;
     mcp_tasks_settings(&c->m, f->tmpl);
     mcp_core_init(&c->m, f->cli, client, &sink, c);
     c->next = f->cores;
@@ -274,17 +290,26 @@ static json_t *tools_request(bool watch)
                  : json_pack("{s:s,s:s}", "op", "tools", "format", "mcp");
 }
 
-/* At start: the list, and its watch; blocks for the daemon's answer.
- * -1: the daemon refused or went away. */
+/* At start, before anything is served: the list, and its watch; waits
+ * for the daemon's answer. -1: the daemon refused or went away. */
 static int watch_tools(struct front *f)
 {
-    f->watch = cli_connect(f->cli);
+    f->watch = cli_connect_nb(f->cli, MCP_HTTP_DAEMON_QUEUE);
     json_t *req = tools_request(true);
     int rc = f->watch && req ? cli_send(f->cli, f->watch, req) : CLI_EXIT_CONNECT;
     json_decref(req);
     while (rc == CLI_EXIT_OK && !f->tools) {
         json_t *ev;
-        int r = te_client_recv(f->watch, &ev);
+        int r = te_client_flush(f->watch);
+        if (r == 0)
+            r = te_client_recv(f->watch, &ev);
+        if (r == -EAGAIN) {
+            short out = te_client_want_write(f->watch) ? POLLOUT : 0;
+            struct pollfd p = {.fd = te_client_fd(f->watch), .events = POLLIN | out};
+            if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                return cli_recv_failed(f->cli, -errno, "listing the tools");
+            continue;
+        }
         if (r < 0)
             return cli_recv_failed(f->cli, r, "listing the tools");
         const char *kind = json_string_value(json_object_get(ev, "event"));
@@ -297,13 +322,20 @@ static int watch_tools(struct front *f)
     return rc;
 }
 
-/* The watch connection is readable: a change asks for the list again, a
+/* The watch connection is ready: a change asks for the list again, a
  * list replaces the catalog. false: the connection is lost. */
-static bool watch_readable(struct front *f)
+static bool watch_readable(struct front *f, short revents)
 {
+    if ((revents & POLLOUT) && te_client_flush(f->watch) < 0)
+        return false;
+    if (!(revents & ~POLLOUT))
+        return true;
     do {
         json_t *ev;
-        if (te_client_recv(f->watch, &ev) < 0)
+        int rc = te_client_recv(f->watch, &ev);
+        if (rc == -EAGAIN)
+            return true; /* a partial line, kept */
+        if (rc < 0)
             return false;
         const char *kind = json_string_value(json_object_get(ev, "event"));
         if (kind && strcmp(kind, "tools") == 0)
@@ -364,7 +396,7 @@ static void rewatch(struct front *f, int *timeout)
         return;
     }
     json_t *req = tools_request(true);
-    f->watch = req ? cli_connect(f->cli) : NULL;
+    f->watch = req ? cli_connect_nb(f->cli, MCP_HTTP_DAEMON_QUEUE) : NULL;
     if (f->watch && te_client_send(f->watch, req) < 0) {
         te_client_close(f->watch);
         f->watch = NULL;
@@ -377,6 +409,35 @@ static void rewatch(struct front *f, int *timeout)
     }
 }
 
+/* A daemon connection, for poll: POLLOUT too while requests are queued. */
+static struct pollfd daemon_pollfd(const te_client *c)
+{
+    short out = te_client_want_write(c) ? POLLOUT : 0;
+    return (struct pollfd){.fd = te_client_fd(c), .events = POLLIN | out};
+}
+
+static void daemon_ready(struct core *c, short revents)
+{
+    int rc = revents & POLLOUT ? te_client_flush(c->m.client) : 0;
+    if (rc < 0) {
+        c->m.lost = cli_send_failed(c->m.cli, rc);
+        return;
+    }
+    if (revents & ~POLLOUT)
+        mcp_daemon_readable(&c->m);
+}
+
+/* The daemon's bound, once its capacity answer tells it, for every core. */
+static void learn_batches(struct front *f)
+{
+    unsigned v = f->learn_batches ? mcp_http_ready_batches(f->ready) : 0;
+    if (!v || v == f->batches)
+        return;
+    f->batches = v;
+    for (struct core *c = f->cores; c; c = c->next)
+        c->m.max_batches = v;
+}
+
 static int loop(struct front *f, sigset_t *unblocked)
 {
     size_t max = mcp_http_nfds(f->h);
@@ -384,6 +445,7 @@ static int loop(struct front *f, sigset_t *unblocked)
     size_t cap = 0;
     for (;;) {
         reap(f);
+        learn_batches(f);
         int timeout = -1;
         if (stopping(f, &timeout))
             break;
@@ -400,15 +462,16 @@ static int loop(struct front *f, sigset_t *unblocked)
         if (f->auth && !f->watch)
             rewatch(f, &timeout);
         if (f->watch) /* first, when there is one */
-            fds[n++] = (struct pollfd){.fd = te_client_fd(f->watch), .events = POLLIN};
+            fds[n++] = daemon_pollfd(f->watch);
         for (struct core *c = f->cores; c; c = c->next) {
-            fds[n++] = (struct pollfd){.fd = mcp_daemon_fd(&c->m), .events = POLLIN};
-            int due = mcp_heartbeats(&c->m);
+            int due = mcp_heartbeats(&c->m); /* it may send held calls: first */
+            fds[n++] = daemon_pollfd(c->m.client);
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
-        int rfd = mcp_http_ready_fd(f->ready);
-        fds[n] = (struct pollfd){.fd = rfd, .events = POLLIN}; /* -1: ignored */
+        short ready_events = 0;
+        int rfd = mcp_http_ready_fd(f->ready, &ready_events);
+        fds[n] = (struct pollfd){.fd = rfd, .events = ready_events}; /* -1: ignored */
         size_t nh = mcp_http_fds(f->h, fds + n + 1, &timeout);
         struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
         if (ppoll(fds, n + 1 + nh, timeout < 0 ? NULL : &ts, unblocked) < 0) {
@@ -420,13 +483,16 @@ static int loop(struct front *f, sigset_t *unblocked)
         }
         /* the cores as polled: none is freed before reap() */
         size_t i = 0;
-        if (f->watch && fds[i++].revents && !watch_readable(f))
-            watch_lost(f);
+        if (f->watch) {
+            short re = fds[i++].revents;
+            if (re && !watch_readable(f, re))
+                watch_lost(f);
+        }
         for (struct core *c = f->cores; c && i < n; c = c->next, i++)
             if (fds[i].revents && !c->m.lost)
-                mcp_daemon_readable(&c->m);
+                daemon_ready(c, fds[i].revents);
         if (rfd >= 0 && fds[n].revents)
-            mcp_http_ready_readable(f->ready);
+            mcp_http_ready_readable(f->ready, fds[n].revents);
         mcp_http_run(f->h, fds + n + 1, nh);
     }
     free(fds);
@@ -468,8 +534,10 @@ int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct 
                    const struct mcp_auth_cfg *auth_cfg)
 {
     struct front f = {.cli = cli, .tmpl = tmpl, .drain_s = o->drain_s};
+    f.batches = tmpl->max_batches ? tmpl->max_batches : MCP_DAEMON_BATCHES;
+    f.learn_batches = !tmpl->max_batches;
     /* the daemon first: a front that cannot reach it says so at once */
-    te_client *probe = cli_connect(cli);
+    te_client *probe = cli_connect_nb(cli, MCP_HTTP_DAEMON_QUEUE);
     if (!probe)
         return CLI_EXIT_CONNECT;
     te_client_close(probe);

@@ -18,10 +18,16 @@
  * on a daemon connection of its own. A probe finding it older than
  * READY_FRESH_MS sends a new request, whose event the poll loop reads
  * (mcp_http_ready_fd()); the probe is answered from what is there, so a
- * change shows at the probe after next. Connecting is a Unix socket's
- * connect(2), which returns at once while the daemon listens.
+ * change shows at the probe after next. The connection is non-blocking: a
+ * daemon whose listen backlog is full refuses the connect at once (not
+ * ready: it takes no connection), the request waits in its queue until
+ * the socket takes it, and a capacity event that comes in pieces is kept
+ * until its line is whole. The same answer tells the daemon's
+ * --max-client-batches, the front's bound on a connection's calls at once
+ * (mcp_http_ready_batches()).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +68,12 @@ static void ask(struct mcp_http_ready *r, long long now)
     if (r->asked_ms)
         disconnect(r, "the daemon did not answer a capacity request");
     if (!r->c) {
-        int rc = te_client_connect(r->socket, &r->c);
+        int rc = te_client_connect_nb(r->socket, MCP_HTTP_DAEMON_QUEUE, &r->c);
         if (rc < 0) {
             r->c = NULL;
             snprintf(r->why, sizeof(r->why), "cannot reach the daemon at %s: %s", r->socket,
-                     strerror(-rc));
+                     rc == -EAGAIN ? "it accepts no connection now (its listen backlog is full)"
+                                   : strerror(-rc));
             return;
         }
     }
@@ -101,16 +108,27 @@ void mcp_http_ready_free(struct mcp_http_ready *r)
     free(r);
 }
 
-int mcp_http_ready_fd(const struct mcp_http_ready *r)
+int mcp_http_ready_fd(const struct mcp_http_ready *r, short *events)
 {
-    return r && r->c ? te_client_fd(r->c) : -1;
+    if (!r || !r->c)
+        return -1;
+    *events = POLLIN | (te_client_want_write(r->c) ? POLLOUT : 0);
+    return te_client_fd(r->c);
 }
 
-void mcp_http_ready_readable(struct mcp_http_ready *r)
+void mcp_http_ready_readable(struct mcp_http_ready *r, short revents)
 {
+    if ((revents & POLLOUT) && te_client_flush(r->c) < 0) {
+        disconnect(r, "the daemon connection failed");
+        return;
+    }
+    if (!(revents & ~POLLOUT))
+        return;
     do {
         json_t *ev = NULL;
         int rc = te_client_recv(r->c, &ev);
+        if (rc == -EAGAIN)
+            return; /* a partial line, kept */
         if (rc < 0) {
             disconnect(r, rc == -ENODATA ? "the daemon closed the connection"
                                          : "the daemon connection failed");
@@ -127,6 +145,12 @@ void mcp_http_ready_readable(struct mcp_http_ready *r)
             json_decref(ev);
         }
     } while (r->c && te_client_pending(r->c));
+}
+
+unsigned mcp_http_ready_batches(const struct mcp_http_ready *r)
+{
+    json_int_t v = r ? json_integer_value(json_object_get(r->capacity, "max_client_batches")) : 0;
+    return v > 0 && v <= 1000000 ? (unsigned)v : 0;
 }
 
 /* Whether the replica should get new calls; the reason when not. */

@@ -41,10 +41,13 @@
  *      back in every struct mcp_reqctx handed to the sink. Requests are
  *      answered now or later, from mcp_daemon_readable().
  *   3. Poll mcp_daemon_fd() for POLLIN and call mcp_daemon_readable() then;
- *      it reads every whole event already buffered (a partial line makes
- *      te_client_recv() block for the rest, which is brief: the daemon
- *      writes whole lines). Call mcp_heartbeats() when its last return (ms) is
- *      due, and after each feed; -1: none due.
+ *      it reads every whole event already buffered. A non-blocking client
+ *      (te_client_connect_nb) keeps a partial line for the next POLLIN; the
+ *      transport then polls for POLLOUT while te_client_want_write() and
+ *      calls te_client_flush() (a blocking one waits for both). Call
+ *      mcp_heartbeats() when its last return (ms) is due, and after each
+ *      feed; -1: none due. It also starts the calls held for a free batch
+ *      slot (max_batches).
  *   4. A stream whose reader went away: mcp_stream_gone() cancels the calls
  *      bound to it. The end of all input: mcp_end_of_input(); the session
  *      is over once mcp_idle() and no more input is coming.
@@ -85,6 +88,9 @@ enum {
 #define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 #define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
 #define MCP_REPLICA_MAX 64 /* characters of --replica-id */
+/* --daemon-batches' default: the daemon's --max-client-batches default (the
+ * HTTP front uses the daemon's own, from its capacity answer, once known) */
+#define MCP_DAEMON_BATCHES 64
 /* A result's list of what the call's confinement refused (toolexec's own) */
 #define MCP_META_DENIED "toolexecd/denied"
 
@@ -150,11 +156,14 @@ struct mcp_call {
     double progress;               /* the last progress sent (MCP: it must increase) */
     bool reported;                 /* the worker sent progress of its own */
     bool blocks;                   /* its tool's ok value is MCP content (mcp_content.c) */
-    json_t *held;                  /* its run request, until the tools are known
-                                      (mcp_toolinfo.c); NULL: sent */
+    json_t *held;                  /* its run request, not sent yet: until the tools are
+                                      known (awaiting_tools, mcp_toolinfo.c) or a batch
+                                      slot is free (max_batches, mcp_state.c); NULL: sent */
+    bool awaiting_tools;           /* held until the tools are known */
     long long started_ms, sent_ms; /* the call's start; the last notification */
     char *bind;                    /* modern: what its requestState is bound to */
     char *owner;                   /* may become a task: the subject it is bound to */
+    bool running;                  /* its batch counts in nbatches */
     struct mcp_call *next;
 };
 
@@ -229,6 +238,10 @@ struct mcp {
     json_t *tool_meta;
     bool info_asked; /* its listing asked for (and reloads watched) */
     int log_level;   /* 2025: logging/setLevel's; MCP_LOG_NONE before */
+    /* batches run at once on the daemon connection (--daemon-batches, the
+     * daemon's --max-client-batches); a call past it is held until one
+     * ends. 0: no bound. */
+    unsigned max_batches, nbatches;
 };
 
 /* The core's entry points, for a transport (see the top of this file):
@@ -279,7 +292,14 @@ void mcp_call_remove(struct mcp *m, struct mcp_call *c);
 struct mcp_listing *mcp_listing_pop(struct mcp *m);
 void mcp_listing_free(struct mcp *m, struct mcp_listing *l);
 void mcp_reqctx_copy(struct mcp_reqctx *dst, const struct mcp_reqctx *src);
-void mcp_send_daemon(struct mcp *m, json_t *req);
+int mcp_send_daemon(struct mcp *m, json_t *req);
+int mcp_run_call(struct mcp *m, struct mcp_call *c, json_t *req);
+bool mcp_listing_send(struct mcp *m, struct mcp_listing *l, json_t *req);
+/* The answer to a request that found the daemon connection's queue full. */
+#define MCP_SEND_FULL                                                                              \
+    "toolexecd is not reading this connection (its send queue is full): the request was not "      \
+    "sent, try it again"
+void mcp_start_held(struct mcp *m);
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c);
 
 /* mcp_modern.c: the 2026-07-28 revision's request metadata and methods */

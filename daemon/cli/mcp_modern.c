@@ -222,9 +222,10 @@ void mcp_on_listen(struct mcp *m, const struct mcp_reqctx *q, const json_t *para
     mcp_reqctx_copy(&l->req, q);
     l->silent = true;
     l->sub = sub;
-    *m->listings_tail = l;
-    m->listings_tail = &l->next;
-    mcp_send_daemon(m, req);
+    if (!mcp_listing_send(m, l, req)) {
+        mcp_listing_free(m, l);
+        mcp_listen_failed(m, sub, MCP_SEND_FULL);
+    }
     json_decref(req);
 }
 

@@ -99,9 +99,11 @@ static void on_tools_list(struct mcp *m, const struct mcp_reqctx *q)
         return;
     }
     mcp_reqctx_copy(&l->req, q);
-    *m->listings_tail = l;
-    m->listings_tail = &l->next;
-    mcp_send_daemon(m, req);
+    if (!mcp_listing_send(m, l, req)) {
+        mcp_listing_free(m, l);
+        mcp_put_error(m, q, RPC_INTERNAL_ERROR, MCP_SEND_FULL,
+                      json_pack("{s:s}", "reason", "daemon_send_queue_full"));
+    }
     json_decref(req);
 }
 

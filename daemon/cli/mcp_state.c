@@ -2,7 +2,14 @@
  * mcp_state.c - `toolexec mcp`'s session state (mcp_int.h): the tools/call
  * requests in flight and the tools/list requests waiting for their answer;
  * requests to the daemon, a call's cancel.
+ *
+ * The daemon runs at most --max-client-batches batches for one connection
+ * and refuses the next; a core runs its calls on one connection (its
+ * session's state, tasks and questions stay in one place), so a call past
+ * max_batches is held here, in order, and its run request sent when a
+ * batch ends.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +58,8 @@ void mcp_call_remove(struct mcp *m, struct mcp_call *c)
 {
     if (c->cancelled)
         mcp_route_drop(m, &c->req);
+    if (c->running)
+        m->nbatches--;
     struct mcp_call **p = &m->calls;
     while (*p != c)
         p = &(*p)->next;
@@ -79,20 +88,88 @@ void mcp_listing_free(struct mcp *m, struct mcp_listing *l)
     free(l);
 }
 
-/* Send a request to the daemon. A failure makes the session end with
- * CLI_EXIT_CONNECT (m->lost); the caller carries on. */
-void mcp_send_daemon(struct mcp *m, json_t *req)
+/* Send a request to the daemon. -ENOBUFS: a non-blocking connection's
+ * queue is full (the daemon does not read it), that request alone fails.
+ * Any other failure makes the session end with CLI_EXIT_CONNECT (m->lost);
+ * the caller carries on. */
+int mcp_send_daemon(struct mcp *m, json_t *req)
 {
     if (m->lost)
-        return;
+        return -EPIPE;
     if (!req) {
         cli_err("mcp: out of memory");
         m->lost = CLI_EXIT_ERROR;
-        return;
+        return -ENOMEM;
     }
-    int rc = cli_send(m->cli, m->client, req);
-    if (rc != CLI_EXIT_OK)
-        m->lost = rc;
+    int rc = te_client_send(m->client, req);
+    if (rc < 0 && rc != -ENOBUFS)
+        m->lost = cli_send_failed(m->cli, rc);
+    return rc;
+}
+
+/* c's run request (stolen): sent while a batch slot is free, else held. */
+int mcp_run_call(struct mcp *m, struct mcp_call *c, json_t *req)
+{
+    if (m->max_batches && m->nbatches >= m->max_batches) {
+        c->held = req;
+        return 0;
+    }
+    int rc = mcp_send_daemon(m, req);
+    json_decref(req);
+    if (rc == 0) {
+        c->running = true;
+        m->nbatches++;
+    }
+    if (rc == -ENOBUFS)
+        mcp_put_error(m, &c->req, RPC_INTERNAL_ERROR, MCP_SEND_FULL,
+                      json_pack("{s:s}", "reason", "daemon_send_queue_full"));
+    return rc;
+}
+
+/* Send l's tools request (req, not stolen); l then waits for its answer,
+ * which comes in order. false: the queue was full (-ENOBUFS), l is not
+ * queued (the caller answers and frees it): queued, it would take the next
+ * listing's answer. */
+bool mcp_listing_send(struct mcp *m, struct mcp_listing *l, json_t *req)
+{
+    if (mcp_send_daemon(m, req) == -ENOBUFS)
+        return false;
+    *m->listings_tail = l; /* sent, or the session is lost: mcp_fail_all() answers it */
+    m->listings_tail = &l->next;
+    return true;
+}
+
+/* The oldest held call, or NULL (calls are kept newest first). */
+static struct mcp_call *oldest_held(struct mcp *m)
+{
+    struct mcp_call *held = NULL;
+    for (struct mcp_call *c = m->calls; c; c = c->next)
+        if (c->held && !c->awaiting_tools)
+            held = c;
+    return held;
+}
+
+/* Free batch slots to the held calls, oldest first; held calls cancelled
+ * meanwhile go without a word to the daemon. */
+void mcp_start_held(struct mcp *m)
+{
+    for (struct mcp_call *c = m->calls; c; c = c->next)
+        if (c->running && c->elicit_id) { /* its batch is over: it waits for the host */
+            c->running = false;
+            m->nbatches--;
+        }
+    for (struct mcp_call *c = m->calls, *next; c; c = next) {
+        next = c->next;
+        if (c->held && c->cancelled)
+            mcp_call_remove(m, c);
+    }
+    struct mcp_call *c;
+    while (!m->lost && (!m->max_batches || m->nbatches < m->max_batches) && (c = oldest_held(m))) {
+        json_t *req = c->held;
+        c->held = NULL;
+        if (mcp_run_call(m, c, req) == -ENOBUFS)
+            mcp_call_remove(m, c);
+    }
 }
 
 void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
@@ -101,7 +178,9 @@ void mcp_cancel_call(struct mcp *m, struct mcp_call *c)
         return;
     c->cancelled = true;
     if (c->elicit_id || c->held)
-        return; /* its batch has completed, or never ran (mcp_toolinfo.c drops it) */
+        return; /* its batch has completed, or never started (held) */
+    /* a cancel that finds the queue full is lost: the call runs to its end
+     * (its timeout), and its answer is dropped */
     json_t *req = json_pack("{s:s,s:s}", "op", "cancel", "batch", c->batch);
     mcp_send_daemon(m, req);
     json_decref(req);

@@ -14,6 +14,7 @@
  * "forbidden" never becomes one. A call ending between a reload and the new
  * listing is read by the old one.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,16 +107,20 @@ static void dispatch(struct mcp *m, struct mcp_call *c, json_t *run)
         mcp_call_remove(m, c);
         return;
     }
-    mcp_send_daemon(m, run);
-    json_decref(run);
+    if (mcp_run_call(m, c, run) == -ENOBUFS) { /* sent, or held for a batch slot */
+        mcp_call_remove(m, c);                 /* answered */
+        return;
+    }
     mcp_task_started(m, c, support);
 }
 
 void mcp_call_start(struct mcp *m, struct mcp_call *c, json_t *run)
 {
     bool known = m->tool_meta != NULL;
-    if (!known)
+    if (!known) {
         c->held = run;
+        c->awaiting_tools = true;
+    }
     /* asked even when a client's tools/list told us already: this one
      * watches the reloads (failing, it answers the held calls, c too) */
     if (!m->info_asked)
@@ -145,12 +150,13 @@ void mcp_toolinfo_learn(struct mcp *m, const json_t *tools)
     for (;;) {
         struct mcp_call *c = NULL;
         for (struct mcp_call *x = m->calls; x; x = x->next)
-            if (x->held)
+            if (x->held && x->awaiting_tools)
                 c = x;
         if (!c)
             break;
         json_t *run = c->held;
         c->held = NULL;
+        c->awaiting_tools = false;
         if (m->tool_meta) {
             dispatch(m, c, run);
         } else {

@@ -146,6 +146,9 @@ static const struct cli_command commands[] = {
      "      --session-idle, --keepalive   limits of --listen (toolexec(1))\n"
      "      --drain-timeout S      SIGTERM: running calls may finish for S seconds\n"
      "                             (default 30; 0: exit at once); /ready, /healthz\n"
+     "      --daemon-batches N     calls run at once on one daemon connection, more\n"
+     "                             wait (default: the daemon's --max-client-batches\n"
+     "                             as its capacity answer says with --listen; 64)\n"
      "  -h, --help                 this text\n"
      "\n"
      "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},

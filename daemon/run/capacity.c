@@ -68,10 +68,11 @@ json_t *td_capacity_event(void)
     json_t *e;
     json_object_foreach(tools, name, e) ready += json_integer_value(json_object_get(e, "spares"));
     unsigned running = td_batch_running();
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:o}", "event", "capacity", "max_workers",
+    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}", "event", "capacity", "max_workers",
                      (json_int_t)td_cfg.max_workers, "free_workers",
                      (json_int_t)(running < td_cfg.max_workers ? td_cfg.max_workers - running : 0),
                      "running_calls", (json_int_t)running, "queued_calls",
-                     (json_int_t)td_batch_queued(), "prepared_sandboxes", ready, "shutting_down",
+                     (json_int_t)td_batch_queued(), "prepared_sandboxes", ready,
+                     "max_client_batches", (json_int_t)td_cfg.max_client_batches, "shutting_down",
                      td_shutting_down, "tools", tools);
 }

@@ -4,9 +4,12 @@
  * test test_mcp_tasks and the fuzz target fuzz_mcp. Included once, by the
  * program's one source file: it defines the client functions the core
  * calls. Events are queued in fake_events; last_batch is the batch of the
- * latest run request the core sent; with fake_cancel_answers, a cancel
+ * latest run request the core sent, fake_runs how many it sent, and
+ * fake_cancels how many cancels; with fake_cancel_answers, a cancel
  * request is answered as the daemon answers it (the batch's error event);
- * with fake_tools_answers, a tools request with fake_tools (NULL: none).
+ * with fake_tools_answers, a tools request with fake_tools (NULL: none);
+ * with fake_full, every request finds the connection's queue full
+ * (-ENOBUFS, as a non-blocking client past its bound).
  */
 #ifndef MCP_FAKE_DAEMON_H
 #define MCP_FAKE_DAEMON_H
@@ -21,6 +24,8 @@ static char last_batch[256];
 static bool fake_cancel_answers;
 static bool fake_tools_answers;
 static json_t *fake_tools;
+static unsigned fake_runs, fake_cancels;
+static bool fake_full;
 
 int te_client_recv(te_client *c, json_t **event)
 {
@@ -49,14 +54,19 @@ void cli_err(const char *fmt, ...)
     (void)fmt;
 }
 
-int cli_send(const struct cli *cli, te_client *c, const json_t *req)
+int te_client_send(te_client *c, const json_t *req)
 {
-    (void)cli;
     (void)c;
+    if (fake_full)
+        return -ENOBUFS;
     const char *batch = json_string_value(json_object_get(req, "batch"));
     const char *op = json_string_value(json_object_get(req, "op"));
-    if (batch && op && strcmp(op, "run") == 0)
+    if (batch && op && strcmp(op, "run") == 0) {
         snprintf(last_batch, sizeof(last_batch), "%s", batch);
+        fake_runs++;
+    }
+    if (op && strcmp(op, "cancel") == 0)
+        fake_cancels++;
     if (fake_tools_answers && op && strcmp(op, "tools") == 0)
         json_array_append_new(fake_events,
                               json_pack("{s:s,s:o}", "event", "tools", "tools",
@@ -64,7 +74,14 @@ int cli_send(const struct cli *cli, te_client *c, const json_t *req)
     if (fake_cancel_answers && batch && op && strcmp(op, "cancel") == 0)
         json_array_append_new(fake_events, json_pack("{s:s,s:s,s:s}", "event", "error", "batch",
                                                      batch, "message", "cancelled"));
-    return CLI_EXIT_OK;
+    return 0;
+}
+
+int cli_send_failed(const struct cli *cli, int rc)
+{
+    (void)cli;
+    (void)rc;
+    return CLI_EXIT_CONNECT;
 }
 
 int cli_recv_failed(const struct cli *cli, int rc, const char *what)

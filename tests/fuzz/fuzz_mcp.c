@@ -16,13 +16,19 @@
  *   E           the end of input
  *   H           heartbeats due now
  *   L           the daemon connection is lost
+ *   F           the connection's send queue is full, or (again) no longer
+ *
+ * The core runs two batches at once (max_batches): the calls past them are
+ * held until one ends.
  *
  * Invariants: every message out is a JSON-RPC 2.0 object (or, for a
  * 2025-03-26 batch, an array of them) that is exactly one of a request, a
  * notification, a result or an error; final is set exactly for responses;
  * a result of a 2026-07-28 request carries resultType and the server's
- * identity; an error's code is an integer and its message a string; after
- * the end of input and the core freed, nothing leaks (LeakSanitizer).
+ * identity; an error's code is an integer and its message a string; the
+ * batches the core counts running are its calls marked running, never more
+ * than two; after the end of input and the core freed, nothing leaks
+ * (LeakSanitizer).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -120,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cli cli;
     memset(&cli, 0, sizeof(cli));
-    struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2};
+    struct mcp m = {.heartbeat_ms = 1, .task_after_ms = -1, .max_tasks = 2, .max_batches = 2};
     fake_events = json_array();
     /* the daemon answers the core's own listing (mcp_toolinfo.c) with a
      * blocks tool and a task-only one */
@@ -128,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fake_tools =
         json_pack("[{s:s,s:{s:s}},{s:s,s:{s:s}}]", "name", "img", "_meta", "toolexecd/content",
                   "blocks", "name", "job", "_meta", "toolexecd/taskSupport", "required");
+    fake_full = false;
     last_batch[0] = last_task[0] = '\0';
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
     const char *p = (const char *)data, *end = p + size;
@@ -157,7 +164,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             mcp_heartbeats(&m);
         } else if (len >= 1 && p[0] == 'L') {
             m.lost = CLI_EXIT_CONNECT;
+        } else if (len >= 1 && p[0] == 'F') {
+            fake_full = !fake_full;
         }
+        unsigned running = 0;
+        for (const struct mcp_call *c = m.calls; c; c = c->next)
+            running += c->running;
+        CHECK(running == m.nbatches && m.nbatches <= 2, "the batches counted running");
         p += len + (nl ? 1 : 0);
     }
     if (m.lost)

@@ -63,7 +63,8 @@ class CapacityTest(unittest.TestCase):
             cap = capacity(a)
             self.assertEqual(cap, {"event": "capacity", "max_workers": 2, "free_workers": 2,
                                    "running_calls": 0, "queued_calls": 0,
-                                   "prepared_sandboxes": 0, "shutting_down": False,
+                                   "prepared_sandboxes": 0, "max_client_batches": 64,
+                                   "shutting_down": False,
                                    "tools": {"wait": tool(), "echo": tool()}})
             rel = [d.path("release%d" % i) for i in range(3)]
             a.start_batch([{"id": "w%d" % i, "name": "wait", "arguments": {"path": p}}
