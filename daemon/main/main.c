@@ -27,6 +27,7 @@
 #include "spawner.h"
 #include "spawnproc.h"
 #include "fsview.h"
+#include "fswatch.h"
 #include "identity.h"
 #include "listener.h"
 #include "log.h"
@@ -107,6 +108,7 @@ static void maybe_exit(void)
     td_spawner_stop();
     td_reaper_stop();
     td_spill_stop();
+    td_fswatch_stop(); /* every call is over */
 }
 
 /* /metrics: the text with the gauges as they stand. */
@@ -396,6 +398,8 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     credproxy_setup();
+    if (td_identity_active()) /* a uid is a call only with a uid of its own each */
+        td_fswatch_start();
     td_worker_setup(); /* once the paths a call must not reach are known */
     if (td_opts.metrics_listen &&
         td_metrics_http_start(td_opts.metrics_listen, td_opts.metrics_timeout, metrics_render, err,
@@ -419,6 +423,7 @@ int main(int argc, char **argv)
     goto out_loop_closed;
 
 out_loop:
+    td_fswatch_stop();
     td_spares_stop();
     td_spawner_stop(); /* its socket's handle would keep the loop running */
     uv_close((uv_handle_t *)&sigterm, NULL);
