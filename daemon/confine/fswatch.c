@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "containment.h"
 #include "denials.h"
 #include "fsview.h"
 #include "fswatch.h"
@@ -286,13 +287,6 @@ void td_fswatch_unwatch(uid_t uid)
     e->refused = counted ? c.refused : 0;
 }
 
-bool td_fswatch_pending(uid_t uid)
-{
-    drain();
-    struct entry *e = *slot(uid);
-    struct td_fsw_call c;
-    return e && (e->n || e->refused || (counters(uid, &c) && c.refused));
-}
 #else
 int td_fswatch_start(void)
 {
@@ -306,11 +300,6 @@ void td_fswatch_watch(uid_t uid)
 void td_fswatch_unwatch(uid_t uid)
 {
     (void)uid;
-}
-bool td_fswatch_pending(uid_t uid)
-{
-    (void)uid;
-    return false;
 }
 static void drain(void) {}
 #endif
@@ -361,13 +350,18 @@ static const char *rule_of(const struct rec *r, const struct td_fsview *v,
     return "permissions";
 }
 
-void td_fswatch_collect(uid_t uid, struct td_denials *d, const struct td_fsview *v,
-                        const char *const *ll_write)
+void td_fswatch_collect(uid_t uid, struct td_denials *d, struct td_fsview *v, const char *cmd)
 {
     drain();
     struct entry *e = *slot(uid);
     if (!e)
         return;
+    /* what Landlock lets it write (the view's plan, made at its tool's
+     * first call and kept), only when there is something to tell */
+    const struct td_fsplan *plan;
+    const char *const *ll_write = NULL;
+    if (e->n && v && td_fsview_plan(v, cmd, td_init_path, td_fsview_mount_ns, &plan, &ll_write) < 0)
+        ll_write = NULL;
     size_t listed = 0;
     for (size_t i = 0; i < e->n; i++) {
         const char *rule = rule_of(&e->recs[i], v, ll_write);

@@ -27,13 +27,10 @@ bool td_fswatch_active(void);
 void td_fswatch_watch(uid_t uid);
 void td_fswatch_unwatch(uid_t uid);
 /* The call running as uid is over (its processes gone): its refusals into
- * d, each classified by v (its view) and ll_write (what Landlock lets it
- * write besides its directory; NULL: no Landlock), and its records
- * dropped. Nothing when uid is not watched. */
-void td_fswatch_collect(uid_t uid, struct td_denials *d, const struct td_fsview *v,
-                        const char *const *ll_write);
-/* Records waiting for uid (so the caller need not find ll_write). */
-bool td_fswatch_pending(uid_t uid);
+ * d, each classified by v, its tool's view (cmd its program, for the
+ * view's plan: what Landlock lets it write), and its records dropped.
+ * Nothing when uid is not watched. */
+void td_fswatch_collect(uid_t uid, struct td_denials *d, struct td_fsview *v, const char *cmd);
 void td_fswatch_stop(void);
 
 #endif

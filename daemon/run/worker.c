@@ -37,11 +37,9 @@
 #include "bigres.h"
 #include "bus.h"
 #include "calldir.h"
-#include "fswatch.h"
-#include "fsview.h"
-#include "containment.h"
 #include "cgroup.h"
 #include "exitcause.h"
+#include "fswatch.h"
 #include "identity.h"
 #include "log.h"
 #include "proxy.h"
@@ -182,14 +180,8 @@ static void fs_denials(struct td_worker *w)
     uid_t uid = w->call_uid;
     if (uid == (uid_t)-1 && w->run_uid >= 0 && td_identity_in_range((uid_t)w->run_uid))
         uid = (uid_t)w->run_uid;
-    if (uid == (uid_t)-1 || !td_fswatch_pending(uid))
-        return;
-    const struct td_fsplan *plan;
-    const char *const *ll_write = NULL;
-    if (td_fsview_plan(w->tool->fs, w->tool->argv ? w->tool->argv[0] : NULL, td_init_path,
-                       td_fsview_mount_ns, &plan, &ll_write) < 0)
-        ll_write = NULL;
-    td_fswatch_collect(uid, &w->denied, w->tool->fs, ll_write);
+    if (uid != (uid_t)-1)
+        td_fswatch_collect(uid, &w->denied, w->tool->fs, w->tool->argv ? w->tool->argv[0] : NULL);
 }
 
 /* Hand the result over, with the worker's resource use when it is known. */
