@@ -8,7 +8,9 @@
  * happens before any security module, so neither Landlock's audit log nor
  * fanotify sees it; the system call's end is the one place all of them
  * pass. Records are bounded per call (a budget each for refusals and for
- * ENOENT, which is mostly a search path's noise); past it only counted.
+ * ENOENT, which is mostly a search path's noise), a repeat of one of the
+ * last sent is not sent again (a flood of one path costs no budget), and
+ * every refusal is counted.
  * x86-64 only (its pt_regs and system-call numbers); fswatch.c loads it
  * nowhere else.
  */
@@ -101,22 +103,33 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     default:
         return 0;
     }
-    if (ret == -ENOENT) {
-        if (__sync_fetch_and_add(&c->noent, 1) >= TD_FSW_NOENT_BUDGET)
-            return 0;
-    } else if (__sync_fetch_and_add(&c->refused, 1) >= TD_FSW_REFUSED_BUDGET)
-        return 0;
+    if (ret != -ENOENT)
+        __sync_fetch_and_add(&c->refused, 1);
     struct td_fsw_rec *r = bpf_ringbuf_reserve(&ring, sizeof(*r), 0);
     if (!r) {
         __sync_fetch_and_add(&c->lost, 1);
         return 0;
     }
+    long len = bpf_probe_read_user_str(r->path, sizeof(r->path), (const void *)path);
+    if (len < 0)
+        len = 0, r->path[0] = 0;
+    /* FNV-1a of what the record says */
+    __u32 h = 2166136261u ^ (__u32)nr ^ ((__u32)-ret << 16) ^
+              ((__u32)flags & 01103); /* the access, O_CREAT, O_TRUNC */
+    for (long i = 0; i < len && i < TD_FSW_PATH_MAX; i++)
+        h = (h ^ (unsigned char)r->path[i]) * 16777619u;
+    __u32 *seen = &c->recent[h % TD_FSW_RECENT];
+    __u64 *sent = ret == -ENOENT ? &c->noent : &c->sent;
+    __u64 budget = ret == -ENOENT ? TD_FSW_NOENT_BUDGET : TD_FSW_REFUSED_BUDGET;
+    if (*seen == h || __sync_fetch_and_add(sent, 1) >= budget) {
+        bpf_ringbuf_discard(r, 0);
+        return 0;
+    }
+    *seen = h;
     r->uid = uid;
     r->err = (__s32)-ret;
     r->nr = (__u32)nr;
     r->flags = (__u32)flags;
-    if (bpf_probe_read_user_str(r->path, sizeof(r->path), (const void *)path) < 0)
-        r->path[0] = 0;
     bpf_ringbuf_submit(r, 0);
     return 0;
 }

@@ -17,10 +17,16 @@
 #define TD_FSW_NOENT_BUDGET 256
 #define TD_FSW_PATH_MAX 256
 
+/* the hashes of the last records sent, by hash: a repeat is not sent
+ * again, so that a flood of a few paths leaves the budget to the others */
+#define TD_FSW_RECENT 16
+
 struct td_fsw_call {
     __u64 refused; /* EACCES, EPERM, EROFS: every one, listed or not */
-    __u64 noent;   /* ENOENT, every one */
+    __u64 sent;    /* records sent of those */
+    __u64 noent;   /* ENOENT records sent */
     __u64 lost;    /* the ring was full */
+    __u32 recent[TD_FSW_RECENT];
 };
 
 struct td_fsw_rec {

@@ -385,6 +385,11 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
+    if (td_identity_active()) /* a uid is a call only with a uid of its own each */
+        td_fswatch_start();
+    else
+        td_log(TD_LOG_INFO, "file-system refusals are not reported: calls are told apart by a "
+                            "uid of their own each, a root daemon's (--call-uids)");
     /* Exec'd, it holds none of what was loaded above (the definitions'
      * credentials) or will be (the proxy's CA key). Not having one is no
      * reason to stop: the loop starts calls itself. */
@@ -398,8 +403,6 @@ int main(int argc, char **argv)
         goto out_loop;
     }
     credproxy_setup();
-    if (td_identity_active()) /* a uid is a call only with a uid of its own each */
-        td_fswatch_start();
     td_worker_setup(); /* once the paths a call must not reach are known */
     if (td_opts.metrics_listen &&
         td_metrics_http_start(td_opts.metrics_listen, td_opts.metrics_timeout, metrics_render, err,
