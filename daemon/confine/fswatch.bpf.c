@@ -55,6 +55,11 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     struct td_fsw_call *c = bpf_map_lookup_elem(&calls, &uid);
     if (!c)
         return 0;
+    if (c->ns_only) {
+        struct bpf_pidns_info ns;
+        if (!c->ns_ino || bpf_get_ns_current_pid_tgid(c->ns_dev, c->ns_ino, &ns, sizeof(ns)))
+            return 0;
+    }
     const unsigned long *regs = (const unsigned long *)ctx->args[0];
     long nr = (long)arg(regs, ORIG_AX);
     unsigned long path = 0, flags = 0;

@@ -26,6 +26,11 @@ bool td_fswatch_active(void);
 /* Watch uid (a call's own, identity.c) from now on / no more. */
 void td_fswatch_watch(uid_t uid);
 void td_fswatch_unwatch(uid_t uid);
+/* A uid that other processes may hold too (toolexec sandbox's --user):
+ * watched only in the PID namespace of pid, once td_fswatch_pidns() has
+ * said which (nothing before). 0 or -errno. */
+int td_fswatch_watch_shared(uid_t uid);
+int td_fswatch_pidns(uid_t uid, pid_t pid);
 /* The call running as uid is over (its processes gone): its refusals into
  * d, each classified by v, its tool's view (cmd its program, for the
  * view's plan: what Landlock lets it write), and its records dropped.

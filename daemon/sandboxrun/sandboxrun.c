@@ -194,9 +194,13 @@ static void say_denials(json_t *f)
     if (more)
         fprintf(stderr, "toolexec sandbox: denied: %lld more\n",
                 (long long)json_integer_value(more));
+    /* the count, where it says more than the list: repeats, and past it */
     json_t *fs = json_object_get(f, "denied_filesystem");
-    if (fs)
-        fprintf(stderr, "toolexec sandbox: denied: %lld file-system accesses in all\n",
+    size_t listed = 0;
+    json_array_foreach(list, i, e) listed +=
+        !strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "filesystem");
+    if (fs && (size_t)json_integer_value(fs) > listed)
+        fprintf(stderr, "toolexec sandbox: denied: file-system accesses in all: %lld\n",
                 (long long)json_integer_value(fs));
 }
 
@@ -403,11 +407,12 @@ int td_sandboxrun_main(int argc, char **argv)
     if (t->learn && !(call.denied.learn = td_learn_new()))
         goto out;
     /* as root, its file-system refusals (fswatch.h), by the uid it runs as:
-     * the --user's, which the command shares with that user's other
-     * processes while it runs */
-    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
-        td_fswatch_watch(t->uid);
+     * the --user's, which others may hold, so only in its PID namespace */
+    bool fsw = geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0 &&
+               td_fswatch_watch_shared(t->uid) == 0;
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
+    if (fsw && call.pid > 0 && td_fswatch_pidns(t->uid, call.pid) < 0)
+        td_log(TD_LOG_INFO, "file-system refusals are not reported: no PID namespace of its own");
     struct td_report rep = {0};
     if (call.pid < 0) {
         fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));

@@ -240,6 +240,32 @@ class SandboxChecks(unittest.TestCase):
         self.assertIn({"kind": "filesystem", "path": "/etc/hostname", "access": "read",
                        "rule": "hide"}, summary["denied"], err)
 
+    def test_not_its_users_other_processes(self):
+        """Its user's other processes (the command runs as toolexec or
+        nobody, which others may run as too) are not its own."""
+        harness.require_env()
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root")
+        try:
+            user = pwd.getpwnam("toolexec")
+        except KeyError:
+            user = pwd.getpwnam("nobody")
+        other = "/usr/te-fsd-%s-other" % TOKEN
+        # refused all along as the same user, before and after the command
+        loop = subprocess.Popen(["setpriv", "--reuid=%d" % user.pw_uid,
+                                 "--regid=%d" % user.pw_gid, "--clear-groups", "sh", "-c",
+                                 "while :; do true > %s; done 2>/dev/null" % other])
+        try:
+            deadline_wait(lambda: os.path.exists("/proc/%d" % loop.pid), what="the loop")
+            err, summary = self.sandbox("--json", "--", "sh", "-c",
+                                        "sleep 0.2; : > /usr/te-fsd-%s-mine" % TOKEN)
+        finally:
+            loop.kill()
+            loop.wait()
+        paths = [e["path"] for e in summary["denied"] if e["kind"] == "filesystem"]
+        self.assertIn("/usr/te-fsd-%s-mine" % TOKEN, paths, err)
+        self.assertNotIn(other, paths, err)
+
     def test_as_a_user(self):
         harness.require_env()
         if os.geteuid() != 0:
