@@ -17,6 +17,7 @@
 #include <linux/bpf.h>
 #include <linux/errno.h>
 
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
 #include "fswatch_rec.h"
@@ -29,6 +30,41 @@ struct {
     __type(key, __u32); /* the call's uid */
     __type(value, struct td_fsw_call);
 } calls SEC(".maps");
+
+/* the daemon's pid (its tgid): a watched uid's process counts only if it
+ * descends from it, so that a daemon whose --call-uids another shares
+ * (tests running side by side) never takes the other's calls for its own,
+ * nor toolexec sandbox its --user's other processes */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} self SEC(".maps");
+
+/* the kernel's, as much as is read here; its offsets from the kernel's BTF */
+struct task_struct {
+    struct task_struct *real_parent;
+    int tgid;
+} __attribute__((preserve_access_index));
+
+/* how far up a process's ancestors are looked at: daemon, spawner, init,
+ * the tool and the tool's own descendants; one deeper is not reported */
+#define ANCESTRY 32
+
+static __always_inline int ours(void)
+{
+    __u32 zero = 0, *me = bpf_map_lookup_elem(&self, &zero);
+    if (!me || !*me)
+        return 0;
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    for (int i = 0; i < ANCESTRY && t; i++) {
+        if ((__u32)BPF_CORE_READ(t, tgid) == *me)
+            return 1;
+        t = BPF_CORE_READ(t, real_parent);
+    }
+    return 0;
+}
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -55,11 +91,8 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     struct td_fsw_call *c = bpf_map_lookup_elem(&calls, &uid);
     if (!c)
         return 0;
-    if (c->ns_only) {
-        struct bpf_pidns_info ns;
-        if (!c->ns_ino || bpf_get_ns_current_pid_tgid(c->ns_dev, c->ns_ino, &ns, sizeof(ns)))
-            return 0;
-    }
+    if (!ours())
+        return 0;
     const unsigned long *regs = (const unsigned long *)ctx->args[0];
     long nr = (long)arg(regs, ORIG_AX);
     unsigned long path = 0, flags = 0;

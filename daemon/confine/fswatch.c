@@ -33,9 +33,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "fswatch_obj.h" /* fswatch.bpf.c compiled: td_fswatch_obj[] */
 #include "fswatch_rec.h"
@@ -219,6 +217,12 @@ int td_fswatch_start(void)
         goto fail;
     }
     what = "ring";
+    __u32 zero = 0, me = (__u32)getpid();
+    if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "self"), &zero, &me, BPF_ANY) <
+        0) {
+        err = errno;
+        goto fail;
+    }
     calls_fd = bpf_object__find_map_fd_by_name(obj, "calls");
     rb = ring_buffer__new(bpf_object__find_map_fd_by_name(obj, "ring"), on_record, NULL, NULL);
     if (calls_fd < 0 || !rb) {
@@ -252,55 +256,24 @@ static void entry_drop(uid_t uid)
     }
 }
 
-static int watch(uid_t uid, bool shared)
+void td_fswatch_watch(uid_t uid)
 {
     if (!active)
-        return -ENOTSUP;
+        return;
     struct entry *old = *slot(uid);
     if (old && !old->retired)
-        return -EBUSY;
+        return;
     if (old) /* a call that never collected its records (its result went out before) */
         entry_drop(uid);
     struct entry *e = calloc(1, sizeof(*e));
-    struct td_fsw_call zero = {.ns_only = shared};
+    struct td_fsw_call zero = {0};
     __u32 k = uid;
     if (!e || bpf_map_update_elem(calls_fd, &k, &zero, BPF_ANY) < 0) {
         free(e);
-        return -ENOMEM;
+        return;
     }
     e->uid = uid;
     *slot(uid) = e;
-    return 0;
-}
-
-void td_fswatch_watch(uid_t uid)
-{
-    watch(uid, false);
-}
-
-int td_fswatch_watch_shared(uid_t uid)
-{
-    return watch(uid, true);
-}
-
-int td_fswatch_pidns(uid_t uid, pid_t pid)
-{
-    char path[64];
-    struct stat st;
-    struct td_fsw_call c;
-    snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-    if (!*slot(uid) || !counters(uid, &c))
-        return -ENOENT;
-    struct stat self;
-    if (stat(path, &st) < 0 || stat("/proc/self/ns/pid", &self) < 0)
-        return -errno;
-    if (st.st_ino == self.st_ino && st.st_dev == self.st_dev)
-        return -EEXIST; /* ours: the uid's other processes too */
-    /* the kernel's dev_t, as the helper compares it (not stat's encoding) */
-    c.ns_dev = ((__u64)major(st.st_dev) << 20) | minor(st.st_dev);
-    c.ns_ino = st.st_ino;
-    __u32 k = uid;
-    return bpf_map_update_elem(calls_fd, &k, &c, BPF_EXIST) < 0 ? -errno : 0;
 }
 
 void td_fswatch_unwatch(uid_t uid)
@@ -330,16 +303,6 @@ int td_fswatch_start(void)
 void td_fswatch_watch(uid_t uid)
 {
     (void)uid;
-}
-int td_fswatch_watch_shared(uid_t uid)
-{
-    (void)uid;
-    return -ENOTSUP;
-}
-int td_fswatch_pidns(uid_t uid, pid_t pid)
-{
-    (void)uid, (void)pid;
-    return -ENOTSUP;
 }
 void td_fswatch_unwatch(uid_t uid)
 {

@@ -4,8 +4,9 @@
  * end of every system call that names a path records the failed ones of
  * the uids watched; each call of a root daemon runs as a uid of its own
  * (identity.c), so a uid is a call: identity.c watches a uid while it is
- * lent, the worker collects its call's records at the call's end (every
- * process of the call gone, every record in the ring by then). Where BPF
+ * lent (only this daemon's descendants: another daemon may lend the same
+ * uids, toolexec sandbox's --user be another process's too), the worker collects its call's records
+ * at the call's end (every process of the call gone, every record in the ring by then). Where BPF
  * cannot be loaded (an unprivileged daemon: CAP_BPF and CAP_PERFMON; a
  * kernel without it; not x86-64) nothing is watched, and the start-up log
  * says so.
@@ -26,11 +27,6 @@ bool td_fswatch_active(void);
 /* Watch uid (a call's own, identity.c) from now on / no more. */
 void td_fswatch_watch(uid_t uid);
 void td_fswatch_unwatch(uid_t uid);
-/* A uid that other processes may hold too (toolexec sandbox's --user):
- * watched only in the PID namespace of pid, once td_fswatch_pidns() has
- * said which (nothing before). 0 or -errno. */
-int td_fswatch_watch_shared(uid_t uid);
-int td_fswatch_pidns(uid_t uid, pid_t pid);
 /* The call running as uid is over (its processes gone): its refusals into
  * d, each classified by v, its tool's view (cmd its program, for the
  * view's plan: what Landlock lets it write), and its records dropped.

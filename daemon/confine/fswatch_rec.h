@@ -26,11 +26,6 @@ struct td_fsw_call {
     __u64 sent;    /* records sent of those */
     __u64 noent;   /* ENOENT records sent */
     __u64 lost;    /* the ring was full */
-    /* a uid others may share (toolexec sandbox's --user): only the
-     * processes of this PID namespace (its nsfs device, the kernel's
-     * dev_t, and inode), none while ns_ino is 0 */
-    __u64 ns_dev, ns_ino;
-    __u32 ns_only;
     __u32 recent[TD_FSW_RECENT];
 };
 

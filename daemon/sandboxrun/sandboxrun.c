@@ -406,13 +406,11 @@ int td_sandboxrun_main(int argc, char **argv)
     /* --learn: its listener and proxy record into this (learn.h) */
     if (t->learn && !(call.denied.learn = td_learn_new()))
         goto out;
-    /* as root, its file-system refusals (fswatch.h), by the uid it runs as:
-     * the --user's, which others may hold, so only in its PID namespace */
-    bool fsw = geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0 &&
-               td_fswatch_watch_shared(t->uid) == 0;
+    /* as root, its file-system refusals (fswatch.h), by the uid it runs as
+     * (the --user's: only in our descendants) */
+    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
+        td_fswatch_watch(t->uid);
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
-    if (fsw && call.pid > 0 && td_fswatch_pidns(t->uid, call.pid) < 0)
-        td_log(TD_LOG_INFO, "file-system refusals are not reported: no PID namespace of its own");
     struct td_report rep = {0};
     if (call.pid < 0) {
         fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));

@@ -201,6 +201,50 @@ class RootChecks(unittest.TestCase):
         self.assertLess(rss_kb(pid) - before, 8 * 1024, "daemon RSS grew with the flood")
 
 
+class TwoDaemonsChecks(unittest.TestCase):
+    """Two root daemons whose calls take the same uids (the same
+    --call-uids, as tests side by side have): each reports its own calls'
+    refusals only, told apart by who the process descends from."""
+
+    def test_same_uid_other_daemon(self):
+        harness.require_env()
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (root daemons)")
+        # the harness's view: its directory writable
+        x = Daemon([py_tool("fsd")])
+        try:
+            y = Daemon([py_tool("fsd")])
+        except BaseException:
+            x.stop()
+            raise
+        try:
+            if "file-system refusals: reported" not in x.stderr():
+                self.skipTest("not reported here: %s" % x.stderr())
+            shared = x.shared_dir("sync")
+            flag, started = os.path.join(shared, "flag"), os.path.join(shared, "started")
+            xpath, ypath = ("/usr/te-fsd-%s-%s" % (TOKEN, n) for n in "xy")
+            cx, cy = x.client(), y.client()
+            # each daemon's first call: the first uid of the same range
+            xcalls = [{"id": "x", "name": "fsd",
+                       "arguments": {"refuse_until": [xpath, flag, started]}}]
+            bx = cx.start_batch(xcalls)
+            deadline_wait(lambda: os.path.exists(started), what="x's call refusing")
+            ry = cy.run([{"id": "y", "name": "fsd",
+                          "arguments": {"try": [["create", ypath]]}}])
+            with open(flag, "w"):
+                pass
+            rx = harness.BatchResult(xcalls, cx.recv_batch(bx))
+            self.assertEqual(rx.completed("x")["enforced"]["uid"],
+                             ry.completed("y")["enforced"]["uid"])
+            self.assertEqual(fs_entries(rx.completed("x")),
+                             [(xpath, "create", "read-only in the view")])
+            self.assertEqual(fs_entries(ry.completed("y")),
+                             [(ypath, "create", "read-only in the view")])
+        finally:
+            x.stop()
+            y.stop()
+
+
 class SandboxChecks(unittest.TestCase):
     """toolexec sandbox lists its command's refusals on stderr and in its
     --json summary: as root (the command runs as toolexec or nobody, the

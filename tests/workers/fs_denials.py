@@ -5,7 +5,8 @@ one of "read", "write" (append to an existing file), "create", "remove",
 "mkdir" or "exec", and returns each one's outcome, "ok" or the errno's
 name ("exec" copies /bin/true there first when nothing is), and its
 directory. arguments["flood"] = {"path": P, "n": N} tries to open P for
-writing N times first (a flood of refusals)."""
+writing N times first (a flood of refusals); arguments["refuse_until"] = [P, F, S]
+makes the file S, then tries to create P until the file F exists."""
 import errno
 import os
 import shutil
@@ -49,6 +50,12 @@ def handler(arguments):
                 os.close(os.open(flood["path"], os.O_WRONLY | os.O_CREAT, 0o644))
             except OSError:
                 refused += 1
+    until = arguments.get("refuse_until")
+    if until:  # [path, flag, started]: refused over and over until flag exists
+        with open(until[2], "w"):
+            pass
+        while not os.path.exists(until[1]):
+            attempt("create", until[0])
     out = [attempt(what, path) for what, path in arguments.get("try", [])]
     return {"tried": out, "flood_refused": refused, "cwd": os.getcwd()}
 
