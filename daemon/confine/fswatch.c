@@ -4,20 +4,21 @@
  * records kept (distinct, bounded) until its call's end classifies them.
  *
  * Why BPF: the view refuses by its mounts (a read-only bind: EROFS; an
- * empty cover over a hidden tree: ENOENT; a noexec mount: EACCES), checks
+ * empty cover over a hidden tree: EACCES or ENOENT; a noexec mount:
+ * EACCES), checks
  * the kernel makes before any security module runs, so neither Landlock's
  * audit records (which need the host's audit on, besides) nor fanotify
  * (which sees only files that were opened) ever see them. A system call's
  * end is where every one of them passes, with the path as the call named
  * it. Cost: the program runs at the end of every system call on the host
  * and returns at its first test unless the call failed with one of four
- * errors; then a hash lookup by uid.
+ * errors; then a hash lookup by uid, and for a watched one a walk up its
+ * ancestors to this daemon.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <uv.h>
 
@@ -87,6 +88,15 @@ static void entry_free(struct entry *e)
         free(e->recs[i].path);
     free(e->recs);
     free(e);
+}
+
+static void entry_drop(uid_t uid)
+{
+    struct entry **s = slot(uid), *e = *s;
+    if (e) {
+        *s = e->next;
+        entry_free(e);
+    }
 }
 
 bool td_fswatch_active(void)
@@ -245,15 +255,6 @@ fail:
     td_fswatch_stop();
     return -(err ? err : EINVAL);
 #endif
-}
-
-static void entry_drop(uid_t uid)
-{
-    struct entry **s = slot(uid), *e = *s;
-    if (e) {
-        *s = e->next;
-        entry_free(e);
-    }
 }
 
 void td_fswatch_watch(uid_t uid)
