@@ -96,16 +96,17 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     const unsigned long *regs = (const unsigned long *)ctx->args[0];
     long nr = (long)arg(regs, ORIG_AX);
     unsigned long path = 0, flags = 0;
+    long dirfd = TD_FSW_AT_FDCWD; /* what a relative name is relative to */
     switch (nr) {
     case TD_FSW_NR_OPEN:
     case TD_FSW_NR_CREAT:
         path = arg(regs, DI), flags = nr == TD_FSW_NR_CREAT ? 01101 : arg(regs, SI);
         break;
     case TD_FSW_NR_OPENAT:
-        path = arg(regs, SI), flags = arg(regs, DX);
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI), flags = arg(regs, DX);
         break;
     case TD_FSW_NR_OPENAT2: /* struct open_how's first word: its flags */
-        path = arg(regs, SI);
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI);
         bpf_probe_read_user(&flags, sizeof(flags), (const void *)arg(regs, DX));
         break;
     case TD_FSW_NR_EXECVE:
@@ -120,6 +121,10 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     case TD_FSW_NR_LCHOWN:
         path = arg(regs, DI);
         break;
+    case TD_FSW_NR_LINK:    /* the new name */
+    case TD_FSW_NR_SYMLINK: /* the link's name */
+        path = arg(regs, SI);
+        break;
     case TD_FSW_NR_EXECVEAT:
     case TD_FSW_NR_MKDIRAT:
     case TD_FSW_NR_UNLINKAT:
@@ -128,15 +133,14 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     case TD_FSW_NR_MKNODAT:
     case TD_FSW_NR_FCHMODAT:
     case TD_FSW_NR_FCHOWNAT:
-    case TD_FSW_NR_LINK:    /* the new name */
-    case TD_FSW_NR_SYMLINK: /* the link's name */
-        path = arg(regs, SI), flags = nr == TD_FSW_NR_UNLINKAT ? arg(regs, DX) : 0;
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI);
+        flags = nr == TD_FSW_NR_UNLINKAT ? arg(regs, DX) : 0;
         break;
     case TD_FSW_NR_SYMLINKAT:
-        path = arg(regs, DX);
+        dirfd = (int)arg(regs, SI), path = arg(regs, DX);
         break;
     case TD_FSW_NR_LINKAT:
-        path = arg(regs, R10);
+        dirfd = (int)arg(regs, DX), path = arg(regs, R10);
         break;
     default:
         return 0;
@@ -168,6 +172,7 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     r->err = (__s32)-ret;
     r->nr = (__u32)nr;
     r->flags = (__u32)flags;
+    r->dirfd = (__s32)dirfd;
     bpf_ringbuf_submit(r, 0);
     return 0;
 }

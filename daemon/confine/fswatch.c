@@ -154,8 +154,10 @@ static int on_record(void *ctx, void *data, size_t size)
     path[sizeof(path) - 1] = 0;
     te_utf8_repair(path); /* whatever bytes the tool named: JSON text */
     /* a relative name that is not there: nothing the view did (a hidden
-     * tree is only ever named from the root) */
-    if (!path[0] || (r->err == ENOENT && path[0] != '/'))
+     * tree is only ever named from the root); one relative to a directory
+     * descriptor says nothing of where it is (a library probing what is
+     * beneath a directory it opened) */
+    if (!path[0] || (path[0] != '/' && (r->err == ENOENT || r->dirfd != TD_FSW_AT_FDCWD)))
         return 0;
     const char *access = access_of(r->nr, r->flags);
     for (size_t i = 0; i < e->n; i++)

@@ -29,11 +29,15 @@ struct td_fsw_call {
     __u32 recent[TD_FSW_RECENT];
 };
 
+#define TD_FSW_AT_FDCWD (-100)
+
 struct td_fsw_rec {
     __u32 uid;
     __s32 err;
     __u32 nr;
     __u32 flags;
+    __s32 dirfd; /* a relative path's directory: TD_FSW_AT_FDCWD, or a descriptor */
+    __u32 pad;
     char path[TD_FSW_PATH_MAX];
 };
 
