@@ -91,8 +91,6 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     struct td_fsw_call *c = bpf_map_lookup_elem(&calls, &uid);
     if (!c)
         return 0;
-    if (!ours())
-        return 0;
     const unsigned long *regs = (const unsigned long *)ctx->args[0];
     long nr = (long)arg(regs, ORIG_AX);
     unsigned long path = 0, flags = 0;
@@ -145,6 +143,8 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     default:
         return 0;
     }
+    if (!ours()) /* last: the walk up its ancestors costs the most */
+        return 0;
     if (ret != -ENOENT)
         __sync_fetch_and_add(&c->refused, 1);
     struct td_fsw_rec *r = bpf_ringbuf_reserve(&ring, sizeof(*r), 0);
