@@ -19,6 +19,9 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
 # test_mcp_http_auth.py signs the JWTs of its own issuer
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-cryptography"
+# a root daemon's calls' file-system refusals: a BPF program (daemon/confine/fswatch.bpf.c)
+# compiled by clang, loaded with libbpf
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libbpf-dev clang"
 
 te_install_deps() {
     missing=""

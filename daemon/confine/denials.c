@@ -83,6 +83,13 @@ void td_denials_network(struct td_denials *d, const char *host, unsigned port)
                    json_pack("{s:s,s:s,s:i}", "kind", "network", "host", host, "port", (int)port));
 }
 
+void td_denials_filesystem(struct td_denials *d, const char *path, const char *access,
+                           const char *rule)
+{
+    td_denials_add(d, json_pack("{s:s,s:s,s:s,s:s}", "kind", "filesystem", "path", path, "access",
+                                access, "rule", rule));
+}
+
 json_t *td_denials_fields(const struct td_denials *d)
 {
     if (!d || !d->list || !json_array_size(d->list))
@@ -90,6 +97,8 @@ json_t *td_denials_fields(const struct td_denials *d)
     json_t *f = json_pack("{s:O}", "denied", d->list);
     if (f && d->more)
         json_object_set_new(f, "denied_more", json_integer((json_int_t)d->more));
+    if (f && d->fs_count)
+        json_object_set_new(f, "denied_filesystem", json_integer((json_int_t)d->fs_count));
     return f;
 }
 
@@ -98,6 +107,7 @@ void td_denials_clear(struct td_denials *d)
     json_decref(d->list);
     d->list = NULL;
     d->more = 0;
+    d->fs_count = 0;
     d->sys_arch = 0;
     memset(d->sys_seen, 0, sizeof(d->sys_seen));
     memset(d->af_seen, 0, sizeof(d->af_seen));

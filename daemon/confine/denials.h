@@ -1,9 +1,9 @@
 /*
  * denials.h - what a call's confinement refused it, kept as data for its
  * tool_execution_completed event ("denied"). The layers that refuse (the
- * seccomp notification listener, the egress proxy) add entries to the
- * call's list; the worker hands the list up with the result. A denial never
- * decides the outcome: the tool saw the error its system call got.
+ * seccomp notification listener, the egress proxy) and the watch on the
+ * file system's refusals (fswatch.c) add entries to the call's list; the worker hands the list up
+ * with the result. A denial never decides the outcome: the tool saw the error its system call got.
  */
 #ifndef TD_DENIALS_H
 #define TD_DENIALS_H
@@ -23,6 +23,9 @@
 struct td_denials {
     json_t *list; /* array of distinct entries, NULL until the first */
     size_t more;  /* distinct entries past TD_DENIALS_MAX */
+    /* file-system refusals, listed or not (fswatch.c): a flood of them is
+     * one entry a path, at most TD_DENIALS_MAX, and this count */
+    uint64_t fs_count;
     /* system call numbers noted already (sysnotify.c), of sys_arch: a tool
      * looping on a denied call pays no lookup per call */
     uint32_t sys_arch;
@@ -46,8 +49,13 @@ void td_denials_syscall(struct td_denials *d, const char *name);
  * asked for rather than a bare "socket". name_out (len > 0) gets the name. */
 void td_denials_socket(struct td_denials *d, uint64_t family, char *name_out, size_t len);
 void td_denials_network(struct td_denials *d, const char *host, unsigned port);
+/* A refused file-system access: path as the call named it, access one of
+ * "read", "write", "execute", "create", "remove", rule what refused it. */
+void td_denials_filesystem(struct td_denials *d, const char *path, const char *access,
+                           const char *rule);
 /* The fields a completed event gains, {"denied":[...]} and, past the cap,
- * "denied_more": n; NULL when nothing was denied. */
+ * "denied_more": n, and with file-system refusals their count,
+ * "denied_filesystem": n; NULL when nothing was denied. */
 json_t *td_denials_fields(const struct td_denials *d);
 void td_denials_clear(struct td_denials *d);
 

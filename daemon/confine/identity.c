@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fswatch.h"
 #include "identity.h"
 #include "log.h"
 
@@ -126,6 +127,7 @@ int td_identity_take(uid_t *uid)
     *uid = ring[head];
     head = (head + 1) % cap;
     count--;
+    td_fswatch_watch(*uid); /* a uid is a call: its file-system refusals are its own */
     return 0;
 }
 
@@ -133,6 +135,7 @@ void td_identity_give(uid_t uid)
 {
     if (!ring || uid < first || uid > last || count == cap)
         return;
+    td_fswatch_unwatch(uid);
     ring[(head + count) % cap] = uid;
     count++;
 }

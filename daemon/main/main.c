@@ -27,6 +27,7 @@
 #include "spawner.h"
 #include "spawnproc.h"
 #include "fsview.h"
+#include "fswatch.h"
 #include "identity.h"
 #include "listener.h"
 #include "log.h"
@@ -108,6 +109,7 @@ static void maybe_exit(void)
     td_spawner_stop();
     td_reaper_stop();
     td_spill_stop();
+    td_fswatch_stop(); /* every call is over */
 }
 
 /* /metrics: the text with the gauges as they stand. */
@@ -387,6 +389,11 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
+    if (td_identity_active()) /* a uid is a call only with a uid of its own each */
+        td_fswatch_start();
+    else
+        td_log(TD_LOG_INFO, "file-system refusals are not reported: calls are told apart by a "
+                            "uid of their own each, a root daemon's (--call-uids)");
     /* Exec'd, it holds none of what was loaded above (the definitions'
      * credentials) or will be (the proxy's CA key). Not having one is no
      * reason to stop: the loop starts calls itself. */
@@ -424,6 +431,7 @@ int main(int argc, char **argv)
     goto out_loop_closed;
 
 out_loop:
+    td_fswatch_stop();
     td_spares_stop();
     td_spawner_stop(); /* its socket's handle would keep the loop running */
     uv_close((uv_handle_t *)&sigterm, NULL);

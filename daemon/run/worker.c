@@ -39,6 +39,7 @@
 #include "calldir.h"
 #include "cgroup.h"
 #include "exitcause.h"
+#include "fswatch.h"
 #include "identity.h"
 #include "log.h"
 #include "proxy.h"
@@ -172,6 +173,17 @@ void td_worker_kill_group(struct td_worker *w)
         td_cgroup_kill(w->cg);
 }
 
+/* Its file-system refusals (fswatch.c), by the uid of its own it ran as:
+ * a cold call's (call_uid) or a warm call's (lent to its PID 1). */
+static void fs_denials(struct td_worker *w)
+{
+    uid_t uid = w->call_uid;
+    if (uid == (uid_t)-1 && w->run_uid >= 0 && td_identity_in_range((uid_t)w->run_uid))
+        uid = (uid_t)w->run_uid;
+    if (uid != (uid_t)-1)
+        td_fswatch_collect(uid, &w->denied, w->tool->fs, w->tool->argv ? w->tool->argv[0] : NULL);
+}
+
 /* Hand the result over, with the worker's resource use when it is known. */
 void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage *ru)
 {
@@ -184,6 +196,7 @@ void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage 
     w->sysn = NULL;
     if (w->warm) /* its template's listener notes no more for it */
         td_template_call_denials(w->warm, NULL);
+    fs_denials(w);
     /* learn mode: the tool's record of all its calls gains this one's */
     td_learn_merge(w->tool->learned, w->denied.learn);
     if (w->denied.list)

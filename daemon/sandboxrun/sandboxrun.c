@@ -27,6 +27,7 @@
 #include "learndef.h"
 #include "egress.h"
 #include "envlist.h"
+#include "fswatch.h"
 #include "log.h"
 #include "proxy.h"
 #include "reaper.h"
@@ -178,6 +179,11 @@ static void say_denials(json_t *f)
         else if (kind && strcmp(kind, "syscall") == 0)
             fprintf(stderr, "toolexec sandbox: denied: system call %s\n",
                     json_string_value(json_object_get(e, "name")));
+        else if (kind && strcmp(kind, "filesystem") == 0)
+            fprintf(stderr, "toolexec sandbox: denied: %s %s (%s)\n",
+                    json_string_value(json_object_get(e, "access")),
+                    json_string_value(json_object_get(e, "path")),
+                    json_string_value(json_object_get(e, "rule")));
         else {
             char *s = json_dumps(e, JSON_COMPACT);
             fprintf(stderr, "toolexec sandbox: denied: %s\n", s ? s : "?");
@@ -188,6 +194,14 @@ static void say_denials(json_t *f)
     if (more)
         fprintf(stderr, "toolexec sandbox: denied: %lld more\n",
                 (long long)json_integer_value(more));
+    /* the count, where it says more than the list: repeats, and past it */
+    json_t *fs = json_object_get(f, "denied_filesystem");
+    size_t listed = 0;
+    json_array_foreach(list, i, e) listed +=
+        !strcmp(json_string_value(json_object_get(e, "kind")) ?: "", "filesystem");
+    if (fs && (size_t)json_integer_value(fs) > listed)
+        fprintf(stderr, "toolexec sandbox: denied: file-system accesses in all: %lld\n",
+                (long long)json_integer_value(fs));
 }
 
 static int write_summary(const char *where, json_t *summary)
@@ -392,6 +406,10 @@ int td_sandboxrun_main(int argc, char **argv)
     /* --learn: its listener and proxy record into this (learn.h) */
     if (t->learn && !(call.denied.learn = td_learn_new()))
         goto out;
+    /* as root, its file-system refusals (fswatch.h), by the uid it runs as
+     * (the --user's: only in our descendants) */
+    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
+        td_fswatch_watch(t->uid);
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
     struct td_report rep = {0};
     if (call.pid < 0) {
@@ -405,6 +423,7 @@ int td_sandboxrun_main(int argc, char **argv)
         uv_run(td_loop, UV_RUN_DEFAULT);
         uint64_t ms = (uv_hrtime() - call.t0) / 1000000;
         td_sandbox_report(report, &rep);
+        td_fswatch_collect(t->uid, &call.denied, t->fs, t->argv ? t->argv[0] : NULL);
         code = finish(&o, &rep, ms);
         if (o.learn_out && write_learned(t, o.learn_out) < 0)
             code = SBX_SETUP_FAILED;
@@ -418,6 +437,7 @@ int td_sandboxrun_main(int argc, char **argv)
         if (dfd >= 0)
             close(dfd);
     }
+    td_fswatch_stop();
     td_calldir_shutdown();
     uv_loop_close(td_loop);
 out:

@@ -84,6 +84,28 @@ static void test_cap_and_count_of_the_rest(void **state)
     td_denials_clear(&d);
 }
 
+static void test_filesystem_entries_and_their_count(void **state)
+{
+    (void)state;
+    struct td_denials d = {0};
+    td_denials_filesystem(&d, "/root/.bashrc", "read", "hidden by the view");
+    td_denials_filesystem(&d, "/root/.bashrc", "read", "hidden by the view"); /* a repeat */
+    td_denials_filesystem(&d, "/usr/x", "create", "read-only in the view");
+    d.fs_count = 100002; /* fswatch.c's count: listed or not */
+    json_t *f = td_denials_fields(&d);
+    char *got = json_dumps(f, JSON_COMPACT);
+    assert_string_equal(got, "{\"denied\":[{\"kind\":\"filesystem\",\"path\":\"/root/.bashrc\","
+                             "\"access\":\"read\",\"rule\":\"hidden by the view\"},"
+                             "{\"kind\":\"filesystem\",\"path\":\"/usr/x\",\"access\":"
+                             "\"create\",\"rule\":\"read-only in the view\"}],"
+                             "\"denied_filesystem\":100002}");
+    free(got);
+    json_decref(f);
+    td_denials_clear(&d);
+    assert_int_equal(d.fs_count, 0);
+    assert_null(td_denials_fields(&d));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +113,7 @@ int main(void)
         cmocka_unit_test(test_entries_and_repeats),
         cmocka_unit_test(test_socket_named_by_family),
         cmocka_unit_test(test_cap_and_count_of_the_rest),
+        cmocka_unit_test(test_filesystem_entries_and_their_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

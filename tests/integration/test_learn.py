@@ -56,6 +56,14 @@ print(json.dumps(out))
 '''
 
 
+
+def denied_but_userdb(ev):
+    """A call's denials but the C library's look-up of its uid (no passwd
+    entry) in systemd's userdb, which the view hides with /run: refused,
+    harmless, and not something learn mode proposes."""
+    return [e for e in ev.get("denied", [])
+            if not e.get("path", "").startswith("/run/systemd/userdb")]
+
 class Server(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -179,7 +187,7 @@ class LearnCases:
         ev = self.completed(d2, [{"id": "c1", "name": "learner", "arguments": self.args()}])[0]
         self.assertEqual(ev["result"]["ok"]["config"], "setting=1", ev)
         self.assertEqual(ev["result"]["ok"]["fetched"], "hello from the host", ev)
-        self.assertNotIn("denied", ev)
+        self.assertEqual(denied_but_userdb(ev), [], ev)
         self.assertNotIn("learned", ev)
         with open(os.path.join(self.out, "call2", "result.txt")) as f:
             self.assertEqual(f.read(), "written\n")
@@ -194,7 +202,7 @@ class LearnCases:
                        "port": self.other_srv.server_address[1]}, ev["denied"])
         # and the filter's default set is back but for what was learned
         ev = self.completed(d2, [{"id": "c3", "name": "learner", "arguments": self.args()}])[0]
-        self.assertNotIn("denied", ev)
+        self.assertEqual(denied_but_userdb(ev), [], ev)
 
 
 class TestLearnRoot(LearnCases, unittest.TestCase):

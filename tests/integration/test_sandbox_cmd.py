@@ -185,7 +185,7 @@ class Base(Runner):
         self.assertNotEqual(rc, 0)
         self.assertTrue(os.path.exists(os.path.join(w, "ok")))
         self.assertFalse(os.path.exists(os.path.join(o, "no")))
-        # what the command saw (the kernel tells no one else)
+        # what the command saw (and, as root, its summary: test_fs_denials.py)
         self.assertRegex(err, "Read-only file system|Permission denied")
 
     def test_hidden_path_cannot_be_read(self):

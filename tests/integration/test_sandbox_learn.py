@@ -135,7 +135,11 @@ class Base:
         ev = r.completed("a")
         self.assertIn("ok", ev["result"], ev)
         self.assertIn("setting=1 hello from the host", json.dumps(ev["result"]["ok"]))
-        self.assertNotIn("denied", ev)
+        # only the C library's look-up of the call's uid (no passwd entry)
+        # in systemd's userdb, which the view hides with /run: refused,
+        # harmless, and not something learn mode proposes
+        self.assertEqual([e for e in ev.get("denied", [])
+                          if not e.get("path", "").startswith("/run/systemd/userdb")], [], ev)
 
 
 @unittest.skipUnless(TOOLEXEC, "TOOLEXEC not set")

@@ -1,0 +1,178 @@
+/*
+ * fswatch.bpf.c - the kernel half of fswatch.c: at the end of each system
+ * call that names a path, when it failed as a refusal (EACCES, EPERM,
+ * EROFS) or found nothing (ENOENT) and its caller's uid is a watched
+ * call's, one record to the daemon: the uid, the call, its error, its
+ * flags and the path as the call named it. A refusal the view makes
+ * (a read-only mount, an empty cover over a hidden tree, a noexec mount)
+ * happens before any security module, so neither Landlock's audit log nor
+ * fanotify sees it; the system call's end is the one place all of them
+ * pass. Records are bounded per call (a budget each for refusals and for
+ * ENOENT, which is mostly a search path's noise), a repeat of one of the
+ * last sent is not sent again (a flood of one path costs no budget), and
+ * every refusal is counted.
+ * x86-64 only (its pt_regs and system-call numbers); fswatch.c loads it
+ * nowhere else.
+ */
+#include <linux/bpf.h>
+#include <linux/errno.h>
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "fswatch_rec.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, TD_FSW_CALLS_MAX);
+    __type(key, __u32); /* the call's uid */
+    __type(value, struct td_fsw_call);
+} calls SEC(".maps");
+
+/* the daemon's pid (its tgid): a watched uid's process counts only if it
+ * descends from it, so that a daemon whose --call-uids another shares
+ * (tests running side by side) never takes the other's calls for its own,
+ * nor toolexec sandbox its --user's other processes */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} self SEC(".maps");
+
+/* the kernel's, as much as is read here; its offsets from the kernel's BTF */
+struct task_struct {
+    struct task_struct *real_parent;
+    int tgid;
+} __attribute__((preserve_access_index));
+
+/* how far up a process's ancestors are looked at: daemon, spawner, init,
+ * the tool and the tool's own descendants; one deeper is not reported */
+#define ANCESTRY 32
+
+static __always_inline int ours(void)
+{
+    __u32 zero = 0, *me = bpf_map_lookup_elem(&self, &zero);
+    if (!me || !*me)
+        return 0;
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    for (int i = 0; i < ANCESTRY && t; i++) {
+        if ((__u32)BPF_CORE_READ(t, tgid) == *me)
+            return 1;
+        t = BPF_CORE_READ(t, real_parent);
+    }
+    return 0;
+}
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, TD_FSW_RING_BYTES);
+} ring SEC(".maps");
+
+/* x86-64's struct pt_regs, by word */
+enum { R10 = 7, DX = 12, SI = 13, DI = 14, ORIG_AX = 15 };
+
+static __always_inline unsigned long arg(const unsigned long *regs, int i)
+{
+    unsigned long v = 0;
+    bpf_probe_read_kernel(&v, sizeof(v), &regs[i]);
+    return v;
+}
+
+SEC("raw_tp/sys_exit")
+int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+    long ret = (long)ctx->args[1];
+    if (ret != -EACCES && ret != -EPERM && ret != -EROFS && ret != -ENOENT)
+        return 0;
+    __u32 uid = (__u32)bpf_get_current_uid_gid();
+    struct td_fsw_call *c = bpf_map_lookup_elem(&calls, &uid);
+    if (!c)
+        return 0;
+    const unsigned long *regs = (const unsigned long *)ctx->args[0];
+    long nr = (long)arg(regs, ORIG_AX);
+    unsigned long path = 0, flags = 0;
+    long dirfd = TD_FSW_AT_FDCWD; /* what a relative name is relative to */
+    switch (nr) {
+    case TD_FSW_NR_OPEN:
+    case TD_FSW_NR_CREAT:
+        path = arg(regs, DI), flags = nr == TD_FSW_NR_CREAT ? 01101 : arg(regs, SI);
+        break;
+    case TD_FSW_NR_OPENAT:
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI), flags = arg(regs, DX);
+        break;
+    case TD_FSW_NR_OPENAT2: /* struct open_how's first word: its flags */
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI);
+        bpf_probe_read_user(&flags, sizeof(flags), (const void *)arg(regs, DX));
+        break;
+    case TD_FSW_NR_EXECVE:
+    case TD_FSW_NR_MKDIR:
+    case TD_FSW_NR_RMDIR:
+    case TD_FSW_NR_UNLINK:
+    case TD_FSW_NR_RENAME:
+    case TD_FSW_NR_TRUNCATE:
+    case TD_FSW_NR_MKNOD:
+    case TD_FSW_NR_CHMOD:
+    case TD_FSW_NR_CHOWN:
+    case TD_FSW_NR_LCHOWN:
+        path = arg(regs, DI);
+        break;
+    case TD_FSW_NR_LINK:    /* the new name */
+    case TD_FSW_NR_SYMLINK: /* the link's name */
+        path = arg(regs, SI);
+        break;
+    case TD_FSW_NR_EXECVEAT:
+    case TD_FSW_NR_MKDIRAT:
+    case TD_FSW_NR_UNLINKAT:
+    case TD_FSW_NR_RENAMEAT:
+    case TD_FSW_NR_RENAMEAT2:
+    case TD_FSW_NR_MKNODAT:
+    case TD_FSW_NR_FCHMODAT:
+    case TD_FSW_NR_FCHOWNAT:
+        dirfd = (int)arg(regs, DI), path = arg(regs, SI);
+        flags = nr == TD_FSW_NR_UNLINKAT ? arg(regs, DX) : 0;
+        break;
+    case TD_FSW_NR_SYMLINKAT:
+        dirfd = (int)arg(regs, SI), path = arg(regs, DX);
+        break;
+    case TD_FSW_NR_LINKAT:
+        dirfd = (int)arg(regs, DX), path = arg(regs, R10);
+        break;
+    default:
+        return 0;
+    }
+    if (!ours()) /* last: the walk up its ancestors costs the most */
+        return 0;
+    if (ret != -ENOENT)
+        __sync_fetch_and_add(&c->refused, 1);
+    struct td_fsw_rec *r = bpf_ringbuf_reserve(&ring, sizeof(*r), 0);
+    if (!r) {
+        __sync_fetch_and_add(&c->lost, 1);
+        return 0;
+    }
+    long len = bpf_probe_read_user_str(r->path, sizeof(r->path), (const void *)path);
+    if (len < 0)
+        len = 0, r->path[0] = 0;
+    /* FNV-1a of what the record says */
+    __u32 h = 2166136261u ^ (__u32)nr ^ ((__u32)-ret << 16) ^
+              ((__u32)flags & 01103); /* the access, O_CREAT, O_TRUNC */
+    for (long i = 0; i < len && i < TD_FSW_PATH_MAX; i++)
+        h = (h ^ (unsigned char)r->path[i]) * 16777619u;
+    __u32 *seen = &c->recent[h % TD_FSW_RECENT];
+    __u64 *sent = ret == -ENOENT ? &c->noent : &c->sent;
+    __u64 budget = ret == -ENOENT ? TD_FSW_NOENT_BUDGET : TD_FSW_REFUSED_BUDGET;
+    if (*seen == h || __sync_fetch_and_add(sent, 1) >= budget) {
+        bpf_ringbuf_discard(r, 0);
+        return 0;
+    }
+    *seen = h;
+    r->uid = uid;
+    r->err = (__s32)-ret;
+    r->nr = (__u32)nr;
+    r->flags = (__u32)flags;
+    r->dirfd = (__s32)dirfd;
+    bpf_ringbuf_submit(r, 0);
+    return 0;
+}
