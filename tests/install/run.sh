@@ -189,6 +189,7 @@ else
     note "CLI: $bindir/toolexec is not installed (yet)"
 fi
 need "PID 1 of each call's namespace" "$libexecdir/toolexecd/toolexecd-init"
+need "toolexec sandbox's engine" "$libexecdir/toolexecd/toolexecd-sandbox"
 need_match "shared library" "^$libdir/libtoolexec\.so\.[0-9]"
 need "shared library (link name)" "$libdir/libtoolexec.so"
 need "public header" "$includedir/toolexec.h"

@@ -1,8 +1,9 @@
 """toolexec sandbox -- COMMAND: one command run with a tool
-call's confinement, no daemon. Real processes: the CLI execs toolexecd
---sandbox-run, which builds the sandbox with the daemon's own code. Each
-test runs as the user running the suite (root in CI) and again as nobody
-(an unprivileged user: user namespaces, no cgroup)."""
+call's confinement, no daemon. Real processes: the CLI execs
+toolexecd-sandbox (the daemon's --sandbox-run without it), which builds
+the sandbox with the daemon's own code. Each test runs as the user
+running the suite (root in CI) and again as nobody (an unprivileged user:
+user namespaces, no cgroup)."""
 
 import http.server
 import json
@@ -292,6 +293,37 @@ class AsNobody(Base, unittest.TestCase):
 
 
 COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion", "toolexec")
+
+
+@unittest.skipUnless(TOOLEXEC and harness.TOOLEXECD and shutil.which("readelf"),
+                     "needs the build's toolexec, toolexecd and readelf")
+class Engine(unittest.TestCase):
+    """toolexec execs toolexecd-sandbox, the engine alone: none of the
+    daemon's libraries it never uses are loaded at each run. Without it
+    beside the daemon, the daemon's --sandbox-run does the same."""
+
+    ENGINE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexecd-sandbox")
+
+    def test_the_engine_needs_none_of_the_daemons_unused_libraries(self):
+        p = subprocess.run(["readelf", "-d", self.ENGINE], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, check=True)
+        needed = [l.split("[", 1)[1].rstrip("]") for l in p.stdout.decode().splitlines()
+                  if "(NEEDED)" in l]
+        self.assertIn("libseccomp.so.2", needed)
+        for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
+    def test_without_it_the_daemon_runs_the_command(self):
+        d = tempfile.mkdtemp(prefix="te-engine.")
+        try:
+            os.symlink(os.path.abspath(harness.TOOLEXECD), os.path.join(d, "toolexecd"))
+            env = dict(os.environ, TOOLEXECD=os.path.join(d, "toolexecd"))
+            p = subprocess.run([TOOLEXEC, "sandbox", "--", "/bin/sh", "-c", "echo hi; exit 3"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+            self.assertEqual((p.returncode, p.stdout), (3, b"hi\n"), p.stderr)
+        finally:
+            shutil.rmtree(d)
 
 
 @unittest.skipUnless(shutil.which("bash"), "needs bash")
