@@ -313,6 +313,30 @@ class Engine(unittest.TestCase):
         for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
+    def run_sandbox(self, argv, **env):
+        return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(os.environ, **env))
+
+    def test_a_host_without_the_namespaces_is_probed_after_all(self):
+        """Nothing is probed ahead: the call's own clone finds a layer
+        missing (here the outer sandbox's filter refuses every namespace),
+        and the run is set up again as the daemon would, probed: the view
+        it cannot have refused as ever, not a failed clone."""
+        d = os.path.dirname(os.path.dirname(os.path.abspath(TOOLEXEC)))
+        if any(d == p or d.startswith(p + "/") for p in harness.VIEW_LEFT_OUT):
+            self.skipTest("the build is outside the default view")
+        p = self.run_sandbox([TOOLEXEC, "sandbox", "--", "/bin/echo", "hi"])
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 125, err)
+        self.assertIn("no view of their own", err)
+        self.assertNotIn("could not set it up", err)
+
+    def test_the_probed_runs_marker_is_not_the_commands(self):
+        p = self.run_sandbox(["/bin/sh", "-c", "echo ${TOOLEXECD_SANDBOX_PROBED-unset}"],
+                             TOOLEXECD_SANDBOX_PROBED="1")
+        self.assertEqual((p.returncode, p.stdout), (0, b"unset\n"), p.stderr)
+
     def test_without_it_the_daemon_runs_the_command(self):
         d = tempfile.mkdtemp(prefix="te-engine.")
         try:
