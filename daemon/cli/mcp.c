@@ -353,7 +353,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         return cli_usage_error("mcp", "--oauth-ca goes with --oauth-issuer");
     http.origins = origins;
     if (http.listen)
-        return mcp_http_serve(cli, &http, &m, auth.resource ? &auth : NULL);
+        return mcp_http_serve_module(cli, &http, &m, auth.resource ? &auth : NULL);
     te_client *client = cli_connect(cli);
     if (!client)
         return CLI_EXIT_CONNECT;

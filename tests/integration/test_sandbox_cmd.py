@@ -304,13 +304,24 @@ class Engine(unittest.TestCase):
 
     ENGINE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexecd-sandbox")
 
-    def test_the_engine_needs_none_of_the_daemons_unused_libraries(self):
-        p = subprocess.run(["readelf", "-d", self.ENGINE], stdout=subprocess.PIPE,
+    @staticmethod
+    def needed(path):
+        p = subprocess.run(["readelf", "-d", path], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, check=True)
-        needed = [l.split("[", 1)[1].rstrip("]") for l in p.stdout.decode().splitlines()
-                  if "(NEEDED)" in l]
+        return [l.split("[", 1)[1].rstrip("]") for l in p.stdout.decode().splitlines()
+                if "(NEEDED)" in l]
+
+    def test_the_engine_needs_none_of_the_daemons_unused_libraries(self):
+        needed = self.needed(self.ENGINE)
         self.assertIn("libseccomp.so.2", needed)
         for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
+    def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
+        # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
+        # test_mcp_http runs); every other command, sandbox first, not
+        needed = self.needed(TOOLEXEC)
+        for lib in ("libgnutls", "libmicrohttpd", "libcjose", "libcrypto", "libhttp_parser"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
     def run_sandbox(self, argv, **env):
