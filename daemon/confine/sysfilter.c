@@ -270,8 +270,10 @@ static int listener_allowed(void)
     return WIFEXITED(st) ? -WEXITSTATUS(st) : -ECHILD;
 }
 
-/* Can this kernel hand a listener up, and libseccomp write the action? */
-static void probe_notify(void)
+/* Can this kernel hand a listener up, and libseccomp write the action?
+ * child: and may a child of ours have a listener (else taken as yes: the
+ * call's own filter fails if not, before its command runs). */
+static void probe_notify(bool child)
 {
     static char why[128];
     uint32_t action = SECCOMP_RET_USER_NOTIF;
@@ -280,7 +282,7 @@ static void probe_notify(void)
         notify_missing = "this kernel has no SECCOMP_RET_USER_NOTIF";
     else if (seccomp_api_get() < 5)
         notify_missing = "libseccomp cannot write SCMP_ACT_NOTIFY here";
-    else if ((rc = listener_allowed()) < 0) {
+    else if (child && (rc = listener_allowed()) < 0) {
         snprintf(why, sizeof(why), "no notification listener for our workers (%s)", strerror(-rc));
         notify_missing = why;
     } else
@@ -329,7 +331,7 @@ const struct td_sysfilter *td_sysfilter_learn(void)
 bool td_sysfilter_notifies(void)
 {
     if (!notify_ok && !notify_missing)
-        probe_notify();
+        probe_notify(true);
     return notify_ok;
 }
 
@@ -340,7 +342,7 @@ const char *const *td_sysfilter_default_names(void)
 
 int td_sysfilter_setup(void)
 {
-    probe_notify();
+    probe_notify(true);
     resolve_default_names();
     int rc = build_learn();
     for (int off = 0; rc == 0 && off < 2; off++)
@@ -362,7 +364,7 @@ int td_sysfilter_setup(void)
 
 int td_sysfilter_setup_lazy(void)
 {
-    probe_notify();
+    probe_notify(false);
     resolve_default_names();
     lazy = true;
     return 0;
@@ -389,7 +391,7 @@ static const struct td_sysfilter *common_filter(struct td_sysfilter *f, bool off
 int td_sysfilter_probe(char *detail, size_t len)
 {
     if (!notify_ok && !notify_missing)
-        probe_notify();
+        probe_notify(true);
     uint32_t errno_action = SECCOMP_RET_ERRNO;
     if (td_cfg.layers_off & TD_LAYER_SECCOMP) {
         snprintf(detail, len, "turned off by --disable-layer seccomp");

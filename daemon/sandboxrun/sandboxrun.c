@@ -241,7 +241,8 @@ static int setup_layers(bool lean)
 }
 
 /* Did the lean set-up's guess fail the call before its command ran (its
- * clone, its user namespace, its mounts)? Then run it again, probed. */
+ * clone, its user namespace, its mounts, its filter's listener)? Then run
+ * it again, probed. */
 static bool retry_probed(bool lean, const char *what, const struct td_report *rep)
 {
     if (!lean)
@@ -249,7 +250,8 @@ static bool retry_probed(bool lean, const char *what, const struct td_report *re
     if (call.pid < 0)
         return strcmp(what, "clone") == 0;
     return rep->failed && rep->step &&
-           (strcmp(rep->step, "user namespace") == 0 || strcmp(rep->step, "mount") == 0);
+           (strcmp(rep->step, "user namespace") == 0 || strcmp(rep->step, "mount") == 0 ||
+            strcmp(rep->step, "seccomp") == 0);
 }
 
 /* Our own program again, with the same arguments (argv[0] is the
