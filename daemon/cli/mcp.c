@@ -364,7 +364,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         return cli_usage_error("mcp", "--oauth-ca goes with --oauth-issuer");
     http.origins = origins;
     if (http.listen) /* the front learns the daemon's bound when not given */
-        return mcp_http_serve(cli, &http, &m, auth.resource ? &auth : NULL);
+        return mcp_http_serve_module(cli, &http, &m, auth.resource ? &auth : NULL);
     if (!m.max_batches)
         m.max_batches = MCP_DAEMON_BATCHES;
     te_client *client = cli_connect(cli);

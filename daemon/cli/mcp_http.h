@@ -99,6 +99,10 @@ struct mcp_auth_cfg;
  * timeout, the heartbeat, the tasks' options) */
 int mcp_http_serve(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl,
                    const struct mcp_auth_cfg *auth);
+/* The same, from the module toolexec-mcp-http.so (mcp_http_load.c): the
+ * front's libraries loaded only when it serves. */
+int mcp_http_serve_module(struct cli *cli, const struct mcp_http_opts *o, const struct mcp *tmpl,
+                          const struct mcp_auth_cfg *auth);
 
 /* Start listening; NULL with a message in err. */
 struct mcp_http *mcp_http_start(const struct mcp_http_opts *o, const struct mcp_http_core *core,

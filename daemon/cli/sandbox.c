@@ -1,12 +1,14 @@
 /*
  * sandbox.c - `toolexec sandbox [OPTIONS] -- COMMAND [ARGS]`: one command
  * run confined as a tool's call is, without a daemon. The sandbox is the
- * daemon's own code: this execs `toolexecd --sandbox-run` with the same
- * arguments (daemon/sandboxrun/), so standard input, output and error,
- * the terminal and the exit status are the command's.
+ * daemon's own code: this execs toolexecd-sandbox (or `toolexecd
+ * --sandbox-run`) with the same arguments (daemon/sandboxrun/), so
+ * standard input, output and error, the terminal and the exit status are
+ * the command's.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,26 +19,44 @@
 #ifndef CLI_SBINDIR
 #define CLI_SBINDIR "/usr/sbin"
 #endif
+#ifndef CLI_LIBEXECDIR
+#define CLI_LIBEXECDIR "/usr/libexec/toolexecd"
+#endif
 
-/* The daemon: $TOOLEXECD, else beside us in a build tree (daemon/cli/..),
- * else installed, else on PATH. */
-static const char *find_daemon(char *buf, size_t len)
+/* The engine, and whether it takes --sandbox-run first. $TOOLEXECD names
+ * a daemon: toolexecd-sandbox beside it, else it. Otherwise
+ * toolexecd-sandbox (the engine alone, loading a fraction of the daemon's
+ * libraries) beside us in a build tree (daemon/cli/..) or installed; else
+ * the daemon beside us, installed, or on PATH. */
+static const char *find_engine(char *buf, size_t len, bool *daemon)
 {
     const char *env = getenv("TOOLEXECD");
-    if (env && *env)
+    *daemon = false;
+    if (env && *env) {
+        const char *slash = strrchr(env, '/');
+        if (slash &&
+            snprintf(buf, len, "%.*s/toolexecd-sandbox", (int)(slash - env), env) < (int)len &&
+            access(buf, X_OK) == 0)
+            return buf;
+        *daemon = true;
         return env;
+    }
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(buf, len, "%.*s/../toolexecd", (int)(len - 16), self) < (int)len &&
-                access(buf, X_OK) == 0)
-                return buf;
-        }
-    }
+    char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+    if (slash)
+        *slash = '\0';
+    if (slash &&
+        snprintf(buf, len, "%.*s/../toolexecd-sandbox", (int)(len - 32), self) < (int)len &&
+        access(buf, X_OK) == 0)
+        return buf;
+    snprintf(buf, len, "%s/toolexecd-sandbox", CLI_LIBEXECDIR);
+    if (access(buf, X_OK) == 0)
+        return buf;
+    *daemon = true;
+    if (slash && snprintf(buf, len, "%.*s/../toolexecd", (int)(len - 32), self) < (int)len &&
+        access(buf, X_OK) == 0)
+        return buf;
     snprintf(buf, len, "%s/toolexecd", CLI_SBINDIR);
     if (access(buf, X_OK) == 0)
         return buf;
@@ -67,16 +87,19 @@ int cli_cmd_sandbox(struct cli *cli, int argc, char **argv)
     if (wants_help(argc, argv))
         return cli_help("sandbox");
     char buf[PATH_MAX];
-    const char *daemon = find_daemon(buf, sizeof(buf));
+    bool daemon;
+    const char *engine = find_engine(buf, sizeof(buf), &daemon);
     char **args = calloc((size_t)argc + 2, sizeof(char *));
     if (!args)
         return CLI_EXIT_ERROR;
-    args[0] = (char *)daemon;
-    args[1] = "--sandbox-run";
+    int k = 0;
+    args[k++] = (char *)engine;
+    if (daemon)
+        args[k++] = "--sandbox-run";
     for (int i = 1; i < argc; i++)
-        args[i + 1] = argv[i];
-    execvp(daemon, args);
-    fprintf(stderr, "toolexec sandbox: cannot run %s: %s\n", daemon, strerror(errno));
+        args[k++] = argv[i];
+    execvp(engine, args);
+    fprintf(stderr, "toolexec sandbox: cannot run %s: %s\n", engine, strerror(errno));
     free(args);
     return 125;
 }

@@ -127,6 +127,28 @@ int td_containment_setup(const char *want)
     return 0;
 }
 
+int td_containment_assume(void)
+{
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        td_log(TD_LOG_WARN, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    td_userns_flag = geteuid() == 0 ? 0 : CLONE_NEWUSER;
+    free(td_init_path);
+    if (!(td_init_path = td_libexec_find("toolexecd-init", TD_LIBEXECDIR)))
+        return -1;
+    td_containment =
+        td_cgroup_active() && td_cgroup_delegated() ? TD_CONTAIN_CGROUP : TD_CONTAIN_PIDNS;
+    td_call_ns = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
+    int ll = td_fsview_landlock_abi();
+    td_log(TD_LOG_INFO,
+           "confinement: mount, PID and IPC namespaces, landlock %s%.0d, seccomp, %snetwork "
+           "namespace per call, taken as there (a missing one fails the call's set-up, and "
+           "the run is set up again, probed); containment: %s",
+           ll ? "ABI " : "NO", ll, td_userns_flag ? "user namespace, " : "",
+           td_containment == TD_CONTAIN_CGROUP ? "a cgroup per call" : "a PID namespace per call");
+    td_fsview_setup(true);
+    return 0;
+}
+
 bool td_containment_probe_ns(const char *want)
 {
     char *init = td_libexec_find("toolexecd-init", TD_LIBEXECDIR);

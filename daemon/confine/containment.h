@@ -25,6 +25,11 @@ int td_containment_setup(const char *want /* "auto", "pidns", "cgroup", "pgroup"
 /* Log which confinement layers calls get, a warning for
  * each missing one; -1 when require and one is missing. */
 int td_confinement_setup(bool require);
+/* The one-shot's (sandboxrun.c) instead of both: no probe, every layer
+ * assumed as "auto" would find it on a kernel that has it all, so that a
+ * missing one fails the call's own clone or set-up, closed. -1 without
+ * toolexecd-init (then probe). */
+int td_containment_assume(void);
 /* Would calls get a mount namespace of their own under --containment
  * want? Quietly, for --check --tools (a definition's view). */
 bool td_containment_probe_ns(const char *want);

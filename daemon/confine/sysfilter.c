@@ -141,6 +141,7 @@ static struct td_sysfilter common[2][TD_NET_COUNT];
 static struct td_sysfilter common_tpl[2][TD_NET_COUNT];
 static bool notify_ok;
 static const char *notify_missing; /* why denials go unreported */
+static bool lazy;                  /* td_sysfilter_setup_lazy() */
 
 /* ctx as BPF in prog (malloc'd); 0 or -errno. libseccomp 2.5 exports only
  * to a descriptor: a memfd, read back once. */
@@ -269,8 +270,10 @@ static int listener_allowed(void)
     return WIFEXITED(st) ? -WEXITSTATUS(st) : -ECHILD;
 }
 
-/* Can this kernel hand a listener up, and libseccomp write the action? */
-static void probe_notify(void)
+/* Can this kernel hand a listener up, and libseccomp write the action?
+ * child: and may a child of ours have a listener (else taken as yes: the
+ * call's own filter fails if not, before its command runs). */
+static void probe_notify(bool child)
 {
     static char why[128];
     uint32_t action = SECCOMP_RET_USER_NOTIF;
@@ -279,7 +282,7 @@ static void probe_notify(void)
         notify_missing = "this kernel has no SECCOMP_RET_USER_NOTIF";
     else if (seccomp_api_get() < 5)
         notify_missing = "libseccomp cannot write SCMP_ACT_NOTIFY here";
-    else if ((rc = listener_allowed()) < 0) {
+    else if (child && (rc = listener_allowed()) < 0) {
         snprintf(why, sizeof(why), "no notification listener for our workers (%s)", strerror(-rc));
         notify_missing = why;
     } else
@@ -297,13 +300,18 @@ static const char *const learn_paths[] = {"open",     "openat",    "openat2",  "
 static struct td_sysfilter learn_filter;
 static const char *default_names[sizeof(default_deny) / sizeof(default_deny[0]) + 1];
 
-static int build_learn(void)
+static void resolve_default_names(void)
 {
-    int nrs[sizeof(learn_paths) / sizeof(learn_paths[0])];
-    size_t n = 0, k = 0;
+    size_t k = 0;
     for (size_t i = 0; i < sizeof(default_deny) / sizeof(default_deny[0]); i++)
         if (seccomp_syscall_resolve_name(default_deny[i]) >= 0)
             default_names[k++] = default_deny[i];
+}
+
+static int build_learn(void)
+{
+    int nrs[sizeof(learn_paths) / sizeof(learn_paths[0])];
+    size_t n = 0;
     if (!notify_ok)
         return 0;
     for (size_t i = 0; i < sizeof(learn_paths) / sizeof(learn_paths[0]); i++)
@@ -314,13 +322,16 @@ static int build_learn(void)
 
 const struct td_sysfilter *td_sysfilter_learn(void)
 {
+    /* lazily: unbuilt, a learning call gets the default filter instead */
+    if (lazy && !learn_filter.prog.filter && build_learn() < 0)
+        td_log(TD_LOG_ERR, "seccomp: cannot build the learning filter");
     return learn_filter.prog.filter ? &learn_filter : NULL;
 }
 
 bool td_sysfilter_notifies(void)
 {
     if (!notify_ok && !notify_missing)
-        probe_notify();
+        probe_notify(true);
     return notify_ok;
 }
 
@@ -331,7 +342,8 @@ const char *const *td_sysfilter_default_names(void)
 
 int td_sysfilter_setup(void)
 {
-    probe_notify();
+    probe_notify(true);
+    resolve_default_names();
     int rc = build_learn();
     for (int off = 0; rc == 0 && off < 2; off++)
         for (int net = 0; rc == 0 && net < TD_NET_COUNT; net++)
@@ -350,10 +362,36 @@ int td_sysfilter_setup(void)
     return 0;
 }
 
+int td_sysfilter_setup_lazy(void)
+{
+    probe_notify(false);
+    resolve_default_names();
+    lazy = true;
+    return 0;
+}
+
+/* A common filter built when first asked for (lazy); one that cannot be
+ * is a filter all the same, killing at the first system call: never no
+ * filter where one was due. */
+static const struct td_sysfilter *common_filter(struct td_sysfilter *f, bool off, enum td_net net,
+                                                bool tpl)
+{
+    static struct sock_filter kill = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    static const struct td_sysfilter failed = {.prog = {.len = 1, .filter = &kill}};
+    if (lazy && !f->prog.filter) {
+        int rc = build(off, net, NULL, 0, tpl, f);
+        if (rc < 0) {
+            td_log(TD_LOG_ERR, "seccomp: cannot build the worker filter: %s", strerror(-rc));
+            return &failed;
+        }
+    }
+    return f->prog.filter ? f : NULL;
+}
+
 int td_sysfilter_probe(char *detail, size_t len)
 {
     if (!notify_ok && !notify_missing)
-        probe_notify();
+        probe_notify(true);
     uint32_t errno_action = SECCOMP_RET_ERRNO;
     if (td_cfg.layers_off & TD_LAYER_SECCOMP) {
         snprintf(detail, len, "turned off by --disable-layer seccomp");
@@ -448,7 +486,7 @@ const struct td_sysfilter *td_sysfilter_get(const struct td_sysfilter_conf *c, e
     bool off = c && c->off;
     if (off && net == TD_NET_HOST)
         return NULL;
-    return common[off][net].prog.filter ? &common[off][net] : NULL;
+    return common_filter(&common[off][net], off, net, false);
 }
 
 const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf *c, enum td_net net)
@@ -460,7 +498,7 @@ const struct td_sysfilter *td_sysfilter_template(const struct td_sysfilter_conf 
     bool off = c && c->off;
     if (off && net == TD_NET_HOST)
         return NULL;
-    return common_tpl[off][net].prog.filter ? &common_tpl[off][net] : NULL;
+    return common_filter(&common_tpl[off][net], off, net, true);
 }
 
 bool td_sysfilter_conf_custom(const struct td_sysfilter_conf *c)

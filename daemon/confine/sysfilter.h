@@ -28,6 +28,12 @@ struct td_sysfilter_conf;
 
 /* Builds the common filters; logs and returns -1 when libseccomp cannot. */
 int td_sysfilter_setup(void);
+/* The one-shot's (sandboxrun.c) instead: what parsing a definition needs,
+ * no filter yet; each common one is built when first asked for (one
+ * call, one filter, where the daemon builds all eleven ahead). Whether a
+ * child may have a listener is not tried ahead: the call's filter fails
+ * to load (step seccomp) where it may not. */
+int td_sysfilter_setup_lazy(void);
 /* For toolexecd --check: 1 when workers get a filter (detail says whether
  * its denials are reported), 0 when this kernel or libseccomp offer none. */
 int td_sysfilter_probe(char *detail, size_t len);

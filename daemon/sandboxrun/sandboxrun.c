@@ -225,22 +225,58 @@ static int write_summary(const char *where, json_t *summary)
     return rc;
 }
 
-/* The confinement layers as the daemon sets them up; 0 or -1 (logged). */
-static int setup_layers(void)
+/* Set in the environment of our own re-exec: the layers probed this time. */
+#define SBX_PROBED_ENV "TOOLEXECD_SANDBOX_PROBED"
+
+/* The confinement layers; 0 or -1 (logged). Lean, nothing is probed:
+ * every layer is assumed (containment.c, td_containment_assume) and only
+ * the call's filter is built (sysfilter.c, lazily); a host that lacks a
+ * layer fails the call's own clone or set-up, before the command runs,
+ * and we run again probed (retry_probed), as the daemon sets them up. */
+static int setup_layers(bool lean)
 {
     signal(SIGPIPE, SIG_IGN);
     td_cfg.one_shot = true;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         td_cfg.worker_nofile = rl;
-    if (td_cgroup_setup(NULL) < 0 || td_containment_setup("auto") < 0 || td_sysfilter_setup() < 0)
+    if (td_cgroup_setup(NULL) < 0)
         return -1;
-    if (td_confinement_setup(false) < 0)
+    if (lean && td_containment_assume() == 0) {
+        if (td_sysfilter_setup_lazy() < 0)
+            return -1;
+    } else if (td_containment_setup("auto") < 0 || td_sysfilter_setup() < 0 ||
+               td_confinement_setup(false) < 0)
         return -1;
     td_cfg.socket_path = NULL;
     td_cfg.events_socket_path = NULL;
     td_spawndesc_setup();
     return 0;
+}
+
+/* Did the lean set-up's guess fail the call before its command ran (its
+ * clone, its user namespace, its mounts, its filter's listener)? Then run
+ * it again, probed. */
+static bool retry_probed(bool lean, const char *what, const struct td_report *rep)
+{
+    if (!lean)
+        return false;
+    if (call.pid < 0)
+        return strcmp(what, "clone") == 0;
+    return rep->failed && rep->step &&
+           (strcmp(rep->step, "user namespace") == 0 || strcmp(rep->step, "mount") == 0 ||
+            strcmp(rep->step, "seccomp") == 0);
+}
+
+/* Our own program again, with the same arguments (argv[0] is the
+ * daemon's "--sandbox-run" when toolexecd started us: its argv is one
+ * before); returns only if it cannot. */
+static void exec_probed(char **argv)
+{
+    char **args = strcmp(argv[0], "--sandbox-run") == 0 ? argv - 1 : argv;
+    if (setenv(SBX_PROBED_ENV, "1", 1) == 0)
+        execv("/proc/self/exe", args);
+    fprintf(stderr, "toolexec sandbox: cannot run again: %s\n", strerror(errno));
 }
 
 /* Start the call of t; its pid, or -1 with *what and *err. */
@@ -379,11 +415,14 @@ int td_sandboxrun_main(int argc, char **argv)
         if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
             return SBX_SETUP_FAILED;
     int code = SBX_SETUP_FAILED;
+    /* ours, not the command's */
+    bool lean = !getenv(SBX_PROBED_ENV), retry = false;
+    unsetenv(SBX_PROBED_ENV);
     struct td_tool *t = NULL;
     char *workdir = NULL, cwd[PATH_MAX], err[PATH_MAX + 256];
     if (!getcwd(cwd, sizeof(cwd)))
         snprintf(cwd, sizeof(cwd), "/");
-    if (setup_layers() < 0)
+    if (setup_layers(lean) < 0)
         goto out;
     if (td_registry_parse_def(cwd, "toolexec sandbox", o.def, &t, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
@@ -412,8 +451,10 @@ int td_sandboxrun_main(int argc, char **argv)
         td_fswatch_watch(t->uid);
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
     struct td_report rep = {0};
+    uint64_t ms = 0;
     if (call.pid < 0) {
-        fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));
+        if (!(retry = retry_probed(lean, what, &rep)))
+            fprintf(stderr, "toolexec sandbox: could not set it up: %s: %s\n", what, strerror(e));
         on_exit_cb(NULL, 0, NULL);
         uv_run(td_loop, UV_RUN_DEFAULT);
     } else {
@@ -421,8 +462,11 @@ int td_sandboxrun_main(int argc, char **argv)
         if (o.timeout_ms)
             uv_timer_start(&call.timer, on_timeout, o.timeout_ms, 0);
         uv_run(td_loop, UV_RUN_DEFAULT);
-        uint64_t ms = (uv_hrtime() - call.t0) / 1000000;
+        ms = (uv_hrtime() - call.t0) / 1000000;
         td_sandbox_report(report, &rep);
+        retry = retry_probed(lean, what, &rep) && !call.killed_by && !call.timed_out;
+    }
+    if (call.pid >= 0 && !retry) {
         td_fswatch_collect(t->uid, &call.denied, t->fs, t->argv ? t->argv[0] : NULL);
         code = finish(&o, &rep, ms);
         if (o.learn_out && write_learned(t, o.learn_out) < 0)
@@ -451,5 +495,7 @@ out:
         td_tool_unref(t);
     json_decref(o.def);
     free(o.run_dir);
+    if (retry)
+        exec_probed(argv);
     return code;
 }

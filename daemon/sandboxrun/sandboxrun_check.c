@@ -44,21 +44,29 @@ static bool veiled(const char *path, bool host_view)
     return false;
 }
 
-/* Asked from a child become uid/gid: is c refused? */
+static bool refused_here(const struct checked *c, bool host_view)
+{
+    int rc = veiled(c->path, host_view) ? faccessat(c->fd, ".", c->mode, 0)
+                                        : faccessat(AT_FDCWD, c->path, c->mode, 0);
+    return rc < 0 && errno == EACCES;
+}
+
+/* Is c refused to uid/gid? Asked here when the command runs as we do, else
+ * from a child become the user: a vfork, so that no page of ours is
+ * copied; it makes raw system calls only (no C library's set*id, which
+ * would signal our threads) and exits. */
 static bool refused(const struct checked *c, bool host_view, bool switch_user, uid_t uid, gid_t gid)
 {
-    pid_t pid = fork();
+    if (!switch_user)
+        return refused_here(c, host_view);
+    pid_t pid = vfork();
     if (pid < 0)
         return false; /* no answer: the run says what fails */
     if (pid == 0) {
-        /* raw calls, as sandbox.c drops: this process is one thread */
-        if (switch_user &&
-            (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
-             syscall(SYS_setresuid, uid, uid, uid) < 0))
+        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+            syscall(SYS_setresuid, uid, uid, uid) < 0)
             _exit(0);
-        int rc = veiled(c->path, host_view) ? faccessat(c->fd, ".", c->mode, 0)
-                                            : faccessat(AT_FDCWD, c->path, c->mode, 0);
-        _exit(rc < 0 && errno == EACCES ? 1 : 0);
+        _exit(refused_here(c, host_view) ? 1 : 0);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0)

@@ -190,6 +190,8 @@ else
 fi
 need "PID 1 of each call's namespace" "$libexecdir/toolexecd/toolexecd-init"
 need "MCP servers' calls" "$libexecdir/toolexecd/toolexec-mcp-bridge"
+need "toolexec sandbox's engine" "$libexecdir/toolexecd/toolexecd-sandbox"
+need "toolexec mcp --listen's module" "$libexecdir/toolexecd/toolexec-mcp-http.so"
 need_match "shared library" "^$libdir/libtoolexec\.so\.[0-9]"
 need "shared library (link name)" "$libdir/libtoolexec.so"
 need "public header" "$includedir/toolexec.h"

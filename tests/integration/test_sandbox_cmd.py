@@ -1,8 +1,9 @@
 """toolexec sandbox -- COMMAND: one command run with a tool
-call's confinement, no daemon. Real processes: the CLI execs toolexecd
---sandbox-run, which builds the sandbox with the daemon's own code. Each
-test runs as the user running the suite (root in CI) and again as nobody
-(an unprivileged user: user namespaces, no cgroup)."""
+call's confinement, no daemon. Real processes: the CLI execs
+toolexecd-sandbox (the daemon's --sandbox-run without it), which builds
+the sandbox with the daemon's own code. Each test runs as the user
+running the suite (root in CI) and again as nobody (an unprivileged user:
+user namespaces, no cgroup)."""
 
 import http.server
 import json
@@ -292,6 +293,72 @@ class AsNobody(Base, unittest.TestCase):
 
 
 COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion", "toolexec")
+
+
+@unittest.skipUnless(TOOLEXEC and harness.TOOLEXECD and shutil.which("readelf"),
+                     "needs the build's toolexec, toolexecd and readelf")
+class Engine(unittest.TestCase):
+    """toolexec execs toolexecd-sandbox, the engine alone: none of the
+    daemon's libraries it never uses are loaded at each run. Without it
+    beside the daemon, the daemon's --sandbox-run does the same."""
+
+    ENGINE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexecd-sandbox")
+
+    @staticmethod
+    def needed(path):
+        p = subprocess.run(["readelf", "-d", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, check=True)
+        return [l.split("[", 1)[1].rstrip("]") for l in p.stdout.decode().splitlines()
+                if "(NEEDED)" in l]
+
+    def test_the_engine_needs_none_of_the_daemons_unused_libraries(self):
+        needed = self.needed(self.ENGINE)
+        self.assertIn("libseccomp.so.2", needed)
+        for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
+    def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
+        # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
+        # test_mcp_http runs); every other command, sandbox first, not
+        needed = self.needed(TOOLEXEC)
+        for lib in ("libgnutls", "libmicrohttpd", "libcjose", "libcrypto", "libhttp_parser"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
+    def run_sandbox(self, argv, **env):
+        return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(os.environ, **env))
+
+    def test_a_host_without_the_namespaces_is_probed_after_all(self):
+        """Nothing is probed ahead: the call's own clone finds a layer
+        missing (here the outer sandbox's filter refuses every namespace),
+        and the run is set up again as the daemon would, probed: the view
+        it cannot have refused as ever, not a failed clone."""
+        d = os.path.dirname(os.path.dirname(os.path.abspath(TOOLEXEC)))
+        if any(d == p or d.startswith(p + "/") for p in harness.VIEW_LEFT_OUT):
+            self.skipTest("the build is outside the default view")
+        p = self.run_sandbox([TOOLEXEC, "sandbox", "--", "/bin/echo", "hi"])
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 125, err)
+        self.assertIn("no view of their own", err)
+        self.assertNotIn("could not set it up", err)
+
+    def test_the_probed_runs_marker_is_not_the_commands(self):
+        p = self.run_sandbox(["/bin/sh", "-c", "echo ${TOOLEXECD_SANDBOX_PROBED-unset}"],
+                             TOOLEXECD_SANDBOX_PROBED="1")
+        self.assertEqual((p.returncode, p.stdout), (0, b"unset\n"), p.stderr)
+
+    def test_without_it_the_daemon_runs_the_command(self):
+        d = tempfile.mkdtemp(prefix="te-engine.")
+        try:
+            os.symlink(os.path.abspath(harness.TOOLEXECD), os.path.join(d, "toolexecd"))
+            env = dict(os.environ, TOOLEXECD=os.path.join(d, "toolexecd"))
+            p = subprocess.run([TOOLEXEC, "sandbox", "--", "/bin/sh", "-c", "echo hi; exit 3"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+            self.assertEqual((p.returncode, p.stdout), (3, b"hi\n"), p.stderr)
+        finally:
+            shutil.rmtree(d)
 
 
 @unittest.skipUnless(shutil.which("bash"), "needs bash")
