@@ -18,9 +18,7 @@
 #define CLI_SBINDIR "/usr/sbin"
 #endif
 
-/* The daemon: $TOOLEXECD, else beside us in a build tree (daemon/cli/..),
- * else installed, else on PATH. */
-static const char *find_daemon(char *buf, size_t len)
+const char *cli_find_daemon(char *buf, size_t len)
 {
     const char *env = getenv("TOOLEXECD");
     if (env && *env)
@@ -67,7 +65,7 @@ int cli_cmd_sandbox(struct cli *cli, int argc, char **argv)
     if (wants_help(argc, argv))
         return cli_help("sandbox");
     char buf[PATH_MAX];
-    const char *daemon = find_daemon(buf, sizeof(buf));
+    const char *daemon = cli_find_daemon(buf, sizeof(buf));
     char **args = calloc((size_t)argc + 2, sizeof(char *));
     if (!args)
         return CLI_EXIT_ERROR;
