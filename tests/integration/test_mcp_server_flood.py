@@ -15,13 +15,16 @@ daemon keeps, not the server.
 - a fork bomb (a server that forks until refused, each child keeping its
   slot and the server's stdout) is held to the definition's
   limits.processes, answered as the call's handler_exit naming the
-  refusal (the server's last words), and every process of it reaped.
+  refusal (the server's last words), and every process of it reaped; with a
+  cgroup per call (where the pids controller is delegated: SKIP here
+  otherwise), its cause names the limit, pids.max.
 """
 import os
 import threading
 import unittest
 
 import harness
+from test_cgroup import CgroupCase, controllers
 
 SRV = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "odd_server.py"))
 PY = "/usr/bin/python3"
@@ -200,6 +203,26 @@ class UnprivilegedDaemon(Flood, unittest.TestCase):
         return harness.nobody_daemon(tools)
 
     LENT = None
+
+
+BOMB_TOKEN = harness.new_token("mcpcgbomb")
+
+
+class CgroupBomb(CgroupCase):
+    TOOLS = [server("bomb", BOMB_TOKEN, limits={"processes": 16})]
+    CONTAINMENT = "auto"
+
+    def test_fork_bomb_names_pids_max(self):
+        if "pids" not in controllers(self.cg):
+            self.skipTest("the pids controller is not available to %s" % self.cg)
+        harness.deadline_wait(lambda: any(t["name"] == "bomb.forkbomb"
+                                          for t in self.c.tools()["tools"]),
+                              what="bomb's tools listed")
+        res = self.c.run([{"id": "f", "name": "bomb.forkbomb"}], timeout=60 * harness.SCALE)
+        te = self.assertToolError(res, "f", "handler_exit")
+        self.assertEqual(te["cause"].get("resource_limit"),
+                         {"name": "processes", "value": 16, "reached": "pids.max"}, te)
+        harness.assert_token_gone(BOMB_TOKEN, what="a process of the fork bomb")
 
 
 if __name__ == "__main__":
