@@ -24,6 +24,7 @@ import threading
 import unittest
 
 import harness
+from test_backpressure import vm_rss_kib
 from test_cgroup import CgroupCase, controllers
 
 SRV = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "odd_server.py"))
@@ -64,14 +65,6 @@ def descendants(pid):
 
 def fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for %d" % pid)
 
 
 def uids_in(lo, hi):
@@ -135,7 +128,7 @@ class Flood:
             pid = d.proc.pid
             self.assertEqual(flood(d, "odd.echo", WARMUP), [])
             harness.assert_token_gone(token)
-            procs0, fds0, rss0 = len(descendants(pid)), fds(pid), rss_kib(pid)
+            procs0, fds0, rss0 = len(descendants(pid)), fds(pid), vm_rss_kib(pid)
 
             bad = flood(d, "odd.echo", CALLS)
             self.assertEqual(bad, [], "%d of %d calls failed" % (len(bad), CALLS))
@@ -147,7 +140,7 @@ class Flood:
                                   what="the daemon's descendants back to %d" % procs0)
             harness.deadline_wait(lambda: fds(pid) == fds0,
                                   what="the daemon's descriptors back to %d" % fds0)
-            rss1 = rss_kib(pid)
+            rss1 = vm_rss_kib(pid)
             print("flood %s: %d calls over %d connections: descendants %d, fds %d, "
                   "RSS %d KiB after %d warm-up calls, %d KiB after the flood (%+d)"
                   % (type(self).__name__, CALLS, CONNS, procs0, fds0, rss0, WARMUP, rss1,
