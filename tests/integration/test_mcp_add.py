@@ -6,7 +6,8 @@ unprivileged, its tools called.
 - a package tarball of our own (tests/mcp_servers/tiny, packed here with npm
   pack: no registry needed): installed where --prefix says, its definition
   runs node and the package's bin from there (the server says where it runs
-  from), the server's arguments after --;
+  from), the server's arguments after --; a node of its own (--node) where
+  the view would hide it is shown to the calls;
 - refusals that write nothing: a name with a '.', a definition that is there
   already (without --force), npm failing, the daemon's --check refusing;
 - the pinned @modelcontextprotocol/server-filesystem from the npm registry
@@ -73,17 +74,29 @@ class Tarball:
         d = self.make()
         try:
             prefix = prefix_for(d)
+            node, more = NODE, []
+            if self.OWN_NODE:
+                # a node of its own where the view would not show it (under
+                # /tmp): the definition shows its directory
+                node = os.path.join(prefix, "nodebin", "node")
+                os.makedirs(os.path.dirname(node), mode=0o755)
+                with open(node, "w") as f:
+                    f.write('#!/bin/sh\nexec %s "$@"\n' % NODE)
+                os.chmod(node, 0o755)
+                more = ["--node", node]
             p = mcp_add("tiny", "--npm", tarball(), "--prefix", prefix, "--dir", d.tools_dir,
-                        "--", "an-argument")
+                        *more, "--", "an-argument")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertIn("1 definition in", p.stdout + p.stderr)  # the daemon's --check
             root = os.path.join(prefix, "tiny")
             server = os.path.join(root, "node_modules", "te-tiny-mcp", "server.js")
             with open(os.path.join(d.tools_dir, "tiny.json")) as f:
                 definition = json.load(f)
-            self.assertEqual(definition["mcp_server"]["command"], [NODE, server, "an-argument"])
+            self.assertEqual(definition["mcp_server"]["command"], [node, server, "an-argument"])
             self.assertEqual(definition["instance"], "call")
             self.assertIn(root, definition["filesystem"]["read"])
+            if self.OWN_NODE:
+                self.assertIn(os.path.dirname(node), definition["filesystem"]["read"])
             harness.started(d) if isinstance(d, harness.NobodyDaemon) else d.start()
             r = call(d, "tiny.hello", {"who": "you"})
             self.assertEqual(json.loads(r["ok"]), {"hello": "you", "from": server, "node": NODE})
@@ -92,12 +105,16 @@ class Tarball:
 
 
 class RootDaemon(Tarball, unittest.TestCase):
+    OWN_NODE = False
+
     @staticmethod
     def make():
         return harness.Daemon(start=False)
 
 
 class UnprivilegedDaemon(Tarball, unittest.TestCase):
+    OWN_NODE = True
+
     @staticmethod
     def make():
         d = harness.NobodyDaemon(start=False)
