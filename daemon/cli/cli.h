@@ -11,6 +11,7 @@
  *   term.c      terminal text: widths, sanitising, tables, durations
  *   mcp.c       toolexec mcp: a Model Context Protocol server over stdio
  *               (its parts: mcp_int.h)
+ *   serveradd.c mcp-add: an MCP server installed, its definition written
  *   mcp_auth*.c the MCP HTTP front's authorization: bearer tokens (JWTs
  *               checked against the issuer's keys, static tokens), RFC 9728
  *               metadata, 401/403 answers (its parts and API: mcp_auth.h)
@@ -107,6 +108,12 @@ int cli_cmd_audit(struct cli *cli, int argc, char **argv);
 int cli_cmd_learn(struct cli *cli, int argc, char **argv);
 /* sandbox.c: execs toolexecd --sandbox-run; returns only when it cannot */
 int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
+/* sandbox.c: the daemon's program: $TOOLEXECD, else beside us in a build
+ * tree (daemon/cli/..), else installed, else on PATH (in buf or not) */
+const char *cli_find_daemon(char *buf, size_t len);
+/* serveradd.c: mcp-add, an MCP server installed with npm and its
+ * definition written (toolexecd.tools(5), MCP SERVERS) */
+int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv);
 
 /* run.c: "ok", "error", "tool_error timeout", "ask_user", "halt REASON"
  * for a call's result object. */

@@ -23,44 +23,59 @@
 #define CLI_LIBEXECDIR "/usr/libexec/toolexecd"
 #endif
 
-/* The engine, and whether it takes --sandbox-run first. $TOOLEXECD names
- * a daemon: toolexecd-sandbox beside it, else it. Otherwise
- * toolexecd-sandbox (the engine alone, loading a fraction of the daemon's
- * libraries) beside us in a build tree (daemon/cli/..) or installed; else
- * the daemon beside us, installed, or on PATH. */
-static const char *find_engine(char *buf, size_t len, bool *daemon)
+/* toolexecd: $TOOLEXECD, else beside us in a build tree (daemon/cli/..),
+ * installed, or on PATH. */
+const char *cli_find_daemon(char *buf, size_t len)
 {
     const char *env = getenv("TOOLEXECD");
-    *daemon = false;
-    if (env && *env) {
-        const char *slash = strrchr(env, '/');
-        if (slash &&
-            snprintf(buf, len, "%.*s/toolexecd-sandbox", (int)(slash - env), env) < (int)len &&
-            access(buf, X_OK) == 0)
-            return buf;
-        *daemon = true;
+    if (env && *env)
         return env;
-    }
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
-    if (slash)
+    if (slash) {
         *slash = '\0';
-    if (slash &&
-        snprintf(buf, len, "%.*s/../toolexecd-sandbox", (int)(len - 32), self) < (int)len &&
-        access(buf, X_OK) == 0)
-        return buf;
-    snprintf(buf, len, "%s/toolexecd-sandbox", CLI_LIBEXECDIR);
-    if (access(buf, X_OK) == 0)
-        return buf;
-    *daemon = true;
-    if (slash && snprintf(buf, len, "%.*s/../toolexecd", (int)(len - 32), self) < (int)len &&
-        access(buf, X_OK) == 0)
-        return buf;
+        if (snprintf(buf, len, "%.*s/../toolexecd", (int)(len - 16), self) < (int)len &&
+            access(buf, X_OK) == 0)
+            return buf;
+    }
     snprintf(buf, len, "%s/toolexecd", CLI_SBINDIR);
     if (access(buf, X_OK) == 0)
         return buf;
     return "toolexecd";
+}
+
+/* The engine, and whether it takes --sandbox-run first: toolexecd-sandbox
+ * (the engine alone, loading a fraction of the daemon's libraries) beside
+ * $TOOLEXECD when that names a daemon, else beside us in a build tree
+ * (daemon/cli/..) or installed; else the daemon (cli_find_daemon). */
+static const char *find_engine(char *buf, size_t len, bool *daemon)
+{
+    const char *env = getenv("TOOLEXECD");
+    char self[PATH_MAX];
+    const char *dir = NULL;
+    int dirlen = 0;
+    if (env && *env) {
+        const char *slash = strrchr(env, '/');
+        if (slash)
+            dir = env, dirlen = (int)(slash - env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+        if (slash)
+            dir = self, dirlen = (int)(slash - self);
+    }
+    *daemon = false;
+    if (dir &&
+        snprintf(buf, len, "%.*s%s/toolexecd-sandbox", dirlen, dir, env && *env ? "" : "/..") <
+            (int)len &&
+        access(buf, X_OK) == 0)
+        return buf;
+    if (!(env && *env) && snprintf(buf, len, "%s/toolexecd-sandbox", CLI_LIBEXECDIR) < (int)len &&
+        access(buf, X_OK) == 0)
+        return buf;
+    *daemon = true;
+    return cli_find_daemon(buf, len);
 }
 
 /* --help before the command is ours (the engine's is a pointer here). */

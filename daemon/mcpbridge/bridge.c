@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +47,7 @@
 struct server {
     pid_t pid;
     int in, out; /* its stdin (we write), its stdout (we read) */
+    int pidfd;   /* readable once it has ended; -1 where there is none */
     char *buf;
     size_t len, cap, start;
     bool modern; /* it speaks MCP_MODERN only */
@@ -91,6 +94,9 @@ static void start_server(struct server *s, char **argv)
     }
     close(in[0]);
     close(out[1]);
+    /* its children may keep its stdout open after it has ended (a fork
+     * bomb, a daemon it left): its end is watched, not only its stdout's */
+    s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
     s->in = in[1];
     s->out = out[0];
 }
@@ -163,6 +169,18 @@ static json_t *next_msg(struct server *s, const char *when)
                 die(s, "out of memory");
             s->buf = b;
             s->cap = cap;
+        }
+        if (s->pidfd >= 0) {
+            struct pollfd p[2] = {{.fd = s->out, .events = POLLIN},
+                                  {.fd = s->pidfd, .events = POLLIN}};
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                die(s, "poll: %s", strerror(errno));
+            }
+            /* what it wrote before it ended is read first */
+            if (!p[0].revents && p[1].revents)
+                server_gone(s, when);
         }
         ssize_t r = read(s->out, s->buf + s->len, s->cap - s->len);
         if (r < 0 && errno == EINTR)

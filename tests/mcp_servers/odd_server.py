@@ -7,7 +7,7 @@ speaks only the stateless revision 2026-07-28 (initialize refused,
 server/discover, each request's _meta naming the version); its tools
 exercise what a confined server's call must survive: isError, structured
 results, progress, a crash mid-call, a flood of output, a daemonised child
-left behind, reads and writes of any path it is given."""
+left behind, a fork bomb, reads and writes of any path it is given."""
 import json
 import os
 import sys
@@ -45,7 +45,13 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "env", "description": "One environment variable",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {"name": "forkbomb", "description": "Fork until refused",
+     "inputSchema": {"type": "object"}},
 ]
+
+# a fork bomb that stops on its own at this many children should the
+# limit not hold, so that a failing test does not take the machine
+BOMB_CAP = 512
 
 
 def send(msg):
@@ -107,6 +113,20 @@ def call(name, args, token):
         time.sleep(100000)
     if name == "env":
         return text(os.environ.get(args["name"], "(unset)"))
+    if name == "forkbomb":
+        for n in range(BOMB_CAP):
+            try:
+                pid = os.fork()
+            except OSError as e:
+                # each child holds its slot; the server gives up as a
+                # program whose fork failed does, saying why
+                sys.stderr.write("odd_server: fork refused after %d children: %s\n" % (n, e))
+                sys.stderr.flush()
+                os._exit(4)
+            if pid == 0:
+                while True:
+                    time.sleep(1000)
+        return text("forked %d children: nothing refused" % BOMB_CAP)
     return None
 
 

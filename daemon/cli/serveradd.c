@@ -1,0 +1,356 @@
+/*
+ * serveradd.c - toolexec mcp-add: an MCP server from the npm registry (or a
+ * package tarball) installed where the calls' view shows it, and an
+ * "mcp_server" definition written for it (toolexecd.tools(5), MCP SERVERS).
+ *
+ *   toolexec mcp-add NAME --npm PACKAGE[@VERSION] [--prefix DIR] [--dir DIR]
+ *                    [--node PATH] [--bin NAME] [--read P] [--write P]
+ *                    [--scripts] [--force] [-- SERVER-ARGS...]
+ *
+ * The network is used here, once, by npm; a call of the server runs node
+ * and the installed files, never npm. The definition is checked by the
+ * daemon's own --check before it goes into the tools directory, so what
+ * is written is what the daemon loads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+#define ADD_PREFIX "/opt/toolexecd/mcp"
+#define ADD_TOOLS_DIR "/etc/toolexecd/tools.d"
+
+extern char **environ;
+
+struct add {
+    const char *name, *spec, *prefix, *dir, *node, *bin;
+    json_t *read, *write, *args;
+    bool scripts, force;
+    char root[PATH_MAX]; /* prefix/name: the package's install directory */
+};
+
+/* Run argv (PATH searched), its output ours; its exit status, -1 when it
+ * could not be started (said). */
+static int run(char *const argv[])
+{
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (rc != 0) {
+        cli_err("mcp-add: cannot run %s: %s", argv[0], strerror(rc));
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int mkdirs(const char *path)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+        return -1;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -1;
+            if (!(*s = c))
+                return 0;
+        }
+    }
+}
+
+/* The installed package's name: the one dependency npm recorded in the
+ * prefix's package.json, or the one named by the spec (NAME@VERSION, a
+ * scope's @ first) when there are more. */
+static char *package_name(const struct add *a)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/package.json", a->root) >= (int)sizeof(path))
+        return NULL;
+    json_t *pkg = json_load_file(path, 0, NULL);
+    json_t *deps = json_object_get(pkg, "dependencies");
+    char *out = NULL;
+    const char *key;
+    json_t *v;
+    const char *at = strchr(a->spec + 1, '@');
+    size_t n = at ? (size_t)(at - a->spec) : strlen(a->spec);
+    json_object_foreach(deps, key, v)
+    {
+        if (!out &&
+            (json_object_size(deps) == 1 || (strlen(key) == n && !strncmp(key, a->spec, n))))
+            out = strdup(key);
+    }
+    json_decref(pkg);
+    if (!out)
+        cli_err("mcp-add: %s: no dependency there names the package of '%s'", path, a->spec);
+    return out;
+}
+
+/* The package's program: its "bin" (the one there is, --bin's, or the one
+ * named as the package is), as a real path under the install directory. */
+static char *package_bin(const struct add *a, const char *pkgname)
+{
+    char path[PATH_MAX], file[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/node_modules/%s/package.json", a->root, pkgname) >=
+        (int)sizeof(path))
+        return NULL;
+    json_t *pkg = json_load_file(path, 0, NULL);
+    json_t *bin = json_object_get(pkg, "bin");
+    const char *base = strrchr(pkgname, '/') ? strrchr(pkgname, '/') + 1 : pkgname;
+    const char *rel = json_string_value(bin);
+    if (json_is_object(bin)) {
+        const char *want = a->bin ? a->bin : json_object_size(bin) == 1 ? NULL : base;
+        const char *key;
+        json_t *v;
+        json_object_foreach(bin, key, v)
+        {
+            if (!want || !strcmp(key, want))
+                rel = json_string_value(v);
+        }
+    }
+    if (!rel) {
+        cli_err("mcp-add: %s: no \"bin\" to run%s%s%s", path, a->bin ? " named '" : "",
+                a->bin ? a->bin : "", a->bin ? "'" : " (--bin NAME says which)");
+        json_decref(pkg);
+        return NULL;
+    }
+    int n = snprintf(file, sizeof(file), "%s/node_modules/%s/%s", a->root, pkgname, rel);
+    json_decref(pkg);
+    if (n >= (int)sizeof(file))
+        return NULL;
+    char *real = realpath(file, NULL);
+    if (!real)
+        cli_err("mcp-add: %s: %s", file, strerror(errno));
+    return real;
+}
+
+/* node as the calls will run it: --node's, else the first on PATH. */
+static char *find_node(const char *given)
+{
+    if (given)
+        return realpath(given, NULL);
+    const char *path = getenv("PATH");
+    char *copy = strdup(path ? path : "/usr/bin:/bin"), *save = NULL, *out = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d && !out; d = strtok_r(NULL, ":", &save)) {
+        char f[PATH_MAX];
+        if (snprintf(f, sizeof(f), "%s/node", d) < (int)sizeof(f) && access(f, X_OK) == 0)
+            out = realpath(f, NULL);
+    }
+    free(copy);
+    return out;
+}
+
+static json_t *definition(const struct add *a, const char *node, const char *bin)
+{
+    json_t *cmd = json_pack("[s,s]", node, bin);
+    json_array_extend(cmd, a->args);
+    json_t *read = json_pack("[s]", a->root);
+    /* a node of its own (not the system's) is shown to the calls too */
+    if (strncmp(node, "/usr/", 5) != 0) {
+        char *dir = strdup(node);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (slash && slash != dir) {
+            *slash = '\0';
+            json_array_append_new(read, json_string(dir));
+        }
+        free(dir);
+    }
+    json_array_extend(read, a->read);
+    json_t *fs = json_pack("{s:o}", "read", read);
+    if (json_array_size(a->write))
+        json_object_set(fs, "write", a->write);
+    return json_pack("{s:s, s:{s:o}, s:s, s:o, s:i}", "name", a->name, "mcp_server", "command", cmd,
+                     "instance", "call", "filesystem", fs, "timeout_ms", 30000);
+}
+
+/* The definition, alone in a directory of its own, through the daemon's
+ * --check; then into the tools directory under its name (rename: a reload
+ * never sees half of it). */
+static int write_checked(const struct add *a, json_t *def)
+{
+    char tmpdir[] = "/tmp/toolexec-mcp-add-XXXXXX", file[PATH_MAX], final[PATH_MAX], part[PATH_MAX],
+         daemon[PATH_MAX];
+    if (!mkdtemp(tmpdir)) {
+        cli_err("mcp-add: mkdtemp: %s", strerror(errno));
+        return CLI_EXIT_ERROR;
+    }
+    snprintf(file, sizeof(file), "%s/%s.json", tmpdir, a->name);
+    int rc = json_dump_file(def, file, JSON_INDENT(2)) == 0 ? 0 : -1;
+    if (rc == 0) {
+        chmod(file, 0644);
+        char *argv[] = {(char *)cli_find_daemon(daemon, sizeof(daemon)), "--check", "--tools",
+                        tmpdir, NULL};
+        rc = run(argv);
+        if (rc != 0)
+            cli_err("mcp-add: the daemon's --check refused the definition (above); nothing "
+                    "written to %s",
+                    a->dir);
+    }
+    unlink(file);
+    rmdir(tmpdir);
+    if (rc != 0)
+        return CLI_EXIT_ERROR;
+    snprintf(final, sizeof(final), "%s/%s.json", a->dir, a->name);
+    snprintf(part, sizeof(part), "%s/.%s.json.part", a->dir, a->name);
+    if (mkdirs(a->dir) < 0 || json_dump_file(def, part, JSON_INDENT(2)) < 0 ||
+        chmod(part, 0644) < 0 || rename(part, final) < 0) {
+        cli_err("mcp-add: cannot write %s: %s", final, strerror(errno));
+        unlink(part);
+        return CLI_EXIT_ERROR;
+    }
+    printf("%s: MCP server %s, installed in %s (a reload loads its tools as %s.TOOL)\n", final,
+           a->name, a->root, a->name);
+    return CLI_EXIT_OK;
+}
+
+static int install(struct add *a)
+{
+    char final[PATH_MAX];
+    snprintf(final, sizeof(final), "%s/%s.json", a->dir, a->name);
+    if (!a->force && access(final, F_OK) == 0)
+        return cli_usage_error("mcp-add", "%s exists (--force replaces it)", final);
+    if (snprintf(a->root, sizeof(a->root), "%s/%s", a->prefix, a->name) >= (int)sizeof(a->root) ||
+        mkdirs(a->root) < 0) {
+        cli_err("mcp-add: %s: %s", a->root, strerror(errno));
+        return CLI_EXIT_ERROR;
+    }
+    /* install scripts run as whoever runs this (root, often): not unless
+     * asked for */
+    char *argv[] = {"npm",           "install",
+                    "--prefix",      a->root,
+                    "--no-audit",    "--no-fund",
+                    "--omit=dev",    a->scripts ? "--ignore-scripts=false" : "--ignore-scripts",
+                    (char *)a->spec, NULL};
+    int rc = run(argv);
+    if (rc != 0) {
+        if (rc > 0)
+            cli_err("mcp-add: npm install of '%s' into %s failed (status %d)", a->spec, a->root,
+                    rc);
+        return CLI_EXIT_ERROR;
+    }
+    char *pkgname = package_name(a), *bin = pkgname ? package_bin(a, pkgname) : NULL;
+    char *node = find_node(a->node);
+    json_t *def = NULL;
+    if (bin && !node)
+        cli_err("mcp-add: no node %s%s (--node PATH says which)", a->node ? "at " : "on PATH",
+                a->node ? a->node : "");
+    if (bin && node)
+        def = definition(a, node, bin);
+    rc = def ? write_checked(a, def) : CLI_EXIT_ERROR;
+    json_decref(def);
+    free(pkgname);
+    free(bin);
+    free(node);
+    return rc;
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '-'))
+            return false;
+    return true;
+}
+
+int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS,
+        {"npm", required_argument, NULL, 'n'},
+        {"prefix", required_argument, NULL, 'p'},
+        {"dir", required_argument, NULL, 'd'},
+        {"node", required_argument, NULL, 'N'},
+        {"bin", required_argument, NULL, 'b'},
+        {"read", required_argument, NULL, 'r'},
+        {"write", required_argument, NULL, 'w'},
+        {"scripts", no_argument, NULL, 'S'},
+        {"force", no_argument, NULL, 'f'},
+        {0},
+    };
+    struct add a = {.prefix = ADD_PREFIX, .dir = ADD_TOOLS_DIR};
+    a.read = json_array();
+    a.write = json_array();
+    a.args = json_array();
+    int opt, rc = -1;
+    while (rc < 0 && (opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+        if (cli_common_option(cli, opt, optarg))
+            continue;
+        switch (opt) {
+        case 'n':
+            a.spec = optarg;
+            break;
+        case 'p':
+            a.prefix = optarg;
+            break;
+        case 'd':
+            a.dir = optarg;
+            break;
+        case 'N':
+            a.node = optarg;
+            break;
+        case 'b':
+            a.bin = optarg;
+            break;
+        case 'S':
+            a.scripts = true;
+            break;
+        case 'f':
+            a.force = true;
+            break;
+        case 'r':
+        case 'w':
+            if (optarg[0] != '/')
+                rc = cli_usage_error("mcp-add", "--%s %s: expected an absolute path",
+                                     opt == 'r' ? "read" : "write", optarg);
+            else
+                json_array_append_new(opt == 'r' ? a.read : a.write, json_string(optarg));
+            break;
+        case 'h':
+            rc = cli_help("mcp-add");
+            break;
+        default:
+            rc = cli_bad_option("mcp-add", opt, argv);
+        }
+    }
+    if (rc < 0 && optind >= argc)
+        rc = cli_usage_error("mcp-add", "expected the server's NAME");
+    else if (rc < 0 && !name_ok(argv[optind]))
+        rc = cli_usage_error("mcp-add",
+                             "%s: expected a name of 1 to 64 of A-Z a-z 0-9 _ - (its tools "
+                             "are NAME.TOOL)",
+                             argv[optind]);
+    else if (rc < 0 && !a.spec)
+        rc = cli_usage_error("mcp-add", "expected --npm PACKAGE[@VERSION] (or a tarball's path)");
+    else if (rc < 0 && (a.prefix[0] != '/' || a.dir[0] != '/'))
+        rc = cli_usage_error("mcp-add", "--prefix and --dir: expected absolute paths");
+    if (rc < 0) {
+        a.name = argv[optind++];
+        if (optind < argc && strcmp(argv[optind], "--") == 0)
+            optind++;
+        for (; optind < argc; optind++)
+            json_array_append_new(a.args, json_string(argv[optind]));
+        rc = install(&a);
+    }
+    json_decref(a.read);
+    json_decref(a.write);
+    json_decref(a.args);
+    return rc;
+}

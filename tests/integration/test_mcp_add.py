@@ -1,0 +1,195 @@
+"""`toolexec mcp-add NAME --npm PACKAGE`: an MCP server installed with npm
+install --prefix into PREFIX/NAME, and a definition written for it that the
+daemon's --check takes, then loaded by the real daemon, root and
+unprivileged, its tools called.
+
+- a package tarball of our own (tests/mcp_servers/tiny, packed here with npm
+  pack: no registry needed): installed where --prefix says, its definition
+  runs node and the package's bin from there (the server says where it runs
+  from), the server's arguments after --; a node of its own (--node) where
+  the view would hide it is shown to the calls;
+- refusals that write nothing: a name with a '.', a definition that is there
+  already (without --force), npm failing, the daemon's --check refusing;
+- the pinned @modelcontextprotocol/server-filesystem from the npm registry
+  (SKIP, never a pass, when the registry cannot be reached): written to and
+  read from the directory --write gave it.
+
+Argument: a work directory (meson: the build directory). No node or npm:
+SKIP (77)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+
+TINY = os.path.join(harness.HERE, "..", "mcp_servers", "tiny")
+FS_PKG = "@modelcontextprotocol/server-filesystem@2026.8.31"  # as tests/mcp_servers/npm pins
+ARGS = [a for a in sys.argv[1:] if not a.startswith("-")]
+WORK = os.path.realpath(ARGS[0] if ARGS else os.path.join(tempfile.gettempdir(), "te-mcp-add"))
+NODE = os.path.realpath(shutil.which("node") or "/usr/bin/node")
+
+
+def mcp_add(*args):
+    return subprocess.run([os.environ["TOOLEXEC"], "mcp-add"] + list(args), capture_output=True,
+                          text=True, timeout=300)
+
+
+def tarball():
+    """tests/mcp_servers/tiny packed (npm pack) into a fresh directory."""
+    out = tempfile.mkdtemp(prefix="tiny-", dir=WORK)
+    p = subprocess.run(["npm", "pack", "--pack-destination", out, os.path.realpath(TINY)],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise AssertionError("npm pack: " + p.stderr)
+    return os.path.join(out, "te-tiny-mcp-1.0.0.tgz")
+
+
+def prefix_for(d):
+    """An install prefix the daemon's user can read (inside its directory,
+    which the default view hides: the definition must show it)."""
+    p = d.path("opt")
+    os.makedirs(p, exist_ok=True)
+    os.chmod(p, 0o755)
+    return p
+
+
+def call(d, name, args):
+    c = d.client()
+    try:
+        harness.deadline_wait(lambda: any(t["name"] == name for t in c.tools()["tools"]),
+                              timeout=60 * harness.SCALE, what="%s listed" % name)
+        b = c.start_batch([{"id": "c", "name": name, "arguments": args}])
+        events = c.recv_batch(b, timeout=60 * harness.SCALE)
+        return [e for e in events if e["event"] == "tool_execution_completed"][0]["result"]
+    finally:
+        c.close()
+
+
+class Tarball:
+    def test_installed_and_called(self):
+        d = self.make()
+        try:
+            prefix = prefix_for(d)
+            node, more = NODE, []
+            if self.OWN_NODE:
+                # a node of its own where the view would not show it (under
+                # /tmp): the definition shows its directory
+                node = os.path.join(prefix, "nodebin", "node")
+                os.makedirs(os.path.dirname(node), mode=0o755)
+                with open(node, "w") as f:
+                    f.write('#!/bin/sh\nexec %s "$@"\n' % NODE)
+                os.chmod(node, 0o755)
+                more = ["--node", node]
+            p = mcp_add("tiny", "--npm", tarball(), "--prefix", prefix, "--dir", d.tools_dir,
+                        *more, "--", "an-argument")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("1 definition in", p.stdout + p.stderr)  # the daemon's --check
+            root = os.path.join(prefix, "tiny")
+            server = os.path.join(root, "node_modules", "te-tiny-mcp", "server.js")
+            with open(os.path.join(d.tools_dir, "tiny.json")) as f:
+                definition = json.load(f)
+            self.assertEqual(definition["mcp_server"]["command"], [node, server, "an-argument"])
+            self.assertEqual(definition["instance"], "call")
+            self.assertIn(root, definition["filesystem"]["read"])
+            if self.OWN_NODE:
+                self.assertIn(os.path.dirname(node), definition["filesystem"]["read"])
+            harness.started(d) if isinstance(d, harness.NobodyDaemon) else d.start()
+            r = call(d, "tiny.hello", {"who": "you"})
+            self.assertEqual(json.loads(r["ok"]), {"hello": "you", "from": server, "node": NODE})
+        finally:
+            d.stop()
+
+
+class RootDaemon(Tarball, unittest.TestCase):
+    OWN_NODE = False
+
+    @staticmethod
+    def make():
+        return harness.Daemon(start=False)
+
+
+class UnprivilegedDaemon(Tarball, unittest.TestCase):
+    OWN_NODE = True
+
+    @staticmethod
+    def make():
+        d = harness.NobodyDaemon(start=False)
+        harness.give_work_dir(d)
+        return d
+
+
+class Refused(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tools-", dir=WORK)
+        self.prefix = tempfile.mkdtemp(prefix="opt-", dir=WORK)
+        os.chmod(self.prefix, 0o755)
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        self.addCleanup(shutil.rmtree, self.prefix, ignore_errors=True)
+
+    def add(self, name, *more):
+        return mcp_add(name, "--prefix", self.prefix, "--dir", self.dir, *more)
+
+    def test_refusals_write_nothing(self):
+        tgz = tarball()
+        for args, says in ((("a.b", "--npm", tgz), "its tools are NAME.TOOL"),
+                           (("t1",), "expected --npm"),
+                           (("t2", "--npm", os.path.join(self.dir, "none.tgz")),
+                            "npm install of"),
+                           (("t3", "--npm", tgz, "--write", "/nonexistent/dir"),
+                            "the daemon's --check refused")):
+            p = self.add(*args)
+            self.assertEqual(p.returncode, 2, (args, p.stdout + p.stderr))
+            self.assertIn(says, p.stderr, args)
+            self.assertEqual(os.listdir(self.dir), [], args)
+        # there already: kept unless --force
+        self.assertEqual(self.add("t4", "--npm", tgz).returncode, 0)
+        with open(os.path.join(self.dir, "t4.json"), "a") as f:
+            f.write("\n")
+        p = self.add("t4", "--npm", tgz)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("exists (--force replaces it)", p.stderr)
+        p = self.add("t4", "--npm", tgz, "--force")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+def registry_reachable():
+    try:
+        return subprocess.run(["npm", "ping"], capture_output=True, timeout=30).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+class FromTheRegistry(unittest.TestCase):
+    def test_filesystem_server(self):
+        if not registry_reachable():
+            self.skipTest("the npm registry cannot be reached (npm ping)")
+        d = harness.Daemon(start=False)
+        try:
+            data = d.shared_dir("data")
+            p = mcp_add("fs", "--npm", FS_PKG, "--prefix", prefix_for(d), "--dir", d.tools_dir,
+                        "--write", data, "--", data)
+            if p.returncode != 0 and "npm install of" in p.stderr:
+                self.skipTest("npm could not install %s: %s" % (FS_PKG, p.stderr[-500:]))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            d.start()
+            note = os.path.join(data, "note.txt")
+            self.assertIn("ok", call(d, "fs.write_file", {"path": note, "content": "kept"}))
+            r = call(d, "fs.read_text_file", {"path": note})
+            self.assertIn("kept", json.dumps(r["ok"]))
+            self.assertIn("error", call(d, "fs.read_text_file", {"path": "/etc/shadow"}))
+        finally:
+            d.stop()
+
+
+if __name__ == "__main__":
+    harness.require_env()
+    if not shutil.which("node") or not shutil.which("npm") or not os.environ.get("TOOLEXEC"):
+        print("SKIP: node, npm or TOOLEXEC missing")
+        sys.exit(77)
+    os.makedirs(WORK, exist_ok=True)
+    unittest.main(argv=[sys.argv[0]] + [a for a in sys.argv[1:] if a.startswith("-")],
+                  verbosity=2)
