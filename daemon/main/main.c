@@ -389,7 +389,9 @@ int main(int argc, char **argv)
         td_log(TD_LOG_ERR, "cannot watch SIGCHLD");
         goto out_loop;
     }
-    if (td_identity_active()) /* a uid is a call only with a uid of its own each */
+    if (!td_opts.fs_refusals)
+        td_log(TD_LOG_INFO, "file-system refusals are not reported: --fs-refusals no");
+    else if (td_identity_active()) /* a uid is a call only with a uid of its own each */
         td_fswatch_start();
     else
         td_log(TD_LOG_INFO, "file-system refusals are not reported: calls are told apart by a "

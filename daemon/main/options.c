@@ -31,6 +31,7 @@ struct td_main_opts td_opts = {
     .log_format = "text",
     .metrics_timeout = 10,
     .use_spawner = true,
+    .fs_refusals = true,
 };
 
 enum opt_arg {
@@ -194,6 +195,10 @@ static const struct opt options[] = {
     {"spawner", 0, "yes|no", WORD(td_opts.use_spawner, {"yes", 1}, {"no", 0}),
      .help = "calls started by a process of their own, off\n"
              "the loop (default yes; no: by the loop)"},
+    {"fs-refusals", 0, "yes|no", WORD(td_opts.fs_refusals, {"yes", 1}, {"no", 0}),
+     .help = "report calls' file-system refusals (a root\n"
+             "daemon: a BPF program that costs every system\n"
+             "call of the host ~0.1 us; default yes)"},
     {"spares", 0, "N", CALL(set_spares),
      .help = "sandboxes the spawner keeps ready per tool\n"
              "called lately (0-16, default 0: none)"},

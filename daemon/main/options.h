@@ -24,6 +24,7 @@ struct td_main_opts {
     bool tools_given;           /* --tools: --check checks the definitions */
     bool require_confinement;   /* --require-confinement */
     bool use_spawner;           /* --spawner */
+    bool fs_refusals;           /* --fs-refusals */
 };
 extern struct td_main_opts td_opts;
 

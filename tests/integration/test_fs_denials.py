@@ -323,6 +323,28 @@ class SandboxChecks(unittest.TestCase):
         self.assertEqual([e for e in summary["denied"] if e["kind"] == "filesystem"], [], err)
 
 
+class OptedOutChecks(unittest.TestCase):
+    """--fs-refusals no: a root daemon loads no BPF program (the host's
+    system calls keep their cost), lists none, and says so."""
+
+    def test_no_program_none_listed(self):
+        harness.require_env()
+        if os.geteuid() != 0:
+            self.skipTest("needs root (a root daemon)")
+        d = Daemon([py_tool("fsd", filesystem=harness.with_tree({}))], ["--fs-refusals", "no"])
+        self.addCleanup(d.stop)
+        res = d.client().run([{"id": "a", "name": "fsd", "arguments": {
+            "try": [["create", "/usr/te-fsd-%s-optout" % TOKEN]]}}])
+        self.assertIn(res.result("a").get("ok", res.result("a"))["tried"][0], ("EROFS", "EACCES"))
+        done = res.completed("a")
+        self.assertFalse([e for e in done.get("denied", []) if e["kind"] == "filesystem"])
+        self.assertNotIn("denied_filesystem", done)
+        self.assertIn("file-system refusals are not reported: --fs-refusals no", d.stderr())
+        links = [os.readlink("/proc/%d/fd/%s" % (d.proc.pid, fd))
+                 for fd in os.listdir("/proc/%d/fd" % d.proc.pid)]
+        self.assertFalse([l for l in links if "bpf" in l], links)
+
+
 class UnprivilegedChecks(unittest.TestCase):
     """An unprivileged daemon: the kernel gives it nothing to see them by
     (BPF needs CAP_BPF and CAP_PERFMON; Landlock's audit records need
