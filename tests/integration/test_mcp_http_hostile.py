@@ -183,7 +183,7 @@ class McpHttpHostile(McpCase):
     def test_idle_connection_memory(self):
         # an idle keep-alive connection costs the front its libmicrohttpd
         # memory pool, --max-header, written whole after each request; the
-        # default is 16 KiB (with the connection's own state, ~16.5 KiB)
+        # default is 15 KiB (with the connection's own state, ~15.6 KiB)
         n = 256
         f = self.front("--connections", str(n + 16))
         self.good_call(f)
