@@ -20,6 +20,9 @@ drift on the host hits all alike, N calls each, at concurrency 1 and 16:
   +netns        a network namespace per call ("network": false, its lo
                 brought up), which the default has not: a layer added, its
                 delta is negative (lo alone: bench/loopback_up)
+  +bset-call    the bounding set emptied in each call's child (41
+                PR_CAPBSET_DROP) rather than once in the spawning thread as
+                the spawner does: a layer added back, its delta negative
 
 and bench --plain (the bare fork+exec+pipe loop) beside them. It prints us
 per call (median, min-max) and each variant's delta against the default:
@@ -55,6 +58,7 @@ VARIANTS = [
     ("uid-daemon", ["--uid", "daemon"]),
     ("no-init", ["--no-init"]),
     ("+netns", ["--net-none"]),
+    ("+bset-call", ["--bset-per-call"]),
 ]
 PERIOD_NS = 50000
 OWN = "sandboxfloor,toolexecd-init,echo"
