@@ -17,7 +17,9 @@
  * when its init reports the tool's status, as the daemon's call is; inits
  * are reaped as they go without waiting for the namespaces' teardown, as
  * the daemon does (bench.c's BENCH_NS loop the same). Prints
- * "us_per_call N", the loop's time alone (not the set-up's probes).
+ * "us_per_call N", the loop's time alone (not the set-up's probes), and
+ * "us_start_per_call N", of it the time from clone() to the child's exec
+ * (the spawner's own time for a call, which no other call overlaps).
  *
  * LAYER, one layer changed at a time (bench/floor_layers.py runs each):
  *   --no-landlock   no Landlock ruleset (step 11a)
@@ -91,6 +93,9 @@ static struct {
 static size_t n_unreaped, cap_unreaped;
 static int work_fd = -1;
 static char **env;
+/* time in td_sandbox_start(), the clone to the child's exec: the spawner's
+ * own time for a call (CLONE_VFORK suspends it until then) */
+static double in_start;
 
 static double now(void)
 {
@@ -166,7 +171,9 @@ static void start(struct td_tool *t, struct slot *s)
     int theirs[TD_SANDBOX_ENDS];
     if ((rc = td_sandbox_pipes(false, &c, theirs)) < 0)
         die("pipe", strerror(-rc));
+    double t0 = now();
     pid_t pid = td_sandbox_start(&d.sp, theirs, s->handed, &what);
+    in_start += now() - t0;
     if (pid < 0)
         die(what, strerror((int)-pid));
     td_spawndesc_free(&d);
@@ -374,8 +381,9 @@ int main(int argc, char **argv)
     env = envs;
 
     floor_loop(t, conc < 8 ? 8 : conc, conc); /* warm-up: page cache, the view's plan */
+    in_start = 0;
     double per = floor_loop(t, calls, conc);
-    printf("us_per_call %.1f\n", per * 1e6);
+    printf("us_per_call %.1f\nus_start_per_call %.1f\n", per * 1e6, in_start / calls * 1e6);
     reap(0);
     td_tool_unref(t);
     td_calldir_shutdown();
