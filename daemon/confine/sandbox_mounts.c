@@ -175,10 +175,10 @@ static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, 
          * (five binds ~160 us, five mknod ~80 us on a loaded 2-CPU VM). It
          * is the same device: opening it passes the same device cgroup
          * checks. Refused (EPERM in a user namespace or without
-         * CAP_MKNOD): bound, as it was. */
+         * CAP_MKNOD), or a template's (td_spawn.dev_bound): bound. */
         struct stat st;
         int dev = fds[op->slot];
-        if (dev >= 0 && fstat(dev, &st) == 0 && S_ISCHR(st.st_mode) &&
+        if (dev >= 0 && !s->dev_bound && fstat(dev, &st) == 0 && S_ISCHR(st.st_mode) &&
             mknod(op->path, S_IFCHR | (op->mode & 0777), st.st_rdev) == 0)
             return 0;
         int fd = open(op->path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, op->mode);
