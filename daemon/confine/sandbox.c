@@ -269,6 +269,7 @@ struct child_args {
     bool root;       /* the daemon runs as root: the child may drop capabilities */
     bool spare;      /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
     bool bset_empty; /* born with an empty bounding set (sandbox_bset.c) */
+    bool mknod;      /* may make device nodes (TD_FS_NODE, sandbox_mounts.c) */
 };
 
 /* a tool the operator runs as root keeps what root is (its view is its
@@ -287,7 +288,7 @@ static int drop_bounding_set(void)
 {
     for (long cap = 0;; cap++) {
         long r = te_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0);
-        if (r == -EPERM && cap == 0 && !td_sandbox_have_setpcap())
+        if (r == -EPERM && cap == 0 && !td_sandbox_have_cap(CAP_SETPCAP))
             return 0;
         if (r == -EINVAL && cap > 0)
             return 0;
@@ -412,7 +413,7 @@ static int child(void *arg)
                                           write_file("/proc/self/uid_map", s->uid_map) < 0 ||
                                           write_file("/proc/self/gid_map", s->gid_map) < 0))
         child_fail(TD_STEP_USERNS);
-    if ((s->ns_flags & CLONE_NEWNS) && td_sandbox_mounts(s) < 0)
+    if ((s->ns_flags & CLONE_NEWNS) && td_sandbox_mounts(s, a->mknod) < 0)
         child_fail(TD_STEP_MOUNT);
     if (s->proxy_port > 0 && egress_listener(s) < 0)
         child_fail(TD_STEP_EGRESS);
@@ -550,6 +551,12 @@ static pid_t start_here(void *arg)
 static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int cgroup_procs)
 {
     struct start st = {args, flags, cgroup_dir, cgroup_procs};
+    /* CAP_MKNOD, learnt once: ours do not change; a user namespace of the
+     * child's own has it only there, where mknod is refused anyway */
+    static int cap_mknod = -1;
+    if (cap_mknod < 0)
+        cap_mknod = td_sandbox_have_cap(CAP_MKNOD);
+    args->mknod = cap_mknod && !(flags & CLONE_NEWUSER);
     bool empty = td_sandbox_bset_empty();
     if (empty && stays_root(args->s, args->root))
         return td_sandbox_bset_full(start_here, &st);
@@ -664,7 +671,7 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
         sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     struct child_args args = {s,     getpid(), theirs[0],      theirs[1], theirs[2], theirs[3],
-                              ho[1], -1,       geteuid() == 0, false,     false};
+                              ho[1], -1,       geteuid() == 0, false,     false,     false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -706,8 +713,8 @@ pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const ch
     }
     if (n_changed < 0)
         snapshot_signals();
-    struct child_args args = {s,  getpid(),       -1,   -1,   -1, ends[1], ends[0],
-                              -1, geteuid() == 0, true, false};
+    struct child_args args = {s,  getpid(),       -1,   -1,    -1,   ends[1], ends[0],
+                              -1, geteuid() == 0, true, false, false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int e = errno;
     close_ends(ends, 2);

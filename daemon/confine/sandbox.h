@@ -58,9 +58,9 @@ bool td_sandbox_bset_empty(void);
 /* fn(arg) run on the thread that kept the full set (on this one if
  * td_sandbox_bset_once() made none); its result, errno as fn left it. */
 pid_t td_sandbox_bset_full(pid_t (*fn)(void *), void *arg);
-/* Whether CAP_SETPCAP is in this thread's effective set (raw capget: it may
- * run in a child that shares the daemon's memory). */
-bool td_sandbox_have_setpcap(void);
+/* Whether cap is in this thread's effective set (raw capget: it may run in
+ * a child that shares the daemon's memory). */
+bool td_sandbox_have_cap(int cap);
 /* What the child and its init reported, read without blocking at exit. */
 struct td_report {
     bool failed;      /* set-up or exec failed: */

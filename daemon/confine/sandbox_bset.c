@@ -70,17 +70,17 @@ static void *full_main(void *unused)
     return NULL;
 }
 
-bool td_sandbox_have_setpcap(void)
+bool td_sandbox_have_cap(int cap)
 {
     struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct d[2] = {0};
     return !TE_SYS_FAILED(te_sys(SYS_capget, (long)&h, (long)d, 0, 0)) &&
-           (d[CAP_SETPCAP / 32].effective & (1u << (CAP_SETPCAP % 32)));
+           (d[cap / 32].effective & (1u << (cap % 32)));
 }
 
 int td_sandbox_bset_once(void)
 {
-    if (empty || geteuid() != 0 || !td_sandbox_have_setpcap())
+    if (empty || geteuid() != 0 || !td_sandbox_have_cap(CAP_SETPCAP))
         return 0; /* nothing to give away, or not ours to: step 9b decides per call */
     sigset_t all, old;
     sigfillset(&all);

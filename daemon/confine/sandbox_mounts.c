@@ -102,7 +102,8 @@ static int open_no_symlinks(const char *path)
     return fd < 0 && errno == ENOSYS ? open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW) : fd;
 }
 
-static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, char *buf)
+static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, char *buf,
+                 bool may_mknod)
 {
     char src[32];
     switch (op->kind) {
@@ -174,11 +175,12 @@ static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, 
          * costs no mount to copy, attach and tear down when the call ends
          * (five binds ~160 us, five mknod ~80 us on a loaded 2-CPU VM). It
          * is the same device: opening it passes the same device cgroup
-         * checks. Refused (EPERM in a user namespace or without
-         * CAP_MKNOD), or a template's (td_spawn.dev_bound): bound. */
+         * checks. Where it would be refused (a user namespace, no
+         * CAP_MKNOD: !may_mknod), or a template's (td_spawn.dev_bound): bound,
+         * as they were. */
         struct stat st;
         int dev = fds[op->slot];
-        if (dev >= 0 && !s->dev_bound && fstat(dev, &st) == 0 && S_ISCHR(st.st_mode) &&
+        if (dev >= 0 && may_mknod && !s->dev_bound && fstat(dev, &st) == 0 && S_ISCHR(st.st_mode) &&
             mknod(op->path, S_IFCHR | (op->mode & 0777), st.st_rdev) == 0)
             return 0;
         int fd = open(op->path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, op->mode);
@@ -208,7 +210,7 @@ static int fs_op(const struct td_spawn *s, const struct td_fs_op *op, int *fds, 
 }
 
 /* Step 7c: the call's view of the file system (fsview.c); -1 with errno. */
-static int fs_view(const struct td_spawn *s)
+static int fs_view(const struct td_spawn *s, bool may_mknod)
 {
     int fds[TD_FS_SLOTS];
     char buf[PATH_MAX];
@@ -218,7 +220,8 @@ static int fs_view(const struct td_spawn *s)
     int rc = 0;
     for (size_t i = 0; i < s->fs->n && rc == 0; i++) {
         const struct td_fs_op *op = &s->fs->ops[i];
-        if (fs_op(s, op, fds, buf) < 0 && !(op->optional && (errno == ENOENT || errno == ENOTDIR)))
+        if (fs_op(s, op, fds, buf, may_mknod) < 0 &&
+            !(op->optional && (errno == ENOENT || errno == ENOTDIR)))
             rc = -1;
     }
     int e = errno;
@@ -230,12 +233,12 @@ static int fs_view(const struct td_spawn *s)
 }
 
 /* Step 7b (see sandbox.c); -1 with errno set. */
-int td_sandbox_mounts(const struct td_spawn *s)
+int td_sandbox_mounts(const struct td_spawn *s, bool may_mknod)
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return -1;
     if (s->fs) {
-        if (fs_view(s) < 0)
+        if (fs_view(s, may_mknod) < 0)
             return -1;
         return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     }
