@@ -96,6 +96,10 @@ def has_cap(n):
     return bool(eff >> n & 1)
 
 
+DEVS_TOOL = {"name": "devs", "description": "the view's devices", "schema": {"type": "object"},
+             "command": [PYTHON, "-c", DEVS], "protocol": "plain"}
+
+
 class Checks:
     DAEMON = Daemon
 
@@ -115,8 +119,7 @@ class Checks:
             probe_tool("hider", filesystem={"hide": [cls.shared.dir]}),
             probe_tool("minimal", filesystem={"root": "minimal", "read": MINIMAL_READ}),
             probe_tool("host", filesystem="host"),
-            {"name": "devs", "description": "the view's devices", "schema": {"type": "object"},
-             "command": [PYTHON, "-c", DEVS], "protocol": "plain"},
+            DEVS_TOOL,
             worker_tool("victim", "victim", env={"VICTIM_SECRET": SECRET},
                         filesystem=harness.with_tree({"write": [cls.outbox]})),
         ]
@@ -308,6 +311,29 @@ class RootDaemon(Checks, unittest.TestCase):
                      "needs root (to drop to nobody) and setpriv")
 class UnprivilegedDaemon(Checks, unittest.TestCase):
     DAEMON = NobodyDaemon
+
+
+class NoMknodDaemon(Daemon):
+    """A root daemon without CAP_MKNOD (as the systemd unit's)."""
+
+    def command(self):
+        return ["setpriv", "--bounding-set=-mknod"] + super().command()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv") and has_cap(27),
+                     "needs root with CAP_MKNOD (to run a daemon without it) and setpriv")
+class RootDaemonWithoutMknod(unittest.TestCase):
+    def test_the_devices_are_the_hosts_bound(self):
+        require_view()
+        d = NoMknodDaemon([DEVS_TOOL])
+        try:
+            r = d.client().run([{"id": "c", "name": "devs"}]).result("c")["ok"]
+        finally:
+            d.stop()
+        for n in ("null", "zero", "full", "random", "urandom"):
+            st = os.stat("/dev/" + n)
+            self.assertEqual(r[n], [True, st.st_rdev, st.st_mode & 0o777, True], (n, r))
+        self.assertEqual((r["null_write"], r["urandom_read"], r["zero_read"]), (1, 8, "00000000"))
 
 
 class Refusals(unittest.TestCase):
