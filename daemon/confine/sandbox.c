@@ -82,7 +82,9 @@
  *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
  *     fsview.c made once per tool, run op by op (sandbox_mounts.c): descriptors of what
  *     will be covered opened first; a /dev tmpfs with the host's null, zero,
- *     full, random, urandom bound in, and an empty mode-0 directory and file
+ *     full, random, urandom made again (mknod, where the daemon may: no
+ *     mount each; a template's and where it may not, bound in), and an
+ *     empty mode-0 directory and file
  *     that are bound over what is hidden and then removed; a /tmp tmpfs;
  *     tmpfs "veils" over hidden directories with something exposed below;
  *     the call's directory and the "read"/"write" paths bound in; for a
