@@ -20,10 +20,15 @@ drift on the host hits all alike, N calls each, at concurrency 1 and 16:
   +netns        a network namespace per call ("network": false, its lo
                 brought up), which the default has not: a layer added, its
                 delta is negative (lo alone: bench/loopback_up)
+  +bset-call    the bounding set emptied in each call's child (41
+                PR_CAPBSET_DROP) rather than once in the spawning thread as
+                the spawner does: a layer added back, its delta negative
 
 and bench --plain (the bare fork+exec+pipe loop) beside them. It prints us
 per call (median, min-max) and each variant's delta against the default:
-what that layer costs (for +netns, minus what it would add).
+what that layer costs (for +netns, minus what it would add); then, of it,
+the time from clone() to the child's exec (the spawner's own time for a
+call, suspended in CLONE_VFORK: the serial part), median and delta.
 
 --perf also records each variant once (perf record -a -g -e cpu-clock,
 a sample every 50 us of CPU) and names, for the default and for each layer,
@@ -55,6 +60,7 @@ VARIANTS = [
     ("uid-daemon", ["--uid", "daemon"]),
     ("no-init", ["--no-init"]),
     ("+netns", ["--net-none"]),
+    ("+bset-call", ["--bset-per-call"]),
 ]
 PERIOD_NS = 50000
 OWN = "sandboxfloor,toolexecd-init,echo"
@@ -64,7 +70,8 @@ def floor(sfloor, flags, worker, calls, conc, prefix=()):
     out = subprocess.run(list(prefix) + [sfloor] + flags + [worker, str(calls), str(conc)],
                          check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True).stdout
-    return float(re.search(r"us_per_call ([0-9.]+)", out).group(1))
+    start = re.search(r"us_start_per_call ([0-9.]+)", out)
+    return float(re.search(r"us_per_call ([0-9.]+)", out).group(1)), float(start.group(1))
 
 
 def plain(bench, worker, calls, conc):
@@ -164,11 +171,14 @@ def main():
         a.calls, a.rounds))
     for conc in (1, 16):
         times = {name: [] for name, _ in VARIANTS}
+        starts = {name: [] for name, _ in VARIANTS}
         times["plain"] = []
         for _ in range(a.rounds):
             times["plain"].append(plain(bench, worker, a.calls, conc))
             for name, flags in VARIANTS:
-                times[name].append(floor(sfloor, flags, worker, a.calls, conc))
+                per, start = floor(sfloor, flags, worker, a.calls, conc)
+                times[name].append(per)
+                starts[name].append(start)
         med = {k: statistics.median(v) for k, v in times.items()}
         low = {k: min(v) for k, v in times.items()}
         print("\nconcurrency %d: us per call, median and min (max); delta: default - variant, "
@@ -179,6 +189,10 @@ def main():
             print("  %-12s %8.1f %8.1f  (%.1f) %s" % (k, med[k], low[k], max(v), delta))
         print("  default / plain  %.2f (median)  %.2f (min)" % (med["default"] / med["plain"],
                                                               low["default"] / low["plain"]))
+        smed = {k: statistics.median(v) for k, v in starts.items()}
+        print("  of it, clone to exec (us per call, median; delta: default - variant):")
+        print("   " + "  ".join("%s %.0f%s" % (k, smed[k], "" if k == "default" else " (%+.0f)" % (
+            smed["default"] - smed[k])) for k in smed))
     if not a.perf:
         return 0
     if not shutil.which("perf"):

@@ -11,12 +11,15 @@
  * own (the default --call-uids range) and a directory of its own, in PID,
  * mount and IPC namespaces with the default view, Landlock, the default
  * seccomp filter with its listener, rlimits, toolexecd-init as PID 1 (and
- * a cgroup where the daemon would make one). The request frame is written,
+ * a cgroup where the daemon would make one), started as the spawner starts
+ * them (its bounding set emptied once: td_sandbox_bset_once). The request frame is written,
  * the response read to EOF and checked ({"ok":{"x":1}}), the call over
  * when its init reports the tool's status, as the daemon's call is; inits
  * are reaped as they go without waiting for the namespaces' teardown, as
  * the daemon does (bench.c's BENCH_NS loop the same). Prints
- * "us_per_call N", the loop's time alone (not the set-up's probes).
+ * "us_per_call N", the loop's time alone (not the set-up's probes), and
+ * "us_start_per_call N", of it the time from clone() to the child's exec
+ * (the spawner's own time for a call, which no other call overlaps).
  *
  * LAYER, one layer changed at a time (bench/floor_layers.py runs each):
  *   --no-landlock   no Landlock ruleset (step 11a)
@@ -28,6 +31,8 @@
  *   --no-init       the tool is PID 1 itself, no toolexecd-init
  *   --net-none      a network namespace per call ("network": false); the
  *                   default ("network" unset, --default-network yes) has none
+ *   --bset-per-call the bounding set emptied in each call's child (step 9b)
+ *                   rather than once for this loop, as the spawner does
  * Root only. Meant to be run by hand (bench/spawn.py, floor_layers.py),
  * never as a timed test.
  */
@@ -61,7 +66,7 @@
 #include "toolexec.h"
 
 static struct {
-    bool no_landlock, no_seccomp, host_view, no_init, net_none;
+    bool no_landlock, no_seccomp, host_view, no_init, net_none, bset_per_call;
     enum { UID_POOL, UID_TOOL, UID_DAEMON } uid;
 } off;
 
@@ -88,6 +93,9 @@ static struct {
 static size_t n_unreaped, cap_unreaped;
 static int work_fd = -1;
 static char **env;
+/* time in td_sandbox_start(), the clone to the child's exec: the spawner's
+ * own time for a call (CLONE_VFORK suspends it until then) */
+static double in_start;
 
 static double now(void)
 {
@@ -163,7 +171,9 @@ static void start(struct td_tool *t, struct slot *s)
     int theirs[TD_SANDBOX_ENDS];
     if ((rc = td_sandbox_pipes(false, &c, theirs)) < 0)
         die("pipe", strerror(-rc));
+    double t0 = now();
     pid_t pid = td_sandbox_start(&d.sp, theirs, s->handed, &what);
+    in_start += now() - t0;
     if (pid < 0)
         die(what, strerror((int)-pid));
     td_spawndesc_free(&d);
@@ -303,6 +313,8 @@ int main(int argc, char **argv)
             off.no_init = true;
         else if (strcmp(argv[i], "--net-none") == 0)
             off.net_none = true;
+        else if (strcmp(argv[i], "--bset-per-call") == 0)
+            off.bset_per_call = true;
         else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc && strcmp(argv[i + 1], "tool") == 0)
             off.uid = UID_TOOL, i++;
         else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc &&
@@ -313,7 +325,8 @@ int main(int argc, char **argv)
     }
     if (argc - i != 3 || geteuid() != 0) {
         fprintf(stderr, "usage (root): sandboxfloor [--no-landlock] [--no-seccomp] [--host-view] "
-                        "[--uid tool|daemon] [--no-init] [--net-none] WORKER CALLS CONCURRENCY\n");
+                        "[--uid tool|daemon] [--no-init] [--net-none] [--bset-per-call] "
+                        "WORKER CALLS CONCURRENCY\n");
         return 2;
     }
     const char *worker = argv[i];
@@ -337,6 +350,8 @@ int main(int argc, char **argv)
         die("set-up", "a layer failed (see above)");
     if (!td_call_ns)
         die("set-up", "no PID namespace per call (is toolexecd-init beside this program?)");
+    if (!off.bset_per_call && td_sandbox_bset_once() < 0) /* as the spawner */
+        die("set-up", "the bounding set");
     /* a daemon's work directory and socket, in a directory of our own */
     char base[] = "/dev/shm/te-floor-XXXXXX", work[64], sock[64];
     if (access("/dev/shm", W_OK) < 0)
@@ -366,8 +381,9 @@ int main(int argc, char **argv)
     env = envs;
 
     floor_loop(t, conc < 8 ? 8 : conc, conc); /* warm-up: page cache, the view's plan */
+    in_start = 0;
     double per = floor_loop(t, calls, conc);
-    printf("us_per_call %.1f\n", per * 1e6);
+    printf("us_per_call %.1f\nus_start_per_call %.1f\n", per * 1e6, in_start / calls * 1e6);
     reap(0);
     td_tool_unref(t);
     td_calldir_shutdown();

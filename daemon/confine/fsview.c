@@ -3,7 +3,8 @@
  *
  * By default a call sees the host read-only, with its own directory
  * writable; a /tmp and a /dev of its own (tmpfs, gone with the call; /dev
- * holds null, zero, full, random, urandom bound from the host, the fd and
+ * holds null, zero, full, random, urandom, the host's devices made again
+ * (mknod; bound from the host where that is refused), the fd and
  * std* links and a /dev/shm); the /proc of its PID namespace; and hidden
  * (an empty directory or file nobody may read): /root, /home, /run,
  * /var/lib, /var/tmp, /etc/shadow, /etc/gshadow, /etc/ssh, the tools
@@ -566,8 +567,7 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     op(p, TD_FS_HIDERS, false, 0, 0, dev, NULL, NULL);
     for (int i = 0; i < 5; i++) {
         const char *node = keep(p, "%s/%s", dev, devices[i]);
-        op(p, TD_FS_FILE, false, 0, 0666, node, NULL, NULL);
-        op(p, TD_FS_BIND, false, SLOT_DEV + i, 0, node, NULL, NULL);
+        op(p, TD_FS_NODE, false, SLOT_DEV + i, 0666, node, NULL, NULL);
     }
     static const char *const links[][2] = {{"fd", "/proc/self/fd"},
                                            {"stdin", "/proc/self/fd/0"},

@@ -82,7 +82,9 @@
  *     "filesystem": "host"), in place of the work-dir tmpfs of 7b: the plan
  *     fsview.c made once per tool, run op by op (sandbox_mounts.c): descriptors of what
  *     will be covered opened first; a /dev tmpfs with the host's null, zero,
- *     full, random, urandom bound in, and an empty mode-0 directory and file
+ *     full, random, urandom made again (mknod, where the daemon may: no
+ *     mount each; a template's and where it may not, bound in), and an
+ *     empty mode-0 directory and file
  *     that are bound over what is hidden and then removed; a /tmp tmpfs;
  *     tmpfs "veils" over hidden directories with something exposed below;
  *     the call's directory and the "read"/"write" paths bound in; for a
@@ -124,6 +126,11 @@
  *     call that runs as root by the operator's choice ("user": "root", or a
  *     root daemon that switches no user): root without its capabilities is
  *     not what was asked for (test_confine_fs reads a mode-0 file as root).
+ *     Skipped where the thread that clones has emptied its own set once
+ *     (sandbox_bset.c, the spawner's: 41 system calls, each a new set of
+ *     credentials, saved in every call); a call that stays root is then
+ *     cloned from the thread that kept the full set. Not for a child in a
+ *     user namespace of its own: the kernel gives it a full set.
  * 10. The worker's user: supplementary groups dropped, then gid, then uid
  *     (in that order: after setuid we could no longer change the others).
  *     Raw system calls, not glibc's setgroups/setgid/setuid: those make
@@ -259,20 +266,19 @@ struct child_args {
     const struct td_spawn *s;
     pid_t parent;
     int in, out, err, ex;
-    int ho;     /* the child's end of the hand-over socket; -1: none */
-    int join;   /* cgroup.procs to write, when not born in the cgroup */
-    bool root;  /* the daemon runs as root: the child may drop capabilities */
-    bool spare; /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
+    int ho;          /* the child's end of the hand-over socket; -1: none */
+    int join;        /* cgroup.procs to write, when not born in the cgroup */
+    bool root;       /* the daemon runs as root: the child may drop capabilities */
+    bool spare;      /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
+    bool bset_empty; /* born with an empty bounding set (sandbox_bset.c) */
+    bool mknod;      /* may make device nodes (TD_FS_NODE, sandbox_mounts.c) */
 };
 
-/* Whether CAP_SETPCAP is in our effective set (raw capget: this child
- * shares the daemon's memory, see step 10). */
-static bool have_setpcap(void)
+/* a tool the operator runs as root keeps what root is (its view is its
+ * limit: "a tool that runs as root can undo all of this") */
+static bool stays_root(const struct td_spawn *s, bool root)
 {
-    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-    struct __user_cap_data_struct d[2] = {0};
-    return !TE_SYS_FAILED(te_sys(SYS_capget, (long)&h, (long)d, 0, 0)) &&
-           (d[CAP_SETPCAP / 32].effective & (1u << (CAP_SETPCAP % 32)));
+    return s->uid == 0 || (s->uid == (uid_t)-1 && root);
 }
 
 /* Step 9b (see the top): up to the first EINVAL, which is past the
@@ -284,7 +290,7 @@ static int drop_bounding_set(void)
 {
     for (long cap = 0;; cap++) {
         long r = te_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0);
-        if (r == -EPERM && cap == 0 && !have_setpcap())
+        if (r == -EPERM && cap == 0 && !td_sandbox_have_cap(CAP_SETPCAP))
             return 0;
         if (r == -EINVAL && cap > 0)
             return 0;
@@ -409,7 +415,7 @@ static int child(void *arg)
                                           write_file("/proc/self/uid_map", s->uid_map) < 0 ||
                                           write_file("/proc/self/gid_map", s->gid_map) < 0))
         child_fail(TD_STEP_USERNS);
-    if ((s->ns_flags & CLONE_NEWNS) && td_sandbox_mounts(s) < 0)
+    if ((s->ns_flags & CLONE_NEWNS) && td_sandbox_mounts(s, a->mknod) < 0)
         child_fail(TD_STEP_MOUNT);
     if (s->proxy_port > 0 && egress_listener(s) < 0)
         child_fail(TD_STEP_EGRESS);
@@ -423,10 +429,8 @@ static int child(void *arg)
     for (size_t i = 0; i < s->nrlimits; i++)
         if (setrlimit(s->rlimits[i].resource, &s->rlimits[i].lim) < 0)
             child_fail(TD_STEP_RLIMIT);
-    /* a tool the operator runs as root keeps what root is (its view is
-     * its limit: "a tool that runs as root can undo all of this") */
-    bool stays_root = s->uid == 0 || (s->uid == (uid_t)-1 && a->root);
-    if ((a->root || (s->ns_flags & CLONE_NEWUSER)) && !stays_root && drop_bounding_set() < 0)
+    if ((a->root || (s->ns_flags & CLONE_NEWUSER)) && !stays_root(s, a->root) && !a->bset_empty &&
+        drop_bounding_set() < 0)
         child_fail(TD_STEP_CAPS);
     if (s->uid != (uid_t)-1) {
         if (drop_user(s->uid, s->gid) < 0)
@@ -499,11 +503,20 @@ static long clone3_run(struct clone_args *ca, int (*fn)(void *), void *arg)
 static bool clone3_works = false;
 #endif
 
+struct start {
+    struct child_args *args;
+    int flags, cgroup_dir, cgroup_procs;
+};
+
 /* Start child(args) with our memory and these flags; born in the cgroup
  * cgroup_dir (>= 0) if the kernel can, else args->join says the child must
  * move itself. The pid, or -1 with errno set. */
-static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int cgroup_procs)
+static pid_t start_here(void *arg)
 {
+    struct child_args *args = ((struct start *)arg)->args;
+    int flags = ((struct start *)arg)->flags;
+    int cgroup_dir = ((struct start *)arg)->cgroup_dir;
+    int cgroup_procs = ((struct start *)arg)->cgroup_procs;
     /* a call: our memory, and we wait until it has exec'd; a spare: a copy
      * of it (it lives on), and we go on at once */
     int share = args->spare ? 0 : CLONE_VM | CLONE_VFORK;
@@ -530,6 +543,27 @@ static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int
         args->join = cgroup_procs;
     }
     return clone(child, child_stack + sizeof(child_stack), share | SIGCHLD | flags, args);
+}
+
+/* start_here(), from this thread if its bounding set is what the child
+ * needs: an empty one (sandbox_bset.c) spares the child step 9b, which a
+ * child in a user namespace of its own takes anyway (the kernel gives it a
+ * full set); a call that stays root is started from the thread that kept
+ * the full set. */
+static pid_t start_child(struct child_args *args, int flags, int cgroup_dir, int cgroup_procs)
+{
+    struct start st = {args, flags, cgroup_dir, cgroup_procs};
+    /* CAP_MKNOD, learnt once: ours do not change; a user namespace of the
+     * child's own has it only there, where mknod is refused anyway */
+    static int cap_mknod = -1;
+    if (cap_mknod < 0)
+        cap_mknod = td_sandbox_have_cap(CAP_MKNOD);
+    args->mknod = cap_mknod && !(flags & CLONE_NEWUSER);
+    bool empty = td_sandbox_bset_empty();
+    if (empty && stays_root(args->s, args->root))
+        return td_sandbox_bset_full(start_here, &st);
+    args->bset_empty = empty && !(flags & CLONE_NEWUSER);
+    return start_here(&st);
 }
 
 int td_sandbox_hand_over(int kind, int fd)
@@ -638,8 +672,8 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
         sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s,         getpid(), theirs[0], theirs[1],      theirs[2],
-                              theirs[3], ho[1],    -1,        geteuid() == 0, false};
+    struct child_args args = {s,     getpid(), theirs[0],      theirs[1], theirs[2], theirs[3],
+                              ho[1], -1,       geteuid() == 0, false,     false,     false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -681,7 +715,8 @@ pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const ch
     }
     if (n_changed < 0)
         snapshot_signals();
-    struct child_args args = {s, getpid(), -1, -1, -1, ends[1], ends[0], -1, geteuid() == 0, true};
+    struct child_args args = {s,  getpid(),       -1,   -1,    -1,   ends[1], ends[0],
+                              -1, geteuid() == 0, true, false, false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int e = errno;
     close_ends(ends, 2);

@@ -47,6 +47,20 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
  * pid, or -errno (*what). */
 #define TD_SPARE_ENV_MAX (128 * 1024)
 pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const char **what);
+/* The bounding set emptied once for the calling thread, the one that
+ * starts calls (the spawner's), where a root process may (CAP_SETPCAP):
+ * its children are born with it empty and skip step 9b; a child that stays
+ * root is started from a thread that kept it (sandbox_bset.c). 0 or
+ * -errno (then each call drops it, as without). */
+int td_sandbox_bset_once(void);
+/* Whether td_sandbox_bset_once() emptied it. */
+bool td_sandbox_bset_empty(void);
+/* fn(arg) run on the thread that kept the full set (on this one if
+ * td_sandbox_bset_once() made none); its result, errno as fn left it. */
+pid_t td_sandbox_bset_full(pid_t (*fn)(void *), void *arg);
+/* Whether cap is in this thread's effective set (raw capget: it may run in
+ * a child that shares the daemon's memory). */
+bool td_sandbox_have_cap(int cap);
 /* What the child and its init reported, read without blocking at exit. */
 struct td_report {
     bool failed;      /* set-up or exec failed: */

@@ -40,8 +40,13 @@ enum td_fs_kind {
     TD_FS_RDWR,    /* path's mount writable again (arg2 + cwd when path is NULL) */
     TD_FS_COVER,   /* the hider of path's kind (HDIR or HFILE) bound over it; a
                       symbolic link on the way: ELOOP (a narrowed view's hide) */
+    TD_FS_NODE,    /* the character device in slot made again at path (mknod
+                      of its number, mode); where that is refused (a user
+                      namespace, no CAP_MKNOD) or td_spawn.dev_bound, an
+                      empty file at path with slot bound over it (FILE,
+                      then BIND) */
 };
-#define TD_FS_LAST TD_FS_COVER
+#define TD_FS_LAST TD_FS_NODE
 #define TD_FS_SLOTS 48
 #define TD_FS_SLOT_HDIR 1
 #define TD_FS_SLOT_HFILE 2
@@ -89,6 +94,10 @@ struct td_spawn {
     /* warm templates (template.c): stdin is one end of a Unix stream socket,
      * not a pipe, so frames can carry descriptors both ways */
     bool in_socket;
+    /* the view's device nodes bound, never made again (TD_FS_NODE): a
+     * template's, whose warm calls clone what is mounted below its /dev
+     * into their own (lib/warmview.c) */
+    bool dev_bound;
 };
 
 #endif

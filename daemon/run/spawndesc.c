@@ -162,6 +162,7 @@ int td_spawndesc_build(struct td_spawndesc *d, enum td_spawn_kind kind, const st
         .cgroup_dir = td_cgroup_dir_fd(cg),
         .cgroup_procs = td_cgroup_procs_fd(cg),
         .in_socket = template,
+        .dev_bound = template,
     };
     enum td_net net = t->egress ? TD_NET_PROXY : network ? TD_NET_HOST : TD_NET_NONE;
     const struct td_sysfilter *sf;

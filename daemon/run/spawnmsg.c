@@ -90,9 +90,9 @@ int td_spawnmsg_pack(const struct td_spawn *s, uint8_t **buf, size_t *len)
 {
     struct writer w = {0};
     put_u32(&w, MAGIC);
-    int32_t ints[] = {s->init,         s->ns_flags,   (int32_t)s->uid,
-                      (int32_t)s->gid, s->hand_over,  s->filter_notify,
-                      s->landlock_abi, s->proxy_port, s->in_socket};
+    int32_t ints[] = {s->init,      s->ns_flags,      (int32_t)s->uid, (int32_t)s->gid,
+                      s->hand_over, s->filter_notify, s->landlock_abi, s->proxy_port,
+                      s->in_socket, s->dev_bound};
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         put_i32(&w, ints[i]);
     put_str(&w, s->cwd);
@@ -202,7 +202,7 @@ int td_spawnmsg_unpack(const uint8_t *buf, size_t len, struct td_spawnmsg *m)
     struct td_spawn *s = &m->s;
     if (get_u32(&r) != MAGIC)
         return -EINVAL;
-    int32_t ints[9];
+    int32_t ints[10];
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         get(&r, &ints[i], sizeof(ints[i]));
     s->init = ints[0];
@@ -214,6 +214,7 @@ int td_spawnmsg_unpack(const uint8_t *buf, size_t len, struct td_spawnmsg *m)
     s->landlock_abi = ints[6];
     s->proxy_port = ints[7];
     s->in_socket = ints[8];
+    s->dev_bound = ints[9];
     s->cwd = get_str(&r);
     s->work_dir = get_str(&r);
     s->uid_map = get_str(&r);

@@ -54,7 +54,8 @@ static struct td_spawn sample(void)
                              .landlock_abi = 4,
                              .ll_write = llw_,
                              .proxy_port = 3128,
-                             .in_socket = false};
+                             .in_socket = false,
+                             .dev_bound = true};
 }
 
 static void assert_strv_equal(char *const *a, char *const *b)
@@ -84,7 +85,7 @@ static void test_round_trip(void **state)
     assert_string_equal(u->work_dir, s.work_dir);
     assert_string_equal(u->uid_map, s.uid_map);
     assert_null(u->gid_map);
-    assert_true(u->init && u->hand_over && u->filter_notify && !u->in_socket);
+    assert_true(u->init && u->hand_over && u->filter_notify && !u->in_socket && u->dev_bound);
     assert_int_equal(u->ns_flags, s.ns_flags);
     assert_int_equal(u->uid, s.uid);
     assert_int_equal(u->gid, s.gid);

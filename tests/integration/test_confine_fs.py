@@ -14,6 +14,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 import uuid
@@ -71,6 +72,34 @@ def probe_tool(name, **fields):
     return worker_tool(name, "fs-probe", **fields)
 
 
+DEVS = r"""
+import json, os, stat, sys
+sys.stdin.readline()
+mounts = set(l.split()[4] for l in open("/proc/self/mountinfo"))
+out = {}
+for n in ("null", "zero", "full", "random", "urandom"):
+    st = os.stat("/dev/" + n)
+    out[n] = [stat.S_ISCHR(st.st_mode), st.st_rdev, st.st_mode & 0o777, "/dev/" + n in mounts]
+fd = os.open("/dev/null", os.O_WRONLY)
+out["null_write"] = os.write(fd, b"x")
+os.close(fd)
+out["urandom_read"] = len(open("/dev/urandom", "rb").read(8))
+out["zero_read"] = open("/dev/zero", "rb").read(4).hex()
+print(json.dumps(out))
+"""
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def has_cap(n):
+    with open("/proc/self/status") as f:
+        eff = [int(l.split()[1], 16) for l in f if l.startswith("CapEff:")][0]
+    return bool(eff >> n & 1)
+
+
+DEVS_TOOL = {"name": "devs", "description": "the view's devices", "schema": {"type": "object"},
+             "command": [PYTHON, "-c", DEVS], "protocol": "plain"}
+
+
 class Checks:
     DAEMON = Daemon
 
@@ -90,6 +119,7 @@ class Checks:
             probe_tool("hider", filesystem={"hide": [cls.shared.dir]}),
             probe_tool("minimal", filesystem={"root": "minimal", "read": MINIMAL_READ}),
             probe_tool("host", filesystem="host"),
+            DEVS_TOOL,
             worker_tool("victim", "victim", env={"VICTIM_SECRET": SECRET},
                         filesystem=harness.with_tree({"write": [cls.outbox]})),
         ]
@@ -243,6 +273,18 @@ class Checks:
         self.assertEqual(r["write"], ["ok:written"])
         self.assertTrue(r["read"][0].startswith("ok:"), r)
 
+    def test_the_devices_are_the_hosts(self):
+        # made again (mknod) where the daemon may, bound where it may not
+        # (a user namespace): either way the host's devices, usable
+        r = self.probe("devs")
+        for n in ("null", "zero", "full", "random", "urandom"):
+            st = os.stat("/dev/" + n)
+            self.assertEqual(r[n][:3], [True, st.st_rdev, st.st_mode & 0o777], (n, r))
+            # no mount of its own to copy and tear down, where root may mknod
+            if self.DAEMON is Daemon and has_cap(27):  # CAP_MKNOD
+                self.assertFalse(r[n][3], (n, r))
+        self.assertEqual((r["null_write"], r["urandom_read"], r["zero_read"]), (1, 8, "00000000"))
+
     def test_filesystem_host_is_the_explicit_opt_out(self):
         r = self.probe("host", list=["/home"] if os.path.isdir("/home") else ["/"])
         self.assertTrue(r["list"][0].startswith("ok:"), r)
@@ -269,6 +311,29 @@ class RootDaemon(Checks, unittest.TestCase):
                      "needs root (to drop to nobody) and setpriv")
 class UnprivilegedDaemon(Checks, unittest.TestCase):
     DAEMON = NobodyDaemon
+
+
+class NoMknodDaemon(Daemon):
+    """A root daemon without CAP_MKNOD (as the systemd unit's)."""
+
+    def command(self):
+        return ["setpriv", "--bounding-set=-mknod"] + super().command()
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv") and has_cap(27),
+                     "needs root with CAP_MKNOD (to run a daemon without it) and setpriv")
+class RootDaemonWithoutMknod(unittest.TestCase):
+    def test_the_devices_are_the_hosts_bound(self):
+        require_view()
+        d = NoMknodDaemon([DEVS_TOOL])
+        try:
+            r = d.client().run([{"id": "c", "name": "devs"}]).result("c")["ok"]
+        finally:
+            d.stop()
+        for n in ("null", "zero", "full", "random", "urandom"):
+            st = os.stat("/dev/" + n)
+            self.assertEqual(r[n], [True, st.st_rdev, st.st_mode & 0o777, True], (n, r))
+        self.assertEqual((r["null_write"], r["urandom_read"], r["zero_read"]), (1, 8, "00000000"))
 
 
 class Refusals(unittest.TestCase):

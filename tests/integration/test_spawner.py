@@ -12,6 +12,10 @@ process of their own, off the daemon's loop.
 - A call that took a spare and cannot start (no descriptor), or whose
   request the socket refuses for good (too big for its buffer), ends with a
   typed error; the spare is dropped, and the calls behind it run.
+- A root spawner empties its bounding set once, not in each call: a call
+  (and a spare) is born with it empty, while a tool run as root by the
+  operator's choice ("user": "root"), cold or from a spare, keeps the full
+  set and its capabilities.
 Root and unprivileged daemon (the failures: root).
 """
 
@@ -209,6 +213,61 @@ class UnprivilegedDaemon(Checks, SpareChecks, unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.daemon.stop()
+
+
+CAPS = r"""
+import json, sys
+sys.stdin.readline()
+with open("/proc/self/status") as f:
+    st = dict(l.split(":", 1) for l in f if l.startswith("Cap"))
+print(json.dumps({k: v.strip() for k, v in st.items()}))
+"""
+
+
+def caps_tool(name, **fields):
+    d = {"name": name, "description": "capabilities", "schema": {"type": "object"},
+         "command": [PYTHON, "-c", CAPS], "protocol": "plain"}
+    d.update(fields)
+    return d
+
+
+def status_caps(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return {k: v.strip() for k, v in (l.split(":", 1) for l in f if l.startswith("Cap"))}
+
+
+@unittest.skipUnless(os.geteuid() == 0 and status_caps(os.getpid())["CapBnd"] != "0" * 16,
+                     "needs root with a bounding set")
+class BoundingSetOnce(DaemonTestCase):
+    """The spawner's thread that starts calls has an empty bounding set
+    (daemon/confine/sandbox_bset.c); what a call is born with must still be
+    what step 9b gives it."""
+    ARGS = ["--spares", "1"]
+    TOOLS = [caps_tool("caps"), caps_tool("asroot", user="root")]
+
+    def test_calls_and_root_calls_get_their_own_sets(self):
+        full = status_caps(os.getpid())["CapBnd"]
+        sp = harness.deadline_wait(lambda: spawner_of(self.daemon.proc.pid),
+                                   what="the daemon's one spawner")
+        # emptied once, in the spawner itself
+        self.assertEqual(status_caps(sp)["CapBnd"], "0" * 16)
+        self.assertEqual(status_caps(sp)["CapEff"], status_caps(self.daemon.proc.pid)["CapEff"])
+        c = self.daemon.client()
+        for name in ("caps", "asroot"):
+            # the first call cold, the next ones from a spare made after it
+            for i in range(3):
+                if i:
+                    harness.deadline_wait(
+                        lambda: self.daemon.stats()["spawner"]["spares"].get(name, 0) == 1,
+                        what="a ready spare of " + name)
+                got = c.run([{"id": "c", "name": name}], batch=harness.new_token(name))
+                got = got.result("c")["ok"]
+                if name == "caps":
+                    self.assertEqual(got["CapBnd"], "0" * 16, got)
+                    self.assertEqual(got["CapEff"], "0" * 16, got)
+                else:
+                    self.assertEqual(got["CapBnd"], full, got)
+                    self.assertNotEqual(got["CapEff"], "0" * 16, got)
 
 
 class FewDescriptors(DaemonTestCase):
