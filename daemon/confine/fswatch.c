@@ -323,6 +323,16 @@ static bool beneath(const char *dir, const char *path)
     return strncmp(dir, path, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
+/* A refusal no tool asked for: the C library's name service (nss-systemd)
+ * looks a uid with no passwd entry up in systemd's userdb, whose sockets
+ * the view hides with /run. Every call of a root daemon runs as such a uid
+ * (--call-uids), so every Python call was refused that directory: noise
+ * that would teach a model and --learn nothing. */
+static bool library_probe(const char *path)
+{
+    return beneath("/run/systemd/userdb", path);
+}
+
 /* Which of the view's rules refused it, or NULL: not the view's doing (a
  * name that is simply not there). The tool is told nothing by it: the
  * rule is read from its definition, never from a lookup on the host. */
@@ -374,7 +384,8 @@ void td_fswatch_collect(uid_t uid, struct td_denials *d, struct td_fsview *v, co
         ll_write = NULL;
     size_t listed = 0;
     for (size_t i = 0; i < e->n; i++) {
-        const char *rule = rule_of(&e->recs[i], v, ll_write);
+        const char *rule =
+            library_probe(e->recs[i].path) ? NULL : rule_of(&e->recs[i], v, ll_write);
         if (rule) {
             td_denials_filesystem(d, e->recs[i].path, e->recs[i].access, rule);
             listed += e->recs[i].err == ENOENT;

@@ -130,6 +130,14 @@ class RootChecks(unittest.TestCase):
                                                      (RO_FILE, "write", "read-only in the view")])
         self.assertGreaterEqual(done["denied_filesystem"], 8, done)
 
+    def test_a_call_that_tries_nothing_lists_nothing(self):
+        # the C library looks the call's uid up in systemd's userdb (hidden
+        # with /run) in every call: no tool asked for it, none is listed
+        res = self.daemon.client().run([{"id": "a", "name": "fsd", "arguments": {"try": []}}])
+        done = res.completed("a")
+        self.assertEqual([e for e in done.get("denied", []) if e["kind"] == "filesystem"], [],
+                         done)
+
     def test_spare_started_call(self):
         c = self.daemon.client()
         c.run([{"id": "first", "name": "fsd", "arguments": {}}], batch=harness.new_token("f"))
