@@ -20,18 +20,35 @@
 #include "sysfilter.h"
 #include "tool.h"
 
+/* "learn": "refused": nothing is let through that the definition does
+ * not let through, so no warning; cold calls only, as "learn": true (a
+ * template's calls would be recorded as its). */
+static int learn_refused(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen)
+{
+    if (!(t->learned = td_learn_new()) || !(t->learn_def = json_deep_copy(def))) {
+        snprintf(err, errlen, "%s: out of memory", file);
+        return -ENOMEM;
+    }
+    t->learn = t->learn_refused = true;
+    t->warm = false;
+    return 0;
+}
+
 int td_learndef_parse(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen)
 {
     json_t *v = json_object_get(def, "learn");
-    if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: learn: expected true or false", file);
+    bool refused = json_is_string(v) && strcmp(json_string_value(v), "refused") == 0;
+    if (v && !json_is_boolean(v) && !refused) {
+        snprintf(err, errlen, "%s: learn: expected true, false or \"refused\"", file);
         return -EINVAL;
     }
-    if (!json_is_true(v))
+    if (!json_is_true(v) && !refused)
         return 0;
     json_t *fs = json_object_get(def, "filesystem");
     const char *root = json_string_value(json_object_get(fs, "root"));
     t->learn_minimal = root && strcmp(root, "minimal") == 0;
+    if (refused) /* confined as written: only what that refuses is learned */
+        return learn_refused(file, def, t, err, errlen);
     /* the host's, as "filesystem": "host" (whose own warning the one
      * below says more than) */
     td_fsview_free(t->fs);
@@ -62,13 +79,73 @@ int td_learndef_parse(const char *file, json_t *def, struct td_tool *t, char *er
 
 json_t *td_learndef_proposal(const struct td_tool *t)
 {
-    return t->learn ? td_learn_propose(t->learned, t->learn_minimal) : NULL;
+    return td_learndef_propose(t, t->learned);
+}
+
+json_t *td_learndef_propose(const struct td_tool *t, const struct td_learn *l)
+{
+    json_t *p = t->learn && l ? td_learn_propose(l, t->learn_minimal) : NULL;
+    if (p && t->learn_refused) { /* only the file system's refusals are learned */
+        json_object_del(p, "network");
+        json_object_del(p, "syscalls");
+        json_object_del(p, "deny_syscalls");
+        json_object_del(json_object_get(p, "filesystem"), "root");
+    }
+    return p;
+}
+
+/* A definition's "read" or "write" (key of fs) with the proposal's paths
+ * added, each once. */
+static void widen(json_t *fs, const char *key, const json_t *add)
+{
+    json_t *have = json_object_get(fs, key), *x;
+    if (!json_array_size(add))
+        return;
+    if (!json_is_array(have)) {
+        json_object_set_new(fs, key, json_array());
+        have = json_object_get(fs, key);
+    }
+    size_t i;
+    json_array_foreach(add, i, x)
+    {
+        bool dup = false;
+        size_t j;
+        json_t *y;
+        json_array_foreach(have, j, y) dup = dup || json_equal(x, y);
+        if (!dup)
+            json_array_append(have, x);
+    }
+}
+
+/* "learn": "refused": the definition as it was, widened by what its
+ * calls were refused (never narrowed: its calls saw only what it gives). */
+static json_t *widened(const struct td_tool *t, const json_t *proposal)
+{
+    json_t *d = json_deep_copy(t->learn_def);
+    if (!d)
+        return NULL;
+    json_object_del(d, "learn");
+    json_t *pfs = json_object_get(proposal, "filesystem");
+    if (!json_object_get(pfs, "read") && !json_object_get(pfs, "write"))
+        return d;
+    json_t *fs = json_object_get(d, "filesystem");
+    if (!json_is_object(fs)) { /* the daemon's default view ("host" asks for nothing) */
+        if (json_is_string(fs))
+            return d;
+        json_object_set_new(d, "filesystem", json_object());
+        fs = json_object_get(d, "filesystem");
+    }
+    widen(fs, "read", json_object_get(pfs, "read"));
+    widen(fs, "write", json_object_get(pfs, "write"));
+    return d;
 }
 
 json_t *td_learndef_definition(const struct td_tool *t, const json_t *proposal)
 {
     if (!t->learn || !proposal)
         return NULL;
+    if (t->learn_refused)
+        return widened(t, proposal);
     json_t *d = json_deep_copy(t->learn_def);
     if (!d)
         return NULL;
