@@ -10,7 +10,9 @@ executes from /dev/shm and creates a file right in /etc. Its event's
 file, the file, the directory the entry was made in), reports the hidden
 one as hidden on purpose and says why the last two are not proposed. The
 definition it writes, loaded, lets the same calls through with no refusal.
-toolexec sandbox --learn-refused does the same for a command as root."""
+toolexec sandbox --learn-refused does the same for a command as root. Through
+toolexec mcp (stdio), a refused write reaches the model as a sentence naming
+the definition key that allows it."""
 
 import json
 import os
@@ -22,6 +24,7 @@ import uuid
 import harness
 from harness import Daemon
 from test_fs_denials import py_tool
+from test_mcp import Session
 
 TOOLEXEC = os.environ.get("TOOLEXEC", "")
 TOKEN = uuid.uuid4().hex[:10]
@@ -147,6 +150,34 @@ class Root(unittest.TestCase):
         code, err, summary = sandbox(*opts)
         self.assertEqual(code, 0, err)
         self.assertEqual(fs_entries(summary), [], err)
+
+    def test_mcp_says_why(self):
+        if not TOOLEXEC:
+            self.skipTest("TOOLEXEC not set")
+        d = self.daemon([py_tool("writer", filesystem=harness.with_tree({}))])
+        s = Session(self, d.sock)
+        s.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test_learn_refused", "version": "1"}})
+        self.assertIn("result", s.recv())
+        s.notify("notifications/initialized")
+        target = os.path.join(OUT_DIR, "mcp")
+        s.request(2, "tools/call", {"name": "writer", "arguments": {
+            "try": [["create", target], ["write", RO_FILE]]}})
+        r = s.response(2)["result"]
+        create = ("Creating %s was refused: the tool's view shows it read-only; only the "
+                  "tool's definition (\"filesystem\": {\"write\": [\"%s\"]}) allows it, within "
+                  "what a run request's \"policy\" leaves." % (target, OUT_DIR))
+        write = ("Writing %s was refused: the tool's view shows it read-only; only the tool's "
+                 "definition (\"filesystem\": {\"write\": [\"%s\"]}) allows it, within what a "
+                 "run request's \"policy\" leaves." % (RO_FILE, RO_FILE))
+        text = r["content"][0]["text"]
+        self.assertIn("\n- " + create, text)
+        self.assertIn("\n- " + write, text)
+        denied = r["_meta"]["toolexecd/denied"]
+        self.assertIn({"kind": "filesystem", "path": target, "access": "create",
+                       "rule": "read-only in the view", "why": create}, denied)
+        self.assertIn({"kind": "filesystem", "path": RO_FILE, "access": "write",
+                       "rule": "read-only in the view", "why": write}, denied)
 
 
 if __name__ == "__main__":
