@@ -94,27 +94,29 @@ json_t *td_learndef_propose(const struct td_tool *t, const struct td_learn *l)
     return p;
 }
 
+/* Each of add's entries not in dst appended to dst. */
+static void append_missing(json_t *dst, const json_t *add)
+{
+    size_t i, j;
+    json_t *x, *y;
+    json_array_foreach(add, i, x)
+    {
+        bool have = false;
+        json_array_foreach(dst, j, y) have = have || json_equal(x, y);
+        if (!have)
+            json_array_append(dst, x);
+    }
+}
+
 /* A definition's "read" or "write" (key of fs) with the proposal's paths
  * added, each once. */
 static void widen(json_t *fs, const char *key, const json_t *add)
 {
-    json_t *have = json_object_get(fs, key), *x;
     if (!json_array_size(add))
         return;
-    if (!json_is_array(have)) {
+    if (!json_is_array(json_object_get(fs, key)))
         json_object_set_new(fs, key, json_array());
-        have = json_object_get(fs, key);
-    }
-    size_t i;
-    json_array_foreach(add, i, x)
-    {
-        bool dup = false;
-        size_t j;
-        json_t *y;
-        json_array_foreach(have, j, y) dup = dup || json_equal(x, y);
-        if (!dup)
-            json_array_append(have, x);
-    }
+    append_missing(json_object_get(fs, key), add);
 }
 
 /* "learn": "refused": the definition as it was, widened by what its
@@ -164,17 +166,7 @@ json_t *td_learndef_definition(const struct td_tool *t, const json_t *proposal)
     json_t *deny = json_object_get(proposal, "deny_syscalls");
     if (deny) {
         json_t *all = json_deep_copy(deny);
-        json_t *own = json_object_get(d, "deny_syscalls"), *x;
-        size_t i;
-        json_array_foreach(own, i, x)
-        {
-            bool have = false;
-            size_t j;
-            json_t *y;
-            json_array_foreach(all, j, y) have = have || json_equal(x, y);
-            if (!have)
-                json_array_append(all, x);
-        }
+        append_missing(all, json_object_get(d, "deny_syscalls"));
         json_object_set_new(d, "syscalls", json_string("off"));
         json_object_set_new(d, "deny_syscalls", all);
     }
