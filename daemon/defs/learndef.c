@@ -20,6 +20,8 @@
 #include "sysfilter.h"
 #include "tool.h"
 
+bool td_learndef_refusals_seen;
+
 /* "learn": "refused": nothing is let through that the definition does
  * not let through, so no warning; cold calls only, as "learn": true (a
  * template's calls would be recorded as its). */
@@ -90,6 +92,11 @@ json_t *td_learndef_propose(const struct td_tool *t, const struct td_learn *l)
         json_object_del(p, "syscalls");
         json_object_del(p, "deny_syscalls");
         json_object_del(json_object_get(p, "filesystem"), "root");
+        if (!td_learndef_refusals_seen) /* an empty proposal is not a clean run here */
+            json_object_set_new(p, "refusals_unseen",
+                                json_string("this daemon sees no file-system refusals (a root "
+                                            "daemon does, with BPF and a uid of each call's "
+                                            "own): none can be learned"));
     }
     return p;
 }

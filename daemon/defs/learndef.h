@@ -7,12 +7,17 @@
 #ifndef TD_LEARNDEF_H
 #define TD_LEARNDEF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
 
 struct td_learn;
 struct td_tool;
+
+/* Set at start by whoever starts the watch (fswatch.h): are calls'
+ * file-system refusals seen? A "refused" proposal without them says so. */
+extern bool td_learndef_refusals_seen;
 
 /* After the rest of def is parsed into t: with "learn": true, t gets the
  * host's file system, an egress proxy letting any host through, cold

@@ -180,5 +180,23 @@ class Root(unittest.TestCase):
                        "rule": "read-only in the view", "why": write}, denied)
 
 
+class Unprivileged(unittest.TestCase):
+    def test_says_nothing_can_be_learned(self):
+        """An unprivileged daemon sees no refusals: its empty proposal says
+        so rather than passing for a run that was refused nothing."""
+        harness.require_env()
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (to drop the daemon to nobody)")
+        d = harness.nobody_daemon([py_tool("learner", filesystem=harness.with_tree({}),
+                                           learn="refused")])
+        self.addCleanup(d.stop)
+        res = d.client().run([{"id": "a", "name": "learner", "arguments": {
+            "try": [["create", "/usr/te-lrf-%s-nobody" % TOKEN]]}}])
+        self.assertIn(res.result("a")["ok"]["tried"][0], ("EROFS", "EACCES"))
+        learned = res.completed("a")["learned"]
+        self.assertIn("sees no file-system refusals", learned.get("refusals_unseen", ""), learned)
+        self.assertEqual(learned["filesystem"], {}, learned)
+
+
 if __name__ == "__main__":
     unittest.main()
