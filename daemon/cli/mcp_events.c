@@ -62,6 +62,66 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
     mcp_call_remove(m, c);
 }
 
+/* A file-system entry's sentence (why()'s): the access and path, the rule,
+ * and the definition key that allows it where one does. */
+static char *why_filesystem(const char *path, const char *access, const char *rule)
+{
+    static const char *const verbs[][2] = {{"read", "Reading"},
+                                           {"write", "Writing"},
+                                           {"execute", "Executing"},
+                                           {"create", "Creating"},
+                                           {"remove", "Removing"}};
+    const char *verb = "Access to";
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(access, verbs[i][0]) == 0)
+            verb = verbs[i][1];
+    bool entry = !strcmp(access, "create") || !strcmp(access, "remove");
+    /* what is made or removed needs its directory writable */
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (entry && slash)
+        slash[slash == dir ? 1 : 0] = '\0';
+    const char *key = !strcmp(access, "read") ? "read" : "write";
+    const char *target = entry ? dir : path;
+    const char *cause = NULL;
+    char *s = NULL;
+    int n = -1;
+    if (!strcmp(rule, "hide"))
+        n = asprintf(&s,
+                     "%s %s was refused: the tool's definition hides it on purpose "
+                     "(\"filesystem\": {\"hide\": [...]}); only its operator can change that.",
+                     verb, path);
+    else if (!strcmp(rule, "permissions"))
+        n = asprintf(&s,
+                     "%s %s was refused by the file's own permissions for the call's user; no "
+                     "key of the tool's definition changes them.",
+                     verb, path);
+    else if (!strcmp(access, "execute"))
+        n = asprintf(&s,
+                     "%s %s was refused: the tool's view mounts it without execution (%s); no "
+                     "key of the tool's definition makes it executable.",
+                     verb, path, rule);
+    else {
+        if (!strcmp(rule, "hidden by the view"))
+            cause = "the tool's view hides it";
+        else if (!strcmp(rule, "not in the minimal root"))
+            cause = "the tool's minimal root does not show it";
+        else if (!strcmp(rule, "read-only in the view"))
+            cause = "the tool's view shows it read-only";
+        else if (!strcmp(rule, "outside Landlock's rules"))
+            cause = "Landlock lets the call write only where the tool's definition says";
+        else
+            cause = rule;
+        n = asprintf(&s,
+                     "%s %s was refused: %s; only the tool's definition (\"filesystem\": "
+                     "{\"%s\": [\"%s\"]}) allows it, within what a run request's \"policy\" "
+                     "leaves.",
+                     verb, path, cause, key, target);
+    }
+    return n < 0 ? NULL : s;
+}
+
 /* A sentence a model can act on, for one entry of "denied": what was
  * refused and which part of the tool's definition (or of a run request's
  * policy, which only narrows it) decides that; never a way around it. */
@@ -73,9 +133,14 @@ static char *why(const json_t *e)
     const char *reason = json_string_value(json_object_get(e, "reason"));
     const char *cause = json_string_value(json_object_get(e, "cause"));
     json_int_t port = json_integer_value(json_object_get(e, "port"));
+    const char *path = json_string_value(json_object_get(e, "path"));
+    const char *access = json_string_value(json_object_get(e, "access"));
+    const char *rule = json_string_value(json_object_get(e, "rule"));
     char *s = NULL;
     int n = -1;
     kind = kind ? kind : "";
+    if (strcmp(kind, "filesystem") == 0 && path && access && rule)
+        return why_filesystem(path, access, rule);
     if (strcmp(kind, "syscall") == 0 && name)
         n = asprintf(&s,
                      "The system call %s was refused (EPERM) by the tool's system-call filter; "

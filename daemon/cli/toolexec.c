@@ -199,6 +199,8 @@ static const struct cli_command commands[] = {
      "      --json[=FILE]      a JSON summary (status, denials, usage) on stderr\n"
      "      --learn FILE       learn mode: run permissively, record what it\n"
      "                         touches, write the definition it needs to FILE\n"
+     "      --learn-refused FILE  run confined as the options say; write them to\n"
+     "                         FILE widened by what was refused (as root)\n"
      "  -v, --verbose          say how the sandbox is built\n"
      "  -h, --help             this text\n"
      "\n"

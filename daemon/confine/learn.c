@@ -30,9 +30,10 @@
 #define MAX_PROPOSED 32
 
 struct td_learn {
-    json_t *paths; /* path -> how (bits) */
-    json_t *hosts; /* "host:port" -> true */
-    json_t *sys;   /* name -> true */
+    json_t *paths;   /* path -> how (bits) */
+    json_t *hosts;   /* "host:port" -> true */
+    json_t *sys;     /* name -> true */
+    json_t *refused; /* "rule\npath" -> {"path", "how": bits, "rule"} */
     unsigned calls;
     size_t dropped;
 };
@@ -40,8 +41,8 @@ struct td_learn {
 struct td_learn *td_learn_new(void)
 {
     struct td_learn *l = calloc(1, sizeof(*l));
-    if (l &&
-        (!(l->paths = json_object()) || !(l->hosts = json_object()) || !(l->sys = json_object()))) {
+    if (l && (!(l->paths = json_object()) || !(l->hosts = json_object()) ||
+              !(l->sys = json_object()) || !(l->refused = json_object()))) {
         td_learn_free(l);
         return NULL;
     }
@@ -55,6 +56,7 @@ void td_learn_free(struct td_learn *l)
     json_decref(l->paths);
     json_decref(l->hosts);
     json_decref(l->sys);
+    json_decref(l->refused);
     free(l);
 }
 
@@ -94,6 +96,71 @@ void td_learn_syscall(struct td_learn *l, const char *name)
         json_object_set_new(l->sys, name, json_true());
 }
 
+static unsigned access_bits(const char *access)
+{
+    if (!access)
+        return 0;
+    if (!strcmp(access, "read"))
+        return TD_LEARN_READ;
+    if (!strcmp(access, "write"))
+        return TD_LEARN_WRITE;
+    if (!strcmp(access, "execute"))
+        return TD_LEARN_EXEC;
+    if (!strcmp(access, "create") || !strcmp(access, "remove"))
+        return TD_LEARN_CREATE;
+    return 0;
+}
+
+static void refused_add(struct td_learn *l, const char *path, unsigned how, const char *rule)
+{
+    /* one entry a path and rule: a path refused by two rules is two */
+    char *key = NULL;
+    if (asprintf(&key, "%s\n%s", rule, path) < 0)
+        return;
+    json_t *v = json_object_get(l->refused, key);
+    if (v) {
+        json_t *h = json_object_get(v, "how");
+        json_integer_set(h, json_integer_value(h) | how);
+    } else if (json_object_size(l->refused) >= TD_LEARN_MAX_PATHS)
+        l->dropped++;
+    else
+        json_object_set_new(
+            l->refused, key,
+            json_pack("{s:s,s:i,s:s}", "path", path, "how", (int)how, "rule", rule));
+    free(key);
+}
+
+void td_learn_refused(struct td_learn *l, const char *path, const char *access, const char *rule)
+{
+    unsigned how = access_bits(access);
+    /* the C library's look-up of a uid with no passwd entry in systemd's
+     * userdb (hidden with /run): harmless, and nothing the tool asked for */
+    static const char userdb[] = "/run/systemd/userdb/";
+    if (!l || !path || path[0] != '/' || !how || !rule ||
+        strncmp(path, userdb, sizeof(userdb) - 1) == 0)
+        return;
+    /* an O_CREAT open of a file that is there (a shell's >>) writes only
+     * the file: its directory is not needed */
+    struct stat st;
+    if (!strcmp(access, "create") && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        how = TD_LEARN_WRITE;
+    refused_add(l, path, how, rule);
+}
+
+void td_learn_refusals(struct td_learn *l, const json_t *denied)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(denied, i, e)
+    {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (kind && !strcmp(kind, "filesystem"))
+            td_learn_refused(l, json_string_value(json_object_get(e, "path")),
+                             json_string_value(json_object_get(e, "access")),
+                             json_string_value(json_object_get(e, "rule")));
+    }
+}
+
 void td_learn_merge(struct td_learn *dst, const struct td_learn *src)
 {
     const char *k;
@@ -101,6 +168,10 @@ void td_learn_merge(struct td_learn *dst, const struct td_learn *src)
     if (!dst || !src)
         return;
     json_object_foreach(src->paths, k, v) td_learn_path(dst, k, (unsigned)json_integer_value(v));
+    json_object_foreach(src->refused, k, v)
+        refused_add(dst, json_string_value(json_object_get(v, "path")),
+                    (unsigned)json_integer_value(json_object_get(v, "how")),
+                    json_string_value(json_object_get(v, "rule")));
     json_object_update(dst->hosts, src->hosts);
     json_object_update(dst->sys, src->sys);
     dst->dropped += src->dropped;
@@ -233,7 +304,99 @@ static void collapse_reads(json_t *reads, size_t min)
     json_decref(per_dir);
 }
 
-static json_t *filesystem(const struct td_learn *l, const struct td_learn_base *b)
+/* ---- what was refused -------------------------------------------------------- */
+
+/* "/" or a top-level directory (/etc, /home): never proposed whole from a
+ * refusal, however many of its files were refused. */
+static bool top_level(const char *p)
+{
+    return p[0] == '/' && !strchr(p + 1, '/');
+}
+
+static void not_proposed(json_t *notes, const char *path, unsigned how, const char *rule,
+                         const char *why)
+{
+    const char *access = how & TD_LEARN_EXEC     ? "execute"
+                         : how & TD_LEARN_CREATE ? "create"
+                         : how & TD_LEARN_WRITE  ? "write"
+                                                 : "read";
+    json_array_append_new(notes, json_pack("{s:s,s:s,s:s,s:s}", "path", path, "access", access,
+                                           "rule", rule, "why", why));
+}
+
+/* One refusal: the key that allows it, no wider than it (the file; a
+ * directory only for what is made or removed in it, or a directory read
+ * itself), into reads or writes; or why not into notes; an operator's
+ * "hide" into hidden. */
+static void refusal(const char *p, unsigned how, const char *rule, const struct td_learn_base *b,
+                    json_t *reads, json_t *writes, json_t *notes, json_t *hidden)
+{
+    if (!strcmp(rule, "hide")) {
+        json_array_append_new(hidden, json_string(p));
+        return;
+    }
+    if (how & TD_LEARN_EXEC) {
+        not_proposed(notes, p, TD_LEARN_EXEC, rule,
+                     !strcmp(rule, "permissions")
+                         ? "the file's own permissions refused it; no key changes them"
+                         : "no definition key makes a part of the view executable that "
+                           "it mounts without execution (/dev, /run)");
+        how &= ~(unsigned)TD_LEARN_EXEC;
+        if (!how)
+            return;
+    }
+    if (!strcmp(rule, "permissions")) {
+        not_proposed(notes, p, how, rule,
+                     "the host's own permissions refused the call's user; no key changes them");
+        return;
+    }
+    if (never(p, b))
+        return;
+    char *r = realpath(p, NULL);
+    struct stat st;
+    bool dir = r && stat(r, &st) == 0 && S_ISDIR(st.st_mode);
+    if (how & (TD_LEARN_WRITE | TD_LEARN_CREATE)) {
+        /* the file itself when it is there and only written; what is made
+         * or removed needs its directory */
+        char *t = (how & TD_LEARN_CREATE) || !r ? real_parent(p) : strdup(r);
+        if (!t)
+            not_proposed(notes, p, how, rule, "its directory does not exist on the host");
+        else if (top_level(t))
+            not_proposed(notes, p, how, rule,
+                         "it would make a whole top-level directory writable; make the file "
+                         "first, or write it in a directory of its own");
+        else if (!never(t, b))
+            json_object_set_new(writes, t, json_true());
+        free(t);
+    } else if (!r)
+        not_proposed(notes, p, how, rule, "it does not exist on the host");
+    else if (dir && top_level(r))
+        not_proposed(notes, p, how, rule,
+                     "a whole top-level directory; name the files in it the tool needs");
+    else
+        json_object_set_new(reads, r, json_true());
+    free(r);
+}
+
+static void refusals(const struct td_learn *l, const struct td_learn_base *b, json_t *reads,
+                     json_t *writes, json_t *out)
+{
+    json_t *notes = json_array(), *hidden = json_array();
+    const char *p;
+    json_t *v;
+    json_object_foreach(l->refused, p, v)
+        refusal(json_string_value(json_object_get(v, "path")),
+                (unsigned)json_integer_value(json_object_get(v, "how")),
+                json_string_value(json_object_get(v, "rule")), b, reads, writes, notes, hidden);
+    if (json_array_size(hidden))
+        json_object_set(out, "hidden_on_purpose", hidden);
+    if (json_array_size(notes))
+        json_object_set(out, "not_proposed", notes);
+    json_decref(notes);
+    json_decref(hidden);
+}
+
+static json_t *filesystem(const struct td_learn *l, const struct td_learn_base *b, json_t *out)
 {
     json_t *made = json_object(), *writes = json_object(), *reads = json_object();
     const char *p;
@@ -281,14 +444,22 @@ static json_t *filesystem(const struct td_learn *l, const struct td_learn_base *
         }
     }
     collapse_reads(reads, READS_TO_DIR);
+    /* what was refused: each as narrow as it was, never collapsed */
+    json_t *rreads = json_object();
+    refusals(l, b, rreads, writes, out);
+    json_t *all = json_deep_copy(reads);
+    json_object_update(all, rreads);
     json_t *w = minimal_list(writes, NULL);
-    json_t *r = minimal_list(reads, writes);
+    json_t *r = minimal_list(all, writes);
     if (r && w && json_array_size(r) + json_array_size(w) > MAX_PROPOSED) {
         /* too many to load: the reads by their directories */
         json_decref(r);
         collapse_reads(reads, 1);
+        json_object_update(reads, rreads);
         r = minimal_list(reads, writes);
     }
+    json_decref(all);
+    json_decref(rreads);
     json_decref(made);
     json_decref(writes);
     json_decref(reads);
@@ -314,7 +485,7 @@ json_t *td_learn_build(const struct td_learn *l, const struct td_learn_base *b)
     json_t *out = json_object();
     if (!out)
         return NULL;
-    json_object_set_new(out, "filesystem", filesystem(l, b));
+    json_object_set_new(out, "filesystem", filesystem(l, b, out));
     if (json_object_size(l->hosts))
         json_object_set_new(out, "network", json_pack("{s:o}", "allow", sorted_keys(l->hosts)));
     else

@@ -22,6 +22,8 @@
 #define TD_LEARN_WRITE 2
 #define TD_LEARN_CREATE 4
 #define TD_LEARN_MKDIR 8
+/* (refusals only) the path executed */
+#define TD_LEARN_EXEC 16
 
 /* Distinct paths (and hosts) kept per record; the rest are counted, not
  * kept: a record, a tool's of all its calls too, stays bounded. */
@@ -35,6 +37,13 @@ void td_learn_free(struct td_learn *l);
 void td_learn_path(struct td_learn *l, const char *path, unsigned how);
 void td_learn_host(struct td_learn *l, const char *host, unsigned port);
 void td_learn_syscall(struct td_learn *l, const char *name);
+/* A file-system refusal of the call (denials.h's entry: path as the call
+ * named it, access "read", "write", "execute", "create" or "remove", the
+ * rule that refused it): proposed as a key that allows it where one does
+ * and that is no wider than what was refused; an operator's "hide" never. */
+void td_learn_refused(struct td_learn *l, const char *path, const char *access, const char *rule);
+/* Each "filesystem" entry of a call's "denied" list (denials.h) into l. */
+void td_learn_refusals(struct td_learn *l, const json_t *denied);
 /* Add what src holds to dst (a tool's record of all its calls). */
 void td_learn_merge(struct td_learn *dst, const struct td_learn *src);
 /* The calls merged into a record (td_learn_merge counts each). */
@@ -55,7 +64,10 @@ struct td_learn_base {
  * [...]}, "network": {"allow": [...]} or false, and, when the calls made
  * system calls the filter refuses, "syscalls": "off" with "deny_syscalls":
  * the rest of the default set}. Paths are real (symbolic links resolved)
- * and existing, as a definition's must be; NULL: out of memory. */
+ * and existing, as a definition's must be. With refusals: the paths an
+ * operator's "hide" refused in "hidden_on_purpose" (never proposed), and
+ * the refusals no key allows, or none as narrow as what was refused, in
+ * "not_proposed" ({"path", "access", "rule", "why"}). NULL: out of memory. */
 json_t *td_learn_build(const struct td_learn *l, const struct td_learn_base *b);
 
 #endif

@@ -83,9 +83,10 @@ struct td_tool {
     /* toolpaths.c: what its view hides of what it needs, for its
      * failed calls' errors; NULL: nothing */
     char *view_note;
-    /* learn mode (learndef.c): "learn": true */
+    /* learn mode (learndef.c): "learn": true or "refused" */
     bool learn;
     bool learn_minimal;       /* its "filesystem" said "root": "minimal" */
+    bool learn_refused;       /* "learn": "refused": confined as written, its refusals learned */
     struct td_learn *learned; /* all its calls since load */
     json_t *learn_def;        /* its definition as read */
     /* The layers (TD_LAYER_*) its definition asks for and

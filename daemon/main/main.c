@@ -28,6 +28,7 @@
 #include "spawnproc.h"
 #include "fsview.h"
 #include "fswatch.h"
+#include "learndef.h"
 #include "identity.h"
 #include "listener.h"
 #include "log.h"
@@ -396,6 +397,7 @@ int main(int argc, char **argv)
     else
         td_log(TD_LOG_INFO, "file-system refusals are not reported: calls are told apart by a "
                             "uid of their own each, a root daemon's (--call-uids)");
+    td_learndef_refusals_seen = td_fswatch_active();
     /* Exec'd, it holds none of what was loaded above (the definitions'
      * credentials) or will be (the proxy's CA key). Not having one is no
      * reason to stop: the loop starts calls itself. */

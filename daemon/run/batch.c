@@ -26,7 +26,7 @@
 #include "bus.h"
 #include "config.h"
 #include "denials.h"
-#include "learnsys.h"
+#include "learndef.h"
 #include "declare.h"
 #include "log.h"
 #include "registry.h"
@@ -361,7 +361,7 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     }
     c->denied = td_denials_fields(f ? f->denied : NULL);
     if (f && f->denied && f->denied->learn) { /* learn mode: this call's proposal */
-        json_t *p = td_learn_propose(f->denied->learn, c->tool->learn_minimal);
+        json_t *p = td_learndef_propose(c->tool, f->denied->learn);
         if (p && (c->denied || (c->denied = json_object())))
             json_object_set(c->denied, "learned", p);
         json_decref(p);

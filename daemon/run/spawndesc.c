@@ -174,7 +174,7 @@ int td_spawndesc_build(struct td_spawndesc *d, enum td_spawn_kind kind, const st
         d->sp.filter_notify = d->sp.hand_over = sf && sf->notify;
     } else {
         sf = td_sysfilter_get(t->sysfilter, net);
-        if (t->learn && td_sysfilter_learn()) /* records and lets go on (learnsys.c) */
+        if (t->learn && !t->learn_refused && td_sysfilter_learn()) /* records, lets go on */
             sf = td_sysfilter_learn();
         d->sp.hand_over = t->egress != NULL;
         d->sp.proxy_port = t->egress ? TD_EGRESS_PORT : 0;

@@ -197,7 +197,13 @@ void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage 
     if (w->warm) /* its template's listener notes no more for it */
         td_template_call_denials(w->warm, NULL);
     fs_denials(w);
-    /* learn mode: the tool's record of all its calls gains this one's */
+    /* learn mode: the tool's record of all its calls gains this one's,
+     * with what was refused ("learn": "refused" records nothing else:
+     * its record is made now that the call's processes are gone, so no
+     * listener lets anything through for it) */
+    if (w->tool->learn_refused && !w->denied.learn)
+        w->denied.learn = td_learn_new();
+    td_learn_refusals(w->denied.learn, w->denied.list);
     td_learn_merge(w->tool->learned, w->denied.learn);
     if (w->denied.list)
         td_bus_publish(&(struct td_bus_msg){.kind = TD_BUS_DENIED,

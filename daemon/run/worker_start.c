@@ -329,7 +329,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     w->pidfd = -1;
     /* learn mode: its listener and proxy record into this (learn.h) */
-    if (s->tool->learn && !(w->denied.learn = td_learn_new()))
+    if (s->tool->learn && !s->tool->learn_refused && !(w->denied.learn = td_learn_new()))
         goto fail;
     w->run_uid = -1;
     struct td_child child;

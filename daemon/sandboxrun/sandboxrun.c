@@ -428,8 +428,8 @@ int td_sandboxrun_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
-    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir, t->learn,
-                            t->switch_user, t->uid, t->gid) < 0)
+    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir,
+                            t->learn && !t->learn_refused, t->switch_user, t->uid, t->gid) < 0)
         goto out;
     td_loop = uv_default_loop();
     if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)
@@ -443,12 +443,18 @@ int td_sandboxrun_main(int argc, char **argv)
     const char *what = "";
     int report = -1, e = 0;
     /* --learn: its listener and proxy record into this (learn.h) */
-    if (t->learn && !(call.denied.learn = td_learn_new()))
+    if (t->learn && !t->learn_refused && !(call.denied.learn = td_learn_new()))
         goto out;
     /* as root, its file-system refusals (fswatch.h), by the uid it runs as
      * (the --user's: only in our descendants) */
     if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
         td_fswatch_watch(t->uid);
+    td_learndef_refusals_seen = td_fswatch_active();
+    if (t->learn_refused && !td_fswatch_active())
+        fprintf(stderr,
+                "toolexec sandbox: --learn-refused: file-system refusals are seen only "
+                "as root with a --user: %s gets the options as given\n",
+                o.learn_out);
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
     struct td_report rep = {0};
     uint64_t ms = 0;
@@ -468,6 +474,10 @@ int td_sandboxrun_main(int argc, char **argv)
     }
     if (call.pid >= 0 && !retry) {
         td_fswatch_collect(t->uid, &call.denied, t->fs, t->argv ? t->argv[0] : NULL);
+        /* --learn-refused: its record made now, of its refusals alone */
+        if (t->learn_refused && !call.denied.learn && !(call.denied.learn = td_learn_new()))
+            goto out;
+        td_learn_refusals(call.denied.learn, call.denied.list);
         code = finish(&o, &rep, ms);
         if (o.learn_out && write_learned(t, o.learn_out) < 0)
             code = SBX_SETUP_FAILED;

@@ -147,7 +147,8 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         O_DENY,
         O_USER,
         O_JSON,
-        O_LEARN
+        O_LEARN,
+        O_LEARN_REFUSED
     };
     static const struct option opts[] = {
         {"read", required_argument, NULL, O_READ},
@@ -161,6 +162,7 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         {"user", required_argument, NULL, O_USER},
         {"json", optional_argument, NULL, O_JSON},
         {"learn", required_argument, NULL, O_LEARN},
+        {"learn-refused", required_argument, NULL, O_LEARN_REFUSED},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -223,6 +225,10 @@ int td_sbx_parse(int argc, char **argv, struct td_sbx_opts *o)
         case O_LEARN: /* learn mode (learndef.c): permissive, every touch recorded */
             o->learn_out = optarg;
             json_object_set_new(def, "learn", json_true());
+            break;
+        case O_LEARN_REFUSED: /* confined as the options say, its refusals recorded */
+            o->learn_out = optarg;
+            json_object_set_new(def, "learn", json_string("refused"));
             break;
         case 'v':
             o->log_level = o->log_level == TD_LOG_WARN ? TD_LOG_INFO : TD_LOG_DEBUG;

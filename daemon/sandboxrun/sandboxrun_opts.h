@@ -16,7 +16,7 @@ struct td_sbx_opts {
     uint64_t timeout_ms;   /* 0: none */
     const char *json_out;  /* --json: "-" for stderr, else a file; NULL: none */
     int log_level;         /* TD_LOG_* */
-    const char *learn_out; /* --learn FILE: the proposed definition goes there */
+    const char *learn_out; /* --learn(-refused) FILE: the proposed definition goes there */
     char *run_dir;         /* where the command starts: the caller's directory;
                               NULL: the call's private directory */
 };

@@ -166,12 +166,73 @@ static void test_hosts_syscalls_and_merge(void **state)
     td_learn_free(all);
 }
 
+/* Refusals: each the narrowest key that allows it (the file read, the
+ * file written, the directory an entry was made or removed in), never a
+ * top-level directory; an operator's "hide" reported, never proposed; what
+ * no key allows said with why; the C library's userdb probe nothing. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    struct td_learn *a = td_learn_new(), *l = td_learn_new();
+    json_t *denied =
+        json_pack("[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s}]", "kind", "filesystem", "path",
+                  at("conf/a.conf"), "access", "read", "rule", "hidden by the view", "kind",
+                  "filesystem", "path", at("many/new"), "access", "create", "rule",
+                  "read-only in the view", "kind", "syscall", "name", "ptrace");
+    assert_non_null(denied);
+    td_learn_refusals(a, denied);
+    json_decref(denied);
+    td_learn_refused(a, at("state"), "write", "outside Landlock's rules");
+    td_learn_refused(a, at("many/0"), "remove", "read-only in the view");
+    td_learn_refused(a, at("out/made/x"), "read", "hide");
+    td_learn_refused(a, "/run/systemd/userdb/io.systemd.Machine", "read", "hidden by the view");
+    td_learn_refused(a, "/etc/te-learn-new", "create", "read-only in the view");
+    td_learn_refused(a, "/etc", "read", "hidden by the view");
+    td_learn_refused(a, at("conf/gone"), "read", "hidden by the view");
+    td_learn_refused(a, "/dev/shm/prog", "execute", "not executable in the view");
+    td_learn_refused(a, at("state"), "read", "permissions");
+    td_learn_refused(a, "relative", "read", "hidden by the view");
+    td_learn_merge(l, a); /* a tool's record keeps its calls' refusals */
+    json_t *p = build(l);
+    json_t *want =
+        json_pack("{s:[s],s:[s,s]}", "read", at("conf/a.conf"), "write", at("many"), at("state"));
+    json_t *fs = json_object_get(p, "filesystem");
+    char *got = json_dumps(p, JSON_SORT_KEYS);
+    if (!json_equal(fs, want))
+        fail_msg("proposal: %s", got);
+    json_t *hidden = json_pack("[s]", at("out/made/x"));
+    if (!json_equal(json_object_get(p, "hidden_on_purpose"), hidden))
+        fail_msg("hidden_on_purpose: %s", got);
+    json_t *notes = json_object_get(p, "not_proposed");
+    const char *expect[][2] = {{"/etc/te-learn-new", "create"},
+                               {"/etc", "read"},
+                               {NULL, "read"},
+                               {"/dev/shm/prog", "execute"},
+                               {NULL, "read"}};
+    if (json_array_size(notes) != 5)
+        fail_msg("not_proposed: %s", got);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *n = json_array_get(notes, i);
+        const char *path = expect[i][0] ? expect[i][0] : i == 2 ? at("conf/gone") : at("state");
+        assert_string_equal(json_string_value(json_object_get(n, "path")), path);
+        assert_string_equal(json_string_value(json_object_get(n, "access")), expect[i][1]);
+        assert_non_null(json_string_value(json_object_get(n, "why")));
+    }
+    free(got);
+    json_decref(hidden);
+    json_decref(p);
+    json_decref(want);
+    td_learn_free(a);
+    td_learn_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_learned),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_hosts_syscalls_and_merge),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -217,7 +217,7 @@ class TestLearnRoot(LearnCases, unittest.TestCase):
         r = subprocess.run([harness.TOOLEXECD, "--check", "--tools", tools],
                            capture_output=True, text=True, timeout=60)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("bad.json: learn: expected true or false", r.stdout + r.stderr)
+        self.assertIn("bad.json: learn: expected true, false or \"refused\"", r.stdout + r.stderr)
         self.assertNotIn("good.json:", r.stdout)
         self.assertIn("tool good: learn mode", r.stderr)
 
