@@ -14,7 +14,8 @@ as each call starts, root and unprivileged daemon.
   the file was there at load); a server whose credential is missing is not
   listed, the log naming it;
 - --check --tools refuses a variable the daemon sets, one also in env, and a
-  credential's name that is not a file name.
+  credential's name that is not a file name, and says which credential
+  cannot be read now (the load logs it as a warning).
 """
 import hashlib
 import json
@@ -159,11 +160,18 @@ class Check(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="te-mcpcred-check-")
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
         os.chmod(tmp, 0o755)
-        path = os.path.join(tmp, "bad.json")
+        os.mkdir(os.path.join(tmp, "tools"))
+        path = os.path.join(tmp, "tools", "bad.json")
         with open(path, "w") as f:
             json.dump(d, f)
         os.chmod(path, 0o600)
-        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", tmp],
+        creds = os.path.join(tmp, "creds")
+        os.mkdir(creds, 0o700)
+        with open(os.path.join(creds, "there"), "w") as f:
+            f.write("value\n")
+        os.chmod(os.path.join(creds, "there"), 0o600)
+        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", os.path.join(tmp, "tools"),
+                            "--credentials-dir", creds],
                            capture_output=True, text=True, timeout=harness.WAIT)
         return p.returncode, p.stdout + p.stderr
 
@@ -177,8 +185,14 @@ class Check(unittest.TestCase):
             status, out = self.check(with_creds("bad", creds))
             self.assertNotEqual(status, 0, creds)
             self.assertIn(says, out, creds)
-        status, out = self.check(with_creds("good", {"API_KEY": "whatever"}))
+        status, out = self.check(with_creds("good", {"API_KEY": "there"}))
         self.assertEqual(status, 0, out)
+
+    def test_missing_said_before_any_call(self):
+        status, out = self.check(with_creds("lacks", {"API_KEY": "not_there"}))
+        self.assertNotEqual(status, 0, out)
+        self.assertIn("mcp_server.env_credentials.API_KEY: credential not_there: "
+                      "No such file or directory (its calls fail until it is)", out)
 
 
 if __name__ == "__main__":
