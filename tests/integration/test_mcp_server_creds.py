@@ -8,7 +8,8 @@ as each call starts, root and unprivileged daemon.
   answered), in its listing call and in each call;
 - the call's "enforced" names the variable, never the value;
 - the value is in no event (the caller's, a tail's), no line of the daemon's
-  log (at debug) and no audit record;
+  log (at debug) and no audit record, nor in the spawner's memory once
+  the call has started (/proc/PID/mem);
 - a credential missing when a call starts fails that call with
   handler_exit naming the credential and the variable (read at call time:
   the file was there at load); a server whose credential is missing is not
@@ -28,6 +29,8 @@ import unittest
 
 import harness
 from test_mcp_server import completed, odd, run_events, wait_listed
+from test_spawner import spawner_of
+from test_spawner_secrets import scan
 
 SECRET = "mcp-s3cr3t-" + os.urandom(8).hex()
 
@@ -112,6 +115,16 @@ class Cases:
                             ("the daemon's log", self.d.stderr()),
                             ("the audit file", harness_read(self.audit))):
             self.assertNotIn(SECRET, text, where)
+
+    def test_the_spawner_keeps_no_copy(self):
+        # the value goes through the spawner (the call's environment, in its
+        # request): wiped there once the call's process is started
+        done = completed(run_events(self.c, "keyed.has_env", {"name": "API_KEY"}))
+        self.assertTrue(done["result"]["ok"]["structuredContent"]["set"])
+        sp = harness.deadline_wait(lambda: spawner_of(self.d.proc.pid), what="the spawner")
+        seen, total = scan(sp, {"the value": [SECRET.encode()]})
+        self.assertGreater(total, 1 << 20)
+        self.assertEqual(seen, set())
 
     def test_missing_at_call_time(self):
         os.unlink(os.path.join(self.creddir, "gone_api"))
