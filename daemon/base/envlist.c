@@ -37,8 +37,10 @@ char **td_envlist_finish(struct td_envlist *e)
 {
     char **v = e->v;
     if (e->failed || !v) {
-        for (size_t i = 0; i < e->n; i++)
+        for (size_t i = 0; i < e->n; i++) {
+            explicit_bzero(v[i], strlen(v[i]));
             free(v[i]);
+        }
         free(v);
         v = e->failed ? NULL : calloc(1, sizeof(*v));
     } else {
@@ -50,7 +52,10 @@ char **td_envlist_finish(struct td_envlist *e)
 
 void td_envlist_free(char **env)
 {
-    for (char **p = env; p && *p; p++)
+    /* wiped: a call's environment may hold a credential (env_credentials) */
+    for (char **p = env; p && *p; p++) {
+        explicit_bzero(*p, strlen(*p));
         free(*p);
+    }
     free(env);
 }

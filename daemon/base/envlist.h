@@ -21,7 +21,7 @@ void td_envlist_add(struct td_envlist *e, const char *fmt, ...)
 /* The entries, NULL-ended (the caller frees them with td_envlist_free),
  * or NULL if an add ran out of memory (everything freed). Leaves e empty. */
 char **td_envlist_finish(struct td_envlist *e);
-/* Frees a finished environment (NULL: nothing). */
+/* Frees a finished environment, each entry wiped first (NULL: nothing). */
 void td_envlist_free(char **env);
 
 #endif

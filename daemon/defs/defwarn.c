@@ -5,7 +5,8 @@
  * through fails later, at a call, or leaks: a command that is missing or
  * not executable, an interpreter's missing script, what the tool's view
  * hides (toolpaths.c), "env" values other than the plainly public ones
- * (LANG, PYTHONPATH...) in a file every user may read. Both
+ * (LANG, PYTHONPATH...) in a file every user may read, an MCP server's
+ * env_credentials that cannot be read now. Both
  * toolexecd --check and the daemon's load (start and reload) take the
  * list from here, so the two never disagree.
  */
@@ -13,11 +14,13 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "containment.h"
+#include "credentials.h"
 #include "defwarn.h"
 #include "log.h"
 #include "toolpaths.h"
@@ -111,6 +114,23 @@ unsigned td_defwarn(const struct td_tool *t, bool views, void (*fn)(const char *
         check_command(&o, t);
     if (views)
         td_toolpaths_check(t, view_line, &o);
+    /* an MCP server's env_credentials are read at each call: one missing
+     * now fails them all until it is there, which is worth saying before */
+    const char *var;
+    json_t *cred;
+    json_object_foreach(t->mcp ? t->env_creds : NULL, var, cred)
+    {
+        char *value = NULL, why[400], line[600];
+        if (td_credential_read(td_credentials_path(), json_string_value(cred), &value, why,
+                               sizeof(why)) == 0) {
+            explicit_bzero(value, strlen(value));
+            free(value);
+            continue;
+        }
+        snprintf(line, sizeof(line),
+                 "mcp_server.env_credentials.%s: %s (its calls fail until it is)", var, why);
+        say(&o, line);
+    }
     if (secret_env(t->env) && (t->file_mode & S_IROTH)) {
         snprintf(what, sizeof(what),
                  "has \"env\" and every user may read it (mode %04o): chmod o-r to keep its "

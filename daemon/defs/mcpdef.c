@@ -8,6 +8,12 @@
  * tool's schemas and a bridge command for it) and parsed as any other, so a
  * call of it is a call like any other (main/mcplist.c registers them).
  *
+ * Each listed tool returns the server's content whole ("mcp": {"content":
+ * "blocks"}), so an MCP host gets an image or a resource as the server sent
+ * it. "env_credentials" names variables of the server's environment whose
+ * values the daemon reads from its credentials directory as each call
+ * starts (run/worker_start.c); here only their names are checked.
+ *
  * Only "instance": "call" (a fresh server per call) and stdio servers are
  * done; "session", "shared" and "url" are refused as not supported yet
  * rather than run as something they are not.
@@ -73,6 +79,68 @@ static char **bridge_argv(const struct td_mcp *m, const char *tool, size_t *at)
     return argv;
 }
 
+/* A variable the daemon sets itself, or the egress proxy's: a credential
+ * may not stand in for it. */
+static bool daemons_var(const char *name)
+{
+    static const char *const own[] = {
+        "PATH",          "HTTP_PROXY", "HTTPS_PROXY",   "http_proxy",         "https_proxy",
+        "ALL_PROXY",     "NO_PROXY",   "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+        "CURL_CA_BUNDLE"};
+    if (strncmp(name, "TOOLEXEC_", 9) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (strcmp(name, own[i]) == 0)
+            return true;
+    return false;
+}
+
+/* "env_credentials": {"VAR": "CREDENTIAL"}: variables the server's
+ * environment gets from the credentials directory at each call (the value
+ * is read then, never here: a definition loads without its secrets, and a
+ * credential missing fails the calls that need it, by name). */
+static int env_credentials(const char *file, json_t *m, struct td_tool *t, char *err, size_t errlen)
+{
+    json_t *ec = json_object_get(m, "env_credentials"), *v;
+    json_t *env = json_object_get(m, "env");
+    const char *var;
+    if (!ec)
+        return 0;
+    if (!json_is_object(ec) || json_object_size(ec) == 0)
+        return td_fail(err, errlen,
+                       "%s: mcp_server.env_credentials: expected an object {\"VAR\": "
+                       "\"CREDENTIAL\"}",
+                       file);
+    json_object_foreach(ec, var, v)
+    {
+        const char *c = te_json_text_value(v);
+        bool name_ok = (*var >= 'A' && *var <= 'Z') || (*var >= 'a' && *var <= 'z') || *var == '_';
+        for (const char *p = var; name_ok && *p; p++)
+            name_ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= '0' && *p <= '9') || *p == '_';
+        if (!name_ok)
+            return td_fail(err, errlen,
+                           "%s: mcp_server.env_credentials: \"%.64s\": not a variable name "
+                           "([A-Za-z_][A-Za-z0-9_]*)",
+                           file, var);
+        if (daemons_var(var))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.env_credentials.%s: the daemon sets this variable", file,
+                           var);
+        if (json_object_get(env, var))
+            return td_fail(err, errlen, "%s: mcp_server.env_credentials.%s: also in mcp_server.env",
+                           file, var);
+        if (!c || !*c || strchr(c, '/') || strcmp(c, ".") == 0 || strcmp(c, "..") == 0 ||
+            strlen(c) != json_string_length(v))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.env_credentials.%s: expected a credential's name (a "
+                           "file name in the credentials directory)",
+                           file, var);
+    }
+    t->env_creds = json_incref(ec);
+    return 0;
+}
+
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
                     size_t errlen)
 {
@@ -103,9 +171,13 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                            "%s: mcp_server.url: Streamable HTTP servers are not supported yet; "
                            "run the server over stdio (\"command\")",
                            file);
-        if (strcmp(key, "command") && strcmp(key, "env"))
-            return td_fail(err, errlen, "%s: mcp_server.%s: unknown key (command, env)", file, key);
+        if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials"))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.%s: unknown key (command, env, env_credentials)", file,
+                           key);
     }
+    if (env_credentials(file, m, t, err, errlen) < 0)
+        return -EINVAL;
     const char *is = inst ? te_json_text_value(inst) : "call";
     if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
@@ -181,6 +253,13 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_t *env = json_object_get(json_object_get(m->def, "mcp_server"), "env");
     if (env)
         json_object_set(def, "env", env);
+    /* its ok value is the server's content whole (the bridge's call mode),
+     * which toolexec mcp hands on as blocks; the server's "mcp" keys (its
+     * task_support) kept */
+    json_t *mcp = json_object_get(def, "mcp");
+    if (!json_is_object(mcp))
+        json_object_set_new(def, "mcp", mcp = json_object());
+    json_object_set_new(mcp, "content", json_string("blocks"));
     static const char *const from[][2] = {{"description", "description"},
                                           {"inputSchema", "schema"},
                                           {"outputSchema", "output_schema"},
@@ -192,6 +271,14 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
             json_object_set(def, from[i][1], v);
     }
     return def;
+}
+
+void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
+{
+    t->mcp_tool = true;
+    t->mcp_cmd = 4; /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def) */
+    t->file_mode = server->file_mode;
+    t->env_creds = json_incref(server->env_creds);
 }
 
 bool td_mcpdef_is_server(const struct td_tool *t)

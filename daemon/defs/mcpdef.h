@@ -22,6 +22,9 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
 /* The definition (a new reference) of tool listed by server (its entry of
  * tools/list), to parse as any; NULL with why when it cannot be one. */
 json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *why, size_t whylen);
+/* t, parsed from td_mcpdef_tool_def()'s definition, made server's tool:
+ * its command's place in argv, its env_credentials. */
+void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t);
 /* The directory server's definition was read from. */
 const char *td_mcpdef_dir(const struct td_tool *server);
 /* t (or what it narrows) is an MCP server's listing tool. */

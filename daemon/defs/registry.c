@@ -94,6 +94,7 @@ void td_tool_unref(struct td_tool *t)
     td_egress_free(t->egress);
     td_learn_free(t->learned);
     td_mcpdef_free(t->mcp);
+    json_decref(t->env_creds);
     json_decref(t->learn_def);
     td_declare_free(t);
     free(t);

@@ -59,6 +59,10 @@ struct td_tool {
     struct td_mcp *mcp;
     bool mcp_tool;
     size_t mcp_cmd;
+    /* mcp_server.env_credentials: {"VAR": "CREDENTIAL"}, each read from
+     * the credentials directory into the call's environment as it starts
+     * (run/worker_start.c); NULL: none */
+    json_t *env_creds;
     /* declare.c: the tool as the APIs and MCP are told of it */
     json_t *listed_schema;       /* schema with "type": "object" on top, object properties */
     char *api_name;              /* name with '.' as '_' (OpenAI, Anthropic) */

@@ -116,9 +116,7 @@ static struct td_tool *one_tool(struct td_tool *server, json_t *listed)
         td_log(TD_LOG_WARN, "MCP server %s: a tool left out: %s", server->name, why);
         return NULL;
     }
-    t->mcp_tool = true;
-    t->mcp_cmd = 4; /* bridge "call" TOOL "--" COMMAND... */
-    t->file_mode = server->file_mode;
+    td_mcpdef_tool_made(server, t);
     if (td_registry_find(td_tools, t->name) && !td_registry_find(td_tools, t->name)->mcp_tool) {
         td_log(TD_LOG_WARN, "MCP server %s: tool %s left out: a tool of that name is defined",
                server->name, t->name);

@@ -284,14 +284,10 @@ static void initialize(struct server *s)
     free(why);
 }
 
-/* What a tool's result gives the model: its structured content when it has
- * one (what an outputSchema describes), else its text when all of its
- * content is text, else the content blocks as they are. */
-static json_t *result_value(json_t *res)
+/* What a failed call (isError) gives the model: the text of its content
+ * when all of it is text, else the content blocks as they are. */
+static json_t *error_value(json_t *res)
 {
-    json_t *sc = json_object_get(res, "structuredContent");
-    if (sc)
-        return json_incref(sc);
     json_t *content = json_object_get(res, "content"), *c;
     size_t i;
     bool text = json_is_array(content) && json_array_size(content) > 0;
@@ -321,6 +317,22 @@ static json_t *result_value(json_t *res)
     return v;
 }
 
+/* What a call's result gives: the server's content as MCP has it,
+ * {"content": [blocks], "structuredContent"?: {...}}, whole (images,
+ * audio, embedded resources), which the tool's definition says it returns
+ * ("mcp": {"content": "blocks"}, mcpdef.c) so toolexec mcp hands the blocks
+ * on as they came. */
+static json_t *ok_value(json_t *res)
+{
+    json_t *content = json_object_get(res, "content");
+    json_t *sc = json_object_get(res, "structuredContent");
+    json_t *v =
+        json_pack("{s:o}", "content", json_is_array(content) ? json_incref(content) : json_array());
+    if (v && sc && !json_is_null(sc))
+        json_object_set(v, "structuredContent", sc);
+    return v;
+}
+
 static json_t *call_tool(struct server *s, const char *tool, json_t *args)
 {
     send_request(s, 2, "tools/call",
@@ -329,8 +341,11 @@ static json_t *call_tool(struct server *s, const char *tool, json_t *args)
     json_t *m = await(s, 2, "before answering the call");
     json_t *res = json_object_get(m, "result"), *err = json_object_get(m, "error"), *out;
     if (json_is_object(res)) {
-        json_t *v = result_value(res);
-        out = json_is_true(json_object_get(res, "isError")) ? te_error(v) : te_ok(v);
+        bool failed = json_is_true(json_object_get(res, "isError"));
+        json_t *v = failed ? error_value(res) : ok_value(res);
+        if (!v)
+            die(s, "out of memory");
+        out = failed ? te_error(v) : te_ok(v);
     } else if (json_is_object(err)) {
         /* a protocol error (an unknown tool, arguments it refuses): the
          * server's own failure, as it said it */

@@ -111,8 +111,16 @@ static json_t *make(const struct td_tool *t)
 {
     int net_on = t->network >= 0 ? t->network : td_cfg.network;
     enum td_net net = t->egress ? TD_NET_PROXY : net_on ? TD_NET_HOST : TD_NET_NONE;
-    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "view", view(t), "landlock", landlock(t), "seccomp",
-                     seccomp(t, net), "network", network(t, net), "limits", limits(t));
+    json_t *v =
+        json_pack("{s:o,s:o,s:o,s:o,s:o}", "view", view(t), "landlock", landlock(t), "seccomp",
+                  seccomp(t, net), "network", network(t, net), "limits", limits(t));
+    if (v && t->env_creds) { /* the variables' names, never their values */
+        json_t *names = json_array(), *c;
+        const char *var;
+        json_object_foreach(t->env_creds, var, c) json_array_append_new(names, json_string(var));
+        json_object_set_new(v, "env_credentials", names);
+    }
+    return v;
 }
 
 json_t *td_enforced_call(struct td_tool *t, long long uid)

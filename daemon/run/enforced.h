@@ -1,6 +1,8 @@
 /*
  * enforced.h - what confinement a call ran under: the
- * "enforced" member of its tool_execution_completed event and audit record.
+ * "enforced" member of its tool_execution_completed event and audit record
+ * (with "env_credentials", the names of the variables an MCP server's
+ * environment got from the credentials directory, never their values).
  */
 #ifndef TD_ENFORCED_H
 #define TD_ENFORCED_H

@@ -84,6 +84,8 @@ static void drop_queued(struct queued *q)
 {
     for (size_t i = 0; i < q->nfds; i++)
         close(q->fds[i]);
+    if (q->msg) /* it may hold a credential (a call's env_credentials) */
+        explicit_bzero(q->msg, q->len);
     free(q->msg);
     free(q);
 }

@@ -481,5 +481,8 @@ void td_spawnproc_main(int argc, char **argv)
         } else {
             started(sock, &q, buf + sizeof(q), (size_t)n - sizeof(q), fds, nfds);
         }
+        /* a call's environment may hold a credential (env_credentials):
+         * gone from here once its process is started */
+        explicit_bzero(buf, (size_t)n);
     }
 }

@@ -20,6 +20,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "containment.h"
+#include "credentials.h"
 #include "egress.h"
 #include "envlist.h"
 #include "fsview.h"
@@ -58,6 +59,8 @@ static void on_request_written(uv_write_t *req, int status)
 static bool env_has(const struct td_tool *t, const char *name)
 {
     size_t n = strlen(name);
+    if (json_object_get(t->env_creds, name))
+        return true;
     for (size_t k = 0; k < t->nenv; k++)
         if (strncmp(t->env[k], name, n) == 0 && t->env[k][n] == '=')
             return true;
@@ -97,9 +100,41 @@ static uint32_t output_cap(const struct td_limits *l)
                                                    : (uint32_t)(l->output_mb << 20);
 }
 
+/* An MCP server's env_credentials, each read now from the credentials
+ * directory (a small file of the daemon's own, as the proxy's headers are
+ * read) into the call's environment: its process tree's alone, never its
+ * request, an event or a log line. -1 with *refused, the call's error
+ * naming the credential, when one cannot be read. */
+static int cred_env(const struct td_worker_spec *s, struct td_envlist *env, json_t **refused)
+{
+    const char *var;
+    json_t *v;
+    json_object_foreach(s->tool->env_creds, var, v)
+    {
+        char *value = NULL, why[512];
+        const char *name = json_string_value(v);
+        if (td_credential_read(td_credentials_path(), name, &value, why, sizeof(why)) < 0) {
+            char detail[700];
+            snprintf(detail, sizeof(detail),
+                     "could not start the worker: the MCP server's variable %s: %s", var, why);
+            td_logc(TD_LOG_WARN, s->batch_id, s->call_id, "env_credentials.%s: %s", var, why);
+            *refused = te_tool_error_new(TE_HANDLER_EXIT, s->tool->name, s->call_id, detail,
+                                         json_pack("{s:s,s:s,s:s}", "error", "credential",
+                                                   "credential", name, "variable", var),
+                                         NULL);
+            return -1;
+        }
+        td_envlist_add(env, "%s=%s", var, value);
+        explicit_bzero(value, strlen(value));
+        free(value);
+    }
+    return 0;
+}
+
 /* A call's environment: PATH unless the definition sets it, the
- * definition's env, the call's names, the egress proxy's. NULL: no memory. */
-static char **build_env(const struct td_worker_spec *s)
+ * definition's env, its credentials, the call's names, the egress proxy's.
+ * NULL: no memory, or *refused (cred_env). */
+static char **build_env(const struct td_worker_spec *s, json_t **refused)
 {
     struct td_envlist env = {0};
     bool has_path = false;
@@ -109,6 +144,10 @@ static char **build_env(const struct td_worker_spec *s)
         td_envlist_add(&env, "PATH=%s", TD_WORKER_PATH);
     for (size_t k = 0; k < s->tool->nenv; k++)
         td_envlist_add(&env, "%s", s->tool->env[k]);
+    if (s->tool->env_creds && cred_env(s, &env, refused) < 0) {
+        td_envlist_free(td_envlist_finish(&env));
+        return NULL;
+    }
     td_envlist_add(&env, "TOOLEXEC_TOOL=%s", s->tool->name);
     td_envlist_add(&env, "TOOLEXEC_CALL_ID=%s", s->call_id);
     td_envlist_add(&env, "TOOLEXEC_BATCH=%s", s->batch_id);
@@ -285,7 +324,9 @@ static int spawn_template(struct td_tool *t, const char *cwd, uid_t uid, gid_t g
                           struct td_child *c, struct td_cgroup **cg, const char **what)
 {
     struct td_worker_spec spec = {.tool = t, .batch_id = "", .call_id = ""};
-    char **env = build_env(&spec);
+    json_t *refused = NULL; /* a warm tool has no env_credentials */
+    char **env = build_env(&spec, &refused);
+    json_decref(refused);
     *cg = NULL;
     *what = "malloc";
     if (!env)
@@ -313,6 +354,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
     *result = NULL;
     char *workdir = NULL;
     char **env = NULL;
+    json_t *refused = NULL;  /* the call's error when a credential is missing */
     uid_t taken = (uid_t)-1; /* the call's own uid, once taken */
     /* a spare lent to the call (spares.h) until the spawner is asked */
     struct td_spare_grant grant = {.handle = TD_NO_SPARE};
@@ -349,7 +391,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             goto started;
         }
     }
-    env = build_env(s);
+    env = build_env(s, &refused);
     if (!env)
         goto fail;
     /* The call's identity: a root daemon runs a tool that names no user as
@@ -518,6 +560,10 @@ fail:
         td_learn_free(w->denied.learn);
     }
     free(w);
+    if (refused) { /* said in the log by cred_env */
+        *result = refused;
+        return NULL;
+    }
     *result = spawn_error(s, what, err);
     td_logc(TD_LOG_WARN, s->batch_id, s->call_id, "%s: %s", what, strerror(err));
     return NULL;

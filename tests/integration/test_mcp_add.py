@@ -99,7 +99,7 @@ class Tarball:
                 self.assertIn(os.path.dirname(node), definition["filesystem"]["read"])
             harness.started(d) if isinstance(d, harness.NobodyDaemon) else d.start()
             r = call(d, "tiny.hello", {"who": "you"})
-            self.assertEqual(json.loads(r["ok"]), {"hello": "you", "from": server, "node": NODE})
+            self.assertEqual(json.loads(r["ok"]["content"][0]["text"]), {"hello": "you", "from": server, "node": NODE})
         finally:
             d.stop()
 

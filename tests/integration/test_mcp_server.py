@@ -5,7 +5,8 @@ hostile, run as NAME.TOOL through the real daemon, root and unprivileged.
 - its tools are listed at start (the listing itself a confined call) with
   their schemas, output schemas and annotations; arguments are checked
   against the server's inputSchema before anything runs;
-- results: text and structuredContent as ok, isError and a JSON-RPC error
+- results: the server's content whole as ok ({"content": [...],
+  "structuredContent"}, an image and embedded resources too), isError and a JSON-RPC error
   as the handler's own error, progress forwarded, a crash mid-call a
   handler_exit, a flood of output a handler_exit, a server that never
   answers a timeout with its processes killed;
@@ -26,6 +27,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
+sys.path.insert(0, os.path.join(harness.HERE, "..", "mcp_servers"))
+import odd_server  # noqa: E402
+
 SRV = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "odd_server.py"))
 PY = "/usr/bin/python3"  # a shim in a home directory would be hidden by the view
 
@@ -36,6 +40,11 @@ def odd(name="odd", *extra, **fields):
          "timeout_ms": 10000}
     d.update(fields)
     return d
+
+
+def text_ok(t):
+    """A call's result whose server answered text t: its content whole."""
+    return {"ok": {"content": [{"type": "text", "text": t}]}}
 
 
 def run_events(c, name, args, timeout=harness.WAIT):
@@ -80,13 +89,20 @@ class Calls:
         self.assertEqual(mcp["odd.echo"]["annotations"], {"readOnlyHint": True})
         self.assertEqual(mcp["odd.echo"]["description"], "Echo the text")
         self.assertEqual(mcp["odd.echo"]["inputSchema"]["required"], ["text"])
+        # its results are the server's content, handed on as blocks
+        self.assertEqual(mcp["odd.echo"]["_meta"], {"toolexecd/content": "blocks"})
 
     def test_results(self):
-        self.assertEqual(self.call("odd.echo", {"text": "hi"})["result"], {"ok": "hi"})
-        self.assertEqual(self.call("odd.add", {"a": 2, "b": 3})["result"], {"ok": {"sum": 5}})
+        self.assertEqual(self.call("odd.echo", {"text": "hi"})["result"], text_ok("hi"))
+        self.assertEqual(self.call("odd.add", {"a": 2, "b": 3})["result"],
+                         {"ok": {"content": [{"type": "text", "text": '{"sum": 5}'}],
+                                 "structuredContent": {"sum": 5}}})
         self.assertEqual(self.call("odd.fail", {})["result"], {"error": "it failed on purpose"})
         self.assertEqual(self.call("odd.env", {"name": "ODD_VAR"})["result"],
-                         {"ok": "from-definition"})
+                         text_ok("from-definition"))
+        # an image and embedded resources: the server's content whole
+        img = self.call("odd.image", {})["result"]["ok"]
+        self.assertEqual(img, odd_server.IMAGE)
         # the server's inputSchema, checked before any process starts
         bad = self.call("odd.echo", {"text": 3})
         self.assertIn("/text: expected string", bad["result"]["error"])
@@ -97,7 +113,7 @@ class Calls:
         prog = [e["progress"] for e in events if e["event"] == "tool_execution_progress"]
         self.assertEqual([p["progress"] for p in prog], [1, 2, 3])
         self.assertEqual(prog[-1]["message"], "step 3")
-        self.assertEqual(completed(events)["result"], {"ok": "done"})
+        self.assertEqual(completed(events)["result"], text_ok("done"))
 
     def test_crash_is_handler_exit(self):
         err = self.call("odd.crash", {})["result"]["tool_error"]
@@ -111,7 +127,7 @@ class Calls:
 
     def test_daemonised_child_reaped(self):
         token = harness.new_token("mcpchild")
-        self.assertEqual(self.call("odd.daemon", {"mark": token})["result"], {"ok": "left a child"})
+        self.assertEqual(self.call("odd.daemon", {"mark": token})["result"], text_ok("left a child"))
         harness.assert_token_gone(token)
 
     def test_secrets_out_of_reach(self):
@@ -122,7 +138,7 @@ class Calls:
 
     def test_nothing_survives_a_call(self):
         self.assertEqual(self.call("odd.write", {"path": "/tmp/left", "text": "x"})["result"],
-                         {"ok": "written"})
+                         text_ok("written"))
         r = self.call("odd.read", {"path": "/tmp/left"})["result"]
         self.assertIn("No such file", r["error"])
 
@@ -160,7 +176,7 @@ class Modern(unittest.TestCase):
             c = d.client()
             wait_listed(c, "modern.echo")
             r = completed(run_events(c, "modern.add", {"a": 1, "b": 1}))["result"]
-            self.assertEqual(r, {"ok": {"sum": 2}})
+            self.assertEqual(r["ok"]["structuredContent"], {"sum": 2})
 
 
 class Hangs(unittest.TestCase):
@@ -208,11 +224,11 @@ class Reload(unittest.TestCase):
             harness.deadline_wait(lambda: " reloaded " in d.stderr(), what="the reload")
             # meanwhile the tools listed before are kept, not unknown
             r = completed(run_events(c, "odd.env", {"name": "ODD_VAR"}))["result"]
-            self.assertEqual(r, {"ok": "from-definition"})
+            self.assertEqual(r, text_ok("from-definition"))
             open(gate, "w").close()
             harness.deadline_wait(
                 lambda: completed(run_events(c, "odd.env", {"name": "ODD_VAR"}))["result"] ==
-                {"ok": "reloaded"}, what="the reloaded definition's tools")
+                text_ok("reloaded"), what="the reloaded definition's tools")
 
 
 class Check(unittest.TestCase):

@@ -85,9 +85,13 @@ def uids_in(lo, hi):
     return out
 
 
+# a server's text answer: its content whole (the bridge's ok value)
+HI = {"ok": {"content": [{"type": "text", "text": "hi"}]}}
+
+
 def flood(d, name, calls):
     """calls one-call batches of name over CONNS connections at once; the
-    results that were not {"ok": "hi"} (empty when all were)."""
+    results that were not HI (empty when all were)."""
     bad, lock = [], threading.Lock()
     share = [calls // CONNS + (1 if i < calls % CONNS else 0) for i in range(CONNS)]
 
@@ -98,7 +102,7 @@ def flood(d, name, calls):
                 b = c.start_batch([{"id": "c", "name": name, "arguments": {"text": "hi"}}])
                 done = [e for e in c.recv_batch(b, timeout=120 * harness.SCALE)
                         if e["event"] == "tool_execution_completed"]
-                if not done or done[0]["result"] != {"ok": "hi"}:
+                if not done or done[0]["result"] != HI:
                     with lock:
                         bad.append(done[0]["result"] if done else "no completion")
         except Exception as e:  # noqa: BLE001 - said in the failure
@@ -173,7 +177,7 @@ class Flood:
             # and the daemon goes on
             b = c.start_batch([{"id": "e", "name": "bomb.echo", "arguments": {"text": "hi"}}])
             done = [e for e in c.recv_batch(b) if e["event"] == "tool_execution_completed"]
-            self.assertEqual(done[0]["result"], {"ok": "hi"})
+            self.assertEqual(done[0]["result"], HI)
         finally:
             d.stop()
 

@@ -7,7 +7,9 @@ speaks only the stateless revision 2026-07-28 (initialize refused,
 server/discover, each request's _meta naming the version); its tools
 exercise what a confined server's call must survive: isError, structured
 results, progress, a crash mid-call, a flood of output, a daemonised child
-left behind, a fork bomb, reads and writes of any path it is given."""
+left behind, a fork bomb, reads and writes of any path it is given, an
+image and embedded resources, whether a variable is in its environment."""
+import hashlib
 import json
 import os
 import sys
@@ -47,7 +49,25 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
     {"name": "forkbomb", "description": "Fork until refused",
      "inputSchema": {"type": "object"}},
+    {"name": "image", "description": "An image, an embedded resource and a link",
+     "inputSchema": {"type": "object"}},
+    {"name": "has_env", "description": "Whether a variable is set, and its digest",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
 ]
+
+# a tiny PNG (1x1, transparent) and what the image tool returns with it
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==")
+IMAGE = {"content": [
+    {"type": "text", "text": "a picture:"},
+    {"type": "image", "data": PNG, "mimeType": "image/png"},
+    {"type": "resource", "resource": {"uri": "odd://notes/1", "mimeType": "text/plain",
+                                      "text": "an embedded note"}},
+    {"type": "resource", "resource": {"uri": "odd://blobs/1",
+                                      "mimeType": "application/octet-stream",
+                                      "blob": "AAECAw=="}},
+    {"type": "resource_link", "uri": "odd://notes/2", "name": "note 2",
+     "mimeType": "text/plain"},
+], "structuredContent": {"pictures": 1}}
 
 # a fork bomb that stops on its own at this many children should the
 # limit not hold, so that a failing test does not take the machine
@@ -113,6 +133,14 @@ def call(name, args, token):
         time.sleep(100000)
     if name == "env":
         return text(os.environ.get(args["name"], "(unset)"))
+    if name == "image":
+        return IMAGE
+    if name == "has_env":
+        # said without the value itself: a digest the test compares
+        v = os.environ.get(args["name"])
+        out = {"set": v is not None,
+               "sha256": hashlib.sha256(v.encode()).hexdigest() if v is not None else None}
+        return {"content": [{"type": "text", "text": json.dumps(out)}], "structuredContent": out}
     if name == "forkbomb":
         for n in range(BOMB_CAP):
             try:
