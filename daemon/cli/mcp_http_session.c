@@ -20,7 +20,7 @@
 
 struct mcp_http_session *mcp_http_session_new(struct mcp_http *h)
 {
-    mcp_http_sessions_expire(h, mcp_http_now_ms());
+    mcp_http_sessions_expire(h, cli_now_ms());
     if (h->nsessions >= h->o.sessions_max)
         return NULL;
     unsigned char r[MCP_HTTP_SESSION_ID_LEN / 2];
@@ -32,7 +32,7 @@ struct mcp_http_session *mcp_http_session_new(struct mcp_http *h)
     for (size_t i = 0; i < sizeof(r); i++)
         snprintf(s->id + 2 * i, 3, "%02x", r[i]);
     s->h = h;
-    s->used_ms = mcp_http_now_ms();
+    s->used_ms = cli_now_ms();
     s->next = h->sessions;
     h->sessions = s;
     h->nsessions++;

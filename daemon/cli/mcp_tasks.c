@@ -176,7 +176,7 @@ static void promote(struct mcp *m, struct mcp_call *c)
             task_free(t);
         return;
     }
-    t->born_ms = mcp_now_ms();
+    t->born_ms = cli_now_ms();
     stamp(t->created);
     memcpy(t->updated, t->created, sizeof(t->updated));
     t->req = c->req;
@@ -277,7 +277,7 @@ void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg)
  * the ms until the next of either, -1 for none. */
 int mcp_tasks_tick(struct mcp *m)
 {
-    long long now = mcp_now_ms(), next = -1;
+    long long now = cli_now_ms(), next = -1;
     for (struct mcp_call *c = m->calls; c; c = c->next) {
         if (!c->req.modern || !c->req.tasks || c->req.task || c->cancelled || c->elicit_id ||
             !c->owner || c->held || json_is_null(c->req.id))
