@@ -99,14 +99,6 @@ static int wait_fd(int fd, short events, long long deadline)
     }
 }
 
-static bool loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    return sa->sa_family == AF_INET6 &&
-           IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-}
-
 static int dial(const struct url *u, long long deadline, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG}, *ai, *a;
@@ -116,7 +108,7 @@ static int dial(const struct url *u, long long deadline, char *err, size_t errle
     int fd = -1;
     snprintf(err, errlen, "%s: no address", u->host);
     for (a = ai; a && fd < 0; a = a->ai_next) {
-        if (!u->tls && !loopback(a->ai_addr)) {
+        if (!u->tls && !cli_loopback_addr(a->ai_addr)) {
             fail(err, errlen, "%s: plain http is for a loopback address only (use https)%s",
                  u->host, "");
             continue;

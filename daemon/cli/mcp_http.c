@@ -435,14 +435,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     cli_err("mcp: http: %s", msg);
 }
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-}
-
 /* HOST:PORT ([V6]:PORT) to a listening socket; -1 with a message in err. */
 static int listen_on(struct mcp_http *h, char *err, size_t errlen)
 {
@@ -466,7 +458,7 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
         snprintf(err, errlen, "--listen %s: %s", s, gai_strerror(rc));
         return -1;
     }
-    if (!is_loopback(ai->ai_addr) && !h->o.allow_remote && !h->o.auth) {
+    if (!cli_loopback_addr(ai->ai_addr) && !h->o.allow_remote && !h->o.auth) {
         snprintf(err, errlen,
                  "--listen %s: not a loopback address, and nothing authenticates a client "
                  "(--resource with --oauth-issuer or --bearer-tokens does); --listen-remote "
