@@ -21,12 +21,12 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <nettle/memops.h>
 
 #include "mcp_int.h"
+#include "randhex.h"
 
 #define MCP_TASK_AFTER_MS 500
 #define MCP_TASK_TTL_MS 900000
@@ -136,18 +136,8 @@ static bool make_room(struct mcp *m)
 
 static bool new_id(struct mcp *m, char *out, size_t size)
 {
-    unsigned char r[16];
-    size_t got = 0;
-    while (got < sizeof(r)) {
-        ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
-        if (n <= 0)
-            return false;
-        got += (size_t)n;
-    }
     size_t o = m->replica_id ? (size_t)snprintf(out, size, "%s.", m->replica_id) : 0;
-    for (size_t i = 0; i < sizeof(r) && o + 2 < size; i++, o += 2)
-        snprintf(out + o, 3, "%02x", r[i]);
-    return true;
+    return o + 33 <= size && te_random_hex(out + o, 16) == 0;
 }
 
 static json_t *task_json(const struct mcp *m, const struct mcp_task *t)
