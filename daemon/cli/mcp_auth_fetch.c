@@ -28,6 +28,7 @@
 #include <gnutls/gnutls.h>
 #include <http_parser.h>
 
+#include "cli_sys.h"
 #include "mcp_auth.h"
 
 struct url {
@@ -82,18 +83,11 @@ static int parse_url(const char *url, struct url *u, char *err, size_t errlen)
     return 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for fd (POLLIN or POLLOUT) until the deadline: 0, or -1 timed out. */
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - cli_now_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {.fd = fd, .events = events};
@@ -105,14 +99,6 @@ static int wait_fd(int fd, short events, long long deadline)
     }
 }
 
-static bool loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    return sa->sa_family == AF_INET6 &&
-           IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-}
-
 static int dial(const struct url *u, long long deadline, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG}, *ai, *a;
@@ -122,7 +108,7 @@ static int dial(const struct url *u, long long deadline, char *err, size_t errle
     int fd = -1;
     snprintf(err, errlen, "%s: no address", u->host);
     for (a = ai; a && fd < 0; a = a->ai_next) {
-        if (!u->tls && !loopback(a->ai_addr)) {
+        if (!u->tls && !cli_loopback_addr(a->ai_addr)) {
             fail(err, errlen, "%s: plain http is for a loopback address only (use https)%s",
                  u->host, "");
             continue;
@@ -287,7 +273,7 @@ int mcp_auth_fetch(const char *url, const char *ca_file, long timeout_ms, size_t
 {
     struct url u;
     struct resp r = {.max = max};
-    struct conn c = {.fd = -1, .deadline = now_ms() + timeout_ms};
+    struct conn c = {.fd = -1, .deadline = cli_now_ms() + timeout_ms};
     int rc = -1;
     *body = NULL;
     if (parse_url(url, &u, err, errlen) < 0 || !(r.body = malloc(max + 1)))

@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cli_sys.h"
 #include "credentials.h"
 #include "mcp_auth.h"
 #include "toolexec.h"
@@ -52,9 +53,7 @@ struct mcp_auth {
 
 static long long mono_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec;
+    return cli_now_ms() / 1000;
 }
 
 static void held_drop(struct mcp_auth *a, struct held *h)

@@ -202,7 +202,7 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
     if (s) {
         x->session = s;
         s->busy++;
-        s->used_ms = mcp_http_now_ms();
+        s->used_ms = cli_now_ms();
     }
     const char *subject = x->auth ? x->auth->principal.subject : NULL;
     if (!request) {
@@ -215,7 +215,7 @@ static enum MHD_Result on_post(struct mcp_http *h, struct mcp_http_x *x)
     x->accepts_sse = !x->initialize && accepts(conn, "text/event-stream");
     x->state = X_WAITING;
     x->core_holds = true;
-    x->quiet_since_ms = mcp_http_now_ms();
+    x->quiet_since_ms = cli_now_ms();
     h->core->message(h->ctx, s, x, msg, version, subject);
     if (x->state == X_JSON)
         return resumed(x);
@@ -259,7 +259,7 @@ static enum MHD_Result on_get(struct mcp_http *h, struct MHD_Connection *conn, v
     *req_cls = x;
     x->get_stream = true;
     x->session = s;
-    x->quiet_since_ms = mcp_http_now_ms();
+    x->quiet_since_ms = cli_now_ms();
     s->stream = x;
     s->used_ms = x->quiet_since_ms;
     x->state = X_SSE;
@@ -413,7 +413,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (x->session) {
         if (!x->get_stream)
             x->session->busy--;
-        x->session->used_ms = mcp_http_now_ms();
+        x->session->used_ms = cli_now_ms();
     }
     if (x->core_holds && !x->finished) {
         x->aborted = true;
@@ -433,14 +433,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';
     cli_err("mcp: http: %s", msg);
-}
-
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 }
 
 /* HOST:PORT ([V6]:PORT) to a listening socket; -1 with a message in err. */
@@ -466,7 +458,7 @@ static int listen_on(struct mcp_http *h, char *err, size_t errlen)
         snprintf(err, errlen, "--listen %s: %s", s, gai_strerror(rc));
         return -1;
     }
-    if (!is_loopback(ai->ai_addr) && !h->o.allow_remote && !h->o.auth) {
+    if (!cli_loopback_addr(ai->ai_addr) && !h->o.allow_remote && !h->o.auth) {
         snprintf(err, errlen,
                  "--listen %s: not a loopback address, and nothing authenticates a client "
                  "(--resource with --oauth-issuer or --bearer-tokens does); --listen-remote "
@@ -633,7 +625,7 @@ size_t mcp_http_fds(struct mcp_http *h, struct pollfd *fds, int *timeout_ms)
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
         lower(timeout_ms, (long long)ms);
-    long long now = mcp_http_now_ms();
+    long long now = cli_now_ms();
     for (struct mcp_http_x *x = h->xs; x; x = x->next) {
         int due = mcp_http_x_keepalive(x, now);
         if (due >= 0)

@@ -47,7 +47,7 @@ void mcp_http_conn_opened(struct mcp_http *h, struct MHD_Connection *c, void **c
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     k->fd = ci ? ci->connect_fd : -1;
     k->h = h;
-    k->since_ms = mcp_http_now_ms();
+    k->since_ms = cli_now_ms();
     due_by(h, k);
     k->next = h->conns;
     if (h->conns)
@@ -89,7 +89,7 @@ void mcp_http_conn_waiting(struct MHD_Connection *c)
     struct mcp_http_conn *k = conn_of(c);
     if (k) {
         k->whole = false;
-        k->since_ms = mcp_http_now_ms();
+        k->since_ms = cli_now_ms();
         due_by(k->h, k);
     }
 }

@@ -96,9 +96,7 @@ static bool stopping(struct front *f, int *timeout)
         return false;
     if (stop_signal != SIGTERM || nterms > 1 || !f->drain_s || !f->ready)
         return true;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    long long now = (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    long long now = cli_now_ms();
     if (!f->drain_end_ms) {
         f->drain_end_ms = now + (long long)f->drain_s * 1000;
         mcp_http_drain(f->h);
@@ -382,13 +380,13 @@ static void watch_lost(struct front *f)
     f->watch = NULL;
     json_decref(f->tools);
     f->tools = json_object();
-    f->watch_retry_ms = mcp_now_ms() + WATCH_RETRY_MS;
+    f->watch_retry_ms = cli_now_ms() + WATCH_RETRY_MS;
 }
 
 /* Connect the watch again when it is time; else lower *timeout to then. */
 static void rewatch(struct front *f, int *timeout)
 {
-    long long now = mcp_now_ms();
+    long long now = cli_now_ms();
     if (now < f->watch_retry_ms) {
         long long due = f->watch_retry_ms - now;
         if (*timeout < 0 || due < *timeout)

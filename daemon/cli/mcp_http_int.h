@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 #include <stdint.h>
 
+#include "cli_sys.h"
 #include "mcp_auth.h"
 #include "mcp_http.h"
 #include "toolexec.h"
@@ -103,7 +104,6 @@ struct mcp_http {
 };
 
 /* mcp_http_reply.c */
-long long mcp_http_now_ms(void);
 /* Queue a response: body (stolen) as application/json, or none; one more
  * header, name: value, when value is not NULL. */
 enum MHD_Result mcp_http_queue(struct MHD_Connection *conn, unsigned status, json_t *body,

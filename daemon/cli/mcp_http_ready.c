@@ -95,7 +95,7 @@ struct mcp_http_ready *mcp_http_ready_new(struct mcp_http *h, const char *socket
     r->h = h;
     r->socket = socket;
     h->ready = r;
-    ask(r, mcp_http_now_ms()); /* the first probe finds an answer */
+    ask(r, cli_now_ms()); /* the first probe finds an answer */
     return r;
 }
 
@@ -138,7 +138,7 @@ void mcp_http_ready_readable(struct mcp_http_ready *r, short revents)
             strcmp(json_string_value(json_object_get(ev, "event")), "capacity") == 0) {
             json_decref(r->capacity);
             r->capacity = ev;
-            r->answered_ms = mcp_http_now_ms();
+            r->answered_ms = cli_now_ms();
             r->asked_ms = 0;
             r->why[0] = '\0';
         } else {
@@ -176,7 +176,7 @@ static bool is_ready(struct mcp_http_ready *r, long long now, const char **why)
 
 static enum MHD_Result answer_ready(struct mcp_http_ready *r, struct MHD_Connection *conn)
 {
-    long long now = mcp_http_now_ms();
+    long long now = cli_now_ms();
     const char *why = NULL;
     bool ok = is_ready(r, now, &why);
     json_t *body = json_pack("{s:b,s:b}", "ready", ok, "draining", r->draining);

@@ -11,13 +11,6 @@
 #include "cli.h"
 #include "mcp_http_int.h"
 
-long long mcp_http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A JSON-RPC error response (id NULL: none); data (stolen) may be NULL. */
 json_t *mcp_http_rpc_error(const json_t *id, int code, const char *message, json_t *data)
 {

@@ -14,25 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "mcp_http_int.h"
+#include "randhex.h"
 
 struct mcp_http_session *mcp_http_session_new(struct mcp_http *h)
 {
-    mcp_http_sessions_expire(h, mcp_http_now_ms());
+    mcp_http_sessions_expire(h, cli_now_ms());
     if (h->nsessions >= h->o.sessions_max)
-        return NULL;
-    unsigned char r[MCP_HTTP_SESSION_ID_LEN / 2];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
         return NULL;
     struct mcp_http_session *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    for (size_t i = 0; i < sizeof(r); i++)
-        snprintf(s->id + 2 * i, 3, "%02x", r[i]);
+    if (te_random_hex(s->id, MCP_HTTP_SESSION_ID_LEN / 2) < 0) {
+        free(s);
+        return NULL;
+    }
     s->h = h;
-    s->used_ms = mcp_http_now_ms();
+    s->used_ms = cli_now_ms();
     s->next = h->sessions;
     h->sessions = s;
     h->nsessions++;

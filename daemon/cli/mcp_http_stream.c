@@ -253,7 +253,7 @@ void mcp_http_send(struct mcp_http_x *x, json_t *msg)
         x->out_end = true;
         x->finished = true;
     }
-    x->quiet_since_ms = mcp_http_now_ms();
+    x->quiet_since_ms = cli_now_ms();
     mcp_http_x_wake(x);
 }
 

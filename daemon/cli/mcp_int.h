@@ -66,6 +66,7 @@
 #define MCP_INT_H
 
 #include "cli.h"
+#include "cli_sys.h"
 
 /* JSON-RPC 2.0 error codes. */
 enum {
@@ -283,7 +284,6 @@ void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *que
 int mcp_progress_heartbeats(struct mcp *m);
 void mcp_rb_release(struct mcp *m, struct mcp_rpcbatch *rb);
 void mcp_route_drop(struct mcp *m, const struct mcp_reqctx *req);
-long long mcp_now_ms(void);
 
 /* mcp_state.c: the calls and listings in flight, requests to the daemon */
 struct mcp_call *mcp_call_by_batch(struct mcp *m, const char *batch);

@@ -13,7 +13,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <nettle/base64.h>
@@ -21,6 +20,7 @@
 #include <nettle/memops.h>
 
 #include "mcp_int.h"
+#include "randhex.h"
 #include "sha256hex.h"
 
 /* The user has this long to answer. */
@@ -30,14 +30,9 @@
  * model as text instead. */
 void mcp_state_init(struct mcp *m)
 {
-    size_t got = 0;
-    while (got < sizeof(m->state_key)) {
-        ssize_t n = getrandom(m->state_key + got, sizeof(m->state_key) - got, 0);
-        if (n <= 0) {
-            cli_err("mcp: getrandom failed; tools' questions go to the model as text");
-            return;
-        }
-        got += (size_t)n;
+    if (te_random_bytes(m->state_key, sizeof(m->state_key)) < 0) {
+        cli_err("mcp: getrandom failed; tools' questions go to the model as text");
+        return;
     }
     m->state_ok = true;
 }

@@ -166,7 +166,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (is_id(token))
         c->progress_token = json_incref(token);
-    c->started_ms = mcp_now_ms();
+    c->started_ms = cli_now_ms();
     if (q->modern && q->tasks) /* it may become a task of this subject */
         c->owner = strdup(q->subject ? q->subject : "");
     c->next = m->calls;

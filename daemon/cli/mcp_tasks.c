@@ -21,12 +21,12 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <nettle/memops.h>
 
 #include "mcp_int.h"
+#include "randhex.h"
 
 #define MCP_TASK_AFTER_MS 500
 #define MCP_TASK_TTL_MS 900000
@@ -136,18 +136,8 @@ static bool make_room(struct mcp *m)
 
 static bool new_id(struct mcp *m, char *out, size_t size)
 {
-    unsigned char r[16];
-    size_t got = 0;
-    while (got < sizeof(r)) {
-        ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
-        if (n <= 0)
-            return false;
-        got += (size_t)n;
-    }
     size_t o = m->replica_id ? (size_t)snprintf(out, size, "%s.", m->replica_id) : 0;
-    for (size_t i = 0; i < sizeof(r) && o + 2 < size; i++, o += 2)
-        snprintf(out + o, 3, "%02x", r[i]);
-    return true;
+    return o + 33 <= size && te_random_hex(out + o, 16) == 0;
 }
 
 static json_t *task_json(const struct mcp *m, const struct mcp_task *t)
@@ -176,7 +166,7 @@ static void promote(struct mcp *m, struct mcp_call *c)
             task_free(t);
         return;
     }
-    t->born_ms = mcp_now_ms();
+    t->born_ms = cli_now_ms();
     stamp(t->created);
     memcpy(t->updated, t->created, sizeof(t->updated));
     t->req = c->req;
@@ -277,7 +267,7 @@ void mcp_task_capture(struct mcp *m, struct mcp_task *t, json_t *msg)
  * the ms until the next of either, -1 for none. */
 int mcp_tasks_tick(struct mcp *m)
 {
-    long long now = mcp_now_ms(), next = -1;
+    long long now = cli_now_ms(), next = -1;
     for (struct mcp_call *c = m->calls; c; c = c->next) {
         if (!c->req.modern || !c->req.tasks || c->req.task || c->cancelled || c->elicit_id ||
             !c->owner || c->held || json_is_null(c->req.id))

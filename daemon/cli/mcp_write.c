@@ -223,13 +223,6 @@ void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *que
     free(shown);
 }
 
-long long mcp_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* notifications/progress for call c: the worker's (p its progress object)
  * or, p NULL, a heartbeat. Progress must increase with each notification:
  * a heartbeat before any progress of the worker's counts the seconds the
@@ -237,7 +230,7 @@ long long mcp_now_ms(void)
  * does not increase, carries no total). */
 void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
 {
-    long long now = mcp_now_ms();
+    long long now = cli_now_ms();
     double v = p             ? json_number_value(json_object_get(p, "progress"))
                : c->reported ? c->progress + 0.001
                              : (double)((now - c->started_ms) / 1000);
@@ -269,7 +262,7 @@ void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p)
 /* Heartbeats due now; returns the ms until the next one, -1 for none. */
 int mcp_progress_heartbeats(struct mcp *m)
 {
-    long long now = mcp_now_ms(), next = -1;
+    long long now = cli_now_ms(), next = -1;
     for (struct mcp_call *c = m->calls; c; c = c->next) {
         if (!c->progress_token || c->cancelled || c->elicit_id)
             continue;

@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "calldir.h"
 #include "config.h"
 #include "log.h"
+#include "randhex.h"
 #include "util.h"
 #include "workshared.h"
 
@@ -291,23 +291,6 @@ int td_remove_tree_at(int dirfd, const char *name)
 
 /* ---- one call's directory ------------------------------------------------ */
 
-static int random_name(char *out /* 2 * NAME_BYTES + 1 */)
-{
-    unsigned char b[NAME_BYTES];
-    size_t got = 0;
-    while (got < sizeof(b)) {
-        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < sizeof(b); i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    return 0;
-}
-
 int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what)
 {
     char name[2 * NAME_BYTES + 1];
@@ -315,7 +298,7 @@ int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what)
     /* A repeat of 128 random bits is not expected, but costs a retry. */
     for (int tries = 0;; tries++) {
         *what = "getrandom";
-        int rc = random_name(name);
+        int rc = te_random_hex(name, NAME_BYTES);
         if (rc < 0)
             return rc;
         *what = "mkdir";
@@ -670,7 +653,7 @@ int td_calldir_setup(const char *path)
     /* getrandom() blocks only until the kernel's pool is first ready (early
      * boot): wait for that here, not on the loop. */
     char name[2 * NAME_BYTES + 1];
-    int rc = random_name(name);
+    int rc = te_random_hex(name, NAME_BYTES);
     if (rc < 0) {
         td_log(TD_LOG_ERR, "getrandom: %s", strerror(-rc));
         return -1;

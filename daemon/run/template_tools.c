@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "egress.h"
 #include "fsview.h"
 #include "log.h"
+#include "randhex.h"
 #include "registry.h"
 #include "template.h"
 #include "template_int.h"
@@ -222,11 +222,9 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
      * mount namespace shows of the work directory */
     char name[40];
     for (int tries = 0;; tries++) {
-        uint8_t r[8];
-        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        name[0] = 'c';
+        if (te_random_hex(name + 1, 8) < 0)
             goto fail;
-        snprintf(name, sizeof(name), "c%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-                 r[4], r[5], r[6], r[7]);
         if (mkdirat(in->dirfd, name, 0700) == 0)
             break;
         if (errno != EEXIST || tries == 4)

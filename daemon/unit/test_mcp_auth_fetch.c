@@ -2,8 +2,11 @@
  * over TLS: a server in a thread of this test, its certificate made here
  * with gnutls for "localhost". The certificate must be trusted (the CA
  * file given, not the system's store) and name the host asked for; the
- * body is bounded; a server that never answers times out. */
+ * body is bounded; a server that never answers times out. Plain http goes
+ * to a loopback address only (cli_loopback_addr, cli_sys.h), IPv4 mapped
+ * into IPv6 included. */
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -22,6 +25,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "cli_sys.h"
 #include "loopback_server.h"
 #include "mcp_auth.h"
 
@@ -173,12 +177,89 @@ static void test_bounds(void **state)
     close(fd);
 }
 
+/* As the callers get their addresses: from getaddrinfo. */
+static bool loopback_of(const char *text)
+{
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST}, *ai;
+    if (getaddrinfo(text, NULL, &hints, &ai) != 0)
+        fail_msg("not an address: %s", text);
+    bool yes = cli_loopback_addr(ai->ai_addr);
+    freeaddrinfo(ai);
+    return yes;
+}
+
+static void test_loopback_addr(void **state)
+{
+    (void)state;
+    assert_true(loopback_of("127.0.0.1"));
+    assert_true(loopback_of("127.255.0.9"));
+    assert_true(loopback_of("::1"));
+    assert_true(loopback_of("::ffff:127.0.0.1"));
+    assert_true(loopback_of("::ffff:127.1.2.3"));
+    assert_false(loopback_of("128.0.0.1"));
+    assert_false(loopback_of("10.0.0.1"));
+    assert_false(loopback_of("0.0.0.0"));
+    assert_false(loopback_of("::"));
+    assert_false(loopback_of("::2"));
+    assert_false(loopback_of("::ffff:10.0.0.1"));
+    assert_false(loopback_of("::127.0.0.1")); /* IPv4-compatible, not mapped */
+    assert_false(loopback_of("fe80::1"));
+    /* another family, whatever its bytes */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_storage room; /* as large as any address */
+    } u;
+    memset(&u, 0, sizeof(u)); /* its bytes as ::1's would be */
+    memcpy((char *)&u + offsetof(struct sockaddr_in6, sin6_addr), &in6addr_loopback,
+           sizeof(in6addr_loopback));
+    u.sa.sa_family = AF_UNIX;
+    assert_false(cli_loopback_addr(&u.sa));
+    u.sa.sa_family = AF_UNSPEC;
+    assert_false(cli_loopback_addr(&u.sa));
+}
+
+static void serve_plain(int c)
+{
+    char req[2048];
+    (void)!read(c, req, sizeof(req)); /* one small request, whatever it asks */
+    static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\n"
+                               "{\"keys\":[]}";
+    if (write(c, resp, sizeof(resp) - 1) < 0)
+        perror("serve_plain write");
+}
+
+/* Plain http: 127.0.0.1 and the same address mapped into IPv6 are both
+ * the loopback; a mapped address off it is refused before any connection. */
+static void test_plain_http_loopback(void **state)
+{
+    (void)state;
+    struct lo_server plain;
+    lo_start(&plain, serve_plain);
+    const char *hosts[] = {"127.0.0.1", "[::ffff:127.0.0.1]"};
+    char url[96], err[300], *body;
+    size_t len;
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(url, sizeof(url), "http://%s:%d/jwks", hosts[i], plain.port);
+        if (mcp_auth_fetch(url, NULL, 5000, 1024, &body, &len, err, sizeof(err)) != 0)
+            fail_msg("%s: %s", url, err);
+        assert_int_equal(len, 11);
+        free(body);
+    }
+    lo_stop(&plain);
+    assert_int_equal(mcp_auth_fetch("http://[::ffff:192.0.2.1]/jwks", NULL, 5000, 1024, &body, &len,
+                                    err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "plain http is for a loopback address only"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trusted),
         cmocka_unit_test(test_untrusted_or_wrong_name),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_loopback_addr),
+        cmocka_unit_test(test_plain_http_loopback),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
