@@ -64,6 +64,18 @@ def leads_to_tree(path):
     return any(t.startswith(path.rstrip("/") + "/") for t in tree_reads())
 
 
+def sandbox_env(**extra):
+    """The environment for a `toolexec sandbox` run: ours without meson's
+    LD_LIBRARY_PATH (the build's binaries find their libraries by their
+    RUNPATH). The sandboxed command inherits the caller's environment, and
+    where the tree is under a hidden directory (a clone under /var/tmp) its
+    loader would probe each of those directories for libc, every probe a
+    file-system refusal on the run's list."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env.update(extra)
+    return env
+
+
 def with_tree(fs):
     """A "filesystem" object with the trees of tree_reads() added to "read"."""
     fs = dict(fs)

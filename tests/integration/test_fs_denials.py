@@ -261,7 +261,7 @@ class SandboxChecks(unittest.TestCase):
     def sandbox(self, *args, prefix=()):
         p = subprocess.run(list(prefix) + [os.environ["TOOLEXEC"], "sandbox"] + list(args),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
-                           timeout=60 * harness.SCALE)
+                           env=harness.sandbox_env(), timeout=60 * harness.SCALE)
         err = p.stderr.decode()
         lines = [l for l in err.splitlines() if l.startswith("{")]
         self.assertTrue(lines, err)

@@ -125,7 +125,7 @@ class Root(unittest.TestCase):
             p = subprocess.run([TOOLEXEC, "sandbox"] + list(args) + ["--json", "--", "sh", "-c",
                                                                      script],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
-                               timeout=60 * harness.SCALE)
+                               env=harness.sandbox_env(), timeout=60 * harness.SCALE)
             err = p.stderr.decode()
             if "file-system refusals are not reported: BPF" in err:
                 self.skipTest("this kernel gives toolexec sandbox nothing")

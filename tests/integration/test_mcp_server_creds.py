@@ -198,7 +198,11 @@ class Check(unittest.TestCase):
             status, out = self.check(with_creds("bad", creds))
             self.assertNotEqual(status, 0, creds)
             self.assertIn(says, out, creds)
-        status, out = self.check(with_creds("good", {"API_KEY": "there"}))
+        # the tree shown as the harness shows it to a daemon's tools (a clone
+        # under /tmp or /var/tmp is hidden by the default view)
+        good = with_creds("good", {"API_KEY": "there"})
+        good["filesystem"] = harness.with_tree({})
+        status, out = self.check(good)
         self.assertEqual(status, 0, out)
 
     def test_missing_said_before_any_call(self):

@@ -103,7 +103,7 @@ class Runner:
         return ["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid, "--clear-groups"]
 
     def sandbox(self, *args, stdin=b"", **kw):
-        env = dict(os.environ, XDG_RUNTIME_DIR=self.runtime)
+        env = harness.sandbox_env(XDG_RUNTIME_DIR=self.runtime)
         p = subprocess.run(self.prefix() + [TOOLEXEC, "sandbox"] + list(args), input=stdin,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                            timeout=60 * harness.SCALE, **kw)
@@ -327,7 +327,7 @@ class Engine(unittest.TestCase):
     def run_sandbox(self, argv, **env):
         return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=dict(os.environ, **env))
+                              env=harness.sandbox_env(**env))
 
     def test_a_host_without_the_namespaces_is_probed_after_all(self):
         """Nothing is probed ahead: the call's own clone finds a layer
