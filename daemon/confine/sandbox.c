@@ -466,6 +466,29 @@ static int child(void *arg)
  * no glibc call that signals every thread (the setuid family) in it. */
 static char child_stack[64 * 1024] __attribute__((aligned(16)));
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TD_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TD_ASAN 1
+#endif
+#ifdef TD_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* Before each child on child_stack: under AddressSanitizer the last child,
+ * which shared our memory, exec'd without unwinding, so the shadow still
+ * marks its frames' redzones, and the next child's frames tripped on them
+ * (a stack-buffer-underflow in te_sig_default at the second call). */
+static void child_stack_fresh(void)
+{
+#ifdef TD_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(child_stack, sizeof(child_stack));
+#endif
+}
+
 #if defined(__x86_64__)
 /* clone3() running fn(arg) on a stack of its own, as clone() does: libc
  * has no wrapper for it. The child calls fn and leaves with exit_group()
@@ -521,6 +544,7 @@ static pid_t start_here(void *arg)
      * of it (it lives on), and we go on at once */
     int share = args->spare ? 0 : CLONE_VM | CLONE_VFORK;
     args->join = cgroup_procs;
+    child_stack_fresh();
     if (cgroup_dir >= 0 && clone3_works) {
         struct clone_args ca = {
             .flags = (uint64_t)(share | CLONE_INTO_CGROUP | flags),
@@ -756,6 +780,7 @@ static int probe_child(void *arg)
 
 int td_sandbox_probe(int ns_flags)
 {
+    child_stack_fresh();
     pid_t pid = clone(probe_child, child_stack + sizeof(child_stack),
                       CLONE_VM | CLONE_VFORK | SIGCHLD | ns_flags,
                       (ns_flags & CLONE_NEWNS) ? child_stack : NULL);

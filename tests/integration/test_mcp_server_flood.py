@@ -149,7 +149,8 @@ class Flood:
                   "RSS %d KiB after %d warm-up calls, %d KiB after the flood (%+d)"
                   % (type(self).__name__, CALLS, CONNS, procs0, fds0, rss0, WARMUP, rss1,
                      rss1 - rss0))
-            self.assertLessEqual(rss1, rss0 + RSS_SLACK_KIB)
+            if not harness.SANITIZED:  # ASan's quarantine holds what was freed (+50 MiB seen)
+                self.assertLessEqual(rss1, rss0 + RSS_SLACK_KIB)
             if self.LENT:
                 self.assertEqual(uids_in(*self.LENT), [], "processes of the uids it lends")
             self.assertEqual(d.stats()["workers"]["running"], 0)
