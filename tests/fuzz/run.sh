@@ -47,7 +47,7 @@ command -v "$cc" >/dev/null 2>&1 || skip_or_fail "$cc not found"
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists jansson nettle; then
     skip_or_fail "jansson or nettle (pkg-config) not found"
 fi
-probe="$out/.probe"
+probe="$out/.probe.$$" # one per run: CI fuzzes two targets at once into one OUTDIR
 printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' >"$probe.c"
 "$cc" -fsanitize=fuzzer,address,undefined -o "$probe" "$probe.c" >"$probe.log" 2>&1 ||
     skip_or_fail "$cc cannot link -fsanitize=fuzzer (install libclang-rt-14-dev): $(tail -1 "$probe.log")"
