@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mcp_int.h"
+#include "why.h"
 
 static bool is_event(const json_t *ev, const char *kind)
 {
@@ -60,151 +61,6 @@ void mcp_on_elicit_response(struct mcp *m, struct mcp_call *c, const json_t *msg
         mcp_put_answer(m, &c->req, question, action, answer);
     }
     mcp_call_remove(m, c);
-}
-
-/* A file-system entry's sentence (why()'s): the access and path, the rule,
- * and the definition key that allows it where one does. */
-static char *why_filesystem(const char *path, const char *access, const char *rule)
-{
-    static const char *const verbs[][2] = {{"read", "Reading"},
-                                           {"write", "Writing"},
-                                           {"execute", "Executing"},
-                                           {"create", "Creating"},
-                                           {"remove", "Removing"}};
-    const char *verb = "Access to";
-    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-        if (strcmp(access, verbs[i][0]) == 0)
-            verb = verbs[i][1];
-    bool entry = !strcmp(access, "create") || !strcmp(access, "remove");
-    /* what is made or removed needs its directory writable */
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (entry && slash)
-        slash[slash == dir ? 1 : 0] = '\0';
-    const char *key = !strcmp(access, "read") ? "read" : "write";
-    const char *target = entry ? dir : path;
-    const char *cause = NULL;
-    char *s = NULL;
-    int n = -1;
-    if (!strcmp(rule, "hide"))
-        n = asprintf(&s,
-                     "%s %s was refused: the tool's definition hides it on purpose "
-                     "(\"filesystem\": {\"hide\": [...]}); only its operator can change that.",
-                     verb, path);
-    else if (!strcmp(rule, "permissions"))
-        n = asprintf(&s,
-                     "%s %s was refused by the file's own permissions for the call's user; no "
-                     "key of the tool's definition changes them.",
-                     verb, path);
-    else if (!strcmp(access, "execute"))
-        n = asprintf(&s,
-                     "%s %s was refused: the tool's view mounts it without execution (%s); no "
-                     "key of the tool's definition makes it executable.",
-                     verb, path, rule);
-    else {
-        if (!strcmp(rule, "hidden by the view"))
-            cause = "the tool's view hides it";
-        else if (!strcmp(rule, "not in the minimal root"))
-            cause = "the tool's minimal root does not show it";
-        else if (!strcmp(rule, "read-only in the view"))
-            cause = "the tool's view shows it read-only";
-        else if (!strcmp(rule, "outside Landlock's rules"))
-            cause = "Landlock lets the call write only where the tool's definition says";
-        else
-            cause = rule;
-        n = asprintf(&s,
-                     "%s %s was refused: %s; only the tool's definition (\"filesystem\": "
-                     "{\"%s\": [\"%s\"]}) allows it, within what a run request's \"policy\" "
-                     "leaves.",
-                     verb, path, cause, key, target);
-    }
-    return n < 0 ? NULL : s;
-}
-
-/* A sentence a model can act on, for one entry of "denied": what was
- * refused and which part of the tool's definition (or of a run request's
- * policy, which only narrows it) decides that; never a way around it. */
-static char *why(const json_t *e)
-{
-    const char *kind = json_string_value(json_object_get(e, "kind"));
-    const char *name = json_string_value(json_object_get(e, "name"));
-    const char *host = json_string_value(json_object_get(e, "host"));
-    const char *reason = json_string_value(json_object_get(e, "reason"));
-    const char *cause = json_string_value(json_object_get(e, "cause"));
-    json_int_t port = json_integer_value(json_object_get(e, "port"));
-    const char *path = json_string_value(json_object_get(e, "path"));
-    const char *access = json_string_value(json_object_get(e, "access"));
-    const char *rule = json_string_value(json_object_get(e, "rule"));
-    char *s = NULL;
-    int n = -1;
-    kind = kind ? kind : "";
-    if (strcmp(kind, "filesystem") == 0 && path && access && rule)
-        return why_filesystem(path, access, rule);
-    if (strcmp(kind, "syscall") == 0 && name)
-        n = asprintf(&s,
-                     "The system call %s was refused (EPERM) by the tool's system-call filter; "
-                     "only the tool's definition (\"syscalls\", \"deny_syscalls\") can allow it.",
-                     name);
-    else if (strcmp(kind, "network") == 0 && host && reason &&
-             strcmp(reason, "private_address") == 0)
-        n = asprintf(&s,
-                     "Network access to %s port %lld was refused: the name resolved only to "
-                     "loopback or private addresses, which a listed name never reaches; only "
-                     "listing the address itself in the tool's definition (\"network\": "
-                     "{\"allow\": [...]}) allows it.",
-                     host, (long long)port);
-    else if (strcmp(kind, "network") == 0 && host && reason)
-        n = asprintf(&s,
-                     "Network access to %s port %lld was refused: this call's %s limit was "
-                     "reached (the tool's definition, \"network\": {\"%s\": N}, sets it).",
-                     host, (long long)port, reason, reason);
-    else if (strcmp(kind, "network") == 0 && host)
-        n = asprintf(&s,
-                     "Network access to %s port %lld was refused: it is not in the tool's "
-                     "network allow-list; only the tool's definition (\"network\": {\"allow\": "
-                     "[\"%s:%lld\"]}) allows it, within what a run request's \"policy\" "
-                     "leaves.",
-                     host, (long long)port, host, (long long)port);
-    else if (strcmp(kind, "network") == 0 && reason && strcmp(reason, "max_connections") == 0)
-        n = asprintf(&s, "A network connection was refused: this call had its most proxy "
-                         "connections open at once (the tool's definition, \"network\": "
-                         "{\"max_connections\": N}, sets that).");
-    else if (strcmp(kind, "network") == 0 && reason)
-        n = asprintf(&s,
-                     "A network connection was refused: this call made the most proxy "
-                     "connections a call may make in all (%s, fixed).",
-                     reason);
-    else if (strcmp(kind, "egress_failure") == 0 && host)
-        n = asprintf(&s, "Connecting to %s port %lld failed (not a refusal): %s.", host,
-                     (long long)port, cause ? cause : "unknown");
-    if (n < 0) {
-        char *j = te_json_dumps(e, JSON_COMPACT, NULL);
-        n = asprintf(&s, "Refused: %s", j ? j : "?");
-        free(j);
-    }
-    return n < 0 ? NULL : s;
-}
-
-json_t *mcp_denied_why(const json_t *denied)
-{
-    if (!json_array_size(denied))
-        return NULL;
-    json_t *out = json_array(), *e;
-    size_t i;
-    json_array_foreach(denied, i, e)
-    {
-        char *w = why(e);
-        json_t *c = json_deep_copy(e);
-        if (!w || !json_is_object(c) || json_object_set_new(c, "why", json_string(w)) < 0 ||
-            json_array_append_new(out, c) < 0) {
-            free(w);
-            json_decref(out);
-            return NULL;
-        }
-        free(w);
-    }
-    return out;
 }
 
 /* The batch's terminal event: the call's answer. */
@@ -317,7 +173,7 @@ static void on_event(struct mcp *m, json_t *ev)
         c->result = json_incref(json_object_get(ev, "result"));
         c->blocks = mcp_tool_blocks(m, json_string_value(json_object_get(ev, "name")));
         json_decref(c->denied);
-        c->denied = mcp_denied_why(json_object_get(ev, "denied"));
+        c->denied = te_why_denied(json_object_get(ev, "denied"), c->policy, NULL);
     } else if (is_event(ev, "batch_completed") || is_event(ev, "error")) {
         finish_call(m, c, ev);
     }

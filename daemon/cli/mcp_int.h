@@ -151,6 +151,7 @@ struct mcp_call {
     char *batch;
     json_t *result;                /* from tool_execution_completed, once it came */
     json_t *denied;                /* its "denied", each entry with "why"; NULL: none */
+    json_t *policy;                /* the "policy" its run request carries; NULL: none */
     bool cancelled;                /* by the client, or at the end of input: no response */
     json_t *elicit_id;             /* our elicitation/create for its ask_user, in flight */
     json_t *progress_token;        /* the request's _meta.progressToken; NULL: none */
@@ -266,16 +267,12 @@ void mcp_put_error(struct mcp *m, const struct mcp_reqctx *req, int code, const 
                    json_t *data);
 void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char *text,
                          bool is_error, const json_t *structured);
-/* The same with what the call's confinement refused it (mcp_denied_why()'s
- * list, or NULL): each entry's sentence after the text, and the list in
+/* The same with what the call's confinement refused it (te_why_denied()'s
+ * list, why.h, or NULL): each entry's sentence after the text, and the list in
  * structuredContent (an error's) or _meta (a result's, whose structured
  * content is the tool's own and may have a schema to meet). */
 void mcp_put_call_result_denied(struct mcp *m, const struct mcp_reqctx *req, const char *text,
                                 bool is_error, const json_t *structured, const json_t *denied);
-/* What the call's confinement refused it (a completed event's "denied"), as
- * a copy whose entries each carry "why": a sentence naming what was refused
- * and what decides it. NULL for none. */
-json_t *mcp_denied_why(const json_t *denied);
 void mcp_put_progress(struct mcp *m, struct mcp_call *c, const json_t *p);
 void mcp_put_question(struct mcp *m, const struct mcp_reqctx *req, const char *question);
 void mcp_put_answer(struct mcp *m, const struct mcp_reqctx *req, const char *question,

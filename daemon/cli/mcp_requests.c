@@ -160,6 +160,7 @@ static void on_tools_call(struct mcp *m, const struct mcp_reqctx *q, const json_
     json_t *pol = json_object_get(json_object_get(params, "_meta"), "toolexecd/policy");
     if (pol)
         json_object_set(req, "policy", pol);
+    c->policy = json_incref(pol); /* for the sentences of its denials (why.h) */
     mcp_reqctx_copy(&c->req, q);
     c->batch = batch;
     c->bind = bind;

@@ -47,6 +47,7 @@ static void call_free(struct mcp_call *c)
     json_decref(c->req.id);
     json_decref(c->result);
     json_decref(c->denied);
+    json_decref(c->policy);
     json_decref(c->held);
     free(c->batch);
     free(c->bind);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "mcp_int.h"
+#include "why.h"
 
 #ifndef TE_CLI_VERSION
 #define TE_CLI_VERSION "unknown"
@@ -143,21 +144,12 @@ void mcp_put_call_result(struct mcp *m, const struct mcp_reqctx *req, const char
     mcp_put_call_result_denied(m, req, text, is_error, structured, NULL);
 }
 
-/* The text a model reads: the content, then a line per denial. NULL: no
- * memory. */
+/* The text a model reads: the content, then a line per denial (why.h). NULL:
+ * no memory. */
 char *mcp_denials_text(const char *text, const json_t *denied)
 {
-    size_t len = strlen(text) + 64, i;
-    json_t *e;
-    json_array_foreach(denied, i, e) len +=
-        strlen(json_string_value(json_object_get(e, "why"))) + 4;
-    char *out = malloc(len), *p = out;
-    if (!out)
-        return NULL;
-    p += snprintf(p, len, "%s%s[toolexec] Refused during the call:", text, *text ? "\n\n" : "");
-    json_array_foreach(denied, i, e) p += snprintf(p, len - (size_t)(p - out), "\n- %s",
-                                                   json_string_value(json_object_get(e, "why")));
-    return out;
+    size_t len;
+    return te_why_text(text, strlen(text), denied, &len);
 }
 
 void mcp_put_call_result_denied(struct mcp *m, const struct mcp_reqctx *req, const char *text,

@@ -62,19 +62,12 @@ void td_batch_link(struct td_batch *b)
     all_batches = b;
 }
 
-/* One call's message in the shape the client's LLM API takes back. */
-static json_t *message(te_result_format format, const struct call *c)
-{
-    return te_result_message(format, c->id, c->content, c->is_error);
-}
-
 static void complete(struct td_batch *b)
 {
-    json_t *messages = json_array();
+    json_t *messages = td_batch_messages(b);
     json_t *halt = json_null();
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
-        json_array_append_new(messages, message(b->r.format, c));
         if (json_is_null(halt) && c->halt)
             halt = json_incref(c->halt);
     }

@@ -8,6 +8,8 @@
  *                   their results routed (on_tool_error), encoded, cut,
  *                   spilled and sent; cancelled, settled, completed, freed
  *   batch_events.c  a batch's events out: to its client and the bus
+ *   batch_messages.c  its messages: each call's content in its client's
+ *                   LLM API's shape, with the reasons for its denials
  */
 #ifndef TD_BATCH_INT_H
 #define TD_BATCH_INT_H
@@ -83,6 +85,10 @@ void td_batch_publish(const struct td_batch *b, const char *tool, const json_t *
  * the subscribers; tool: the call's tool, NULL for the batch's own events.
  * fields is stolen. */
 void td_batch_send_event(struct td_batch *b, const char *tool, const char *name, json_t *fields);
+
+/* batch_messages.c */
+/* batch_completed's "messages": one per call, in input order. */
+json_t *td_batch_messages(const struct td_batch *b);
 
 /* batch.c */
 /* Counted among all batches (td_batch_free takes it out). */

@@ -420,7 +420,27 @@ ASK_EVENTS = [
            "result": {"ask_user": "which city?"}}),
     ("D", {"event": "batch_completed", "batch": "@", "messages": []}),
 ]
+# a call refused one of each kind, under a policy (lib/why.c's sentences)
+DENIED = [
+    {"kind": "syscall", "name": "bpf"},
+    {"kind": "network", "host": "evil.example", "port": 80},
+    {"kind": "network", "host": "db.example", "port": 5432, "reason": "private_address"},
+    {"kind": "network", "reason": "max_connections"},
+    {"kind": "egress_failure", "host": "api.example", "port": 443, "cause": "timed out"},
+    {"kind": "filesystem", "path": "/srv/out/new", "access": "create",
+     "rule": "read-only in the view"},
+    {"kind": "filesystem", "path": "/etc/shadow", "access": "read", "rule": "hide"},
+    {"kind": "quantum"},
+]
 MCP = {
+    "legacy-denied": mcp_seed(
+        ("C0", rpc(0, "initialize", {"protocolVersion": "2025-11-25"})),
+        ("C0", rpc(1, "tools/call", {"name": "echo", "arguments": {}, "_meta": {
+            "toolexecd/policy": {"network": {"allow": []}, "filesystem": {"hide": ["/x"]}}}})),
+        ("D", {"event": "tool_execution_completed", "batch": "@", "id": "c0",
+               "result": {"ok": {"n": 1}}, "denied": DENIED}),
+        ("D", {"event": "batch_completed", "batch": "@",
+               "messages": [{"role": "tool", "content": "{\"n\":1}"}]}), "E"),
     "legacy-call": mcp_seed(
         ("C0", rpc(0, "initialize", {"protocolVersion": "2025-11-25",
                                      "capabilities": {"elicitation": {}}})),

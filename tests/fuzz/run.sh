@@ -79,7 +79,7 @@ for t in $targets; do
     fuzz_audit) own=("${audit[@]}") ;;
     fuzz_mcp) own=(-I"$root/daemon/cli" -I"$root/daemon/base" -I"$root/daemon/unit" -DTE_CLI_VERSION=\"fuzz\"
                    "$root"/daemon/cli/mcp_{content,core,events,modern,mrtr,requests,state,tasks,toolinfo,write}.c
-                   "$root/lib/sha256hex.c" "$root/lib/randhex.c" -lnettle) ;;
+                   "$root/lib/sha256hex.c" "$root/lib/randhex.c" "$root/lib/why.c" -lnettle) ;;
     fuzz_auth) # the MCP HTTP front's token checks: cjose, nettle
         pkg-config --exists cjose nettle || skip_or_fail "cjose or nettle (pkg-config) not found"
         # shellcheck disable=SC2207
