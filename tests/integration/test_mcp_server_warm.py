@@ -161,6 +161,19 @@ class NoDaemon(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(unframe(p.stdout), text_ok("cold"))
 
+    def test_server_stdio_made_anew(self):
+        # the server's sys.stdout is made for its pipe, not inherited from
+        # a process whose stdout was a file (a seekable one: the server's
+        # TextIOWrapper(sys.stdout.buffer) would seek the pipe)
+        env = dict(ENV, PATH="/usr/bin:/bin")
+        with tempfile.TemporaryFile() as out:
+            p = subprocess.run([PY, "-m", "toolexec.mcpwarm", BRIDGE, "call", "echo", "--",
+                                "mcp_server_standin"], input=frame({"arguments": {"text": "f"}}),
+                               stdout=out, stderr=subprocess.PIPE, env=env, timeout=harness.WAIT)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out.seek(0)
+            self.assertEqual(unframe(out.read()), text_ok("f"))
+
     def test_attach_refusals(self):
         r, w = os.pipe()
         self.addCleanup(os.close, r)

@@ -24,6 +24,7 @@ rest is the same (MODULE imported by this process instead of a template).
 """
 
 import importlib
+import io
 import json
 import os
 import runpy
@@ -38,6 +39,30 @@ def _usage():
     raise SystemExit(2)
 
 
+def _fresh_stdio():
+    """sys.stdin, sys.stdout and sys.stderr made anew on descriptors 0, 1
+    and 2 as the interpreter makes them at its start (CPython's
+    create_stdio, POSIX): those of this process were made for the
+    template's own descriptors (a socket, the daemon's pipe, or a file run
+    cold) and keep what they learnt of them, such as a file's position,
+    which a server's TextIOWrapper(sys.stdout.buffer) would seek to on a
+    pipe."""
+    # -u or PYTHONUNBUFFERED, which sys.flags does not show: stdout's
+    unbuffered = bool(getattr(sys.stdout, "write_through", False))
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        raw = io.open(fd, "rb" if fd == 0 else "wb", buffering=0 if unbuffered and fd else -1,
+                      closefd=False)
+        tty = os.isatty(fd)
+        new = io.TextIOWrapper(raw, encoding=getattr(old, "encoding", None),
+                               errors="backslashreplace" if fd == 2 else
+                               getattr(old, "errors", None),
+                               newline="\n", line_buffering=not unbuffered and (tty or fd == 2),
+                               write_through=unbuffered and fd != 0)
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
 def _start_server(module, args):
     """Fork the server, MODULE run as __main__ with its stdin and stdout on
     pipes; (its pid, the write end of its stdin, the read end of its
@@ -50,6 +75,7 @@ def _start_server(module, args):
         os.dup2(out_w, 1)
         for fd in (in_r, in_w, out_r, out_w):
             os.close(fd)
+        _fresh_stdio()
         sys.argv = [module] + list(args)
         # as `python -m MODULE`: a package runs its __main__; what it
         # raises ends this process as it would end that one
