@@ -33,6 +33,21 @@ import sys
 from . import worker
 
 
+def _preload():
+    """What a server imports only as it starts serving, the same for most:
+    its arguments' parser, and the event loop of anyio, on which the `mcp`
+    package runs (imported at its first use). Loaded here, once, so that
+    no call pays for it; a module missing is the server's to find."""
+    names = ["argparse", "asyncio"]
+    if "anyio" in sys.modules:
+        names.append("anyio._backends._asyncio")
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def _usage():
     sys.stderr.write("usage: python3 -m toolexec.mcpwarm BRIDGE call TOOL -- MODULE [ARGS...]\n"
                      "The command of a warm Python MCP server's tools (toolexecd.tools(5)).\n")
@@ -110,6 +125,7 @@ def main(argv=None):
     # the cost this saves: a package's __init__ and all it imports (not its
     # __main__, which would run the server here)
     importlib.import_module(module)
+    _preload()
     body = worker.read_frame(0)
     try:
         first = json.loads(body.decode("utf-8"))
