@@ -14,6 +14,9 @@
  * values the daemon reads from its credentials directory as each call
  * starts (run/worker_start.c); here only their names are checked.
  *
+ * A server in Python may be named by its module ("python_module") and its
+ * tools kept warm (mcppy.c).
+ *
  * Only "instance": "call" (a fresh server per call) and stdio servers are
  * done; "session", "shared" and "url" are refused as not supported yet
  * rather than run as something they are not.
@@ -27,12 +30,15 @@
 
 #include "config.h"
 #include "mcpdef.h"
+#include "mcppy.h"
 #include "util.h"
 
 struct td_mcp {
     json_t *def;     /* as read: each listed tool's definition is made from it */
     json_t *command; /* the server's, its first word resolved */
     char *dir;       /* the definitions directory */
+    bool warm;       /* a python_module's tools kept warm (mcppy.c) */
+    json_t *max_forks;
 };
 
 /* Keys that say what runs and what it takes: the server's tools say them. */
@@ -158,8 +164,11 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
         if (json_object_get(def, server_owns[i]))
             return td_fail(err, errlen,
                            "%s: %s: not with \"mcp_server\" (its tools say it; the server's "
-                           "environment is mcp_server.env)",
-                           file, server_owns[i]);
+                           "environment is mcp_server.env%s)",
+                           file, server_owns[i],
+                           strcmp(server_owns[i], "start") && strcmp(server_owns[i], "max_forks")
+                               ? ""
+                               : "; a Python server's tools kept warm: mcp_server.start");
     if (strchr(t->name, '.'))
         return td_fail(err, errlen,
                        "%s: name: an MCP server's name has no '.' (its tools are NAME.TOOL)", file);
@@ -171,23 +180,31 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                            "%s: mcp_server.url: Streamable HTTP servers are not supported yet; "
                            "run the server over stdio (\"command\")",
                            file);
-        if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials"))
+        if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials") &&
+            !td_mcppy_key(key))
             return td_fail(err, errlen,
-                           "%s: mcp_server.%s: unknown key (command, env, env_credentials)", file,
-                           key);
+                           "%s: mcp_server.%s: unknown key (command, python_module, python, args, "
+                           "start, max_forks, env, env_credentials)",
+                           file, key);
     }
+    json_t *pycmd = NULL, *max_forks = NULL;
+    bool warm = false;
+    if (td_mcppy_parse(file, m, &pycmd, &warm, &max_forks, err, errlen) < 0)
+        return -EINVAL;
     if (env_credentials(file, m, t, err, errlen) < 0)
         return -EINVAL;
     const char *is = inst ? te_json_text_value(inst) : "call";
     if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
                        file);
-    if (strcmp(is, "call"))
+    if (strcmp(is, "call")) {
+        json_decref(pycmd);
         return td_fail(err, errlen,
                        "%s: instance: \"%s\" is not supported yet; \"call\" (a fresh server for "
                        "each call) is",
                        file, is);
-    json_t *cmd = json_object_get(m, "command"), *a;
+    }
+    json_t *cmd = pycmd ? pycmd : json_object_get(m, "command"), *a;
     size_t i;
     if (!json_is_array(cmd) || json_array_size(cmd) == 0)
         return td_fail(err, errlen, "%s: mcp_server.command: expected a non-empty array of strings",
@@ -207,6 +224,8 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     mc->def = json_deep_copy(def);
     mc->dir = strdup(dir);
     mc->command = json_deep_copy(cmd);
+    mc->warm = warm;
+    mc->max_forks = json_incref(max_forks);
     const char *c0 = json_string_value(json_array_get(cmd, 0));
     char *abs = NULL;
     /* relative to the definition, as a tool's command; a bare name is
@@ -215,6 +234,7 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
         json_array_set_new(mc->command, 0, json_string(abs));
         free(abs);
     }
+    json_decref(pycmd);
     if (!mc->def || !mc->dir || !mc->command || !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
         return -ENOMEM;
     return 0;
@@ -240,7 +260,9 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_object_del(def, "instance");
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
-    json_t *cmd = bridge ? json_pack("[s,s,s,s]", bridge, "call", name, "--") : NULL;
+    json_t *cmd = !bridge   ? NULL
+                  : m->warm ? td_mcppy_warm_command(m->command, bridge, name)
+                            : json_pack("[s,s,s,s]", bridge, "call", name, "--");
     free(bridge);
     if (!def || !cmd) {
         json_decref(def);
@@ -248,8 +270,13 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
         snprintf(why, whylen, "out of memory");
         return NULL;
     }
-    json_array_extend(cmd, m->command);
+    if (!m->warm)
+        json_array_extend(cmd, m->command);
     json_object_set_new(def, "command", cmd);
+    if (m->warm)
+        json_object_set_new(def, "start", json_string("warm"));
+    if (m->max_forks)
+        json_object_set(def, "max_forks", m->max_forks);
     json_t *env = json_object_get(json_object_get(m->def, "mcp_server"), "env");
     if (env)
         json_object_set(def, "env", env);
@@ -276,7 +303,9 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
 void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
 {
     t->mcp_tool = true;
-    t->mcp_cmd = 4; /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def) */
+    /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def); a warm
+     * one's command is the template program's, without the server's */
+    t->mcp_cmd = server->mcp->warm ? 0 : 4;
     t->file_mode = server->file_mode;
     t->env_creds = json_incref(server->env_creds);
 }
@@ -292,6 +321,7 @@ void td_mcpdef_free(struct td_mcp *m)
         return;
     json_decref(m->def);
     json_decref(m->command);
+    json_decref(m->max_forks);
     free(m->dir);
     free(m);
 }

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "fsview.h"
+#include "mcppy.h"
 #include "toolpaths.h"
 
 static const char *const interpreters[] = {"sh",      "bash", "dash", "python3", "python",
@@ -85,6 +86,10 @@ unsigned td_toolpaths_check(const struct td_tool *t, void (*fn)(const char *line
     const char *script = mcp ? t->argv[t->mcp_cmd + 1] : t->argv[1];
     if (script && script[0] == '/' && td_toolpaths_interpreter(cmd))
         need(&o, t, mcp ? "mcp_server.command[1]" : "command[1]", "the script", script, false);
+    /* a warm Python MCP server's tool (mcppy.c): each call execs the
+     * bridge */
+    if (t->mcp_tool && t->warm && t->argv[TD_MCPPY_BRIDGE_ARG])
+        need(&o, t, "mcp_server.start", "the MCP bridge", t->argv[TD_MCPPY_BRIDGE_ARG], false);
     /* the SDK's: a warm template loads the daemon's libtoolexec (template.c
      * names it), a Python tool imports toolexec from its PYTHONPATH */
     Dl_info dl;

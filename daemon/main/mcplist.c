@@ -22,6 +22,7 @@
 #include "mcpdef.h"
 #include "mcplist.h"
 #include "registry.h"
+#include "template.h"
 
 struct listing {
     struct td_tool *server; /* a reference */
@@ -176,6 +177,9 @@ static void register_tools(struct td_tool *server, json_t *tools)
     td_registry_free(td_tools);
     td_tools = r;
     td_log(TD_LOG_INFO, "MCP server %s: %zu tools registered", server->name, k - old);
+    /* as at a reload: a warm server's tools get their templates (those
+     * of tools listed again unchanged are kept) */
+    td_template_sync();
     if (on_changed)
         on_changed();
 }

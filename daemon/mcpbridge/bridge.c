@@ -11,6 +11,8 @@
  *
  *   toolexec-mcp-bridge call TOOL -- COMMAND...  tools/call TOOL
  *   toolexec-mcp-bridge list -- COMMAND...       tools/list (every page)
+ *   toolexec-mcp-bridge attach PID IN OUT call TOOL --  (or list --): the
+ *       same with a server already started, our child (bridge_attach.c)
  *
  * Blocking I/O is right here, as in any worker: one call, one process. No
  * timeout of its own: a server that never answers is the call's timeout,
@@ -32,6 +34,7 @@
 
 #include <jansson.h>
 
+#include "bridge_attach.h"
 #include "toolexec.h"
 
 #define MCP_VERSION "2025-11-25"
@@ -384,6 +387,7 @@ static void usage(void)
 {
     fputs("usage: toolexec-mcp-bridge call TOOL -- COMMAND...\n"
           "       toolexec-mcp-bridge list -- COMMAND...\n"
+          "       toolexec-mcp-bridge attach PID IN OUT call TOOL --\n"
           "A worker of toolexecd: started by the daemon for an \"mcp_server\" definition.\n",
           stderr);
     exit(2);
@@ -391,16 +395,23 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    bool list = argc >= 4 && strcmp(argv[1], "list") == 0 && strcmp(argv[2], "--") == 0;
-    bool call = argc >= 5 && strcmp(argv[1], "call") == 0 && strcmp(argv[3], "--") == 0;
+    struct server s = {0};
+    /* attach PID IN OUT: the server is started already (bridge_attach.c),
+     * so no command follows "--" */
+    int attached = bridge_attach(argc, argv, &s.pid, &s.in, &s.out, &s.pidfd);
+    argc -= attached;
+    argv += attached;
+    int cmd = attached ? 0 : 1;
+    bool list = argc >= 3 + cmd && strcmp(argv[1], "list") == 0 && strcmp(argv[2], "--") == 0;
+    bool call = argc >= 4 + cmd && strcmp(argv[1], "call") == 0 && strcmp(argv[3], "--") == 0;
     if (!list && !call)
         usage();
     signal(SIGPIPE, SIG_IGN); /* a dead server is its exit status, not ours */
     json_t *req = NULL;
     if (te_worker_read_request(0, &req) < 0)
-        die(NULL, "no request frame on stdin");
-    struct server s = {0};
-    start_server(&s, argv + (list ? 3 : 4));
+        die(&s, "no request frame on stdin");
+    if (!attached)
+        start_server(&s, argv + (list ? 3 : 4));
     initialize(&s);
     json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
     if (!out || te_worker_write_response(1, out) < 0)

@@ -1,0 +1,237 @@
+"""A Python MCP server kept warm ("mcp_server": {"python_module": M,
+"start": "warm"}, toolexecd.tools(5)): each of its tools a warm tool whose
+template (toolexec.mcpwarm) has imported M, each call a fresh fork of it
+that starts the server (M's main) and execs the bridge attached to it.
+
+PyPI cannot be reached here: the server is a stand-in of ours laid out as a
+PyPI server is (tests/mcp_servers/pymod/mcp_server_standin: a package run
+with python -m, importing pydantic, anyio, httpx, starlette...).
+
+Against the real daemon, root and unprivileged:
+- its tools listed (by a cold listing) and called warm ("start": "warm" in
+  the call's event, the template the same process before and after);
+- nothing survives a call: a file one call writes in /tmp is gone for the
+  next, and each call's server has answered one call (its memory fresh);
+- a server that crashes mid-call is the call's handler_exit, one that hangs
+  its timeout (its processes killed); the template lives on and serves the
+  next call warm;
+and without a daemon: the same command run cold (no template ready: the
+request handed to the bridge in a memfd) answers as a warm call; the
+bridge's attach mode refuses a process that is not its child and
+descriptors that are not the pipes it says; --check refuses what does not
+fit (python_module beside command, warm without python_module, warm with
+env_credentials, a bad module name, max_forks without warm).
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from test_warm import python_loads_lib  # noqa: E402
+
+PY = "/usr/bin/python3"  # a shim in a home directory would be hidden by the view
+PYMOD = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "pymod"))
+PYSDK = os.path.realpath(os.path.join(harness.HERE, "..", "..", "contrib", "python"))
+BRIDGE = os.path.join(os.path.dirname(os.path.abspath(harness.TOOLEXECD)), "toolexec-mcp-bridge")
+ENV = {"PYTHONPATH": PYSDK + ":" + PYMOD, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def standin(name="py", start="warm", **fields):
+    m = {"python_module": "mcp_server_standin", "python": PY, "env": dict(ENV)}
+    if start:
+        m["start"] = start
+    m.update(fields.pop("mcp", {}))
+    d = {"name": name, "mcp_server": m, "timeout_ms": 10000}
+    d.update(fields)
+    return d
+
+
+def text_ok(t):
+    return {"ok": {"content": [{"type": "text", "text": t}]}}
+
+
+def completed(c, name, args, **opts):
+    b = c.start_batch([{"id": "c", "name": name, "arguments": args}], **opts)
+    return [e for e in c.recv_batch(b) if e["event"] == "tool_execution_completed"][0]
+
+
+class Warm:
+    """The calls of one warm server, against the daemon cls.daemon() makes."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not python_loads_lib():
+            raise unittest.SkipTest("python cannot load this build's libtoolexec "
+                                    "(a sanitizer build)")
+        cls.d = cls.daemon([standin()])
+        cls.c = cls.d.client()
+        harness.deadline_wait(lambda: any(t["name"] == "py.echo" for t in cls.c.tools()["tools"]),
+                              what="py.echo listed")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.stop()
+
+    def warm_call(self, name, args, **opts):
+        """A call of name once its template is ready: its completed event,
+        the template's pid (the same before and after)."""
+        pid = harness.wait_template(self.d, name)["pid"]
+        done = completed(self.c, name, args, **opts)
+        self.assertEqual(done.get("start"), "warm", done)
+        return done, pid
+
+    def test_listed_and_called(self):
+        names = [t["name"] for t in self.c.tools()["tools"]]
+        self.assertIn("py.get_current_time", names)
+        self.assertNotIn("py", names)
+        done, pid = self.warm_call("py.echo", {"text": "hi"})
+        self.assertEqual(done["result"], text_ok("hi"))
+        done, _ = self.warm_call("py.get_current_time", {"timezone": "Europe/Paris"})
+        self.assertEqual(done["result"]["ok"]["structuredContent"]["timezone"], "Europe/Paris")
+        # the server's inputSchema (pydantic's), checked before any fork
+        bad = completed(self.c, "py.get_current_time", {})
+        self.assertIn("timezone", bad["result"]["error"])
+        self.assertEqual(harness.wait_template(self.d, "py.echo")["pid"], pid)
+
+    def test_nothing_survives_a_call(self):
+        path = "/tmp/left-by-a-call"
+        done, pid = self.warm_call("py.write", {"path": path, "text": "x"})
+        self.assertEqual(done["result"], text_ok("written"))
+        done, _ = self.warm_call("py.read", {"path": path})
+        self.assertIn("No such file", done["result"]["error"])
+        # each call's server a fresh fork: none has answered a call before
+        for _ in range(2):
+            done, same = self.warm_call("py.answered", {})
+            self.assertEqual(done["result"], text_ok("1"))
+        self.assertEqual(harness.wait_template(self.d, "py.write")["pid"], pid)
+
+    def test_crash_is_handler_exit(self):
+        done, pid = self.warm_call("py.crash", {})
+        err = done["result"]["tool_error"]
+        self.assertEqual(err["reason"], "handler_exit")
+        self.assertIn("exited with status 3", err["message"])
+        again, same = self.warm_call("py.crash", {})
+        self.assertEqual(same, pid)  # the template lived on
+        done, _ = self.warm_call("py.echo", {"text": "after"})
+        self.assertEqual(done["result"], text_ok("after"))
+
+    def test_hang_is_timeout(self):
+        mark = harness.new_token("pywarmhang")
+        done, pid = self.warm_call("py.hang", {"mark": mark}, tool_timeout=1500)
+        self.assertEqual(done["result"]["tool_error"]["reason"], "timeout")
+        harness.assert_token_gone(mark)
+        self.assertEqual(harness.wait_template(self.d, "py.hang")["pid"], pid)
+        done, _ = self.warm_call("py.answered", {}, tool_timeout=5000)
+        self.assertEqual(done["result"], text_ok("1"))
+
+
+class RootDaemon(Warm, unittest.TestCase):
+    daemon = harness.Daemon
+
+
+class UnprivilegedDaemon(Warm, unittest.TestCase):
+    daemon = staticmethod(harness.nobody_daemon)
+
+
+def frame(obj):
+    body = json.dumps(obj).encode()
+    return struct.pack(">I", len(body)) + body
+
+
+def unframe(data):
+    (n,) = struct.unpack(">I", data[:4])
+    return json.loads(data[4:4 + n])
+
+
+class NoDaemon(unittest.TestCase):
+    def test_cold_same_answer(self):
+        # no template ready: the daemon runs the same command cold, the
+        # request its first frame
+        env = dict(ENV, PATH="/usr/bin:/bin")
+        p = subprocess.run([PY, "-m", "toolexec.mcpwarm", BRIDGE, "call", "echo", "--",
+                            "mcp_server_standin"], input=frame({"arguments": {"text": "cold"}}),
+                           capture_output=True, env=env, timeout=harness.WAIT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(unframe(p.stdout), text_ok("cold"))
+
+    def test_server_stdio_made_anew(self):
+        # the server's sys.stdout is made for its pipe, not inherited from
+        # a process whose stdout was a file (a seekable one: the server's
+        # TextIOWrapper(sys.stdout.buffer) would seek the pipe)
+        env = dict(ENV, PATH="/usr/bin:/bin")
+        with tempfile.TemporaryFile() as out:
+            p = subprocess.run([PY, "-m", "toolexec.mcpwarm", BRIDGE, "call", "echo", "--",
+                                "mcp_server_standin"], input=frame({"arguments": {"text": "f"}}),
+                               stdout=out, stderr=subprocess.PIPE, env=env, timeout=harness.WAIT)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out.seek(0)
+            self.assertEqual(unframe(out.read()), text_ok("f"))
+
+    def test_attach_refusals(self):
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        self.addCleanup(os.close, w)
+        for args, says in (([str(os.getpid()), str(w), str(r)], "not a child of ours"),
+                           (["1", str(w), str(r)], "PID: not a number"),
+                           (["x", str(w), str(r)], "PID: not a number"),
+                           (["2", str(r), str(w)], "IN: not open for writing"),
+                           (["2", "1", str(r)], "IN: not a number"),
+                           (["2", "999", str(r)], "IN: Bad file descriptor")):
+            p = subprocess.run([BRIDGE, "attach"] + args + ["call", "t", "--"],
+                               pass_fds=(r, w), capture_output=True, text=True,
+                               timeout=harness.WAIT)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(says, p.stderr, args)
+
+
+class Check(unittest.TestCase):
+    def setUp(self):
+        harness.require_env()
+        self.dir = tempfile.mkdtemp(prefix="te-pywarm-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        os.chmod(self.dir, 0o755)
+
+    def check(self, d):
+        path = os.path.join(self.dir, d["name"] + ".json")
+        with open(path, "w") as f:
+            json.dump(dict(d, filesystem=harness.with_tree({})), f)
+        os.chmod(path, 0o600)
+        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", self.dir],
+                           capture_output=True, text=True, timeout=harness.WAIT)
+        os.unlink(path)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_good(self):
+        for good in (standin(), standin(start=None), standin(mcp={"max_forks": 5}),
+                     standin(start="cold", mcp={"args": ["--local-timezone", "UTC"]})):
+            status, out = self.check(good)
+            self.assertEqual(status, 0, out)
+
+    def test_refused(self):
+        cmd = {"command": [PY, "-m", "mcp_server_standin"]}
+        for bad, says in (
+                (standin(mcp=cmd), "\"command\" or \"python_module\", not both"),
+                ({"name": "c", "mcp_server": dict(cmd, start="warm")},
+                 "mcp_server.start: only with mcp_server.python_module"),
+                (standin(mcp={"env_credentials": {"TOKEN": "tok"}}),
+                 "env_credentials: not with \"start\": \"warm\""),
+                (standin(mcp={"python_module": "a..b"}), "expected a module's dotted name"),
+                (standin(mcp={"python_module": "os; import x"}), "expected a module's dotted name"),
+                (standin(start="cold", mcp={"max_forks": 3}), "max_forks: only for a tool"),
+                (standin(mcp={"start": "hot"}), "mcp_server: start: expected"),
+                (standin(mcp={"args": ["a", 1]}), "mcp_server.args[1]"),
+                (dict(standin(), start="warm"), "a Python server's tools kept warm")):
+            status, out = self.check(bad)
+            self.assertNotEqual(status, 0, bad)
+            self.assertIn(says, out, bad)
+
+
+if __name__ == "__main__":
+    unittest.main()
