@@ -60,6 +60,7 @@ struct denial {
 static SLIST_HEAD(, tool_metrics) tools;
 static SLIST_HEAD(, denial) denials;
 static uint64_t batches_total, lagged_total, dropped_total;
+static uint64_t mcp_changed_total, mcp_relists_total;
 static double started_s; /* the epoch seconds at init */
 
 static void on_bus(void *data, const struct td_bus_msg *m);
@@ -76,6 +77,14 @@ void td_metrics_tail_lagged(uint64_t dropped)
 {
     lagged_total++;
     dropped_total += dropped;
+}
+
+void td_metrics_mcp_tools_changed(bool relisted)
+{
+    if (relisted)
+        mcp_relists_total++;
+    else
+        mcp_changed_total++;
 }
 
 static struct tool_metrics *find(const char *tool)
@@ -329,6 +338,12 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     head(f, "toolexecd_tail_dropped_lines_total", "counter",
          "Event lines dropped for lagging tail subscribers.");
     fprintf(f, "toolexecd_tail_dropped_lines_total %llu\n", (unsigned long long)dropped_total);
+    head(f, "toolexecd_mcp_tools_changed_total", "counter",
+         "Notices from MCP servers' calls that their tools changed.");
+    fprintf(f, "toolexecd_mcp_tools_changed_total %llu\n", (unsigned long long)mcp_changed_total);
+    head(f, "toolexecd_mcp_relists_total", "counter",
+         "MCP servers' tools listed again on such notices (coalesced, rate-bounded).");
+    fprintf(f, "toolexecd_mcp_relists_total %llu\n", (unsigned long long)mcp_relists_total);
 
     gauge(f, "toolexecd_workers_running", "Calls running in a worker.", g->running);
     gauge(f, "toolexecd_worker_processes", "Worker processes not yet reaped.", g->processes);
