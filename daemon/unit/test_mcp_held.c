@@ -76,15 +76,21 @@ static const char *answered(void)
     return ids;
 }
 
-static void test_held_past_the_bound(void **state)
+/* m afresh; tools_answers: whether the fake daemon answers listings. */
+static void core_start(bool tools_answers)
 {
-    (void)state;
     memset(&m, 0, sizeof(m));
     fake_events = json_array();
     out = json_array();
     fake_runs = fake_cancels = dropped = 0;
-    fake_tools_answers = true; /* the core's own listing (mcp_toolinfo.c): no tools */
+    fake_tools_answers = tools_answers;
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
+}
+
+static void test_held_past_the_bound(void **state)
+{
+    (void)state;
+    core_start(true); /* the core's own listing (mcp_toolinfo.c): no tools */
     m.max_batches = 2;
     call(0);
     mcp_daemon_readable(&m); /* the listing: 0 was held until it came */
@@ -117,12 +123,7 @@ static void test_held_past_the_bound(void **state)
 static void test_listing_never_comes(void **state)
 {
     (void)state;
-    memset(&m, 0, sizeof(m));
-    fake_events = json_array();
-    out = json_array();
-    fake_runs = fake_cancels = dropped = 0;
-    fake_tools_answers = false; /* the listing is asked, never answered */
-    mcp_core_init(&m, &cli, NULL, &sink, NULL);
+    core_start(false); /* the listing is asked, never answered */
     m.tools_wait_ms = 5000;
     call(0);
     call(1);
