@@ -175,20 +175,6 @@ int te_worker_tools_changed(int fd)
     return rc;
 }
 
-bool te_tools_changed_frame(const char *body, size_t len)
-{
-    /* An MCP server's every response frame passes here too: a body longer
-     * than the notice with room for white space is not one, and is not
-     * parsed (a 16 MiB result is parsed once, as the response). */
-    if (len > 64)
-        return false;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
-    bool is = json_is_object(v) && json_object_size(v) == 1 &&
-              json_is_true(json_object_get(v, "tools_changed"));
-    json_decref(v);
-    return is;
-}
-
 int te_worker_main(te_handler handler, void *userdata)
 {
     json_t *req = NULL;

@@ -61,12 +61,11 @@ struct relist {
     char name[];
 };
 static LIST_HEAD(, relist) relists = LIST_HEAD_INITIALIZER(relists);
-/* the next relisting held back by the interval */
+/* when the relistings are looked at next */
 static uv_timer_t relist_timer;
 static bool relist_timer_ready;
 
 static void list_server(struct td_tool *t, bool relist);
-static void relist_due(struct relist *r);
 
 static void (*on_changed)(void);
 /* the daemon's own batches: one worker slot at a time each, counted as
@@ -226,18 +225,25 @@ static bool listing_of(const char *name)
     return false;
 }
 
-static void on_relist_timer(uv_timer_t *t)
+static void on_relist_timer(uv_timer_t *t);
+
+/* The relistings looked at in ms (0: on the loop's next turn, never from
+ * inside the worker or the batch that told: a listing started there would
+ * nest one batch in another's callbacks). */
+static void relist_arm(uint64_t ms)
 {
-    struct relist *r, *next;
-    for (r = LIST_FIRST(&relists); r; r = next) {
-        next = LIST_NEXT(r, link);
-        relist_due(r);
+    if (!relist_timer_ready) {
+        uv_timer_init(td_loop, &relist_timer);
+        uv_unref((uv_handle_t *)&relist_timer); /* it never holds a stop */
+        relist_timer_ready = true;
     }
+    if (!uv_is_active((uv_handle_t *)&relist_timer) || uv_timer_get_due_in(&relist_timer) > ms)
+        uv_timer_start(&relist_timer, on_relist_timer, ms, 0);
 }
 
 /* r's server listed again if it is wanted and may be now; else, when the
- * interval holds it back, the timer set for it. */
-static void relist_due(struct relist *r)
+ * interval holds it back, the timer set for then. */
+static void relist_try(struct relist *r)
 {
     struct td_tool *server = td_registry_find(td_tools, r->name);
     if (td_shutting_down || !server || !server->mcp)
@@ -246,14 +252,7 @@ static void relist_due(struct relist *r)
         return; /* the listing's end looks again */
     uint64_t now = uv_now(td_loop), gap = td_opts.mcp_relist_s * 1000ULL;
     if (r->started && now - r->last < gap) {
-        uint64_t in = r->last + gap - now;
-        if (!relist_timer_ready) {
-            uv_timer_init(td_loop, &relist_timer);
-            uv_unref((uv_handle_t *)&relist_timer); /* it never holds a stop */
-            relist_timer_ready = true;
-        }
-        if (!uv_is_active((uv_handle_t *)&relist_timer) || uv_timer_get_due_in(&relist_timer) > in)
-            uv_timer_start(&relist_timer, on_relist_timer, in, 0);
+        relist_arm(r->last + gap - now);
         return;
     }
     r->wanted = false;
@@ -262,6 +261,15 @@ static void relist_due(struct relist *r)
     td_metrics_mcp_tools_changed(true);
     td_log(TD_LOG_INFO, "MCP server %s: its tools changed: listing them again", r->name);
     list_server(server, true);
+}
+
+static void on_relist_timer(uv_timer_t *t)
+{
+    struct relist *r, *next;
+    for (r = LIST_FIRST(&relists); r; r = next) {
+        next = LIST_NEXT(r, link);
+        relist_try(r);
+    }
 }
 
 void td_mcplist_changed(const struct td_tool *tool)
@@ -283,7 +291,7 @@ void td_mcplist_changed(const struct td_tool *tool)
         return;
     }
     r->wanted = true;
-    relist_due(r);
+    relist_arm(0);
 }
 
 static void list_done(void *data, struct td_batch *b)
@@ -316,8 +324,8 @@ static void list_done(void *data, struct td_batch *b)
     listing_free(l);
     /* notices that came meanwhile: the listing may predate their change */
     struct relist *r = relist_of(name);
-    if (r)
-        relist_due(r);
+    if (r && r->wanted)
+        relist_arm(0);
 }
 
 static const struct td_batch_ops list_ops = {
