@@ -166,6 +166,20 @@ int te_response_check(json_t *resp, json_t **out, char *err, size_t errlen)
     return fail(err, errlen, "empty response object");
 }
 
+bool te_tools_changed_frame(const char *body, size_t len)
+{
+    /* An MCP server's every response frame passes here too: a body longer
+     * than the notice with room for white space is not one, and is not
+     * parsed (a 16 MiB result is parsed once, as the response). */
+    if (len > 64)
+        return false;
+    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    bool is = json_is_object(v) && json_object_size(v) == 1 &&
+              json_is_true(json_object_get(v, "tools_changed"));
+    json_decref(v);
+    return is;
+}
+
 int te_response_parse(const char *buf, size_t len, json_t **out, char *err, size_t errlen)
 {
     json_error_t jerr;

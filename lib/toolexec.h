@@ -401,6 +401,12 @@ int te_worker_progress(int fd, double progress, double total, const char *messag
  * "progress", and optionally a number "total" and a string "message", and
  * nothing else), a new reference; NULL when the body is not one. */
 json_t *te_progress_frame(const char *body, size_t len);
+/* An MCP server's worker (toolexec-mcp-bridge), before its response: the
+ * server said its tools changed (notifications/tools/list_changed); a frame
+ * {"tools_changed": true}. The daemon lists the server's tools again. */
+int te_worker_tools_changed(int fd);
+/* Whether a frame body is exactly {"tools_changed": true}. */
+bool te_tools_changed_frame(const char *body, size_t len);
 /* The whole worker: read the request from stdin, run the handler, write the
  * response to stdout. Returns the process exit status to use (0 on success). */
 int te_worker_main(te_handler handler, void *userdata);

@@ -165,6 +165,16 @@ json_t *te_progress_frame(const char *body, size_t len)
     return out;
 }
 
+int te_worker_tools_changed(int fd)
+{
+    json_t *frame = json_pack("{s:b}", "tools_changed", 1);
+    if (!frame)
+        return -ENOMEM;
+    int rc = te_worker_write_response(fd, frame);
+    json_decref(frame);
+    return rc;
+}
+
 int te_worker_main(te_handler handler, void *userdata)
 {
     json_t *req = NULL;

@@ -179,6 +179,7 @@ enum {
     OPT_KEEPALIVE,
     OPT_DRAIN_TIMEOUT,
     OPT_DAEMON_BATCHES,
+    OPT_TOOLS_WAIT,
     OPT_RESOURCE,
     OPT_OAUTH_ISSUER,
     OPT_OAUTH_CA,
@@ -257,6 +258,7 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
         {"keepalive", required_argument, NULL, OPT_KEEPALIVE},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"daemon-batches", required_argument, NULL, OPT_DAEMON_BATCHES},
+        {"tools-wait", required_argument, NULL, OPT_TOOLS_WAIT},
         MCP_TASK_OPTIONS,
         {"resource", required_argument, NULL, OPT_RESOURCE},
         {"oauth-issuer", required_argument, NULL, OPT_OAUTH_ISSUER},
@@ -330,6 +332,14 @@ int cli_cmd_mcp(struct cli *cli, int argc, char **argv)
                 return cli_usage_error("mcp", "--daemon-batches: expected 1 to 1000000, not '%s'",
                                        optarg);
             m.max_batches = (unsigned)v;
+            continue;
+        }
+        if (opt == OPT_TOOLS_WAIT) {
+            json_int_t s;
+            if (!cli_parse_positive(optarg, &s) || s > 86400)
+                return cli_usage_error(
+                    "mcp", "--tools-wait: expected seconds, 1 to 86400, not '%s'", optarg);
+            m.tools_wait_ms = s * 1000;
             continue;
         }
         if (opt == OPT_HEARTBEAT) {

@@ -41,9 +41,15 @@ void mcp_stream_gone(struct mcp *m, void *stream)
     mcp_subs_end(m, false, stream, false);
 }
 
+/* Nothing owed: no call, no tools/list to answer (a silent listing, the
+ * core's own or a listen's, is owed to no one: a daemon that never answers
+ * it does not hold the end). */
 bool mcp_idle(const struct mcp *m)
 {
-    return !m->calls && !m->listings;
+    for (const struct mcp_listing *l = m->listings; l; l = l->next)
+        if (!l->silent)
+            return false;
+    return !m->calls;
 }
 
 int mcp_daemon_fd(const struct mcp *m)
@@ -75,14 +81,18 @@ void mcp_core_init(struct mcp *m, struct cli *cli, te_client *client,
     m->log_level = MCP_LOG_NONE;
 }
 
-/* What is due now done, heartbeats and the tasks' expiry; ms until the
+/* What is due now done, heartbeats, the tasks' expiry and the calls held
+ * too long for the daemon's listing; ms until the
  * next (-1: none). A transport calls it before it waits. */
 int mcp_heartbeats(struct mcp *m)
 {
     mcp_start_held(m);
     int next = mcp_progress_heartbeats(m), tasks = mcp_tasks_tick(m);
+    int held = mcp_toolinfo_expire(m);
     if (tasks >= 0 && (next < 0 || tasks < next))
         next = tasks;
+    if (held >= 0 && (next < 0 || held < next))
+        next = held;
     return next;
 }
 

@@ -163,6 +163,7 @@ static struct core *core_new(struct front *f, struct mcp_http_session *s)
     c->s = s;
     c->m.tool_timeout = f->tmpl->tool_timeout;
     c->m.heartbeat_ms = f->tmpl->heartbeat_ms;
+    c->m.tools_wait_ms = f->tmpl->tools_wait_ms;
     c->m.max_batches = f->batches;
     mcp_tasks_settings(&c->m, f->tmpl);
     mcp_core_init(&c->m, f->cli, client, &sink, c);

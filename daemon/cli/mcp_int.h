@@ -223,6 +223,8 @@ struct mcp {
     struct mcp_route *routes;
     unsigned long long elicits; /* elicitation/create requests so far */
     long long heartbeat_ms;     /* --heartbeat */
+    long long tools_wait_ms;    /* --tools-wait: a call held for the daemon's
+                                   listing fails past it; 0: MCP_TOOLS_WAIT_MS */
     bool legacy_watch;          /* a 2025 tools/list: list changes to the session */
     struct mcp_sub *subs;
     unsigned char state_key[32]; /* signs requestState; new each process */
@@ -259,6 +261,10 @@ void mcp_stream_gone(struct mcp *m, void *stream);
 void mcp_end_of_input(struct mcp *m);
 bool mcp_idle(const struct mcp *m);
 int mcp_heartbeats(struct mcp *m);
+/* How long a call waits for the daemon's tool listing (mcp_toolinfo.c)
+ * unless --tools-wait says: a daemon that works answers at once, and a
+ * host gives up on a request after 60 s. */
+#define MCP_TOOLS_WAIT_MS 30000
 
 /* mcp_write.c: writing messages (each stolen) */
 void mcp_put_message(struct mcp *m, json_t *msg, const struct mcp_reqctx *req);
@@ -366,6 +372,9 @@ bool mcp_on_tasks(struct mcp *m, const struct mcp_reqctx *q, const char *method,
 void mcp_call_start(struct mcp *m, struct mcp_call *c, json_t *run);
 void mcp_toolinfo_learn(struct mcp *m, const json_t *tools);
 void mcp_toolinfo_reloaded(struct mcp *m);
+/* The calls held for the listing past tools_wait_ms failed; ms until the
+ * next is due (-1: none held). */
+int mcp_toolinfo_expire(struct mcp *m);
 void mcp_toolinfo_declare(json_t *tools);
 bool mcp_tool_blocks(const struct mcp *m, const char *name);
 const char *mcp_tool_tasks(const struct mcp *m, const char *name); /* NULL: not said */

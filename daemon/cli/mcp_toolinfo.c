@@ -12,7 +12,9 @@
  * task, so a request of a client without the tasks extension is refused
  * (-32021) before anything runs, and a client with it gets a task at once;
  * "forbidden" never becomes one. A call ending between a reload and the new
- * listing is read by the old one.
+ * listing is read by the old one. A daemon that never answers the listing
+ * fails each held call after --tools-wait (mcp_toolinfo_expire, from
+ * mcp_heartbeats), never holding it for good.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -127,6 +129,38 @@ void mcp_call_start(struct mcp *m, struct mcp_call *c, json_t *run)
         ask_listing(m);
     if (known)
         dispatch(m, c, run);
+}
+
+int mcp_toolinfo_expire(struct mcp *m)
+{
+    long long wait = m->tools_wait_ms > 0 ? m->tools_wait_ms : MCP_TOOLS_WAIT_MS;
+    long long now = cli_now_ms(), next = -1;
+    for (struct mcp_call *c = m->calls, *after; c; c = after) {
+        after = c->next;
+        if (!c->held || !c->awaiting_tools)
+            continue;
+        long long due = c->started_ms + wait;
+        if (due > now) {
+            if (next < 0 || due - now < next)
+                next = due - now;
+            continue;
+        }
+        json_decref(c->held);
+        c->held = NULL;
+        c->awaiting_tools = false;
+        if (!c->cancelled) {
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "toolexecd did not answer the request for its tool listing within %lld s "
+                     "(--tools-wait), which a call needs: the call was not run",
+                     wait / 1000);
+            mcp_put_error(m, &c->req, RPC_INTERNAL_ERROR, msg,
+                          json_pack("{s:s,s:I}", "reason", "daemon_tools_listing_timeout",
+                                    "waited_ms", wait));
+        }
+        mcp_call_remove(m, c);
+    }
+    return next > 86400000 ? 86400000 : (int)next;
 }
 
 void mcp_toolinfo_learn(struct mcp *m, const json_t *tools)

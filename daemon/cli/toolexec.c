@@ -149,6 +149,8 @@ static const struct cli_command commands[] = {
      "      --daemon-batches N     calls run at once on one daemon connection, more\n"
      "                             wait (default: the daemon's --max-client-batches\n"
      "                             as its capacity answer says with --listen; 64)\n"
+     "      --tools-wait S         a call waits this long for the daemon's tool\n"
+     "                             listing, then fails (default 30)\n"
      "  -h, --help                 this text\n"
      "\n"
      "In an MCP host's configuration: {\"command\": \"toolexec\", \"args\": [\"mcp\"]}\n"},

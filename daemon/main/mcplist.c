@@ -8,6 +8,13 @@
  * a reload would, clients told as at a reload. An answer for a definition
  * no longer in force (reloaded meanwhile) is dropped: the reload lists
  * again.
+ *
+ * A server that says its tools changed (notifications/tools/list_changed,
+ * during a call of one of its tools or during its listing: the bridge's
+ * tools_changed frame, run/worker_output.c) is listed again the same way.
+ * Its notices are coalesced: never two listings of one server at once (one
+ * notice or a flood during a listing: one more after it), and no sooner
+ * than --mcp-relist-interval after its last relisting.
  */
 #include <sys/queue.h>
 #include <stdio.h>
@@ -21,13 +28,17 @@
 #include "log.h"
 #include "mcpdef.h"
 #include "mcplist.h"
+#include "metrics.h"
+#include "options.h"
 #include "registry.h"
 #include "template.h"
+#include "worker.h"
 
 struct listing {
     struct td_tool *server; /* a reference */
     json_t *result;         /* its call's, once completed */
     struct td_batch *batch; /* NULL until the batch is made */
+    bool relist;            /* for the server's notices, not a start or a reload */
     LIST_ENTRY(listing) link;
 };
 /* the listings in flight: cancelled at shutdown and at the next reload */
@@ -40,6 +51,22 @@ static void listing_free(struct listing *l)
     json_decref(l->result);
     free(l);
 }
+
+/* A server's notices that its tools changed, by name (its td_tool is
+ * another after each reload); only servers defined have one. */
+struct relist {
+    uint64_t last; /* loop time its last relisting on a notice started */
+    bool started;  /* one has */
+    bool wanted;   /* a notice not listed for yet */
+    LIST_ENTRY(relist) link;
+    char name[];
+};
+static LIST_HEAD(, relist) relists = LIST_HEAD_INITIALIZER(relists);
+/* when the relistings are looked at next */
+static uv_timer_t relist_timer;
+static bool relist_timer_ready;
+
+static void list_server(struct td_tool *t, bool relist);
 
 static void (*on_changed)(void);
 /* the daemon's own batches: one worker slot at a time each, counted as
@@ -184,9 +211,98 @@ static void register_tools(struct td_tool *server, json_t *tools)
         on_changed();
 }
 
+static struct relist *relist_of(const char *name)
+{
+    struct relist *r;
+    LIST_FOREACH(r, &relists, link)
+        if (strcmp(r->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+static bool listing_of(const char *name)
+{
+    struct listing *l;
+    LIST_FOREACH(l, &listings, link)
+        if (strcmp(l->server->name, name) == 0)
+            return true;
+    return false;
+}
+
+static void on_relist_timer(uv_timer_t *t);
+
+/* The relistings looked at in ms (0: on the loop's next turn, never from
+ * inside the worker or the batch that told: a listing started there would
+ * nest one batch in another's callbacks). */
+static void relist_arm(uint64_t ms)
+{
+    if (!relist_timer_ready) {
+        uv_timer_init(td_loop, &relist_timer);
+        uv_unref((uv_handle_t *)&relist_timer); /* it never holds a stop */
+        relist_timer_ready = true;
+    }
+    if (!uv_is_active((uv_handle_t *)&relist_timer) || uv_timer_get_due_in(&relist_timer) > ms)
+        uv_timer_start(&relist_timer, on_relist_timer, ms, 0);
+}
+
+/* r's server listed again if it is wanted and may be now; else, when the
+ * interval holds it back, the timer set for then. */
+static void relist_try(struct relist *r)
+{
+    struct td_tool *server = td_registry_find(td_tools, r->name);
+    if (td_shutting_down || !server || !server->mcp)
+        r->wanted = false; /* gone: nothing to list */
+    if (!r->wanted || listing_of(r->name))
+        return; /* the listing's end looks again */
+    uint64_t now = uv_now(td_loop), gap = td_opts.mcp_relist_s * 1000ULL;
+    if (r->started && now - r->last < gap) {
+        relist_arm(r->last + gap - now);
+        return;
+    }
+    r->wanted = false;
+    r->started = true;
+    r->last = now;
+    td_metrics_mcp_tools_changed(true);
+    td_log(TD_LOG_INFO, "MCP server %s: its tools changed: listing them again", r->name);
+    list_server(server, true);
+}
+
+static void on_relist_timer(uv_timer_t *t)
+{
+    struct relist *r, *next;
+    for (r = LIST_FIRST(&relists); r; r = next) {
+        next = LIST_NEXT(r, link);
+        relist_try(r);
+    }
+}
+
+void td_mcplist_changed(const struct td_tool *tool)
+{
+    char name[TE_TOOL_NAME_MAX + 1];
+    /* a server's tools are NAME.TOOL, and NAME has no '.' */
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(tool->name, "."), tool->name);
+    td_metrics_mcp_tools_changed(false);
+    struct td_tool *server = td_registry_find(td_tools, name);
+    if (td_shutting_down || !server || !server->mcp)
+        return; /* reloaded away meanwhile */
+    struct relist *r = relist_of(name);
+    if (!r && (r = calloc(1, sizeof(*r) + strlen(name) + 1))) {
+        strcpy(r->name, name);
+        LIST_INSERT_HEAD(&relists, r, link);
+    }
+    if (!r) {
+        td_log(TD_LOG_ERR, "MCP server %s: out of memory: its changed tools not listed", name);
+        return;
+    }
+    r->wanted = true;
+    relist_arm(0);
+}
+
 static void list_done(void *data, struct td_batch *b)
 {
     struct listing *l = data;
+    char name[TE_TOOL_NAME_MAX + 1];
+    snprintf(name, sizeof(name), "%s", l->server->name);
     json_t *ok = json_object_get(l->result, "ok");
     json_t *tools = json_object_get(ok, "tools");
     if (td_shutting_down) {
@@ -199,8 +315,9 @@ static void list_done(void *data, struct td_batch *b)
         td_log(TD_LOG_ERR, "MCP server %s: its tools not listed: %.1000s", l->server->name,
                text ? text : "no result");
         free(text);
-        /* those carried over a reload are not the definition's now */
-        for (size_t i = 0; i < td_tools->n; i++)
+        /* those carried over a reload are not the definition's now; a
+         * relisting's failure leaves those this definition listed */
+        for (size_t i = 0; !l->relist && i < td_tools->n; i++)
             if (of_server(td_tools->tools[i], l->server->name)) {
                 register_tools(l->server, NULL);
                 break;
@@ -209,6 +326,10 @@ static void list_done(void *data, struct td_batch *b)
         register_tools(l->server, tools);
     }
     listing_free(l);
+    /* notices that came meanwhile: the listing may predate their change */
+    struct relist *r = relist_of(name);
+    if (r && r->wanted)
+        relist_arm(0);
 }
 
 static const struct td_batch_ops list_ops = {
@@ -273,35 +394,58 @@ void td_mcplist_stop(void)
         if (l->batch)
             td_batch_cancel(l->batch);
     }
+    if (td_shutting_down && relist_timer_ready) {
+        uv_close((uv_handle_t *)&relist_timer, NULL);
+        relist_timer_ready = false;
+    }
+    /* at shutdown none is wanted; at a reload, those of servers gone */
+    struct relist *r = LIST_FIRST(&relists), *rnext;
+    for (; r; r = rnext) {
+        rnext = LIST_NEXT(r, link);
+        struct td_tool *server = td_registry_find(td_tools, r->name);
+        if (td_shutting_down || !server || !server->mcp) {
+            LIST_REMOVE(r, link);
+            free(r);
+        }
+    }
+}
+
+static void list_server(struct td_tool *t, bool relist)
+{
+    struct listing *l = calloc(1, sizeof(*l));
+    char id[TE_TOOL_NAME_MAX + 16];
+    /* an id of its own kind: never one a client's "b-N" could be */
+    snprintf(id, sizeof(id), "mcp-list-%s", t->name);
+    json_t *req = l ? json_pack("{s:s,s:[{s:s,s:s,s:{}}]}", "batch", id, "calls", "id", "list",
+                                "name", t->name, "arguments")
+                    : NULL;
+    if (!req) {
+        free(l);
+        td_log(TD_LOG_ERR, "MCP server %s: out of memory", t->name);
+        return;
+    }
+    l->server = td_tool_ref(t);
+    l->relist = relist;
+    LIST_INSERT_HEAD(&listings, l, link);
+    td_batch_run(
+        &(struct td_batch_owner){.ops = &list_ops,
+                                 .data = l,
+                                 .cred = {.pid = getpid(), .uid = geteuid(), .gid = getegid()}},
+        req);
+    json_decref(req);
 }
 
 void td_mcplist_start(void (*changed)(void))
 {
+    /* the listings below come after every notice so far (and the
+     * listings cancelled now list nothing again as they end) */
+    struct relist *r;
+    LIST_FOREACH(r, &relists, link)
+        r->wanted = false;
     td_mcplist_stop(); /* listed for definitions no longer in force */
     on_changed = changed;
-    for (size_t i = 0; i < td_tools->n; i++) {
-        struct td_tool *t = td_tools->tools[i];
-        if (!t->mcp)
-            continue;
-        struct listing *l = calloc(1, sizeof(*l));
-        char id[TE_TOOL_NAME_MAX + 16];
-        /* an id of its own kind: never one a client's "b-N" could be */
-        snprintf(id, sizeof(id), "mcp-list-%s", t->name);
-        json_t *req = l ? json_pack("{s:s,s:[{s:s,s:s,s:{}}]}", "batch", id, "calls", "id", "list",
-                                    "name", t->name, "arguments")
-                        : NULL;
-        if (!req) {
-            free(l);
-            td_log(TD_LOG_ERR, "MCP server %s: out of memory", t->name);
-            continue;
-        }
-        l->server = td_tool_ref(t);
-        LIST_INSERT_HEAD(&listings, l, link);
-        td_batch_run(
-            &(struct td_batch_owner){.ops = &list_ops,
-                                     .data = l,
-                                     .cred = {.pid = getpid(), .uid = geteuid(), .gid = getegid()}},
-            req);
-        json_decref(req);
-    }
+    td_worker_on_tools_changed(td_mcplist_changed);
+    for (size_t i = 0; i < td_tools->n; i++)
+        if (td_tools->tools[i]->mcp)
+            list_server(td_tools->tools[i], false);
 }

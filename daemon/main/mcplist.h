@@ -14,6 +14,10 @@ void td_mcplist_start(void (*changed)(void));
  * listed before, until they are listed again: a reload does not make them
  * vanish meanwhile. */
 struct td_registry *td_mcplist_carry(const struct td_registry *old, struct td_registry *fresh);
+/* tool's worker said its MCP server's tools changed (run/worker.h's
+ * td_worker_on_tools_changed, which td_mcplist_start sets): the server is
+ * listed again, coalesced and no more often than --mcp-relist-interval. */
+void td_mcplist_changed(const struct td_tool *tool);
 /* Cancel the listings in flight (shutdown): their calls killed, nothing
  * registered. */
 void td_mcplist_stop(void);

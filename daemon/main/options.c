@@ -30,6 +30,7 @@ struct td_main_opts td_opts = {
     .containment = "auto",
     .log_format = "text",
     .metrics_timeout = 10,
+    .mcp_relist_s = 2,
     .use_spawner = true,
     .fs_refusals = true,
 };
@@ -267,6 +268,10 @@ static const struct opt options[] = {
      .help = "spill files are removed when their client\n"
              "disconnects or S seconds after they are written\n"
              "(default 3600; 0: only when it disconnects)"},
+    {"mcp-relist-interval", 0, "S", SECONDS(td_opts.mcp_relist_s, 1, 86400),
+     .help = "an MCP server whose tools changed (its\n"
+             "notifications/tools/list_changed) is listed\n"
+             "again at most once per S seconds (default 2)"},
     {"metrics-listen", 0, "ADDR:PORT", TEXT(td_opts.metrics_listen),
      .help = "serve Prometheus metrics at\n"
              "http://ADDR:PORT/metrics (default: off)"},

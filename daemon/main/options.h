@@ -18,6 +18,7 @@ struct td_main_opts {
     const char *log_format;     /* --log-format, checked by td_log_setup */
     const char *metrics_listen; /* --metrics-listen; NULL: off */
     unsigned metrics_timeout;   /* --metrics-timeout */
+    unsigned mcp_relist_s;      /* --mcp-relist-interval */
     const char *audit_file;     /* --audit-file */
     bool audit_arguments;       /* --audit-arguments */
     bool check;                 /* --check */

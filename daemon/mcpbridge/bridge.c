@@ -7,7 +7,9 @@
  * server's, which it starts as its child. It reads the call's request frame
  * (worker protocol, proto/PROTOCOL.md 2.2), speaks MCP to the server as a
  * client over the server's stdin and stdout (newline-delimited JSON-RPC),
- * and writes one response frame:
+ * and writes one response frame (before it, a progress frame for each of
+ * the server's progress notifications and a tools_changed frame for each
+ * notifications/tools/list_changed: the daemon lists its tools again):
  *
  *   toolexec-mcp-bridge call TOOL -- COMMAND...  tools/call TOOL
  *   toolexec-mcp-bridge list -- COMMAND...       tools/list (every page)
@@ -251,6 +253,9 @@ static json_t *await(struct server *s, int id, const char *when)
                            json_object_get(json_object_get(m, "params"), "progressToken")),
                        "toolexec") == 0)
                 forward_progress(s, json_object_get(m, "params"));
+            else if (strcmp(method, "notifications/tools/list_changed") == 0 &&
+                     te_worker_tools_changed(1) < 0)
+                die(s, "writing a tools_changed frame: %s", strerror(errno));
         } else if (json_is_integer(mid) && json_integer_value(mid) == id) {
             return m;
         }

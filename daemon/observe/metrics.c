@@ -60,6 +60,7 @@ struct denial {
 static SLIST_HEAD(, tool_metrics) tools;
 static SLIST_HEAD(, denial) denials;
 static uint64_t batches_total, lagged_total, dropped_total;
+static uint64_t mcp_changed_total, mcp_relists_total;
 static double started_s; /* the epoch seconds at init */
 
 static void on_bus(void *data, const struct td_bus_msg *m);
@@ -76,6 +77,14 @@ void td_metrics_tail_lagged(uint64_t dropped)
 {
     lagged_total++;
     dropped_total += dropped;
+}
+
+void td_metrics_mcp_tools_changed(bool relisted)
+{
+    if (relisted)
+        mcp_relists_total++;
+    else
+        mcp_changed_total++;
 }
 
 static struct tool_metrics *find(const char *tool)
@@ -222,10 +231,22 @@ static void hist(FILE *f, const char *name, const char *tool, const struct hist 
     fprintf(f, "\"} %llu\n", (unsigned long long)h->count);
 }
 
+static void one_value(FILE *f, const char *name, const char *type, const char *help,
+                      unsigned long long v)
+{
+    head(f, name, type, help);
+    fprintf(f, "%s %llu\n", name, v);
+}
+
 static void gauge(FILE *f, const char *name, const char *help, unsigned long long v)
 {
-    head(f, name, "gauge", help);
-    fprintf(f, "%s %llu\n", name, v);
+    one_value(f, name, "gauge", help, v);
+}
+
+/* A daemon-wide counter, without labels. */
+static void counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+    one_value(f, name, "counter", help, (unsigned long long)v);
 }
 
 /* The capacity for placement per tool (capacity.h), one gauge per count;
@@ -321,14 +342,16 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     }
     /* Warm templates: a place for their gauges once they exist. */
 
-    head(f, "toolexecd_batches_total", "counter", "Batches completed.");
-    fprintf(f, "toolexecd_batches_total %llu\n", (unsigned long long)batches_total);
-    head(f, "toolexecd_tail_lagged_total", "counter",
-         "Times a tail subscriber fell behind and was told it lagged.");
-    fprintf(f, "toolexecd_tail_lagged_total %llu\n", (unsigned long long)lagged_total);
-    head(f, "toolexecd_tail_dropped_lines_total", "counter",
-         "Event lines dropped for lagging tail subscribers.");
-    fprintf(f, "toolexecd_tail_dropped_lines_total %llu\n", (unsigned long long)dropped_total);
+    counter(f, "toolexecd_batches_total", "Batches completed.", batches_total);
+    counter(f, "toolexecd_tail_lagged_total",
+            "Times a tail subscriber fell behind and was told it lagged.", lagged_total);
+    counter(f, "toolexecd_tail_dropped_lines_total",
+            "Event lines dropped for lagging tail subscribers.", dropped_total);
+    counter(f, "toolexecd_mcp_tools_changed_total",
+            "Notices from MCP servers' calls that their tools changed.", mcp_changed_total);
+    counter(f, "toolexecd_mcp_relists_total",
+            "MCP servers' tools listed again on such notices (coalesced, rate-bounded).",
+            mcp_relists_total);
 
     gauge(f, "toolexecd_workers_running", "Calls running in a worker.", g->running);
     gauge(f, "toolexecd_worker_processes", "Worker processes not yet reaped.", g->processes);

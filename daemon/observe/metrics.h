@@ -7,6 +7,7 @@
 #ifndef TD_METRICS_H
 #define TD_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,9 @@
 void td_metrics_init(void);
 /* A tail subscriber was told it lagged: dropped lines were not sent. */
 void td_metrics_tail_lagged(uint64_t dropped);
+/* An MCP server's call said its tools changed (relisted false), or its
+ * tools were listed again for such notices (relisted true): mcplist.c. */
+void td_metrics_mcp_tools_changed(bool relisted);
 /* The text as it stands (malloc'd; NULL on no memory), *len its length. */
 char *td_metrics_text(const struct td_stats_gauges *g, size_t *len);
 void td_metrics_free(void);

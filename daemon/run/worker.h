@@ -51,5 +51,10 @@ void td_worker_throttle(struct td_worker *w, bool pause);
 unsigned td_workers_alive(void);
 /* cb (its owner's, upward) runs after a worker is freed. */
 void td_worker_on_gone(void (*cb)(void));
+/* cb (upward) runs for each {"tools_changed": true} frame an MCP server's
+ * worker writes before its response (its server's tools changed), with the
+ * worker's tool: the server's listing tool or one of its tools. Unset, or
+ * from any other tool, such a frame is the response (invalid_return). */
+void td_worker_on_tools_changed(void (*cb)(const struct td_tool *tool));
 
 #endif

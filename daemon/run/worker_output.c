@@ -28,6 +28,30 @@
 #define DRAIN_MAX (1u << 20)
 
 static char read_buf[READ_CHUNK];
+static void (*tools_changed_cb)(const struct td_tool *tool);
+
+void td_worker_on_tools_changed(void (*cb)(const struct td_tool *tool))
+{
+    tools_changed_cb = cb;
+}
+
+/* A frame before the response: progress (given to progress_cb), or an MCP
+ * server's notice that its tools changed. false: body is the response. */
+static bool on_notice(struct td_worker *w, const char *body, size_t len)
+{
+    json_t *progress = w->progress_cb ? te_progress_frame(body, len) : NULL;
+    if (progress) {
+        w->progress_cb(w->cb_data, progress);
+        json_decref(progress);
+        return true;
+    }
+    if (tools_changed_cb && (w->tool->mcp || w->tool->mcp_tool) &&
+        te_tools_changed_frame(body, len)) {
+        tools_changed_cb(w->tool);
+        return true;
+    }
+    return false;
+}
 
 void td_worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -128,31 +152,24 @@ void td_worker_take_stdout(struct td_worker *w, const char *p, size_t n)
     }
     size_t used;
     int rc = te_frame_feed(&w->dec, p, n, &used);
-    /* progress frames come before the response: read on past each */
-    while (rc == TE_FRAME_DONE && w->progress_cb) {
+    /* progress frames (and an MCP server's notices) come before the
+     * response: read on past each */
+    while (rc == TE_FRAME_DONE) {
         size_t len;
         char *body = te_frame_take(&w->dec, &len);
-        json_t *progress = te_progress_frame(body, len);
-        if (!progress) {
+        if (!on_notice(w, body, len)) {
             w->discarded += n - used; /* counted before finish so the log says it */
             on_frame(w, body, len);
             return;
         }
         free(body);
-        w->progress_cb(w->cb_data, progress);
-        json_decref(progress);
         if (td_wstate_has_result(w->state)) /* cancelled from inside the callback */
             return;
         p += used;
         n -= used;
         rc = n ? te_frame_feed(&w->dec, p, n, &used) : 0;
     }
-    if (rc == TE_FRAME_DONE) {
-        size_t len;
-        char *body = te_frame_take(&w->dec, &len);
-        w->discarded += n - used; /* counted before finish so the log says it */
-        on_frame(w, body, len);
-    } else if (rc == -EMSGSIZE && td_worker_not_a_frame(w)) {
+    if (rc == -EMSGSIZE && td_worker_not_a_frame(w)) {
         return;
     } else if (rc == -EMSGSIZE) {
         output_over(w, &w->dec.len);

@@ -4,6 +4,9 @@
  * a connection's batch past its --max-client-batches): the calls past it
  * are held, not sent; a batch's end starts the oldest held one; a held
  * call whose client went away is dropped without a word to the daemon.
+ * A daemon that never answers the core's tool listing: the calls held for
+ * it fail once they have waited --tools-wait, each with an error naming
+ * the listing, and the listing that comes late finds none.
  * The daemon connection is mcp_fake_daemon.h's.
  */
 #include <setjmp.h>
@@ -73,15 +76,21 @@ static const char *answered(void)
     return ids;
 }
 
-static void test_held_past_the_bound(void **state)
+/* m afresh; tools_answers: whether the fake daemon answers listings. */
+static void core_start(bool tools_answers)
 {
-    (void)state;
     memset(&m, 0, sizeof(m));
     fake_events = json_array();
     out = json_array();
     fake_runs = fake_cancels = dropped = 0;
-    fake_tools_answers = true; /* the core's own listing (mcp_toolinfo.c): no tools */
+    fake_tools_answers = tools_answers;
     mcp_core_init(&m, &cli, NULL, &sink, NULL);
+}
+
+static void test_held_past_the_bound(void **state)
+{
+    (void)state;
+    core_start(true); /* the core's own listing (mcp_toolinfo.c): no tools */
     m.max_batches = 2;
     call(0);
     mcp_daemon_readable(&m); /* the listing: 0 was held until it came */
@@ -111,8 +120,50 @@ static void test_held_past_the_bound(void **state)
     json_decref(out);
 }
 
+static void test_listing_never_comes(void **state)
+{
+    (void)state;
+    core_start(false); /* the listing is asked, never answered */
+    m.tools_wait_ms = 5000;
+    call(0);
+    call(1);
+    assert_int_equal(fake_runs, 0);
+    /* the wait is what is due next */
+    int due = mcp_heartbeats(&m);
+    assert_true(due > 0 && due <= 5000);
+    assert_string_equal(answered(), "");
+    /* 0 has waited its time (its start moved back; 1 has not) */
+    for (struct mcp_call *c = m.calls; c; c = c->next)
+        if (json_integer_value(c->req.id) == 0)
+            c->started_ms -= 5000;
+    mcp_heartbeats(&m);
+    assert_string_equal(answered(), "0");
+    json_t *err = json_object_get(json_array_get(out, 0), "error");
+    assert_int_equal(json_integer_value(json_object_get(err, "code")), -32603);
+    assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
+                           "did not answer the request for its tool listing within 5 s"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(err, "data"), "reason")),
+                        "daemon_tools_listing_timeout");
+    for (struct mcp_call *c = m.calls; c; c = c->next)
+        c->started_ms -= 5000;
+    assert_int_equal(mcp_heartbeats(&m), -1); /* none held: nothing due */
+    assert_string_equal(answered(), "01");
+    assert_null(m.calls);
+    assert_int_equal(fake_runs, 0); /* neither ran */
+    /* the listing comes at last: nothing is held for it, and the next
+     * call runs at once */
+    json_array_append_new(fake_events, json_pack("{s:s,s:[]}", "event", "tools", "tools"));
+    mcp_daemon_readable(&m);
+    call(2);
+    assert_int_equal(fake_runs, 1);
+    mcp_core_free(&m);
+    json_decref(fake_events);
+    json_decref(out);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_held_past_the_bound)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_held_past_the_bound),
+                                       cmocka_unit_test(test_listing_never_comes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

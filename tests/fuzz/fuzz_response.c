@@ -10,8 +10,11 @@
  *            the daemon builds it), which must encode as {"error": message}.
  *   failure: -EINVAL with a message; the message becomes the detail of an
  *            invalid_return tool error, which must be buildable.
+ *   notices: te_tools_changed_frame (an MCP server's worker's notice) holds
+ *            only for {"tools_changed": true}, never for a response.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -120,10 +123,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(any);
     }
 
+    /* An MCP server's notice (daemon/run/worker_output.c) is read before
+     * the response: it must never be a response, and it is exactly
+     * {"tools_changed": true}. */
+    bool notice = te_tools_changed_frame((const char *)data, size);
+    if (notice) {
+        json_t *v = json_loadb((const char *)data, size, 0, NULL);
+        json_t *want = json_pack("{s:b}", "tools_changed", 1);
+        CHECK(json_equal(v, want), "a tools_changed notice of another shape");
+        json_decref(v);
+        json_decref(want);
+    }
+
     char err[ERRLEN];
     memset(err, 0x55, sizeof(err));
     json_t *out = (json_t *)1;
     int kind = te_response_parse((const char *)data, size, &out, err, sizeof(err));
+    CHECK(!(notice && kind >= 0), "a tools_changed notice is also a response");
     if (kind < 0) {
         CHECK(kind == -EINVAL || kind == -ENOMEM, "rc %d", kind);
         CHECK(out == NULL, "failure left *out set");

@@ -8,7 +8,16 @@ server/discover, each request's _meta naming the version); its tools
 exercise what a confined server's call must survive: isError, structured
 results, progress, a crash mid-call, a flood of output, a daemonised child
 left behind, a fork bomb, reads and writes of any path it is given, an
-image and embedded resources, whether a variable is in its environment."""
+image and embedded resources, whether a variable is in its environment.
+
+With an argument "state=DIR" its tools can change: DIR/added (one tool name
+a line) holds the tools added since, each listing is a line appended to
+DIR/lists (the test counts them), and it has two tools more: add_tool adds
+one and says so (notifications/tools/list_changed), changed says so a
+number of times without changing anything. With "listnote" too, each
+listing says so before it answers; while DIR/broken exists, a listing
+fails (a JSON-RPC error). The files must exist, writable by the
+calls' users (the test makes them)."""
 import hashlib
 import json
 import os
@@ -54,6 +63,39 @@ TOOLS = [
     {"name": "has_env", "description": "Whether a variable is set, and its digest",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
 ]
+
+STATE = next((a[6:] for a in sys.argv[1:] if a.startswith("state=")), None)
+STATE_TOOLS = [
+    {"name": "add_tool", "description": "Add a tool, and say the tools changed",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                     "required": ["name"]}},
+    {"name": "changed", "description": "Say the tools changed, a number of times",
+     "inputSchema": {"type": "object", "properties": {"times": {"type": "integer"}}}},
+]
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def added():
+    with open(os.path.join(STATE, "added")) as f:
+        return [n for n in f.read().split("\n") if n]
+
+
+def append(name, line):
+    with open(os.path.join(STATE, name), "a") as f:
+        f.write(line + "\n")
+
+
+def listed():
+    if not STATE:
+        return TOOLS
+    append("lists", str(os.getpid()))
+    if "listnote" in sys.argv[1:]:
+        send(LIST_CHANGED)
+    if os.path.exists(os.path.join(STATE, "broken")):
+        return None
+    return TOOLS + STATE_TOOLS + [{"name": n, "description": "Added by add_tool",
+                                   "inputSchema": {"type": "object"}} for n in added()]
+
 
 # a tiny PNG (1x1, transparent) and what the image tool returns with it
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==")
@@ -155,6 +197,16 @@ def call(name, args, token):
                 while True:
                     time.sleep(1000)
         return text("forked %d children: nothing refused" % BOMB_CAP)
+    if STATE and name == "add_tool":
+        append("added", args["name"])
+        send(LIST_CHANGED)
+        return text("added " + args["name"])
+    if STATE and name == "changed":
+        for _ in range(args.get("times", 1)):
+            send(LIST_CHANGED)
+        return text("said so %d times" % args.get("times", 1))
+    if STATE and name in added():
+        return text("I am " + name)
     return None
 
 
@@ -187,7 +239,12 @@ def main():
             for gate in [a[5:] for a in sys.argv[1:] if a.startswith("gate=")]:
                 while not os.path.exists(gate):
                     time.sleep(0.01)
-            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+            tools = listed()
+            if tools is None:
+                send({"jsonrpc": "2.0", "id": mid,
+                      "error": {"code": -32603, "message": "the listing broke on purpose"}})
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
         elif method == "tools/call":
             p = msg["params"]
             token = p.get("_meta", {}).get("progressToken")

@@ -309,8 +309,32 @@ static void error_text_utf8(void)
     json_decref(s);
 }
 
+/* An MCP server's worker's notice is exactly {"tools_changed": true}:
+ * anything else is no notice (the daemon takes it as the response). */
+static void tools_changed_frames(void)
+{
+    static const char *const yes[] = {"{\"tools_changed\":true}",
+                                      " { \"tools_changed\" : true }\n"};
+    static const char *const no[] = {
+        "{\"tools_changed\":1}",
+        "{\"tools_changed\":\"true\"}",
+        "{\"tools_changed\":false}",
+        "{\"tools_changed\":true,\"x\":1}",
+        "{\"tools_changed\":true,\"tools_changed\":true}",
+        "[\"tools_changed\"]",
+        "{\"ok\":true}",
+        "{\"tools_changed\":true",
+        "",
+        "{\"tools_changed\":true}                                                        "};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        CHECK(te_tools_changed_frame(yes[i], strlen(yes[i])));
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        CHECK(!te_tools_changed_frame(no[i], strlen(no[i])));
+}
+
 int main(void)
 {
+    tools_changed_frames();
     error_text_utf8();
     responses();
     content();
