@@ -14,9 +14,16 @@
  * values the daemon reads from its credentials directory as each call
  * starts (run/worker_start.c); here only their names are checked.
  *
- * Only "instance": "call" (a fresh server per call) and stdio servers are
- * done; "session", "shared" and "url" are refused as not supported yet
- * rather than run as something they are not.
+ * A server at a URL ("url", Streamable HTTP) has no command: the bridge
+ * POSTs to it from inside the call's sandbox, through the egress proxy, so
+ * the URL's host and port are added to the definition's network.allow here
+ * (the definition names the server once; its allow-list stays the one
+ * thing the proxy lets through) and its API key is a network.headers
+ * credential the proxy adds, never a variable of the bridge's.
+ *
+ * Only "instance": "call" (a fresh server per call) is done; "session" and
+ * "shared" are refused as not supported yet rather than run as something
+ * they are not.
  */
 #include <errno.h>
 #include <limits.h>
@@ -31,7 +38,8 @@
 
 struct td_mcp {
     json_t *def;     /* as read: each listed tool's definition is made from it */
-    json_t *command; /* the server's, its first word resolved */
+    json_t *command; /* the server's, its first word resolved; NULL for a url */
+    char *url;       /* a Streamable HTTP server's */
     char *dir;       /* the definitions directory */
 };
 
@@ -58,14 +66,16 @@ json_t *td_mcpdef_env(json_t *def)
 static char **bridge_argv(const struct td_mcp *m, const char *tool, size_t *at)
 {
     size_t n = json_array_size(m->command), k = 0, i;
-    char **argv = calloc(n + 5, sizeof(char *));
+    char **argv = calloc(n + 6, sizeof(char *));
     if (!argv)
         return NULL;
     argv[k++] = bridge_path();
     argv[k++] = strdup(tool ? "call" : "list");
     if (tool)
         argv[k++] = strdup(tool);
-    argv[k++] = strdup("--");
+    argv[k++] = strdup(m->url ? "--url" : "--");
+    if (m->url)
+        argv[k++] = strdup(m->url);
     *at = k;
     for (i = 0; i < n; i++)
         argv[k++] = strdup(json_string_value(json_array_get(m->command, i)));
@@ -141,6 +151,128 @@ static int env_credentials(const char *file, json_t *m, struct td_tool *t, char 
     return 0;
 }
 
+/* t made a server's listing tool: its command (cmd) or its url. */
+static int made(const char *dir, json_t *def, json_t *cmd, const char *url, struct td_tool *t)
+{
+    struct td_mcp *mc = calloc(1, sizeof(*mc));
+    if (!mc)
+        return -ENOMEM;
+    t->mcp = mc;
+    mc->def = json_deep_copy(def);
+    mc->dir = strdup(dir);
+    if (url && !(mc->url = strdup(url)))
+        return -ENOMEM;
+    if (cmd) {
+        mc->command = json_deep_copy(cmd);
+        const char *c0 = json_string_value(json_array_get(cmd, 0));
+        char *abs = NULL;
+        /* relative to the definition, as a tool's command; a bare name is
+         * found by the server's PATH, in the call's view */
+        if (c0[0] != '/' && strchr(c0, '/') && asprintf(&abs, "%s/%s", dir, c0) > 0) {
+            json_array_set_new(mc->command, 0, json_string(abs));
+            free(abs);
+        }
+    }
+    if (!mc->def || !mc->dir || (cmd && !mc->command) ||
+        !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
+        return -ENOMEM;
+    if (url)
+        t->mcp_cmd = 0; /* no command of the server's to find in the view */
+    return 0;
+}
+
+/* "url": an http(s) URL whose authority the allow-list can name: its
+ * entry (HOST:PORT, [V6]:PORT) in entry. Strict on purpose: what this
+ * reads as the host must be what libcurl in the bridge connects to (the
+ * proxy holds either way: a host read otherwise is a denied call). */
+static int url_entry(const char *file, const char *url, size_t urllen, char *entry, size_t entrylen,
+                     char *err, size_t errlen)
+{
+    bool https = strncmp(url, "https://", 8) == 0;
+    const char *a = url + (https ? 8 : 7), *e;
+    if (!https && strncmp(url, "http://", 7) != 0)
+        return td_fail(err, errlen, "%s: mcp_server.url: expected an https:// URL", file);
+    if (strlen(url) != urllen || urllen > 2048)
+        return td_fail(err, errlen, "%s: mcp_server.url: over 2048 bytes or with a NUL", file);
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '\\' || *p == '#')
+            return td_fail(err, errlen,
+                           "%s: mcp_server.url: a space, control character, backslash or "
+                           "fragment (#) in it",
+                           file);
+    e = a + strcspn(a, "/?");
+    char host[256];
+    const char *port = NULL, *hend;
+    if (*a == '[') {
+        hend = memchr(a, ']', (size_t)(e - a));
+        if (!hend)
+            return td_fail(err, errlen, "%s: mcp_server.url: an IPv6 address without its ]", file);
+        hend++;
+        port = hend < e && *hend == ':' ? hend + 1 : NULL;
+        if (hend < e && !port)
+            return td_fail(err, errlen, "%s: mcp_server.url: expected :PORT after ]", file);
+    } else {
+        hend = memchr(a, ':', (size_t)(e - a));
+        port = hend ? hend + 1 : NULL;
+        hend = hend ? hend : e;
+    }
+    size_t hn = (size_t)(hend - a);
+    for (size_t i = 0; i < hn; i++)
+        if (!(a[i] == '.' || a[i] == '-' || a[i] == ':' || a[i] == '[' || a[i] == ']' ||
+              (a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'z') ||
+              (a[i] >= 'A' && a[i] <= 'Z')))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.url: the host is a name (letters, digits, '.', '-') "
+                           "or an address, without user info (@) or %%-escapes",
+                           file);
+    if (hn == 0 || hn >= sizeof(host))
+        return td_fail(err, errlen, "%s: mcp_server.url: no host, or one over 255 bytes", file);
+    memcpy(host, a, hn);
+    host[hn] = '\0';
+    long pn = https ? 443 : 80;
+    if (port) {
+        char *pe;
+        pn = strtol(port, &pe, 10);
+        if (pe != e || port == e || pn < 1 || pn > 65535)
+            return td_fail(err, errlen, "%s: mcp_server.url: the port must be 1-65535", file);
+    }
+    /* in clear text only to the host's own loopback (a test, a local
+     * server): anywhere else a credential would cross the network so */
+    bool loopback = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+                    strncmp(host, "127.", 4) == 0;
+    if (!https && !loopback)
+        return td_fail(err, errlen,
+                       "%s: mcp_server.url: expected https:// (http:// only to a loopback "
+                       "address: 127.0.0.1, [::1], localhost)",
+                       file);
+    snprintf(entry, entrylen, "%s:%ld", host, pn);
+    return 0;
+}
+
+/* The URL's host added to network.allow (a new object or the one there):
+ * the bridge reaches the server through the egress proxy, and only so. */
+static int url_network(const char *file, json_t *def, const char *entry, char *err, size_t errlen)
+{
+    json_t *net = json_object_get(def, "network"), *allow, *v;
+    size_t i;
+    if (net && !json_is_object(net))
+        return td_fail(err, errlen,
+                       "%s: network: with mcp_server.url, an object {\"allow\": [...]} or left "
+                       "out: the server is reached through the egress proxy, whose allow-list "
+                       "gets the URL's host",
+                       file);
+    if (!net)
+        json_object_set_new(def, "network", net = json_object());
+    allow = json_object_get(net, "allow");
+    if (!allow)
+        json_object_set_new(net, "allow", allow = json_array());
+    if (!json_is_array(allow))
+        return 0; /* the network key's own check says what is wrong */
+    json_array_foreach(allow, i, v) if (json_is_string(v) &&
+                                        strcmp(json_string_value(v), entry) == 0) return 0;
+    return json_array_append_new(allow, json_string(entry)) < 0 ? -ENOMEM : 0;
+}
+
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
                     size_t errlen)
 {
@@ -152,7 +284,9 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
         return 0;
     }
     if (!json_is_object(m))
-        return td_fail(err, errlen, "%s: mcp_server: expected an object {\"command\": [...]}",
+        return td_fail(err, errlen,
+                       "%s: mcp_server: expected an object {\"command\": [...]} or "
+                       "{\"url\": \"https://...\"}",
                        file);
     for (size_t i = 0; i < sizeof(server_owns) / sizeof(server_owns[0]); i++)
         if (json_object_get(def, server_owns[i]))
@@ -166,16 +300,26 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     const char *key;
     json_object_foreach(m, key, v)
     {
-        if (strcmp(key, "url") == 0)
+        if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials") &&
+            strcmp(key, "url"))
             return td_fail(err, errlen,
-                           "%s: mcp_server.url: Streamable HTTP servers are not supported yet; "
-                           "run the server over stdio (\"command\")",
-                           file);
-        if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials"))
-            return td_fail(err, errlen,
-                           "%s: mcp_server.%s: unknown key (command, env, env_credentials)", file,
-                           key);
+                           "%s: mcp_server.%s: unknown key (command, env, env_credentials, url)",
+                           file, key);
     }
+    json_t *url = json_object_get(m, "url");
+    if (url && json_object_get(m, "command"))
+        return td_fail(err, errlen, "%s: mcp_server: \"command\" or \"url\", not both", file);
+    if (url && json_object_get(m, "env_credentials"))
+        return td_fail(err, errlen,
+                       "%s: mcp_server.env_credentials: not with url (no process of the "
+                       "server's runs here); its key goes in network.headers, which the "
+                       "egress proxy adds",
+                       file);
+    if (url && json_object_get(m, "env"))
+        return td_fail(err, errlen,
+                       "%s: mcp_server.env: not with url (no process of the server's runs "
+                       "here)",
+                       file);
     if (env_credentials(file, m, t, err, errlen) < 0)
         return -EINVAL;
     const char *is = inst ? te_json_text_value(inst) : "call";
@@ -187,6 +331,15 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                        "%s: instance: \"%s\" is not supported yet; \"call\" (a fresh server for "
                        "each call) is",
                        file, is);
+    char entry[300];
+    if (url && !te_json_is_text(url))
+        return td_fail(err, errlen, "%s: mcp_server.url: expected a string", file);
+    if (url && (url_entry(file, json_string_value(url), json_string_length(url), entry,
+                          sizeof(entry), err, errlen) < 0 ||
+                url_network(file, def, entry, err, errlen) < 0))
+        return -EINVAL;
+    if (url)
+        return made(dir, def, NULL, json_string_value(url), t);
     json_t *cmd = json_object_get(m, "command"), *a;
     size_t i;
     if (!json_is_array(cmd) || json_array_size(cmd) == 0)
@@ -200,24 +353,7 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                            "%s: mcp_server.command[%zu]: expected a non-empty string without NUL",
                            file, i);
     }
-    struct td_mcp *mc = calloc(1, sizeof(*mc));
-    if (!mc)
-        return -ENOMEM;
-    t->mcp = mc;
-    mc->def = json_deep_copy(def);
-    mc->dir = strdup(dir);
-    mc->command = json_deep_copy(cmd);
-    const char *c0 = json_string_value(json_array_get(cmd, 0));
-    char *abs = NULL;
-    /* relative to the definition, as a tool's command; a bare name is
-     * found by the server's PATH, in the call's view */
-    if (c0[0] != '/' && strchr(c0, '/') && asprintf(&abs, "%s/%s", dir, c0) > 0) {
-        json_array_set_new(mc->command, 0, json_string(abs));
-        free(abs);
-    }
-    if (!mc->def || !mc->dir || !mc->command || !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
-        return -ENOMEM;
-    return 0;
+    return made(dir, def, cmd, NULL, t);
 }
 
 json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *why, size_t whylen)
@@ -240,7 +376,9 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_object_del(def, "instance");
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
-    json_t *cmd = bridge ? json_pack("[s,s,s,s]", bridge, "call", name, "--") : NULL;
+    json_t *cmd = !bridge  ? NULL
+                  : m->url ? json_pack("[s,s,s,s,s]", bridge, "call", name, "--url", m->url)
+                           : json_pack("[s,s,s,s]", bridge, "call", name, "--");
     free(bridge);
     if (!def || !cmd) {
         json_decref(def);
@@ -248,7 +386,8 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
         snprintf(why, whylen, "out of memory");
         return NULL;
     }
-    json_array_extend(cmd, m->command);
+    if (m->command)
+        json_array_extend(cmd, m->command);
     json_object_set_new(def, "command", cmd);
     json_t *env = json_object_get(json_object_get(m->def, "mcp_server"), "env");
     if (env)
@@ -276,7 +415,9 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
 void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
 {
     t->mcp_tool = true;
-    t->mcp_cmd = 4; /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def) */
+    /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def); a url's
+     * server has no command */
+    t->mcp_cmd = server->mcp->url ? 0 : 4;
     t->file_mode = server->file_mode;
     t->env_creds = json_incref(server->env_creds);
 }
@@ -292,6 +433,7 @@ void td_mcpdef_free(struct td_mcp *m)
         return;
     json_decref(m->def);
     json_decref(m->command);
+    free(m->url);
     free(m->dir);
     free(m);
 }
