@@ -427,12 +427,14 @@ int main(int argc, char **argv)
         start_server(&s, rest + 1);
     initialize(&s);
     json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
+    /* its session ended first: the response frame ends the call, and the
+     * bridge with it */
+    if (s.http)
+        bridge_http_end(s.http);
     if (!out || te_worker_write_response(1, out) < 0)
         die(&s, "writing the response: %s", out ? strerror(errno) : "out of memory");
     /* the call is over: so is its server (its leftovers die with the call) */
-    if (s.http)
-        bridge_http_end(s.http);
-    else
+    if (!s.http)
         kill(s.pid, SIGKILL);
     _exit(0); /* as die(): a one-call process leaves its memory to the kernel */
 }
