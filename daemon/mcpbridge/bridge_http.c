@@ -134,8 +134,11 @@ static bool append(char **b, size_t *len, size_t *cap, const char *p, size_t n)
 static int sse_line(struct bridge_http *h, const char *l, size_t n)
 {
     if (n == 0) {
-        if (h->dlen == 0)
+        /* none, or empty: a priming event (its id for resuming), no message */
+        if (h->dlen <= 1) {
+            h->dlen = 0;
             return 0;
+        }
         json_error_t jerr;
         json_t *m = json_loadb(h->data, h->dlen - 1, JSON_REJECT_DUPLICATES, &jerr);
         h->dlen = 0;
@@ -289,8 +292,10 @@ static CURL *easy(struct bridge_http *h, struct curl_slist *hdrs)
     /* a redirect goes through the proxy too, so only to an allowed host */
     K.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     K.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    /* the proxy's end of TLS speaks HTTP/1.1, one request a connection */
+    /* the proxy speaks HTTP/1.1, one request a connection: a connection
+     * kept for the next request would be answered 400 */
     K.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    K.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     K.easy_setopt(c, CURLOPT_USERAGENT, "toolexecd-mcp-bridge");
     K.easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
     K.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);

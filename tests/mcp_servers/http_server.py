@@ -79,6 +79,8 @@ class Server:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
+                # a priming event, as the TypeScript SDK's: an id, empty data
+                self.wfile.write(b"id: 0\ndata:\n\n")
 
             def sse(self, obj):
                 # a comment, and the message's data over two lines, as SSE allows
