@@ -257,6 +257,11 @@ class Check(unittest.TestCase):
             status, out = self.check(web("w", url, network={"allow": ["other.example"]},
                                          filesystem=harness.with_tree({})))
             self.assertEqual(status, 0, url + ": " + out)
+        # the man page's: headers for the URL's host, no allow of its own
+        status, out = self.check(web("w", "https://mcp.example.com/mcp", network={
+            "headers": {"mcp.example.com": {"Authorization": {"credential": "k"}}}},
+            filesystem=harness.with_tree({})))
+        self.assertEqual(status, 0, out)
 
 
 if __name__ == "__main__":
