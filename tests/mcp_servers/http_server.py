@@ -42,7 +42,7 @@ class Server:
         self.hanging = threading.Event()  # a hang call is being answered
         self.stream_closed = threading.Event()  # ... and its stream was closed
         self.pinged = threading.Event()  # a ping's answer came back
-        self.session = None
+        self.sessions = set()  # made at initialize (two listings may be at it at once)
         srv = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -134,12 +134,13 @@ class Server:
                     "tools": {}}}))
         else:
             if method == "initialize":
-                self.session = uuid.uuid4().hex
+                session = uuid.uuid4().hex
+                self.sessions.add(session)
                 return h.reply(200, result({"protocolVersion": LEGACY,
                                             "capabilities": {"tools": {}},
                                             "serverInfo": {"name": "http-test", "version": "1"}}),
-                               [("Mcp-Session-Id", self.session)])
-            if hdrs.get("mcp-session-id") != self.session or hdrs.get(
+                               [("Mcp-Session-Id", session)])
+            if hdrs.get("mcp-session-id") not in self.sessions or hdrs.get(
                     "mcp-protocol-version") != LEGACY:
                 return h.reply(400, {"jsonrpc": "2.0", "id": rid,
                                      "error": {"code": -32600, "message": "no session"}})
