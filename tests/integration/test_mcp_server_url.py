@@ -11,6 +11,8 @@ process), in both revisions: 2025-11-25 with a session, 2026-07-28 stateless.
   2026-07-28: the version, method and tool name in headers matching _meta;
 - a credential header (network.headers) reaches the server, added by the
   proxy: never in the bridge's environment or command line, an event, the log;
+  over HTTPS too (the proxy ends TLS with the daemon's CA, which the bridge
+  trusts, and checks the server's certificate against --upstream-ca);
 - a redirect to a host the allow-list does not name: refused by the proxy,
   the denial in the call's denied, the call handler_exit;
 - the server down: handler_exit naming its URL, denied saying egress_failure;
@@ -29,6 +31,7 @@ import tempfile
 import unittest
 
 import harness
+from test_credentials import make_certs, tls_context
 from test_mcp_server import completed, run_events, wait_listed
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp_servers"))
@@ -67,18 +70,26 @@ class Cases:
         cls.legacy = http_server.Server("legacy")
         cls.modern = http_server.Server("modern")
         cls.down = http_server.Server("legacy")
+        make_certs(cls.dir)
+        cls.tls = http_server.Server("legacy", tls=tls_context(cls.dir, "srv"))
         hp = "127.0.0.1:%d" % cls.legacy.port
+        hs = "127.0.0.1:%d" % cls.tls.port
         cls.d = cls.make_daemon(
             [web("web", cls.legacy.url,
                  network={"allow": [], "headers": {hp: {"Authorization": {"credential":
                                                                           "web_key"}}}}),
              web("now", cls.modern.url),
              web("down", cls.down.url),
-             web("slow", cls.legacy.url, timeout_ms=1500)],
-            ["--credentials-dir", cls.creddir, "--log-level", "debug"])
+             web("slow", cls.legacy.url, timeout_ms=1500),
+             # HTTPS: the proxy ends TLS (the daemon's CA, which the bridge
+             # trusts) to add the header, and checks the server's certificate
+             web("tls", cls.tls.url,
+                 network={"headers": {hs: {"Authorization": {"credential": "web_key"}}}})],
+            ["--credentials-dir", cls.creddir, "--log-level", "debug",
+             "--upstream-ca", os.path.join(cls.dir, "ca.pem")])
         cls.c = cls.d.client()
         try:
-            for t in ("web.echo", "now.echo", "down.echo", "slow.hang"):
+            for t in ("web.echo", "now.echo", "down.echo", "slow.hang", "tls.echo"):
                 wait_listed(cls.c, t)
         except AssertionError:
             print(cls.d.stderr()[-6000:])
@@ -89,7 +100,7 @@ class Cases:
     def tearDownClass(cls):
         cls.c.close()
         cls.d.stop()
-        for s in (cls.legacy, cls.modern, cls.down):
+        for s in (cls.legacy, cls.modern, cls.down, cls.tls):
             s.stop()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
@@ -162,6 +173,14 @@ class Cases:
                             ("a tail's event", json.dumps(tailed)),
                             ("the daemon's log", self.d.stderr())):
             self.assertNotIn(SECRET, text, where)
+
+    def test_https_with_the_credential(self):
+        events = run_events(self.c, "tls.progress", {})
+        self.assertEqual(completed(events)["result"]["ok"]["structuredContent"], {"steps": 2})
+        self.assertEqual(len([e for e in events if e["event"] == "tool_execution_progress"]), 2)
+        self.assertTrue(self.tls.headers_of("tools/call"))
+        self.assertTrue(all(h.get("authorization") == SECRET
+                            for _, h in self.tls.requests), self.tls.requests)
 
     def test_redirect_to_a_host_not_allowed(self):
         done = completed(run_events(self.c, "web.moved", {}))

@@ -34,7 +34,7 @@ TOOLS = [
 
 
 class Server:
-    def __init__(self, mode="legacy", host="127.0.0.1"):
+    def __init__(self, mode="legacy", host="127.0.0.1", tls=None):
         self.mode = mode
         self.requests = []  # (method or None, headers as a dict of lower-case names)
         self.sessions_ended = []
@@ -91,8 +91,10 @@ class Server:
 
         self.httpd = http.server.ThreadingHTTPServer((host, 0), H)
         self.httpd.daemon_threads = True
+        if tls:  # an ssl.SSLContext: HTTPS
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
-        self.url = "http://%s:%d/mcp" % (host, self.port)
+        self.url = "%s://%s:%d/mcp" % ("https" if tls else "http", host, self.port)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
