@@ -25,12 +25,12 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
 
 import harness
+import test_mcp_server_creds
 from test_credentials import make_certs, tls_context
 from test_mcp_server import completed, run_events, wait_listed
 
@@ -226,46 +226,29 @@ class UnprivilegedDaemon(Cases, unittest.TestCase):
 
 
 class Check(unittest.TestCase):
-    def check(self, d):
-        harness.require_env()
-        tmp = tempfile.mkdtemp(prefix="te-mcpurl-check-")
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        os.chmod(tmp, 0o755)
-        os.mkdir(os.path.join(tmp, "tools"))
-        path = os.path.join(tmp, "tools", "%s.json" % d["name"])
-        with open(path, "w") as f:
-            json.dump(d, f)
-        os.chmod(path, 0o600)
-        creds = os.path.join(tmp, "creds")
-        os.mkdir(creds, 0o700)
-        with open(os.path.join(creds, "k"), "w") as f:
-            f.write("value\n")
-        os.chmod(os.path.join(creds, "k"), 0o600)
-        p = subprocess.run([harness.TOOLEXECD, "--check", "--tools", os.path.join(tmp, "tools"),
-                            "--credentials-dir", creds],
-                           capture_output=True, text=True, timeout=harness.WAIT)
-        return p.returncode, p.stdout + p.stderr
+    # --check --tools with a credentials directory holding "there"
+    check = test_mcp_server_creds.Check.check
 
     def test_refused(self):
         for d, says in (
-                (web("w", "ftp://mcp.example.com/"), "expected an https:// URL"),
-                (web("w", "http://mcp.example.com/mcp"), "http:// only to a loopback"),
-                (web("w", "https://user@mcp.example.com/"), "without user info"),
-                (web("w", "https://mcp.example.com:0/"), "the port must be 1-65535"),
-                (web("w", "https://mcp.example.com/#x"), "fragment"),
-                (web("w", "https:///mcp"), "no host"),
-                (web("w", 7), "expected a string"),
-                (web("w", "https://a.example/", network=False), "reached through the egress"),
-                (web("w", "https://a.example/", network=True), "reached through the egress"),
-                ({"name": "w", "mcp_server": {"url": "https://a.example/", "command": ["x"]}},
+                (web("bad", "ftp://mcp.example.com/"), "expected an https:// URL"),
+                (web("bad", "http://mcp.example.com/mcp"), "http:// only to a loopback"),
+                (web("bad", "https://user@mcp.example.com/"), "without user info"),
+                (web("bad", "https://mcp.example.com:0/"), "the port must be 1-65535"),
+                (web("bad", "https://mcp.example.com/#x"), "fragment"),
+                (web("bad", "https:///mcp"), "no host"),
+                (web("bad", 7), "expected a string"),
+                (web("bad", "https://a.example/", network=False), "reached through the egress"),
+                (web("bad", "https://a.example/", network=True), "reached through the egress"),
+                ({"name": "bad", "mcp_server": {"url": "https://a.example/", "command": ["x"]}},
                  "not both"),
-                ({"name": "w", "mcp_server": {"url": "https://a.example/",
+                ({"name": "bad", "mcp_server": {"url": "https://a.example/",
                                               "env_credentials": {"K": "k"}}},
                  "network.headers"),
-                ({"name": "w", "mcp_server": {"url": "https://a.example/", "env": {"A": "b"}}},
+                ({"name": "bad", "mcp_server": {"url": "https://a.example/", "env": {"A": "b"}}},
                  "no process of the server's"),
-                (web("w", "https://a.example/", network={"allow": ["b.example"], "headers": {
-                    "c.example": {"Authorization": {"credential": "k"}}}}), "not in allow")):
+                (web("bad", "https://a.example/", network={"allow": ["b.example"], "headers": {
+                    "c.example": {"Authorization": {"credential": "there"}}}}), "not in allow")):
             status, out = self.check(d)
             self.assertNotEqual(status, 0, d)
             self.assertIn(says, out, d)
@@ -273,12 +256,12 @@ class Check(unittest.TestCase):
     def test_good(self):
         for url in ("https://mcp.example.com/mcp", "https://[2001:db8::1]:8443/mcp?x=1",
                     "http://127.0.0.1:8080/mcp", "http://localhost:9/"):
-            status, out = self.check(web("w", url, network={"allow": ["other.example"]},
+            status, out = self.check(web("bad", url, network={"allow": ["other.example"]},
                                          filesystem=harness.with_tree({})))
             self.assertEqual(status, 0, url + ": " + out)
         # the man page's: headers for the URL's host, no allow of its own
-        status, out = self.check(web("w", "https://mcp.example.com/mcp", network={
-            "headers": {"mcp.example.com": {"Authorization": {"credential": "k"}}}},
+        status, out = self.check(web("bad", "https://mcp.example.com/mcp", network={
+            "headers": {"mcp.example.com": {"Authorization": {"credential": "there"}}}},
             filesystem=harness.with_tree({})))
         self.assertEqual(status, 0, out)
 
