@@ -25,6 +25,7 @@
  * "shared" are refused as not supported yet rather than run as something
  * they are not.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -233,13 +234,14 @@ static int url_entry(const char *file, const char *url, size_t urllen, char *ent
     if (port) {
         char *pe;
         pn = strtol(port, &pe, 10);
-        if (pe != e || port == e || pn < 1 || pn > 65535)
+        if (pe != e || port == e || !(*port >= '0' && *port <= '9') || pn < 1 || pn > 65535)
             return td_fail(err, errlen, "%s: mcp_server.url: the port must be 1-65535", file);
     }
     /* in clear text only to the host's own loopback (a test, a local
      * server): anywhere else a credential would cross the network so */
+    struct in_addr v4;
     bool loopback = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
-                    strncmp(host, "127.", 4) == 0;
+                    (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
     if (!https && !loopback)
         return td_fail(err, errlen,
                        "%s: mcp_server.url: expected https:// (http:// only to a loopback "

@@ -233,6 +233,8 @@ class Check(unittest.TestCase):
         for d, says in (
                 (web("bad", "ftp://mcp.example.com/"), "expected an https:// URL"),
                 (web("bad", "http://mcp.example.com/mcp"), "http:// only to a loopback"),
+                (web("bad", "http://127.evil.example/mcp"), "http:// only to a loopback"),
+                (web("bad", "https://a.example:+443/"), "the port must be 1-65535"),
                 (web("bad", "https://user@mcp.example.com/"), "without user info"),
                 (web("bad", "https://mcp.example.com:0/"), "the port must be 1-65535"),
                 (web("bad", "https://mcp.example.com/#x"), "fragment"),
