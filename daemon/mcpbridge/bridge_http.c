@@ -35,28 +35,23 @@
 #include <nettle/base64.h>
 
 #include "bridge_http.h"
+#include "bridge_sse.h"
 
 #define MODERN "2026-07-28"
-/* One response body or event: more is a flood, as on stdio. */
-#define HTTP_BODY_MAX (16u << 20)
-
 struct bridge_http {
     char *url;
     CURLM *multi;
     CURL *req; /* the request in flight (NULL: none) */
     struct curl_slist *hdrs;
-    bool done;         /* its transfer has ended */
-    json_t *id;        /* its id */
-    char method[64];   /* its method */
-    json_t *queue;     /* what the server sent, not handed out yet */
-    bool decided;      /* its response's status and type known */
-    bool sse;          /* ... an event stream */
-    long status;       /* ... its HTTP status */
-    char *buf;         /* its body, or the stream not parsed yet */
-    size_t len, cap;   /* ... */
-    char *data;        /* the stream's event being read: its data lines */
-    size_t dlen, dcap; /* ... */
-    char fail[768];    /* why the answer will not come */
+    bool done;              /* its transfer has ended */
+    json_t *id;             /* its id */
+    char method[64];        /* its method */
+    json_t *queue;          /* what the server sent, not handed out yet */
+    bool decided;           /* its response's status and type known */
+    bool sse;               /* ... an event stream */
+    long status;            /* ... its HTTP status */
+    struct bridge_sse body; /* ... its body so far */
+    char fail[768];         /* why the answer will not come */
     char errbuf[CURL_ERROR_SIZE];
     char *session;    /* Mcp-Session-Id (2025-11-25) */
     char version[32]; /* the version initialize agreed on */
@@ -110,81 +105,6 @@ static int load_curl(char *err, size_t errlen)
     return 0;
 }
 
-static bool append(char **b, size_t *len, size_t *cap, const char *p, size_t n)
-{
-    if (*len + n > HTTP_BODY_MAX)
-        return false;
-    if (*cap - *len < n + 1) {
-        size_t c = *cap ? *cap : 65536;
-        while (c - *len < n + 1)
-            c *= 2;
-        char *nb = realloc(*b, c);
-        if (!nb)
-            return false;
-        *b = nb;
-        *cap = c;
-    }
-    memcpy(*b + *len, p, n);
-    *len += n;
-    return true;
-}
-
-/* One line of the event stream (its end stripped): an empty one ends the
- * event, whose data is one JSON-RPC message. */
-static int sse_line(struct bridge_http *h, const char *l, size_t n)
-{
-    if (n == 0) {
-        /* none, or empty: a priming event (its id for resuming), no message */
-        if (h->dlen <= 1) {
-            h->dlen = 0;
-            return 0;
-        }
-        json_error_t jerr;
-        json_t *m = json_loadb(h->data, h->dlen - 1, JSON_REJECT_DUPLICATES, &jerr);
-        h->dlen = 0;
-        if (!json_is_object(m)) {
-            json_decref(m);
-            snprintf(h->fail, sizeof(h->fail),
-                     "the MCP server at %s sent an event that is not a JSON-RPC message (%s)",
-                     h->url, m ? "not an object" : jerr.text);
-            return -1;
-        }
-        json_array_append_new(h->queue, m);
-        return 0;
-    }
-    const char *colon = memchr(l, ':', n);
-    size_t f = colon ? (size_t)(colon - l) : n;
-    if (f != 4 || memcmp(l, "data", 4) != 0)
-        return 0; /* a comment (":"), event, id, retry: nothing for us */
-    const char *v = colon ? colon + 1 : l + n;
-    size_t vn = (size_t)(l + n - v);
-    if (vn && *v == ' ')
-        v++, vn--;
-    if (!append(&h->data, &h->dlen, &h->dcap, v, vn) ||
-        !append(&h->data, &h->dlen, &h->dcap, "\n", 1)) {
-        snprintf(h->fail, sizeof(h->fail), "the MCP server at %s sent an event over %u bytes",
-                 h->url, HTTP_BODY_MAX);
-        return -1;
-    }
-    return 0;
-}
-
-/* The complete lines of the stream read so far, each to sse_line(). */
-static int sse_feed(struct bridge_http *h)
-{
-    size_t at = 0;
-    char *nl;
-    while ((nl = memchr(h->buf + at, '\n', h->len - at))) {
-        size_t n = (size_t)(nl - (h->buf + at));
-        if (sse_line(h, h->buf + at, n && h->buf[at + n - 1] == '\r' ? n - 1 : n) < 0)
-            return -1;
-        at += n + 1;
-    }
-    memmove(h->buf, h->buf + at, h->len - at);
-    h->len -= at;
-    return 0;
-}
-
 static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
 {
     struct bridge_http *h = data;
@@ -196,12 +116,17 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
         h->sse = h->status / 100 == 2 && ct && strncasecmp(ct, "text/event-stream", 17) == 0;
         h->decided = true;
     }
-    if (!append(&h->buf, &h->len, &h->cap, p, n)) {
+    char why[400];
+    if (!bridge_sse_keep(&h->body, p, n)) {
         snprintf(h->fail, sizeof(h->fail), "the MCP server at %s sent a message over %u bytes",
-                 h->url, HTTP_BODY_MAX);
+                 h->url, BRIDGE_BODY_MAX);
         return 0; /* the transfer aborted */
     }
-    return h->sse && sse_feed(h) < 0 ? 0 : n;
+    if (h->sse && bridge_sse_feed(&h->body, h->queue, why, sizeof(why)) < 0) {
+        snprintf(h->fail, sizeof(h->fail), "the MCP server at %s %s", h->url, why);
+        return 0;
+    }
+    return n;
 }
 
 /* Mcp-Session-Id, where the server makes a session. */
@@ -321,7 +246,7 @@ static void drop_request(struct bridge_http *h)
     h->id = NULL;
     h->done = h->decided = h->sse = false;
     h->status = 0;
-    h->len = h->dlen = 0;
+    bridge_sse_reset(&h->body);
     h->fail[0] = h->errbuf[0] = '\0';
 }
 
@@ -442,11 +367,14 @@ static void finish(struct bridge_http *h, CURLcode rc)
     }
     K.easy_getinfo(h->req, CURLINFO_RESPONSE_CODE, &h->status);
     if (h->sse) {
-        sse_line(h, "", 0); /* an event the stream's end cut short */
+        char why[400];
+        if (bridge_sse_end(&h->body, h->queue, why, sizeof(why)) < 0)
+            snprintf(h->fail, sizeof(h->fail), "the MCP server at %s %s", h->url, why);
         return;
     }
     json_error_t jerr;
-    json_t *m = h->len ? json_loadb(h->buf, h->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    json_t *m =
+        h->body.len ? json_loadb(h->body.buf, h->body.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
     size_t i;
     json_t *one;
     if (h->status / 100 == 2 && json_is_object(m)) {
@@ -467,7 +395,7 @@ static void finish(struct bridge_http *h, CURLcode rc)
                                         "error", "code", -32600, "message", "initialize refused"));
     } else {
         char q[320];
-        quote(q, sizeof(q), h->buf, h->len);
+        quote(q, sizeof(q), h->body.buf, h->body.len);
         snprintf(h->fail, sizeof(h->fail), "the MCP server at %s answered HTTP %ld%s%s%s", h->url,
                  h->status, q[0] ? " (" : "", q, q[0] ? ")" : "");
     }
