@@ -17,7 +17,7 @@ process), in both revisions: 2025-11-25 with a session, 2026-07-28 stateless.
   the denial in the call's denied, the call handler_exit;
 - the server down: handler_exit naming its URL, denied saying egress_failure;
 - a call the server never answers: the call's timeout, the stream closed (the
-  server sees it: cancellation on Streamable HTTP);
+  server sees it: cancellation on Streamable HTTP); a call cancelled: the same;
 - --check --tools: the URL's scheme, host and port, network, the keys that do
   not go with a url.
 """
@@ -198,6 +198,18 @@ class Cases:
         self.assertIn("502", err["message"])
         self.assertTrue([x for x in done["denied"] if x.get("kind") == "egress_failure" and
                          x.get("port") == self.down.port], done["denied"])
+
+    def test_cancel_closes_the_stream(self):
+        self.legacy.release.clear()
+        self.legacy.hanging.clear()
+        self.legacy.stream_closed.clear()
+        b = self.c.start_batch([{"id": "h", "name": "web.hang", "arguments": {}}])
+        self.assertTrue(self.legacy.hanging.wait(harness.WAIT))
+        self.c.send({"op": "cancel", "batch": b})
+        evs = self.c.finish_batch(b)
+        self.assertEqual(evs[-1]["halt"], {"halted_reason": "cancelled"})
+        harness.deadline_wait(self.legacy.stream_closed.is_set,
+                              what="the server to see its stream closed")
 
     def test_hang_is_the_timeout_and_closes_the_stream(self):
         self.legacy.release.clear()
