@@ -358,6 +358,78 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     return made(dir, def, cmd, NULL, t);
 }
 
+/* "x-mcp-header" keys anywhere in v (a schema; props: v is a "properties"
+ * map, whose keys are names). */
+static size_t marks(json_t *v, bool props)
+{
+    size_t n = 0, i;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x)
+        {
+            n += !props && strcmp(k, "x-mcp-header") == 0;
+            n += marks(x, !props && strcmp(k, "properties") == 0);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) n += marks(x, false);
+    }
+    return n;
+}
+
+/* A server at a URL speaking 2026-07-28 may mark parameters "x-mcp-header":
+ * NAME, which the bridge sends as Mcp-Param-NAME too. Each mark on a
+ * property reached by "properties" alone (ptr its JSON pointer), of type
+ * string, integer or boolean, NAME an HTTP token unique whatever its case:
+ * "--param-header" "NAME=POINTER" added to cmd; -1 with why otherwise. */
+static int param_headers(json_t *schema, const char *ptr, json_t *cmd, json_t *seen, size_t *n,
+                         char *why, size_t whylen)
+{
+    const char *k;
+    json_t *p;
+    json_object_foreach(json_object_get(schema, "properties"), k, p)
+    {
+        char sub[512], *o = sub + snprintf(sub, sizeof(sub) - 2, "%s/", ptr);
+        for (const char *c = k; *c && o < sub + sizeof(sub) - 3; c++)
+            if (*c == '~' || *c == '/')
+                *o++ = '~', *o++ = *c == '~' ? '0' : '1';
+            else
+                *o++ = *c;
+        *o = '\0';
+        const char *h = json_string_value(json_object_get(p, "x-mcp-header"));
+        const char *type = json_string_value(json_object_get(p, "type"));
+        char lower[128];
+        size_t i = 0;
+        for (; h && h[i] && i < sizeof(lower) - 1; i++) {
+            if (!strchr("!#$%&'*+-.^_`|~", h[i]) && !(h[i] >= '0' && h[i] <= '9') &&
+                !(h[i] >= 'a' && h[i] <= 'z') && !(h[i] >= 'A' && h[i] <= 'Z'))
+                break;
+            lower[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + 32 : h[i]);
+        }
+        if (json_object_get(p, "x-mcp-header")) {
+            (*n)++;
+            lower[i] = '\0';
+            if (!h || !*h || h[i])
+                return snprintf(why, whylen, "x-mcp-header of %.64s: not an HTTP token", k), -1;
+            if (!type ||
+                (strcmp(type, "string") && strcmp(type, "integer") && strcmp(type, "boolean")))
+                return snprintf(why, whylen,
+                                "x-mcp-header of %.64s: not a string, integer or boolean", k),
+                       -1;
+            if (json_object_get(seen, lower) || strlen(sub) >= sizeof(sub) - 4)
+                return snprintf(why, whylen, "x-mcp-header %.64s: twice, or too deep", h), -1;
+            json_object_set_new(seen, lower, json_true());
+            char arg[700];
+            snprintf(arg, sizeof(arg), "%s=%s", h, sub);
+            json_array_append_new(cmd, json_string("--param-header"));
+            json_array_append_new(cmd, json_string(arg));
+        }
+        if (param_headers(p, sub, cmd, seen, n, why, whylen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *why, size_t whylen)
 {
     const struct td_mcp *m = server->mcp;
@@ -390,6 +462,21 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     }
     if (m->command)
         json_array_extend(cmd, m->command);
+    json_t *schema = json_object_get(listed, "inputSchema"), *seen = json_object();
+    size_t n = 0;
+    if (m->url &&
+        (param_headers(schema, "", cmd, seen, &n, why, whylen) < 0 ||
+         (n != marks(schema, false) &&
+          snprintf(why, whylen, "x-mcp-header where \"properties\" alone do not lead") > 0))) {
+        char tmp[512];
+        snprintf(tmp, sizeof(tmp), "%.80s: %s", name, why);
+        snprintf(why, whylen, "%s", tmp);
+        json_decref(seen);
+        json_decref(cmd);
+        json_decref(def);
+        return NULL;
+    }
+    json_decref(seen);
     json_object_set_new(def, "command", cmd);
     json_t *env = json_object_get(json_object_get(m->def, "mcp_server"), "env");
     if (env)

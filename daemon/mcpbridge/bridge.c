@@ -400,7 +400,7 @@ static void usage(void)
 {
     fputs("usage: toolexec-mcp-bridge call TOOL -- COMMAND...\n"
           "       toolexec-mcp-bridge list -- COMMAND...\n"
-          "       toolexec-mcp-bridge call TOOL --url URL\n"
+          "       toolexec-mcp-bridge call TOOL --url URL [--param-header NAME=POINTER]...\n"
           "       toolexec-mcp-bridge list --url URL\n"
           "A worker of toolexecd: started by the daemon for an \"mcp_server\" definition.\n",
           stderr);
@@ -412,7 +412,7 @@ int main(int argc, char **argv)
     bool list = argc >= 4 && strcmp(argv[1], "list") == 0;
     bool call = argc >= 5 && strcmp(argv[1], "call") == 0;
     char **rest = argv + (list ? 2 : 3); /* "--" COMMAND... or "--url" URL */
-    bool url = (list || call) && strcmp(rest[0], "--url") == 0 && rest[1] && !rest[2];
+    bool url = (list || call) && strcmp(rest[0], "--url") == 0 && rest[1];
     if ((!list && !call) || (!url && strcmp(rest[0], "--") != 0))
         usage();
     signal(SIGPIPE, SIG_IGN); /* a dead server is its exit status, not ours */
@@ -421,7 +421,7 @@ int main(int argc, char **argv)
         die(NULL, "no request frame on stdin");
     struct server s = {0};
     char err[1024];
-    if (url && !(s.http = bridge_http_open(rest[1], err, sizeof(err))))
+    if (url && !(s.http = bridge_http_open(rest[1], rest + 2, err, sizeof(err))))
         die(NULL, "%s", err);
     if (!url)
         start_server(&s, rest + 1);

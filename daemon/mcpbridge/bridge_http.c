@@ -55,6 +55,7 @@ struct bridge_http {
     char errbuf[CURL_ERROR_SIZE];
     char *session;    /* Mcp-Session-Id (2025-11-25) */
     char version[32]; /* the version initialize agreed on */
+    char **params;    /* "NAME=POINTER" each: x-mcp-header parameters */
 };
 
 /* libcurl's functions, loaded by load_curl() */
@@ -170,6 +171,39 @@ static struct curl_slist *add_value(struct curl_slist *l, const char *name, cons
     return r ? r : l;
 }
 
+/* The value at pointer (RFC 6901, ~0 and ~1) in v: a borrowed reference. */
+static json_t *at_pointer(json_t *v, const char *ptr)
+{
+    char key[512];
+    while (v && *ptr == '/') {
+        size_t k = 0;
+        for (ptr++; *ptr && *ptr != '/' && k < sizeof(key) - 1; ptr++)
+            key[k++] = *ptr == '~' && ptr[1] ? (*++ptr == '0' ? '~' : '/') : *ptr;
+        key[k] = '\0';
+        v = json_object_get(v, key);
+    }
+    return *ptr ? NULL : v;
+}
+
+/* Mcp-Param-NAME for each marked argument present (2026-07-28). */
+static struct curl_slist *param_headers(struct bridge_http *h, struct curl_slist *l, json_t *args)
+{
+    for (char **p = h->params; p && *p; p++) {
+        const char *eq = strchr(*p, '=');
+        json_t *v = at_pointer(args, eq + 1);
+        char name[160], num[32];
+        const char *text = json_string_value(v);
+        if (json_is_integer(v))
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v)), text = num;
+        else if (json_is_boolean(v))
+            text = json_is_true(v) ? "true" : "false";
+        snprintf(name, sizeof(name), "Mcp-Param-%.*s", (int)(eq - *p), *p);
+        if (text)
+            l = add_value(l, name, text);
+    }
+    return l;
+}
+
 /* The headers of a POST of msg. */
 static struct curl_slist *headers(struct bridge_http *h, json_t *msg)
 {
@@ -190,6 +224,8 @@ static struct curl_slist *headers(struct bridge_http *h, json_t *msg)
         l = add_value(l, "Mcp-Method", json_string_value(json_object_get(msg, "method")));
         if (json_is_string(json_object_get(params, "name")))
             l = add_value(l, "Mcp-Name", json_string_value(json_object_get(params, "name")));
+        if (strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") == 0)
+            l = param_headers(h, l, json_object_get(params, "arguments"));
     }
     if (h->session)
         l = add_value(l, "Mcp-Session-Id", h->session);
@@ -261,7 +297,7 @@ static void quote(char *out, size_t outlen, const char *b, size_t n)
     out[k] = '\0';
 }
 
-struct bridge_http *bridge_http_open(const char *url, char *err, size_t errlen)
+struct bridge_http *bridge_http_open(const char *url, char **opts, char *err, size_t errlen)
 {
     if (load_curl(err, errlen) < 0)
         return NULL;
@@ -274,6 +310,19 @@ struct bridge_http *bridge_http_open(const char *url, char *err, size_t errlen)
         !(h->multi = K.multi_init())) {
         snprintf(err, errlen, "out of memory");
         return NULL;
+    }
+    h->params = calloc(1, sizeof(char *));
+    for (size_t n = 0; h->params && opts && *opts; opts += 2) {
+        if (strcmp(opts[0], "--param-header") || !opts[1] || !strchr(opts[1], '=')) {
+            snprintf(err, errlen, "%s: expected --param-header NAME=POINTER", opts[0]);
+            return NULL;
+        }
+        char **more = realloc(h->params, (n + 2) * sizeof(char *));
+        if (!more)
+            break;
+        h->params = more;
+        h->params[n++] = opts[1];
+        h->params[n] = NULL;
     }
     return h;
 }

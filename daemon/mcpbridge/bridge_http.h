@@ -11,8 +11,11 @@
 
 struct bridge_http;
 
-/* The server at url (http or https), nothing sent yet; NULL with err said. */
-struct bridge_http *bridge_http_open(const char *url, char *err, size_t errlen);
+/* The server at url (http or https), nothing sent yet; opts (NULL-ended):
+ * "--param-header" "NAME=POINTER" pairs, a tools/call argument (its JSON
+ * pointer) sent as Mcp-Param-NAME too (2026-07-28's x-mcp-header). NULL
+ * with err said. */
+struct bridge_http *bridge_http_open(const char *url, char **opts, char *err, size_t errlen);
 /* msg (its reference taken) POSTed. A request's answer, and what the server
  * sends before it, come from bridge_http_next(); a notification or a
  * response is sent whole here. 0, or -1 with err said. */

@@ -120,6 +120,22 @@ class Cases:
             err = completed(run_events(self.c, server + ".fail", {}))["result"]
             self.assertEqual(err["error"], "it broke", server)
 
+    def test_param_headers(self):
+        # 2026-07-28's x-mcp-header: the marked arguments present mirrored,
+        # a value that is not plain ASCII in the base64 form; a tool whose
+        # mark is out of reach left out (the log says why)
+        r = completed(run_events(self.c, "now.region", {"region": "Hello, 世界",
+                                                        "opts": {"n": -7, "fast": False}}))
+        self.assertEqual(r["result"]["ok"]["structuredContent"], {
+            "mcp-param-region": "=?base64?SGVsbG8sIOS4lueVjA==?=", "mcp-param-n": "-7",
+            "mcp-param-fast": "false"})
+        r = completed(run_events(self.c, "now.region", {"region": "us-west1"}))
+        self.assertEqual(r["result"]["ok"]["structuredContent"], {"mcp-param-region": "us-west1"})
+        names = [t["name"] for t in self.c.tools()["tools"]]
+        self.assertIn("now.region", names)
+        self.assertNotIn("now.badheader", names)
+        self.assertIn("now: a tool left out: badheader: x-mcp-header", self.d.stderr())
+
     def test_sse_progress_and_the_servers_ping(self):
         for server, s in (("web", self.legacy), ("now", self.modern)):
             events = run_events(self.c, server + ".progress", {})

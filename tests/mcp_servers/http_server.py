@@ -30,6 +30,17 @@ TOOLS = [
     {"name": "fail", "description": "fails", "inputSchema": {"type": "object"}},
     {"name": "hang", "description": "answers when released", "inputSchema": {"type": "object"}},
     {"name": "moved", "description": "redirected elsewhere", "inputSchema": {"type": "object"}},
+    # 2026-07-28: parameters mirrored in Mcp-Param-* headers, one nested
+    {"name": "region", "description": "says its headers",
+     "inputSchema": {"type": "object", "properties": {
+         "region": {"type": "string", "x-mcp-header": "Region"},
+         "opts": {"type": "object", "properties": {
+             "n": {"type": "integer", "x-mcp-header": "N"},
+             "fast": {"type": "boolean", "x-mcp-header": "Fast"}}}}}},
+    # ... but not under "items": a tool a client must leave out
+    {"name": "badheader", "description": "an x-mcp-header out of reach",
+     "inputSchema": {"type": "object", "properties": {
+         "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "L"}}}}},
 ]
 
 
@@ -152,6 +163,10 @@ class Server:
             return h.reply(404, {"jsonrpc": "2.0", "id": rid,
                                  "error": {"code": -32601, "message": "no " + method}})
         name, args = params.get("name"), params.get("arguments") or {}
+        if name == "region":
+            got = {k: v for k, v in hdrs.items() if k.startswith("mcp-param-")}
+            return h.reply(200, result({"content": [{"type": "text", "text": "region"}],
+                                        "structuredContent": got}))
         if name == "echo":
             return h.reply(200, result({"content": [{"type": "text", "text": args.get("text")}]}))
         if name == "fail":
