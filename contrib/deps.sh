@@ -15,6 +15,9 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libhttp-parser-dev"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libgnutls28-dev openssl"
 # toolexec mcp over HTTP checks OAuth access tokens (JWTs) with cjose (daemon/cli/mcp_auth_jwt.c)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
+# toolexec-mcp-bridge speaks Streamable HTTP to an MCP server at a URL with libcurl
+# (daemon/mcpbridge/bridge_http.c)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcurl4-gnutls-dev"
 # test_spawner_secrets asks the daemon's gnutls for the egress proxy's keys (gdb)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
 # test_mcp_http_auth.py signs the JWTs of its own issuer

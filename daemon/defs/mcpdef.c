@@ -17,10 +17,18 @@
  * A server in Python may be named by its module ("python_module") and its
  * tools kept warm (mcppy.c).
  *
- * Only "instance": "call" (a fresh server per call) and stdio servers are
- * done; "session", "shared" and "url" are refused as not supported yet
- * rather than run as something they are not.
+ * A server at a URL ("url", Streamable HTTP) has no command: the bridge
+ * POSTs to it from inside the call's sandbox, through the egress proxy, so
+ * the URL's host and port are added to the definition's network.allow here
+ * (the definition names the server once; its allow-list stays the one
+ * thing the proxy lets through) and its API key is a network.headers
+ * credential the proxy adds, never a variable of the bridge's.
+ *
+ * Only "instance": "call" (a fresh server per call) is done; "session" and
+ * "shared" are refused as not supported yet rather than run as something
+ * they are not.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -35,7 +43,8 @@
 
 struct td_mcp {
     json_t *def;     /* as read: each listed tool's definition is made from it */
-    json_t *command; /* the server's, its first word resolved */
+    json_t *command; /* the server's, its first word resolved; NULL for a url */
+    char *url;       /* a Streamable HTTP server's */
     char *dir;       /* the definitions directory */
     bool warm;       /* a python_module's tools kept warm (mcppy.c) */
     json_t *max_forks;
@@ -64,14 +73,16 @@ json_t *td_mcpdef_env(json_t *def)
 static char **bridge_argv(const struct td_mcp *m, const char *tool, size_t *at)
 {
     size_t n = json_array_size(m->command), k = 0, i;
-    char **argv = calloc(n + 5, sizeof(char *));
+    char **argv = calloc(n + 6, sizeof(char *));
     if (!argv)
         return NULL;
     argv[k++] = bridge_path();
     argv[k++] = strdup(tool ? "call" : "list");
     if (tool)
         argv[k++] = strdup(tool);
-    argv[k++] = strdup("--");
+    argv[k++] = strdup(m->url ? "--url" : "--");
+    if (m->url)
+        argv[k++] = strdup(m->url);
     *at = k;
     for (i = 0; i < n; i++)
         argv[k++] = strdup(json_string_value(json_array_get(m->command, i)));
@@ -147,6 +158,132 @@ static int env_credentials(const char *file, json_t *m, struct td_tool *t, char 
     return 0;
 }
 
+/* t made a server's listing tool: its command (cmd) or its url. */
+static int made(const char *dir, json_t *def, json_t *cmd, const char *url, bool warm,
+                json_t *max_forks, struct td_tool *t)
+{
+    struct td_mcp *mc = calloc(1, sizeof(*mc));
+    if (!mc)
+        return -ENOMEM;
+    t->mcp = mc;
+    mc->warm = warm;
+    mc->max_forks = json_incref(max_forks);
+    mc->def = json_deep_copy(def);
+    mc->dir = strdup(dir);
+    if (url && !(mc->url = strdup(url)))
+        return -ENOMEM;
+    if (cmd) {
+        mc->command = json_deep_copy(cmd);
+        const char *c0 = json_string_value(json_array_get(cmd, 0));
+        char *abs = NULL;
+        /* relative to the definition, as a tool's command; a bare name is
+         * found by the server's PATH, in the call's view */
+        if (c0[0] != '/' && strchr(c0, '/') && asprintf(&abs, "%s/%s", dir, c0) > 0) {
+            json_array_set_new(mc->command, 0, json_string(abs));
+            free(abs);
+        }
+    }
+    if (!mc->def || !mc->dir || (cmd && !mc->command) ||
+        !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
+        return -ENOMEM;
+    if (url)
+        t->mcp_cmd = 0; /* no command of the server's to find in the view */
+    return 0;
+}
+
+/* "url": an http(s) URL whose authority the allow-list can name: its
+ * entry (HOST:PORT, [V6]:PORT) in entry. Strict on purpose: what this
+ * reads as the host must be what libcurl in the bridge connects to (the
+ * proxy holds either way: a host read otherwise is a denied call). */
+static int url_entry(const char *file, const char *url, size_t urllen, char *entry, size_t entrylen,
+                     char *err, size_t errlen)
+{
+    bool https = strncmp(url, "https://", 8) == 0;
+    const char *a = url + (https ? 8 : 7), *e;
+    if (!https && strncmp(url, "http://", 7) != 0)
+        return td_fail(err, errlen, "%s: mcp_server.url: expected an https:// URL", file);
+    if (strlen(url) != urllen || urllen > 2048)
+        return td_fail(err, errlen, "%s: mcp_server.url: over 2048 bytes or with a NUL", file);
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '\\' || *p == '#')
+            return td_fail(err, errlen,
+                           "%s: mcp_server.url: a space, control character, backslash or "
+                           "fragment (#) in it",
+                           file);
+    e = a + strcspn(a, "/?");
+    char host[256];
+    const char *port = NULL, *hend;
+    if (*a == '[') {
+        hend = memchr(a, ']', (size_t)(e - a));
+        if (!hend)
+            return td_fail(err, errlen, "%s: mcp_server.url: an IPv6 address without its ]", file);
+        hend++;
+        port = hend < e && *hend == ':' ? hend + 1 : NULL;
+        if (hend < e && !port)
+            return td_fail(err, errlen, "%s: mcp_server.url: expected :PORT after ]", file);
+    } else {
+        hend = memchr(a, ':', (size_t)(e - a));
+        port = hend ? hend + 1 : NULL;
+        hend = hend ? hend : e;
+    }
+    size_t hn = (size_t)(hend - a);
+    for (size_t i = 0; i < hn; i++)
+        if (!(a[i] == '.' || a[i] == '-' || a[i] == ':' || a[i] == '[' || a[i] == ']' ||
+              (a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'z') ||
+              (a[i] >= 'A' && a[i] <= 'Z')))
+            return td_fail(err, errlen,
+                           "%s: mcp_server.url: the host is a name (letters, digits, '.', '-') "
+                           "or an address, without user info (@) or %%-escapes",
+                           file);
+    if (hn == 0 || hn >= sizeof(host))
+        return td_fail(err, errlen, "%s: mcp_server.url: no host, or one over 255 bytes", file);
+    memcpy(host, a, hn);
+    host[hn] = '\0';
+    long pn = https ? 443 : 80;
+    if (port) {
+        char *pe;
+        pn = strtol(port, &pe, 10);
+        if (pe != e || port == e || !(*port >= '0' && *port <= '9') || pn < 1 || pn > 65535)
+            return td_fail(err, errlen, "%s: mcp_server.url: the port must be 1-65535", file);
+    }
+    /* in clear text only to the host's own loopback (a test, a local
+     * server): anywhere else a credential would cross the network so */
+    struct in_addr v4;
+    bool loopback = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+                    (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+    if (!https && !loopback)
+        return td_fail(err, errlen,
+                       "%s: mcp_server.url: expected https:// (http:// only to a loopback "
+                       "address: 127.0.0.1, [::1], localhost)",
+                       file);
+    snprintf(entry, entrylen, "%s:%ld", host, pn);
+    return 0;
+}
+
+/* The URL's host added to network.allow (a new object or the one there):
+ * the bridge reaches the server through the egress proxy, and only so. */
+static int url_network(const char *file, json_t *def, const char *entry, char *err, size_t errlen)
+{
+    json_t *net = json_object_get(def, "network"), *allow, *v;
+    size_t i;
+    if (net && !json_is_object(net))
+        return td_fail(err, errlen,
+                       "%s: network: with mcp_server.url, an object {\"allow\": [...]} or left "
+                       "out: the server is reached through the egress proxy, whose allow-list "
+                       "gets the URL's host",
+                       file);
+    if (!net)
+        json_object_set_new(def, "network", net = json_object());
+    allow = json_object_get(net, "allow");
+    if (!allow)
+        json_object_set_new(net, "allow", allow = json_array());
+    if (!json_is_array(allow))
+        return 0; /* the network key's own check says what is wrong */
+    json_array_foreach(allow, i, v) if (json_is_string(v) &&
+                                        strcmp(json_string_value(v), entry) == 0) return 0;
+    return json_array_append_new(allow, json_string(entry)) < 0 ? -ENOMEM : 0;
+}
+
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
                     size_t errlen)
 {
@@ -158,7 +295,9 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
         return 0;
     }
     if (!json_is_object(m))
-        return td_fail(err, errlen, "%s: mcp_server: expected an object {\"command\": [...]}",
+        return td_fail(err, errlen,
+                       "%s: mcp_server: expected an object {\"command\": [...]} or "
+                       "{\"url\": \"https://...\"}",
                        file);
     for (size_t i = 0; i < sizeof(server_owns) / sizeof(server_owns[0]); i++)
         if (json_object_get(def, server_owns[i]))
@@ -175,24 +314,39 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     const char *key;
     json_object_foreach(m, key, v)
     {
-        if (strcmp(key, "url") == 0)
-            return td_fail(err, errlen,
-                           "%s: mcp_server.url: Streamable HTTP servers are not supported yet; "
-                           "run the server over stdio (\"command\")",
-                           file);
         if (strcmp(key, "command") && strcmp(key, "env") && strcmp(key, "env_credentials") &&
-            !td_mcppy_key(key))
+            strcmp(key, "url") && !td_mcppy_key(key))
             return td_fail(err, errlen,
-                           "%s: mcp_server.%s: unknown key (command, python_module, python, args, "
-                           "start, max_forks, env, env_credentials)",
+                           "%s: mcp_server.%s: unknown key (command, url, python_module, python, "
+                           "args, start, max_forks, env, env_credentials)",
                            file, key);
     }
+    json_t *url = json_object_get(m, "url");
+    if (url && json_object_get(m, "command"))
+        return td_fail(err, errlen, "%s: mcp_server: \"command\" or \"url\", not both", file);
+    if (url && json_object_get(m, "env_credentials"))
+        return td_fail(err, errlen,
+                       "%s: mcp_server.env_credentials: not with url (no process of the "
+                       "server's runs here); its key goes in network.headers, which the "
+                       "egress proxy adds",
+                       file);
+    if (url && json_object_get(m, "env"))
+        return td_fail(err, errlen,
+                       "%s: mcp_server.env: not with url (no process of the server's runs "
+                       "here)",
+                       file);
     json_t *pycmd = NULL, *max_forks = NULL;
     bool warm = false;
     if (td_mcppy_parse(file, m, &pycmd, &warm, &max_forks, err, errlen) < 0)
         return -EINVAL;
-    if (env_credentials(file, m, t, err, errlen) < 0)
+    if (url && pycmd) {
+        json_decref(pycmd);
+        return td_fail(err, errlen, "%s: mcp_server: \"python_module\" or \"url\", not both", file);
+    }
+    if (env_credentials(file, m, t, err, errlen) < 0) {
+        json_decref(pycmd);
         return -EINVAL;
+    }
     const char *is = inst ? te_json_text_value(inst) : "call";
     if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
@@ -204,6 +358,15 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                        "each call) is",
                        file, is);
     }
+    char entry[300];
+    if (url && !te_json_is_text(url))
+        return td_fail(err, errlen, "%s: mcp_server.url: expected a string", file);
+    if (url && (url_entry(file, json_string_value(url), json_string_length(url), entry,
+                          sizeof(entry), err, errlen) < 0 ||
+                url_network(file, def, entry, err, errlen) < 0))
+        return -EINVAL;
+    if (url)
+        return made(dir, def, NULL, json_string_value(url), false, NULL, t);
     json_t *cmd = pycmd ? pycmd : json_object_get(m, "command"), *a;
     size_t i;
     if (!json_is_array(cmd) || json_array_size(cmd) == 0)
@@ -217,26 +380,80 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
                            "%s: mcp_server.command[%zu]: expected a non-empty string without NUL",
                            file, i);
     }
-    struct td_mcp *mc = calloc(1, sizeof(*mc));
-    if (!mc)
-        return -ENOMEM;
-    t->mcp = mc;
-    mc->def = json_deep_copy(def);
-    mc->dir = strdup(dir);
-    mc->command = json_deep_copy(cmd);
-    mc->warm = warm;
-    mc->max_forks = json_incref(max_forks);
-    const char *c0 = json_string_value(json_array_get(cmd, 0));
-    char *abs = NULL;
-    /* relative to the definition, as a tool's command; a bare name is
-     * found by the server's PATH, in the call's view */
-    if (c0[0] != '/' && strchr(c0, '/') && asprintf(&abs, "%s/%s", dir, c0) > 0) {
-        json_array_set_new(mc->command, 0, json_string(abs));
-        free(abs);
-    }
+    int r = made(dir, def, cmd, NULL, warm, max_forks, t);
     json_decref(pycmd);
-    if (!mc->def || !mc->dir || !mc->command || !(t->argv = bridge_argv(mc, NULL, &t->mcp_cmd)))
-        return -ENOMEM;
+    return r;
+}
+
+/* "x-mcp-header" keys anywhere in v (a schema; props: v is a "properties"
+ * map, whose keys are names). */
+static size_t marks(json_t *v, bool props)
+{
+    size_t n = 0, i;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x)
+        {
+            n += !props && strcmp(k, "x-mcp-header") == 0;
+            n += marks(x, !props && strcmp(k, "properties") == 0);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) n += marks(x, false);
+    }
+    return n;
+}
+
+/* A server at a URL speaking 2026-07-28 may mark parameters "x-mcp-header":
+ * NAME, which the bridge sends as Mcp-Param-NAME too. Each mark on a
+ * property reached by "properties" alone (ptr its JSON pointer), of type
+ * string, integer or boolean, NAME an HTTP token unique whatever its case:
+ * "--param-header" "NAME=POINTER" added to cmd; -1 with why otherwise. */
+static int param_headers(json_t *schema, const char *ptr, json_t *cmd, json_t *seen, size_t *n,
+                         char *why, size_t whylen)
+{
+    const char *k;
+    json_t *p;
+    json_object_foreach(json_object_get(schema, "properties"), k, p)
+    {
+        char sub[512], *o = sub + snprintf(sub, sizeof(sub) - 2, "%s/", ptr);
+        for (const char *c = k; *c && o < sub + sizeof(sub) - 3; c++)
+            if (*c == '~' || *c == '/')
+                *o++ = '~', *o++ = *c == '~' ? '0' : '1';
+            else
+                *o++ = *c;
+        *o = '\0';
+        const char *h = json_string_value(json_object_get(p, "x-mcp-header"));
+        const char *type = json_string_value(json_object_get(p, "type"));
+        char lower[128];
+        size_t i = 0;
+        for (; h && h[i] && i < sizeof(lower) - 1; i++) {
+            if (!strchr("!#$%&'*+-.^_`|~", h[i]) && !(h[i] >= '0' && h[i] <= '9') &&
+                !(h[i] >= 'a' && h[i] <= 'z') && !(h[i] >= 'A' && h[i] <= 'Z'))
+                break;
+            lower[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + 32 : h[i]);
+        }
+        if (json_object_get(p, "x-mcp-header")) {
+            (*n)++;
+            lower[i] = '\0';
+            if (!h || !*h || h[i])
+                return snprintf(why, whylen, "x-mcp-header of %.64s: not an HTTP token", k), -1;
+            if (!type ||
+                (strcmp(type, "string") && strcmp(type, "integer") && strcmp(type, "boolean")))
+                return snprintf(why, whylen,
+                                "x-mcp-header of %.64s: not a string, integer or boolean", k),
+                       -1;
+            if (json_object_get(seen, lower) || strlen(sub) >= sizeof(sub) - 4)
+                return snprintf(why, whylen, "x-mcp-header %.64s: twice, or too deep", h), -1;
+            json_object_set_new(seen, lower, json_true());
+            char arg[700];
+            snprintf(arg, sizeof(arg), "%s=%s", h, sub);
+            json_array_append_new(cmd, json_string("--param-header"));
+            json_array_append_new(cmd, json_string(arg));
+        }
+        if (param_headers(p, sub, cmd, seen, n, why, whylen) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -261,6 +478,7 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
     json_t *cmd = !bridge   ? NULL
+                  : m->url  ? json_pack("[s,s,s,s,s]", bridge, "call", name, "--url", m->url)
                   : m->warm ? td_mcppy_warm_command(m->command, bridge, name)
                             : json_pack("[s,s,s,s]", bridge, "call", name, "--");
     free(bridge);
@@ -270,8 +488,23 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
         snprintf(why, whylen, "out of memory");
         return NULL;
     }
-    if (!m->warm)
+    if (m->command && !m->warm)
         json_array_extend(cmd, m->command);
+    json_t *schema = json_object_get(listed, "inputSchema"), *seen = json_object();
+    size_t n = 0;
+    if (m->url &&
+        (param_headers(schema, "", cmd, seen, &n, why, whylen) < 0 ||
+         (n != marks(schema, false) &&
+          snprintf(why, whylen, "x-mcp-header where \"properties\" alone do not lead") > 0))) {
+        char tmp[512];
+        snprintf(tmp, sizeof(tmp), "%.80s: %s", name, why);
+        snprintf(why, whylen, "%s", tmp);
+        json_decref(seen);
+        json_decref(cmd);
+        json_decref(def);
+        return NULL;
+    }
+    json_decref(seen);
     json_object_set_new(def, "command", cmd);
     if (m->warm)
         json_object_set_new(def, "start", json_string("warm"));
@@ -304,8 +537,9 @@ void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
 {
     t->mcp_tool = true;
     /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def); a warm
-     * one's command is the template program's, without the server's */
-    t->mcp_cmd = server->mcp->warm ? 0 : 4;
+     * one's command is the template program's, without the server's; a
+     * url's server has no command */
+    t->mcp_cmd = server->mcp->warm || server->mcp->url ? 0 : 4;
     t->file_mode = server->file_mode;
     t->env_creds = json_incref(server->env_creds);
 }
@@ -322,6 +556,7 @@ void td_mcpdef_free(struct td_mcp *m)
     json_decref(m->def);
     json_decref(m->command);
     json_decref(m->max_forks);
+    free(m->url);
     free(m->dir);
     free(m);
 }

@@ -16,6 +16,9 @@
  *   toolexec-mcp-bridge attach PID IN OUT call TOOL --  (or list --): the
  *       same with a server already started, our child (bridge_attach.c)
  *
+ * or, for a server at a URL (Streamable HTTP, bridge_http.c), the same
+ * with --url URL in place of -- COMMAND...
+ *
  * Blocking I/O is right here, as in any worker: one call, one process. No
  * timeout of its own: a server that never answers is the call's timeout,
  * which kills the call's whole process tree (the bridge, the server and
@@ -37,6 +40,7 @@
 #include <jansson.h>
 
 #include "bridge_attach.h"
+#include "bridge_http.h"
 #include "toolexec.h"
 
 #define MCP_VERSION "2025-11-25"
@@ -55,7 +59,8 @@ struct server {
     int pidfd;   /* readable once it has ended; -1 where there is none */
     char *buf;
     size_t len, cap, start;
-    bool modern; /* it speaks MCP_MODERN only */
+    bool modern;              /* it speaks MCP_MODERN only */
+    struct bridge_http *http; /* a server at a URL: no process, no pipes */
 };
 
 static void die(struct server *s, const char *fmt, ...)
@@ -122,6 +127,11 @@ static void server_gone(struct server *s, const char *when)
 
 static void send_msg(struct server *s, json_t *msg)
 {
+    char err[1024];
+    if (s->http && bridge_http_send(s->http, msg, err, sizeof(err)) < 0)
+        die(s, "%s", err);
+    if (s->http)
+        return;
     char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(msg);
     if (!text)
@@ -145,6 +155,12 @@ static void send_msg(struct server *s, json_t *msg)
  * not a JSON object ends the call. */
 static json_t *next_msg(struct server *s, const char *when)
 {
+    char err[1024];
+    json_t *hm = s->http ? bridge_http_next(s->http, err, sizeof(err)) : NULL;
+    if (s->http && !hm)
+        die(s, "%s, %s", err, when);
+    if (hm)
+        return hm;
     for (;;) {
         char *nl = s->len > s->start ? memchr(s->buf + s->start, '\n', s->len - s->start) : NULL;
         if (nl) {
@@ -393,6 +409,8 @@ static void usage(void)
     fputs("usage: toolexec-mcp-bridge call TOOL -- COMMAND...\n"
           "       toolexec-mcp-bridge list -- COMMAND...\n"
           "       toolexec-mcp-bridge attach PID IN OUT call TOOL --\n"
+          "       toolexec-mcp-bridge call TOOL --url URL [--param-header NAME=POINTER]...\n"
+          "       toolexec-mcp-bridge list --url URL\n"
           "A worker of toolexecd: started by the daemon for an \"mcp_server\" definition.\n",
           stderr);
     exit(2);
@@ -407,21 +425,31 @@ int main(int argc, char **argv)
     argc -= attached;
     argv += attached;
     int cmd = attached ? 0 : 1;
-    bool list = argc >= 3 + cmd && strcmp(argv[1], "list") == 0 && strcmp(argv[2], "--") == 0;
-    bool call = argc >= 4 + cmd && strcmp(argv[1], "call") == 0 && strcmp(argv[3], "--") == 0;
-    if (!list && !call)
+    bool list = argc >= 3 + cmd && strcmp(argv[1], "list") == 0;
+    bool call = argc >= 4 + cmd && strcmp(argv[1], "call") == 0;
+    char **rest = argv + (list ? 2 : 3); /* "--" COMMAND... or "--url" URL */
+    bool url = !attached && (list || call) && strcmp(rest[0], "--url") == 0 && rest[1];
+    if ((!list && !call) || (!url && strcmp(rest[0], "--") != 0))
         usage();
     signal(SIGPIPE, SIG_IGN); /* a dead server is its exit status, not ours */
     json_t *req = NULL;
     if (te_worker_read_request(0, &req) < 0)
         die(&s, "no request frame on stdin");
-    if (!attached)
-        start_server(&s, argv + (list ? 3 : 4));
+    char err[1024];
+    if (url && !(s.http = bridge_http_open(rest[1], rest + 2, err, sizeof(err))))
+        die(&s, "%s", err);
+    if (!url && !attached)
+        start_server(&s, rest + 1);
     initialize(&s);
     json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
+    /* its session ended first: the response frame ends the call, and the
+     * bridge with it */
+    if (s.http)
+        bridge_http_end(s.http);
     if (!out || te_worker_write_response(1, out) < 0)
         die(&s, "writing the response: %s", out ? strerror(errno) : "out of memory");
     /* the call is over: so is its server (its leftovers die with the call) */
-    kill(s.pid, SIGKILL);
+    if (!s.http)
+        kill(s.pid, SIGKILL);
     _exit(0); /* as die(): a one-call process leaves its memory to the kernel */
 }

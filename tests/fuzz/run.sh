@@ -92,6 +92,7 @@ for t in $targets; do
     fuzz_proxy_head) # the egress proxy's socket-free head parsing; Debian's libhttp-parser
         own=(-I"$d/confine" "$d/confine/proxy_head.c" "$d/confine/credentials.c" -lhttp_parser) ;;
     fuzz_credentials) own=(-I"$d/confine" "$d/confine/credentials.c") ;;
+    fuzz_mcp_sse) own=(-I"$d/mcpbridge" "$d/mcpbridge/bridge_sse.c") ;;
     esac
     "$cc" "${cflags[@]}" "${extra[@]}" -o "$out/$t" "$here/$t.c" "${own[@]}" "$root/lib/frame.c" \
         "$root/lib/lines.c" "$root/lib/shapes.c" "$root/lib/message.c" "$root/lib/utf8.c" "$root/lib/json.c" \
