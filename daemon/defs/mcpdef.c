@@ -14,9 +14,10 @@
  * values the daemon reads from its credentials directory as each call
  * starts (run/worker_start.c); here only their names are checked.
  *
- * Only "instance": "call" (a fresh server per call) and stdio servers are
- * done; "session", "shared" and "url" are refused as not supported yet
- * rather than run as something they are not.
+ * "instance": "call" (a fresh server per call) or "session" (one per
+ * batch, run/instance.c; "instances" its ceiling) and stdio servers are
+ * done; "shared" and "url" are refused as not supported yet rather than
+ * run as something they are not.
  */
 #include <errno.h>
 #include <limits.h>
@@ -146,9 +147,11 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
 {
     json_t *m = json_object_get(def, "mcp_server"), *v;
     json_t *inst = json_object_get(def, "instance");
+    json_t *ninst = json_object_get(def, "instances");
     if (!m) {
-        if (inst)
-            return td_fail(err, errlen, "%s: instance: only with \"mcp_server\"", file);
+        if (inst || ninst)
+            return td_fail(err, errlen, "%s: %s: only with \"mcp_server\"", file,
+                           inst ? "instance" : "instances");
         return 0;
     }
     if (!json_is_object(m))
@@ -182,11 +185,18 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
                        file);
-    if (strcmp(is, "call"))
+    if (strcmp(is, "shared") == 0)
         return td_fail(err, errlen,
-                       "%s: instance: \"%s\" is not supported yet; \"call\" (a fresh server for "
-                       "each call) is",
-                       file, is);
+                       "%s: instance: \"shared\" is not supported yet; \"call\" (a fresh server "
+                       "for each call) and \"session\" (one for each batch) are",
+                       file);
+    t->mcp_instance = strcmp(is, "session") == 0 ? TD_MCP_SESSION : TD_MCP_CALL;
+    if (ninst && (!json_is_integer(ninst) || json_integer_value(ninst) < 1 ||
+                  json_integer_value(ninst) > 65536))
+        return td_fail(err, errlen, "%s: instances: expected an integer from 1 to 65536", file);
+    if (ninst && t->mcp_instance != TD_MCP_SESSION)
+        return td_fail(err, errlen, "%s: instances: only with \"instance\": \"session\"", file);
+    t->mcp_instances = ninst ? (unsigned)json_integer_value(ninst) : 0;
     json_t *cmd = json_object_get(m, "command"), *a;
     size_t i;
     if (!json_is_array(cmd) || json_array_size(cmd) == 0)
@@ -238,6 +248,7 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_t *def = json_deep_copy(m->def);
     json_object_del(def, "mcp_server");
     json_object_del(def, "instance");
+    json_object_del(def, "instances");
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
     json_t *cmd = bridge ? json_pack("[s,s,s,s]", bridge, "call", name, "--") : NULL;
@@ -279,6 +290,8 @@ void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
     t->mcp_cmd = 4; /* bridge "call" TOOL "--" COMMAND... (td_mcpdef_tool_def) */
     t->file_mode = server->file_mode;
     t->env_creds = json_incref(server->env_creds);
+    t->mcp_instance = server->mcp_instance;
+    t->mcp_instances = server->mcp_instances;
 }
 
 bool td_mcpdef_is_server(const struct td_tool *t)

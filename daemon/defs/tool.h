@@ -59,6 +59,11 @@ struct td_tool {
     struct td_mcp *mcp;
     bool mcp_tool;
     size_t mcp_cmd;
+    /* "instance" (mcpdef.c), the server's and its tools': a fresh server
+     * per call, or one per batch (run/instance.c); "instances": at most
+     * this many of the server at once (0: --max-workers) */
+    enum { TD_MCP_CALL, TD_MCP_SESSION } mcp_instance;
+    unsigned mcp_instances;
     /* mcp_server.env_credentials: {"VAR": "CREDENTIAL"}, each read from
      * the credentials directory into the call's environment as it starts
      * (run/worker_start.c); NULL: none */

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "bridge_serve.h"
 #include "toolexec.h"
 
 #define MCP_VERSION "2025-11-25"
@@ -402,6 +403,11 @@ int main(int argc, char **argv)
     struct server s = {0};
     start_server(&s, argv + (list ? 3 : 4));
     initialize(&s);
+    if (call && json_is_true(json_object_get(req, "serve"))) {
+        bridge_serve(&s, argv[2], call_tool); /* an instance: a call per frame */
+        kill(s.pid, SIGKILL);
+        _exit(0);
+    }
     json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
     if (!out || te_worker_write_response(1, out) < 0)
         die(&s, "writing the response: %s", out ? strerror(errno) : "out of memory");

@@ -45,8 +45,9 @@ static json_t *quote(const char *p, size_t n)
 static void on_frame(struct td_worker *w, char *body, size_t len)
 {
     char why[256];
-    /* a big {"ok": "..."} is kept as it came, not parsed (bigres.h) */
-    json_t *res = w->tool->output_validator ? NULL : td_big_frame(body, len, &w->big);
+    /* a big {"ok": "..."} is kept as it came, not parsed (bigres.h); a
+     * serving worker's is parsed: its calls' results are handed on one by one */
+    json_t *res = w->tool->output_validator || w->serving ? NULL : td_big_frame(body, len, &w->big);
     int kind = res ? TE_RESULT_OK : te_response_parse(body, len, &res, why, sizeof(why));
     if (w->big) {
         td_worker_finish(w, res);
@@ -71,6 +72,10 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
         td_worker_fail(w, TE_INVALID_RETURN, why, json_pack("{s:o}", "value", quote(body, len)),
                        json_pack("{s:s}", "reserved_halt_atom", atom));
         json_decref(res);
+    } else if (w->serving && w->answer_cb && td_worker_step(w, TD_WE_ANSWERED)) {
+        /* the call in flight ends; the worker waits for the next */
+        uv_timer_stop(&w->timer);
+        w->answer_cb(w->cb_data, res);
     } else {
         td_worker_finish(w, res);
     }
