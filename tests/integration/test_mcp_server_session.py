@@ -13,6 +13,7 @@ daemon, root and unprivileged.
   call gets a fresh server; a crash is the call's handler_exit and the next
   call a fresh server too;
 - a call narrowed by a "policy" never shares an instance;
+- counted while alive in stats and capacity;
 - "instances" bounds the instances of a server: a batch past it is refused
   with cause.instance_ceiling; a bad value is refused at load.
 """
@@ -47,6 +48,16 @@ def results(c, calls, timeout=harness.WAIT, **opts):
                       **opts)
     return {e["id"]: e["result"] for e in c.recv_batch(b, timeout=timeout)
             if e["event"] == "tool_execution_completed"}
+
+
+def capacity(d):
+    c = d.client()
+    try:
+        c.send({"op": "capacity"})
+        return c.recv_for(lambda e: e.get("event") == "capacity")
+    finally:
+        c.close()
+        d.clients.remove(c)
 
 
 def wait_listed(c, name):
@@ -124,8 +135,16 @@ class Session:
         self.c.start_batch([{"id": "w", "name": "odd.write", "arguments": WRITE[2]},
                             {"id": "h", "name": "odd.hang", "arguments": {}}])
         harness.wait_token_present(self.token)
+        # counted while it lives: stats, capacity (on its server's entry)
+        harness.deadline_wait(lambda: self.d.stats()["mcp_instances"] ==
+                              {"alive": 1, "servers": {"odd": 1}}, what="the instance counted")
+        cap = capacity(self.d)
+        self.assertEqual((cap["mcp_instances"], cap["tools"]["odd"]["instances"]), (1, 1))
         self.c.close()
         harness.assert_token_gone(self.token)
+        harness.deadline_wait(lambda: self.d.stats()["mcp_instances"] ==
+                              {"alive": 0, "servers": {}}, what="no instance counted")
+        self.assertNotIn("instances", capacity(self.d)["tools"]["odd"])
         # the daemon serves on
         c = self.d.client()
         self.assertEqual(results(c, [("e", "echo", {"text": "on"})])["e"], text_ok("on"))
