@@ -14,10 +14,10 @@
  * values the daemon reads from its credentials directory as each call
  * starts (run/worker_start.c); here only their names are checked.
  *
- * "instance": "call" (a fresh server per call) or "session" (one per
- * batch, run/instance.c; "instances" its ceiling) and stdio servers are
- * done; "shared" and "url" are refused as not supported yet rather than
- * run as something they are not.
+ * "instance": "call" (a fresh server per call), "session" (one per batch)
+ * or "shared" (a pool: "instances", "recycle_calls", "idle_ms"), both
+ * run/instance.c's, and stdio servers are done; "url" is refused as not
+ * supported yet rather than run as something it is not.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +29,9 @@
 #include "config.h"
 #include "mcpdef.h"
 #include "util.h"
+
+/* A shared pool's instance idle this long is reaped ("idle_ms"). */
+#define TD_MCP_IDLE_MS 60000
 
 struct td_mcp {
     json_t *def;     /* as read: each listed tool's definition is made from it */
@@ -142,16 +145,60 @@ static int env_credentials(const char *file, json_t *m, struct td_tool *t, char 
     return 0;
 }
 
+/* The keys of a server's instances, beside "instance". */
+static const char *const instance_keys_[] = {"instance", "instances", "recycle_calls", "idle_ms"};
+
+/* One of them: an integer from lo to hi, *out; absent, *out = dflt. */
+static int bounded(const char *file, json_t *def, const char *key, long long lo, long long hi,
+                   unsigned long long dflt, unsigned long long *out, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(def, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return td_fail(err, errlen, "%s: %s: expected an integer from %lld to %lld", file, key, lo,
+                       hi);
+    *out = (unsigned long long)json_integer_value(v);
+    return 0;
+}
+
+/* "instances", "recycle_calls", "idle_ms": each where its instance takes
+ * it ("instances": session and shared; the others: shared). */
+static int instance_keys(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen)
+{
+    static unsigned gen;
+    unsigned long long n, rc, idle;
+    bool shared = t->mcp_instance == TD_MCP_SHARED;
+    if (bounded(file, def, "instances", 1, 65536, 0, &n, err, errlen) < 0 ||
+        bounded(file, def, "recycle_calls", 1, (1LL << 32) - 1, 0, &rc, err, errlen) < 0 ||
+        bounded(file, def, "idle_ms", 1, 7LL * 24 * 3600 * 1000, TD_MCP_IDLE_MS, &idle, err,
+                errlen) < 0)
+        return -EINVAL;
+    if (json_object_get(def, "instances") && t->mcp_instance == TD_MCP_CALL)
+        return td_fail(err, errlen,
+                       "%s: instances: only with \"instance\": \"session\" or \"shared\"", file);
+    for (size_t i = 2; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+        if (json_object_get(def, instance_keys_[i]) && !shared)
+            return td_fail(err, errlen, "%s: %s: only with \"instance\": \"shared\"", file,
+                           instance_keys_[i]);
+    t->mcp_instances = (unsigned)n;
+    t->mcp_recycle_calls = (unsigned)rc;
+    t->mcp_idle_ms = idle;
+    t->mcp_gen = ++gen ? gen : ++gen; /* never 0 */
+    return 0;
+}
+
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
                     size_t errlen)
 {
     json_t *m = json_object_get(def, "mcp_server"), *v;
     json_t *inst = json_object_get(def, "instance");
-    json_t *ninst = json_object_get(def, "instances");
     if (!m) {
-        if (inst || ninst)
-            return td_fail(err, errlen, "%s: %s: only with \"mcp_server\"", file,
-                           inst ? "instance" : "instances");
+        for (size_t i = 0; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+            if (json_object_get(def, instance_keys_[i]))
+                return td_fail(err, errlen, "%s: %s: only with \"mcp_server\"", file,
+                               instance_keys_[i]);
         return 0;
     }
     if (!json_is_object(m))
@@ -185,18 +232,11 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
     if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
                        file);
-    if (strcmp(is, "shared") == 0)
-        return td_fail(err, errlen,
-                       "%s: instance: \"shared\" is not supported yet; \"call\" (a fresh server "
-                       "for each call) and \"session\" (one for each batch) are",
-                       file);
-    t->mcp_instance = strcmp(is, "session") == 0 ? TD_MCP_SESSION : TD_MCP_CALL;
-    if (ninst && (!json_is_integer(ninst) || json_integer_value(ninst) < 1 ||
-                  json_integer_value(ninst) > 65536))
-        return td_fail(err, errlen, "%s: instances: expected an integer from 1 to 65536", file);
-    if (ninst && t->mcp_instance != TD_MCP_SESSION)
-        return td_fail(err, errlen, "%s: instances: only with \"instance\": \"session\"", file);
-    t->mcp_instances = ninst ? (unsigned)json_integer_value(ninst) : 0;
+    t->mcp_instance = strcmp(is, "session") == 0  ? TD_MCP_SESSION
+                      : strcmp(is, "shared") == 0 ? TD_MCP_SHARED
+                                                  : TD_MCP_CALL;
+    if (instance_keys(file, def, t, err, errlen) < 0)
+        return -EINVAL;
     json_t *cmd = json_object_get(m, "command"), *a;
     size_t i;
     if (!json_is_array(cmd) || json_array_size(cmd) == 0)
@@ -248,7 +288,8 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_t *def = json_deep_copy(m->def);
     json_object_del(def, "mcp_server");
     json_object_del(def, "instance");
-    json_object_del(def, "instances");
+    for (size_t i = 0; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+        json_object_del(def, instance_keys_[i]);
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
     json_t *cmd = bridge ? json_pack("[s,s,s,s]", bridge, "call", name, "--") : NULL;
@@ -292,6 +333,9 @@ void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
     t->env_creds = json_incref(server->env_creds);
     t->mcp_instance = server->mcp_instance;
     t->mcp_instances = server->mcp_instances;
+    t->mcp_recycle_calls = server->mcp_recycle_calls;
+    t->mcp_idle_ms = server->mcp_idle_ms;
+    t->mcp_gen = server->mcp_gen;
 }
 
 bool td_mcpdef_is_server(const struct td_tool *t)

@@ -342,7 +342,7 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     gauge(f, "toolexecd_clients", "Client connections.", g->clients);
     gauge(f, "toolexecd_tail_subscribers", "Event subscribers (tail).", g->subscribers);
     gauge(f, "toolexecd_batches_running", "Batches not yet completed.", g->batches);
-    gauge(f, "toolexecd_mcp_instances", "MCP servers' instances alive (\"instance\": \"session\").",
+    gauge(f, "toolexecd_mcp_instances", "MCP servers' instances alive (session and shared).",
           td_instances_alive());
     if (td_spawner_active()) {
         gauge(f, "toolexecd_spawner_calls", "Calls the spawner holds (sent, not yet ended).",

@@ -238,7 +238,7 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
                                       (int)td_spawner_in_flight()));
     if (td_spawner_active())
         json_object_set_new(json_object_get(ev, "spawner"), "spares", td_spares_stats());
-    /* MCP servers' instances ("instance": "session", instance.c) alive */
+    /* MCP servers' instances (session and shared, instance.c) alive */
     json_object_set_new(ev, "mcp_instances",
                         json_pack("{s:I,s:o}", "alive", (json_int_t)td_instances_alive(), "servers",
                                   instance_counts()));
