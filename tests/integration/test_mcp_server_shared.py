@@ -7,6 +7,8 @@ root and unprivileged; its processes found by a token on its command line.
   its /tmp the other reads), which lives on between batches;
 - the pool bounded by "instances": two calls hanging on two instances, a
   third waits for one of them rather than making a third;
+- a client gone mid-call kills the instance it was on, and another
+  client's call waiting for it gets a fresh one;
 - recycled after "recycle_calls" answers, restarted (fresh) after a crash,
   reaped after "idle_ms" idle, gone at a reload and at daemon stop;
 - a call narrowed by a "policy" is never served by the pool;
@@ -85,6 +87,22 @@ class Shared:
              if e["event"] == "tool_execution_completed"][0]["result"]
         self.assertEqual(r, text_ok("x"))  # on a fresh instance after the timeout
         self.assertLessEqual(alive(self.d), 2)
+
+    def test_client_gone_mid_call(self):
+        # its call cancelled kills the instance it was on; another client's
+        # call waiting for that instance is served by a fresh one
+        self.start(timeout_ms=60000)
+        c1, c2 = self.d.client(), self.d.client()
+        self.assertEqual(one(c2, "write", WRITE), text_ok("written"))
+        c1.start_batch([{"id": "h", "name": "odd.hang", "arguments": {}}])
+        harness.deadline_wait(lambda: self.d.stats()["workers"]["running"] == 1,
+                              what="the hang in flight")
+        b = c2.start_batch([{"id": "r", "name": "odd.read", "arguments": READ}])
+        c2.recv_for(lambda e: e.get("event") == "tool_execution_started")
+        c1.close()
+        r = [e for e in c2.recv_batch(b) if e["event"] == "tool_execution_completed"]
+        self.assertIn("No such file", r[0]["result"]["error"])  # a fresh instance
+        self.assertEqual(alive(self.d), 1)
 
     def test_recycled_after_n_calls(self):
         self.start(recycle_calls=2)
