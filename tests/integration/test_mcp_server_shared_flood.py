@@ -15,7 +15,8 @@ import threading
 import unittest
 
 import harness
-from test_mcp_server_flood import CALLS, CONNS, UIDS, WARMUP, descendants, fds, flood, uids_in
+import test_mcp_server_flood as call_flood
+from test_mcp_server_flood import CALLS, CONNS, WARMUP, descendants, fds, flood, uids_in
 
 SRV = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "odd_server.py"))
 PY = "/usr/bin/python3"
@@ -74,20 +75,15 @@ class Flood:
             d.stop()
 
 
+# the daemons test_mcp_server_flood floods, as it makes them
 class RootDaemon(Flood, unittest.TestCase):
-    @staticmethod
-    def daemon(tools):
-        return harness.Daemon(tools, ["--call-uids", "%d-%d" % UIDS])
-
-    LENT = UIDS
+    daemon = staticmethod(call_flood.RootDaemon.daemon)
+    LENT = call_flood.RootDaemon.LENT
 
 
 class UnprivilegedDaemon(Flood, unittest.TestCase):
-    @staticmethod
-    def daemon(tools):
-        return harness.nobody_daemon(tools)
-
-    LENT = None
+    daemon = staticmethod(call_flood.UnprivilegedDaemon.daemon)
+    LENT = call_flood.UnprivilegedDaemon.LENT
 
 
 if __name__ == "__main__":
