@@ -72,7 +72,10 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
         td_worker_fail(w, TE_INVALID_RETURN, why, json_pack("{s:o}", "value", quote(body, len)),
                        json_pack("{s:s}", "reserved_halt_atom", atom));
         json_decref(res);
-    } else if (w->serving && w->answer_cb && td_worker_step(w, TD_WE_ANSWERED)) {
+    } else if (w->serving && w->answer_cb &&
+               td_worker_next(w->state, TD_WE_ANSWERED) != TD_W_ILLEGAL) {
+        /* (once reaped, its answer is its last word: its result, below) */
+        td_worker_step(w, TD_WE_ANSWERED);
         /* the call in flight ends; the worker waits for the next */
         uv_timer_stop(&w->timer);
         w->answer_cb(w->cb_data, res);
