@@ -13,7 +13,7 @@ daemon, root and unprivileged.
   call gets a fresh server; a crash is the call's handler_exit and the next
   call a fresh server too;
 - a call narrowed by a "policy" never shares an instance;
-- counted while alive in stats and capacity;
+- counted while alive in stats, capacity and /metrics;
 - "instances" bounds the instances of a server: a batch past it is refused
   with cause.instance_ceiling; a bad value is refused at load.
 """
@@ -26,6 +26,7 @@ import tempfile
 import unittest
 
 import harness
+import test_capacity
 
 SRV = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers", "odd_server.py"))
 PY = "/usr/bin/python3"
@@ -55,6 +56,16 @@ def capacity(d):
     try:
         c.send({"op": "capacity"})
         return c.recv_for(lambda e: e.get("event") == "capacity")
+    finally:
+        c.close()
+        d.clients.remove(c)
+
+
+def metrics_of(d):
+    """/metrics' text (the metrics op) as test_capacity reads it."""
+    c = d.client()
+    try:
+        return test_capacity.metrics(c)
     finally:
         c.close()
         d.clients.remove(c)
@@ -140,11 +151,17 @@ class Session:
                               {"alive": 1, "servers": {"odd": 1}}, what="the instance counted")
         cap = capacity(self.d)
         self.assertEqual((cap["mcp_instances"], cap["tools"]["odd"]["instances"]), (1, 1))
+        m = metrics_of(self.d)
+        self.assertEqual((m[("toolexecd_mcp_instances", None)],
+                          m[("toolexecd_tool_mcp_instances", "odd")]), (1, 1))
         self.c.close()
         harness.assert_token_gone(self.token)
         harness.deadline_wait(lambda: self.d.stats()["mcp_instances"] ==
                               {"alive": 0, "servers": {}}, what="no instance counted")
         self.assertNotIn("instances", capacity(self.d)["tools"]["odd"])
+        m = metrics_of(self.d)
+        self.assertEqual(m[("toolexecd_mcp_instances", None)], 0)
+        self.assertNotIn(("toolexecd_tool_mcp_instances", "odd"), m)
         # the daemon serves on
         c = self.d.client()
         self.assertEqual(results(c, [("e", "echo", {"text": "on"})])["e"], text_ok("on"))
