@@ -24,9 +24,10 @@
  * thing the proxy lets through) and its API key is a network.headers
  * credential the proxy adds, never a variable of the bridge's.
  *
- * Only "instance": "call" (a fresh server per call) is done; "session" and
- * "shared" are refused as not supported yet rather than run as something
- * they are not.
+ * "instance": "call" (a fresh server per call), "session" (one per batch)
+ * or "shared" (a pool: "instances", "recycle_calls", "idle_ms"), both
+ * run/instance.c's, for a server run here (a command, or a Python module
+ * started cold); a url's server and a warm one are called per call.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +41,9 @@
 #include "mcpdef.h"
 #include "mcppy.h"
 #include "util.h"
+
+/* A shared pool's instance idle this long is reaped ("idle_ms"). */
+#define TD_MCP_IDLE_MS 60000
 
 struct td_mcp {
     json_t *def;     /* as read: each listed tool's definition is made from it */
@@ -284,14 +288,60 @@ static int url_network(const char *file, json_t *def, const char *entry, char *e
     return json_array_append_new(allow, json_string(entry)) < 0 ? -ENOMEM : 0;
 }
 
+/* The keys of a server's instances, beside "instance". */
+static const char *const instance_keys_[] = {"instance", "instances", "recycle_calls", "idle_ms"};
+
+/* One of them: an integer from lo to hi, *out; absent, *out = dflt. */
+static int bounded(const char *file, json_t *def, const char *key, long long lo, long long hi,
+                   unsigned long long dflt, unsigned long long *out, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(def, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return td_fail(err, errlen, "%s: %s: expected an integer from %lld to %lld", file, key, lo,
+                       hi);
+    *out = (unsigned long long)json_integer_value(v);
+    return 0;
+}
+
+/* "instances", "recycle_calls", "idle_ms": each where its instance takes
+ * it ("instances": session and shared; the others: shared). */
+static int instance_keys(const char *file, json_t *def, struct td_tool *t, char *err, size_t errlen)
+{
+    static unsigned gen;
+    unsigned long long n, rc, idle;
+    bool shared = t->mcp_instance == TD_MCP_SHARED;
+    if (bounded(file, def, "instances", 1, 65536, 0, &n, err, errlen) < 0 ||
+        bounded(file, def, "recycle_calls", 1, (1LL << 32) - 1, 0, &rc, err, errlen) < 0 ||
+        bounded(file, def, "idle_ms", 1, 7LL * 24 * 3600 * 1000, TD_MCP_IDLE_MS, &idle, err,
+                errlen) < 0)
+        return -EINVAL;
+    if (json_object_get(def, "instances") && t->mcp_instance == TD_MCP_CALL)
+        return td_fail(err, errlen,
+                       "%s: instances: only with \"instance\": \"session\" or \"shared\"", file);
+    for (size_t i = 2; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+        if (json_object_get(def, instance_keys_[i]) && !shared)
+            return td_fail(err, errlen, "%s: %s: only with \"instance\": \"shared\"", file,
+                           instance_keys_[i]);
+    t->mcp_instances = (unsigned)n;
+    t->mcp_recycle_calls = (unsigned)rc;
+    t->mcp_idle_ms = idle;
+    t->mcp_gen = ++gen ? gen : ++gen; /* never 0 */
+    return 0;
+}
+
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,
                     size_t errlen)
 {
     json_t *m = json_object_get(def, "mcp_server"), *v;
     json_t *inst = json_object_get(def, "instance");
     if (!m) {
-        if (inst)
-            return td_fail(err, errlen, "%s: instance: only with \"mcp_server\"", file);
+        for (size_t i = 0; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+            if (json_object_get(def, instance_keys_[i]))
+                return td_fail(err, errlen, "%s: %s: only with \"mcp_server\"", file,
+                               instance_keys_[i]);
         return 0;
     }
     if (!json_is_object(m))
@@ -348,15 +398,26 @@ int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_to
         return -EINVAL;
     }
     const char *is = inst ? te_json_text_value(inst) : "call";
-    if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared")))
+    if (!is || (strcmp(is, "call") && strcmp(is, "session") && strcmp(is, "shared"))) {
+        json_decref(pycmd);
         return td_fail(err, errlen, "%s: instance: expected \"call\", \"session\" or \"shared\"",
                        file);
-    if (strcmp(is, "call")) {
+    }
+    t->mcp_instance = strcmp(is, "session") == 0  ? TD_MCP_SESSION
+                      : strcmp(is, "shared") == 0 ? TD_MCP_SHARED
+                                                  : TD_MCP_CALL;
+    if (t->mcp_instance != TD_MCP_CALL && (url || warm)) {
         json_decref(pycmd);
         return td_fail(err, errlen,
-                       "%s: instance: \"%s\" is not supported yet; \"call\" (a fresh server for "
-                       "each call) is",
-                       file, is);
+                       "%s: instance: \"%s\" only for a server run here (a command, or a "
+                       "python_module started cold): %s",
+                       file, is,
+                       url ? "a url's server is reached afresh by each call"
+                           : "each call of a warm server is a fresh fork of its template");
+    }
+    if (instance_keys(file, def, t, err, errlen) < 0) {
+        json_decref(pycmd);
+        return -EINVAL;
     }
     char entry[300];
     if (url && !te_json_is_text(url))
@@ -475,6 +536,8 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     json_t *def = json_deep_copy(m->def);
     json_object_del(def, "mcp_server");
     json_object_del(def, "instance");
+    for (size_t i = 0; i < sizeof(instance_keys_) / sizeof(instance_keys_[0]); i++)
+        json_object_del(def, instance_keys_[i]);
     json_object_set_new(def, "name", json_string(full));
     char *bridge = bridge_path();
     json_t *cmd = !bridge   ? NULL
@@ -542,6 +605,11 @@ void td_mcpdef_tool_made(const struct td_tool *server, struct td_tool *t)
     t->mcp_cmd = server->mcp->warm || server->mcp->url ? 0 : 4;
     t->file_mode = server->file_mode;
     t->env_creds = json_incref(server->env_creds);
+    t->mcp_instance = server->mcp_instance;
+    t->mcp_instances = server->mcp_instances;
+    t->mcp_recycle_calls = server->mcp_recycle_calls;
+    t->mcp_idle_ms = server->mcp_idle_ms;
+    t->mcp_gen = server->mcp_gen;
 }
 
 bool td_mcpdef_is_server(const struct td_tool *t)

@@ -14,7 +14,7 @@
 
 /* Where the tool's "env" object is: mcp_server.env for a server. */
 json_t *td_mcpdef_env(json_t *def);
-/* def's "mcp_server" and "instance" checked into t (t->mcp, t->argv: the
+/* def's "mcp_server", "instance" and "instances" checked into t (t->mcp, t->argv: the
  * bridge in list mode); 0 for a definition without them, -errno with err
  * said. Run after the name is parsed and before "command" would be. */
 int td_mcpdef_parse(const char *dir, const char *file, json_t *def, struct td_tool *t, char *err,

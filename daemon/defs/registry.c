@@ -149,12 +149,12 @@ static int parse_tool(const char *dir, const char *file, json_t *def, struct td_
         "group",          "network",     "allow_uids",    "allow_gids",    "max_content_bytes",
         "coerce",         "spill",       "syscalls",      "deny_syscalls", "filesystem",
         "title",          "annotations", "output_schema", "strict",        "start",
-        "scopes",         "mcp",      /* declare.c */
-        "max_forks",                  /* template.c */
-        "learn",                      /* learndef.c */
-        "best_effort",                /* besteffort.c */
-        "mcp_server",     "instance", /* mcpdef.c */
-        "stderr_to_model"};           /* worker.c */
+        "scopes",         "mcp", /* declare.c */
+        "max_forks",             /* template.c */
+        "learn",                 /* learndef.c */
+        "best_effort",           /* besteffort.c */
+        "mcp_server",     "instance",    "instances",     "recycle_calls", "idle_ms", /* mcpdef.c */
+        "stderr_to_model"};                                                           /* worker.c */
     const char *key;
     json_t *v;
     if (!json_is_object(def))

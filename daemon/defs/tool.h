@@ -59,6 +59,14 @@ struct td_tool {
     struct td_mcp *mcp;
     bool mcp_tool;
     size_t mcp_cmd;
+    /* "instance" (mcpdef.c), the server's and its tools': a fresh server
+     * per call, one per batch or a pool (run/instance.c); "instances": at
+     * most this many of the server at once (0: session --max-workers,
+     * shared 1); a shared pool's "recycle_calls" (0: never) and "idle_ms";
+     * mcp_gen: its definition's load (a reload's pool is another) */
+    enum { TD_MCP_CALL, TD_MCP_SESSION, TD_MCP_SHARED } mcp_instance;
+    unsigned mcp_instances, mcp_recycle_calls, mcp_gen;
+    uint64_t mcp_idle_ms;
     /* mcp_server.env_credentials: {"VAR": "CREDENTIAL"}, each read from
      * the credentials directory into the call's environment as it starts
      * (run/worker_start.c); NULL: none */

@@ -30,6 +30,7 @@
 #include "fswatch.h"
 #include "learndef.h"
 #include "identity.h"
+#include "instance.h"
 #include "listener.h"
 #include "log.h"
 #include "notify.h"
@@ -183,6 +184,7 @@ static void on_terminate(uv_signal_t *h, int signum)
     td_listeners_stop();
     td_server_stop();
     td_mcplist_stop();
+    td_instances_retire(); /* idle MCP servers' pools now, busy ones after their calls */
     uv_timer_start(&shutdown_timer, on_shutdown_timeout, td_cfg.shutdown_timeout_s * 1000ULL, 0);
     maybe_exit();
 }
@@ -217,7 +219,8 @@ static void on_reload(uv_signal_t *h, int signum)
                td_cfg.tools_dir);
         td_server_tools_changed();
         td_template_sync();
-        td_spares_drop_all(); /* made for the old definitions */
+        td_spares_drop_all();  /* made for the old definitions */
+        td_instances_retire(); /* MCP servers' pools of the old definitions */
         td_mcplist_start(td_server_tools_changed);
     }
     td_notify_ready(notify_status);

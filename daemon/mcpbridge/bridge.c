@@ -41,6 +41,7 @@
 
 #include "bridge_attach.h"
 #include "bridge_http.h"
+#include "bridge_serve.h"
 #include "toolexec.h"
 
 #define MCP_VERSION "2025-11-25"
@@ -441,6 +442,12 @@ int main(int argc, char **argv)
     if (!url && !attached)
         start_server(&s, rest + 1);
     initialize(&s);
+    if (call && json_is_true(json_object_get(req, "serve"))) {
+        bridge_serve(&s, argv[2], call_tool); /* an instance: a call per frame */
+        if (s.pid > 0)
+            kill(s.pid, SIGKILL);
+        _exit(0);
+    }
     json_t *out = list ? list_tools(&s) : call_tool(&s, argv[2], json_object_get(req, "arguments"));
     /* its session ended first: the response frame ends the call, and the
      * bridge with it */
@@ -449,7 +456,7 @@ int main(int argc, char **argv)
     if (!out || te_worker_write_response(1, out) < 0)
         die(&s, "writing the response: %s", out ? strerror(errno) : "out of memory");
     /* the call is over: so is its server (its leftovers die with the call) */
-    if (!s.http)
+    if (s.pid > 0)
         kill(s.pid, SIGKILL);
     _exit(0); /* as die(): a one-call process leaves its memory to the kernel */
 }

@@ -17,6 +17,7 @@
 
 #include "bus.h"
 #include "capacity.h"
+#include "instance.h"
 #include "metrics.h"
 #include "outcome.h"
 #include "spares.h"
@@ -260,6 +261,8 @@ static void tool_gauges(FILE *f)
         {"running", "toolexecd_tool_calls_running", "Calls of the tool holding a worker slot."},
         {"spares", "toolexecd_tool_spares_ready", "Sandboxes prepared ahead for the tool, ready."},
         {"warm", "toolexecd_tool_warm_ready", "A warm tool's template is ready (1) or not (0)."},
+        {"instances", "toolexecd_tool_mcp_instances",
+         "An MCP server's instances alive (its listing tool's)."},
     };
     json_t *cap = td_capacity_tools();
     for (size_t i = 0; cap && i < sizeof(per) / sizeof(per[0]); i++) {
@@ -269,8 +272,8 @@ static void tool_gauges(FILE *f)
         json_object_foreach(cap, name, e)
         {
             json_t *v = json_object_get(e, per[i].key);
-            if (json_is_null(v))
-                continue; /* a cold tool has no template */
+            if (!v || json_is_null(v))
+                continue; /* a cold tool has no template, a tool no instances */
             fprintf(f, "%s{tool=\"", per[i].name);
             label(f, name);
             fprintf(f, "\"} %lld\n",
@@ -362,6 +365,8 @@ char *td_metrics_text(const struct td_stats_gauges *g, size_t *len)
     gauge(f, "toolexecd_clients", "Client connections.", g->clients);
     gauge(f, "toolexecd_tail_subscribers", "Event subscribers (tail).", g->subscribers);
     gauge(f, "toolexecd_batches_running", "Batches not yet completed.", g->batches);
+    gauge(f, "toolexecd_mcp_instances", "MCP servers' instances alive (session and shared).",
+          td_instances_alive());
     if (td_spawner_active()) {
         gauge(f, "toolexecd_spawner_calls", "Calls the spawner holds (sent, not yet ended).",
               td_spawner_in_flight());

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "bus.h"
+#include "instance.h"
 #include "spares.h"
 #include "spawner.h"
 #include "stats.h"
@@ -189,6 +190,19 @@ static json_t *percentiles(const struct tool_stats *t)
 #undef PCT
 }
 
+static void on_instances(void *data, const char *server, unsigned n)
+{
+    json_object_set_new(data, server, json_integer((json_int_t)n));
+}
+
+static json_t *instance_counts(void)
+{
+    json_t *o = json_object();
+    if (o)
+        td_instances_each(on_instances, o);
+    return o;
+}
+
 json_t *td_stats_event(const struct td_stats_gauges *g)
 {
     json_t *tools = json_object();
@@ -224,6 +238,10 @@ json_t *td_stats_event(const struct td_stats_gauges *g)
                                       (int)td_spawner_in_flight()));
     if (td_spawner_active())
         json_object_set_new(json_object_get(ev, "spawner"), "spares", td_spares_stats());
+    /* MCP servers' instances (session and shared, instance.c) alive */
+    json_object_set_new(ev, "mcp_instances",
+                        json_pack("{s:I,s:o}", "alive", (json_int_t)td_instances_alive(), "servers",
+                                  instance_counts()));
     json_t *denied = denied_json(denied_total);
     json_object_set_new(denied, "more", json_integer((json_int_t)denied_more));
     json_object_set_new(denied, "syscall_names",

@@ -28,6 +28,7 @@
 #include "denials.h"
 #include "learndef.h"
 #include "declare.h"
+#include "instance.h"
 #include "log.h"
 #include "registry.h"
 #include "spill.h"
@@ -347,6 +348,7 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     c->done_ns = uv_hrtime();
     c->big = f ? f->big : NULL;
     c->worker = NULL;
+    c->icall = NULL;
     result = td_declare_check_output(c->tool, c->id, result);
     if (ru) {
         c->ru = *ru;
@@ -492,7 +494,10 @@ static void start_call(struct td_batch *b, struct call *c)
                                       .timeout_ms = timeout,
                                       .progress = call_progress,
                                       .start = &c->start};
-        c->worker = td_worker_start(&spec, call_done, c, &result);
+        if (td_instance_wanted(c->tool))
+            c->icall = td_instance_call(&b->instances, &spec, call_done, c, &result);
+        else
+            c->worker = td_worker_start(&spec, call_done, c, &result);
         if (c->worker && b->throttled)
             td_worker_throttle(c->worker, true);
         json_decref(req);
@@ -698,6 +703,8 @@ void td_batch_cancel(struct td_batch *b)
         struct call *c = &b->calls[i];
         if (c->state == CALL_RUNNING && c->worker) {
             td_worker_cancel(c->worker);
+        } else if (c->state == CALL_RUNNING && c->icall) {
+            td_instance_cancel(c->icall);
         } else if (c->awaiting) {
             /* no decision will come: the call ends cancelled */
             json_decref(c->awaiting);
@@ -729,6 +736,8 @@ void td_batch_free(struct td_batch *b)
         all_batches = b->anext;
     if (b->anext)
         b->anext->aprev = b->aprev;
+    /* its instances gone with it, whatever they were serving */
+    td_instances_close(&b->instances);
     for (size_t i = 0; i < b->ncalls; i++) {
         struct call *c = &b->calls[i];
         if (c->worker)

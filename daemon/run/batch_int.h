@@ -28,6 +28,8 @@
 #include "toolexec.h"
 
 struct td_big;
+struct td_icall;
+struct td_instance;
 struct td_tool;
 struct td_worker;
 
@@ -40,6 +42,7 @@ struct call {
     json_t *arguments;
     struct td_tool *tool;
     struct td_worker *worker;
+    struct td_icall *icall; /* or its place on an MCP server's instance (instance.h) */
     enum call_state state;
     json_t *content;    /* JSON string, once done */
     struct td_big *big; /* the result's big text (bigres.h) while an event may name it */
@@ -76,6 +79,7 @@ struct td_batch {
     size_t settle_from;                /* cancelled: calls from here on still to settle */
     TAILQ_ENTRY(td_batch) settle_link; /* in the list of batches being settled */
     bool settling;
+    struct td_instance *instances; /* its MCP servers' instances (instance.h) */
 };
 
 /* batch_events.c */

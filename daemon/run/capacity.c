@@ -2,11 +2,13 @@
  * capacity.c - the capacity of this daemon for placement (capacity.h). The
  * totals are the counts the scheduler keeps (td_batch_running(),
  * td_batch_queued()), so the per-tool numbers sum to them; spares are the
- * ready ones (a spare still being made serves no call yet).
+ * ready ones (a spare still being made serves no call yet); an MCP server's
+ * instances alive (instance.h) are on its own entry.
  */
 #include "capacity.h"
 #include "batch.h"
 #include "config.h"
+#include "instance.h"
 #include "registry.h"
 #include "spares.h"
 #include "template.h"
@@ -37,6 +39,14 @@ static void on_call(void *data, const char *tool, bool running)
         count(e, running ? "running" : "queued");
 }
 
+/* An MCP server's instances alive, on its (listing) tool's entry. */
+static void on_instances(void *data, const char *server, unsigned n)
+{
+    json_t *e = entry(data, server);
+    if (e)
+        json_object_set_new(e, "instances", json_integer((json_int_t)n));
+}
+
 json_t *td_capacity_tools(void)
 {
     json_t *tools = json_object();
@@ -55,6 +65,7 @@ json_t *td_capacity_tools(void)
             json_object_set(e, "spares", n);
     }
     json_decref(spares);
+    td_instances_each(on_instances, tools);
     return tools;
 }
 
@@ -68,7 +79,8 @@ json_t *td_capacity_event(void)
     json_t *e;
     json_object_foreach(tools, name, e) ready += json_integer_value(json_object_get(e, "spares"));
     unsigned running = td_batch_running();
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}", "event", "capacity", "max_workers",
+    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}", "event", "capacity",
+                     "mcp_instances", (json_int_t)td_instances_alive(), "max_workers",
                      (json_int_t)td_cfg.max_workers, "free_workers",
                      (json_int_t)(running < td_cfg.max_workers ? td_cfg.max_workers - running : 0),
                      "running_calls", (json_int_t)running, "queued_calls",

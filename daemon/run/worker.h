@@ -35,6 +35,12 @@ struct td_worker_spec {
     uint64_t timeout_ms;
     td_progress_cb progress; /* NULL: a progress frame is an invalid response */
     const char **start;      /* warm tools: set to "warm" or "cold" (may be NULL) */
+    /* A serving worker (an MCP server's instance, instance.c): request is
+     * written and stdin kept open for td_worker_send(); no timer until a
+     * call is sent; each response frame goes to answer, the result
+     * callback is its own end. */
+    bool serve;
+    void (*answer)(void *data, json_t *result /* stolen */);
 };
 /* Start a worker. The result callback runs exactly once, never from inside
  * this call; on failure to spawn returns NULL and *result is the call's
@@ -46,6 +52,13 @@ void td_worker_abandon(struct td_worker *w);
 /* Kill it now; its result is a handler_exit with cause.cancelled. */
 void td_worker_cancel(struct td_worker *w);
 void td_worker_setup(void);
+/* A serving worker's next call: request (borrowed) written as one frame,
+ * the call's ids its log's and errors', its timeout armed; 0, or < 0 when
+ * it cannot be written (the worker is then failing). */
+int td_worker_send(struct td_worker *w, const char *batch_id, const char *call_id,
+                   const json_t *request, uint64_t timeout_ms);
+/* Its run uid (-1: not known yet). */
+long long td_worker_uid(const struct td_worker *w);
 /* Stop / resume reading a worker's stdout (its client is not reading). */
 void td_worker_throttle(struct td_worker *w, bool pause);
 unsigned td_workers_alive(void);

@@ -86,6 +86,11 @@ struct td_warm_call;
  * status handled. The result is handed over when taken if every process is
  * gone, else at "exited" (or REAP_WAIT_MS later without its resource use,
  * or at once for a cancel): w->pending holds it until then.
+ *
+ * A serving worker (an instance of an MCP server, instance.c) answers many
+ * calls: each response frame is "answered", which keeps STARTING, RUNNING
+ * or ENDED as they are (a frame written before its end is still read);
+ * its one result is its own end (a crash, a timeout, a cancel).
  */
 enum td_wstate {
     TD_W_STARTING, /* the spawner or a template asked: no process yet */
@@ -110,6 +115,9 @@ enum td_wevent {
     TD_WE_EXITED,     /* its exit handled (td_worker_on_exit) */
     TD_WE_RESULT,     /* its result taken (td_worker_finish) */
     TD_WE_CLOSE,      /* result out and reaped: its handles close */
+    /* a serving worker's (an MCP server's instance, instance.c) response
+     * frame: it ends that call, not the worker, which stays where it was */
+    TD_WE_ANSWERED,
     TD_WE_NEVENTS
 };
 /* The table's entry: the state after ev, TD_W_ILLEGAL where there is none. */
@@ -194,6 +202,14 @@ struct td_worker {
     bool spawn_failed; /* it never started: warm_why says why */
     uint64_t spawn_t0;
     char *warm_why; /* it never ran, or its template died */
+    /* serving (instance.c): stdin kept open, one request frame written per
+     * call (td_worker_send), each response frame handed to answer_cb; the
+     * timer is the call in flight's */
+    bool serving;
+    void (*answer_cb)(void *data, json_t *result); /* td_answer_cb */
+    uint8_t sendhdr[TE_FRAME_HEADER_LEN];
+    char *sendbody;
+    uv_write_t sendreq;
 };
 
 /* worker_state.c */

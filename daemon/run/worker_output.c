@@ -69,8 +69,9 @@ static json_t *quote(const char *p, size_t n)
 static void on_frame(struct td_worker *w, char *body, size_t len)
 {
     char why[256];
-    /* a big {"ok": "..."} is kept as it came, not parsed (bigres.h) */
-    json_t *res = w->tool->output_validator ? NULL : td_big_frame(body, len, &w->big);
+    /* a big {"ok": "..."} is kept as it came, not parsed (bigres.h); a
+     * serving worker's is parsed: its calls' results are handed on one by one */
+    json_t *res = w->tool->output_validator || w->serving ? NULL : td_big_frame(body, len, &w->big);
     int kind = res ? TE_RESULT_OK : te_response_parse(body, len, &res, why, sizeof(why));
     if (w->big) {
         td_worker_finish(w, res);
@@ -95,6 +96,13 @@ static void on_frame(struct td_worker *w, char *body, size_t len)
         td_worker_fail(w, TE_INVALID_RETURN, why, json_pack("{s:o}", "value", quote(body, len)),
                        json_pack("{s:s}", "reserved_halt_atom", atom));
         json_decref(res);
+    } else if (w->serving && w->answer_cb &&
+               td_worker_next(w->state, TD_WE_ANSWERED) != TD_W_ILLEGAL) {
+        /* (once reaped, its answer is its last word: its result, below) */
+        td_worker_step(w, TD_WE_ANSWERED);
+        /* the call in flight ends; the worker waits for the next */
+        uv_timer_stop(&w->timer);
+        w->answer_cb(w->cb_data, res);
     } else {
         td_worker_finish(w, res);
     }

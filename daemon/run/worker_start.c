@@ -51,7 +51,58 @@ static void on_request_written(uv_write_t *req, int status)
                 uv_strerror(status));
     free(w->reqbody);
     w->reqbody = NULL;
-    td_worker_close_handle(w, (uv_handle_t *)&w->in);
+    if (!w->serving || status < 0) /* a serving worker's stdin takes its next calls */
+        td_worker_close_handle(w, (uv_handle_t *)&w->in);
+}
+
+static void on_call_written(uv_write_t *req, int status)
+{
+    struct td_worker *w = req->data;
+    free(w->sendbody);
+    w->sendbody = NULL;
+    if (status < 0 && status != UV_ECANCELED)
+        td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "call not fully written: %s",
+                uv_strerror(status));
+}
+
+int td_worker_send(struct td_worker *w, const char *batch_id, const char *call_id,
+                   const json_t *request, uint64_t timeout_ms)
+{
+    if (!w->serving || td_wstate_has_result(w->state) || w->sendbody ||
+        uv_is_closing((uv_handle_t *)&w->in))
+        return -EPIPE;
+    char *b = strdup(batch_id), *c = strdup(call_id);
+    char *body = te_json_dumps(request, 0, NULL);
+    if (!b || !c || !body) {
+        free(b);
+        free(c);
+        free(body);
+        return -ENOMEM;
+    }
+    free(w->batch_id);
+    free(w->call_id);
+    w->batch_id = b;
+    w->call_id = c;
+    size_t len = strlen(body);
+    te_frame_header((uint32_t)len, w->sendhdr);
+    w->sendbody = body;
+    uv_buf_t bufs[2] = {uv_buf_init((char *)w->sendhdr, sizeof(w->sendhdr)),
+                        uv_buf_init(body, len)};
+    w->sendreq.data = w;
+    if (uv_write(&w->sendreq, (uv_stream_t *)&w->in, bufs, 2, on_call_written) < 0) {
+        free(body);
+        w->sendbody = NULL;
+        return -EPIPE;
+    }
+    w->timeout_ms = timeout_ms;
+    uv_update_time(td_loop);
+    uv_timer_start(&w->timer, td_worker_on_timeout, timeout_ms, 0);
+    return 0;
+}
+
+long long td_worker_uid(const struct td_worker *w)
+{
+    return w->run_uid;
 }
 
 /* ---- starting ------------------------------------------------------------- */
@@ -508,6 +559,8 @@ started:
     w->cb = cb;
     w->cb_data = data;
     w->progress_cb = s->progress;
+    w->serving = s->serve;
+    w->answer_cb = s->answer;
     te_frame_decoder_init(&w->dec, w->max_output);
     pipe_open(w, &w->in, child.in);
     pipe_open(w, &w->out, child.out);
@@ -537,7 +590,8 @@ started:
      * call's start (its duration_ms), which a call that ends on its init's
      * report, at once, then shows (test_metrics: 199.9 ms for 200). */
     uv_update_time(td_loop);
-    uv_timer_start(&w->timer, td_worker_on_timeout, s->timeout_ms, 0);
+    if (!s->serve) /* a serving worker's timer is its call's (td_worker_send) */
+        uv_timer_start(&w->timer, td_worker_on_timeout, s->timeout_ms, 0);
     td_logc(TD_LOG_DEBUG, s->batch_id, s->call_id, "started %s as pid %d", s->tool->name,
             (int)w->pid);
     return w;

@@ -27,19 +27,19 @@
  * it comes. No event follows CLOSING: the worker is freed with its handles. */
 // clang-format off
 static const unsigned char next[TD_W_NSTATES][TD_WE_NEVENTS] = {
-    /*           spawned  reaped   init_end exited   result   close */
-    [START]    = {RUN,     REAPING, ENDED,   XX,      RES,     XX},
-    [RUN]      = {XX,      REAPING, ENDED,   XX,      RES,     XX},
-    [REAPING]  = {XX,      XX,      ENDED_R, EXITED,  RES_R,   XX},
-    [ENDED]    = {ENDED,   ENDED_R, XX,      XX,      RES_E,   XX},
-    [ENDED_R]  = {XX,      XX,      XX,      EXITED,  RES_ER,  XX},
-    [EXITED]   = {XX,      XX,      XX,      XX,      DONE,    XX},
-    [RES]      = {RES,     RES_R,   RES_E,   XX,      XX,      XX},
-    [RES_R]    = {XX,      XX,      RES_ER,  DONE,    XX,      XX},
-    [RES_E]    = {RES_E,   RES_ER,  XX,      XX,      XX,      XX},
-    [RES_ER]   = {XX,      XX,      XX,      DONE,    XX,      XX},
-    [DONE]     = {XX,      XX,      XX,      XX,      XX,      CLOSING},
-    [CLOSING]  = {XX,      XX,      XX,      XX,      XX,      XX},
+    /*           spawned  reaped   init_end exited   result   close    answered */
+    [START]    = {RUN,     REAPING, ENDED,   XX,      RES,     XX,      START},
+    [RUN]      = {XX,      REAPING, ENDED,   XX,      RES,     XX,      RUN},
+    [REAPING]  = {XX,      XX,      ENDED_R, EXITED,  RES_R,   XX,      XX},
+    [ENDED]    = {ENDED,   ENDED_R, XX,      XX,      RES_E,   XX,      ENDED},
+    [ENDED_R]  = {XX,      XX,      XX,      EXITED,  RES_ER,  XX,      XX},
+    [EXITED]   = {XX,      XX,      XX,      XX,      DONE,    XX,      XX},
+    [RES]      = {RES,     RES_R,   RES_E,   XX,      XX,      XX,      XX},
+    [RES_R]    = {XX,      XX,      RES_ER,  DONE,    XX,      XX,      XX},
+    [RES_E]    = {RES_E,   RES_ER,  XX,      XX,      XX,      XX,      XX},
+    [RES_ER]   = {XX,      XX,      XX,      DONE,    XX,      XX,      XX},
+    [DONE]     = {XX,      XX,      XX,      XX,      XX,      CLOSING, XX},
+    [CLOSING]  = {XX,      XX,      XX,      XX,      XX,      XX,      XX},
 };
 // clang-format on
 
@@ -61,8 +61,8 @@ const char *td_wstate_name(enum td_wstate s)
 
 const char *td_wevent_name(enum td_wevent ev)
 {
-    static const char *const names[] = {"spawned", "reaped", "init_ended",
-                                        "exited",  "result", "close"};
+    static const char *const names[] = {"spawned", "reaped", "init_ended", "exited",
+                                        "result",  "close",  "answered"};
     return (unsigned)ev < TD_WE_NEVENTS ? names[ev] : "?";
 }
 

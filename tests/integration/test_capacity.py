@@ -64,6 +64,7 @@ class CapacityTest(unittest.TestCase):
             self.assertEqual(cap, {"event": "capacity", "max_workers": 2, "free_workers": 2,
                                    "running_calls": 0, "queued_calls": 0,
                                    "prepared_sandboxes": 0, "max_client_batches": 64,
+                                   "mcp_instances": 0,
                                    "shutting_down": False,
                                    "tools": {"wait": tool(), "echo": tool()}})
             rel = [d.path("release%d" % i) for i in range(3)]

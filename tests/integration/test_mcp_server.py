@@ -13,7 +13,7 @@ hostile, run as NAME.TOOL through the real daemon, root and unprivileged.
 - confinement as for any tool: /etc/shadow and the daemon's definitions are
   out of reach, a daemonised child is reaped, a file written in one call is
   gone for the next (a fresh server per call);
-- --check --tools refuses what is not done yet (session, shared).
+- --check --tools refuses a definition with both a command and a url.
 """
 import json
 import os
@@ -255,9 +255,7 @@ class Check(unittest.TestCase):
         self.assertEqual(status, 0, out)
 
     def test_not_supported_yet(self):
-        for bad, says in (({"instance": "session"}, "not supported yet"),
-                          ({"instance": "shared"}, "not supported yet"),
-                          ({"mcp_server": {"url": "https://example.com/mcp",
+        for bad, says in (({"mcp_server": {"url": "https://example.com/mcp",
                                            "command": [PY, SRV]}}, "not both"),
                           ({"command": ["/bin/true"]}, "not with \"mcp_server\""),
                           ({"name": "a.b"}, "has no '.'")):

