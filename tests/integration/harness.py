@@ -35,53 +35,15 @@ import unittest
 import uuid
 import weakref
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLEXECD = os.environ.get("TOOLEXECD", "")
-TESTWORKER = os.environ.get("TE_TESTWORKER", "")
+from harness_paths import (HERE, TESTWORKER, TOOLEXECD, VIEW_LEFT_OUT, leads_to_tree,  # noqa: F401
+                           reach_trees, sandbox_env, tree_closed, tree_reads, with_tree)
+
+# A tree under a directory closed to other users: opened for the tools
+# that run as one, in a mount namespace of this process's (harness_paths).
+# Now, while the process has a single thread.
+REACHED = reach_trees()
 WORKERS_SRC = os.environ.get("TE_WORKERS_SRC", os.path.join(HERE, "..", "workers"))
 PROTO_DIR = os.environ.get("TE_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
-
-# Where the default file-system view leaves nothing of the host:
-# hidden, or a fresh /tmp of the call's own.
-VIEW_LEFT_OUT = ("/tmp", "/home", "/root", "/run", "/var/tmp", "/var/lib", "/dev/shm")
-
-
-def tree_reads():
-    """The source and build trees, where the view would leave them out (a
-    checkout in a home directory or under /tmp): the test tools run from
-    them and load the build's libtoolexec, so definitions show them
-    read-only."""
-    trees = {os.path.realpath(os.path.join(HERE, "..", ".."))}
-    if TOOLEXECD:
-        trees.add(os.path.realpath(os.path.join(os.path.dirname(TOOLEXECD), "..")))
-    return sorted(t for t in trees
-                  if any(t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
-
-
-def leads_to_tree(path):
-    """Is path a directory above a tree of tree_reads() (/home for a clone in
-    a home directory)? A view that shows the tree shows the way down to it."""
-    return any(t.startswith(path.rstrip("/") + "/") for t in tree_reads())
-
-
-def sandbox_env(**extra):
-    """The environment for a `toolexec sandbox` run: ours without meson's
-    LD_LIBRARY_PATH (the build's binaries find their libraries by their
-    RUNPATH). The sandboxed command inherits the caller's environment, and
-    where the tree is under a hidden directory (a clone under /var/tmp) its
-    loader would probe each of those directories for libc, every probe a
-    file-system refusal on the run's list."""
-    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    env.update(extra)
-    return env
-
-
-def with_tree(fs):
-    """A "filesystem" object with the trees of tree_reads() added to "read"."""
-    fs = dict(fs)
-    fs["read"] = list(fs.get("read", [])) + [t for t in tree_reads() if t not in fs.get("read", [])]
-    return fs
-
 
 SCALE = float(os.environ.get("TE_TIMEOUT_SCALE", "1"))
 # Longest wait for any single event / condition. Generous: under ASan on a
@@ -141,27 +103,13 @@ def require_env(testcase=None):
     if closed and not _closed_said:
         # said, not failed: the tests whose tools run as root still pass
         _closed_said = True
-        print("NOTE: %s (mode %04o) keeps every other user out of the build tree: a tool run "
-              "as another user (nobody, toolexec) cannot be executed from it, and the tests "
-              "that run one fail; chmod o+x %s, or build elsewhere"
-              % (closed, os.stat(closed).st_mode & 0o7777, closed), file=sys.stderr)
+        print("NOTE: %s (mode %04o) keeps every other user out of the trees and the harness "
+              "could not open a way through it (above): a tool run as another user (nobody, "
+              "toolexec) cannot be executed from them, and the tests that run one fail"
+              % (closed, os.stat(closed).st_mode & 0o7777), file=sys.stderr)
 
 
 _closed_said = False
-
-
-def tree_closed():
-    """The first directory on the way to the test programs that other users
-    may not pass through (a clone in a `mktemp -d`, mode 0700), or None."""
-    if os.geteuid() != 0 or not TESTWORKER:
-        return None  # the daemon and its tools run as the tests' own user
-    path = os.path.dirname(os.path.realpath(TESTWORKER))
-    while True:
-        if not os.stat(path).st_mode & 0o001:
-            return path
-        if path == "/":
-            return None
-        path = os.path.dirname(path)
 
 
 def deadline_wait(cond, timeout=WAIT, interval=0.005, what="condition"):
