@@ -73,7 +73,7 @@ def _closed_above(tree):
     first, each with the entry below it on the way to tree."""
     out = []
     parts = tree.strip("/").split("/")
-    for i in range(len(parts) - 1):
+    for i in range(len(parts)):
         d = "/" + "/".join(parts[:i])
         if not os.stat(d).st_mode & 0o001:
             out.append((d, parts[i]))
@@ -123,16 +123,16 @@ def _cover(libc, d, entries):
             os.close(fd)
 
 
-def reach_trees():
-    """Let other users through the directories above the trees that keep
-    them out (see the module's doc). Needs root and a single thread (unshare
-    of a mount namespace), so the harness calls it when imported. Returns
-    the directories covered; [] where there were none or it cannot (then
-    tree_closed() says what still keeps them out)."""
-    if os.geteuid() != 0 or not TESTWORKER:
+def reach_trees(roots=None):
+    """Let other users through the directories above the trees (or roots)
+    that keep them out (see the module's doc). Needs root and a single
+    thread (unshare of a mount namespace), so the harness calls it when
+    imported. Returns the directories covered; [] where there were none or
+    it cannot (then tree_closed() says what still keeps them out)."""
+    if os.geteuid() != 0 or not (roots or TESTWORKER):
         return []
     closed = {}
-    for t in trees():
+    for t in roots or trees():
         for d, e in _closed_above(t):
             closed.setdefault(d, set()).add(e)
     if not closed:
