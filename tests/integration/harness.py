@@ -47,8 +47,9 @@ from harness_events import (PER_CALL_LAST, RESERVED_HALTS, TERMINAL, BatchResult
                             GrammarError, call_id_of)
 from harness_paths import (HERE, TESTWORKER, TOOLEXECD, VIEW_LEFT_OUT, leads_to_tree,  # noqa: F401
                            reach_trees, sandbox_env, tree_closed, tree_reads, with_tree)
-from harness_procs import (SCALE, WAIT, assert_token_gone, deadline_wait, new_token,  # noqa: F401
-                           pids_with_token, spare_dirs, spare_pids, wait_token_present)
+from harness_procs import (SCALE, WAIT, assert_token_gone, deadline_wait, kill_token,  # noqa: F401
+                           new_token, pids_with_token, spare_dirs, spare_pids,
+                           wait_token_present)
 
 # A tree under a directory closed to other users: opened for the tools
 # that run as one, in a mount namespace of this process's (harness_paths).

@@ -66,11 +66,16 @@ def assert_token_gone(token, timeout=3.0 * SCALE, what="process"):
         deadline_wait(lambda: not pids_with_token(token), timeout=timeout,
                       what="%s (%s) to be gone" % (what, token))
     finally:
-        for pid in pids_with_token(token):  # clean up after a failure
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_token(token)  # clean up after a failure
+
+
+def kill_token(token):
+    """SIGKILL to every process with token in its command line."""
+    for pid in pids_with_token(token):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _stat(pid):

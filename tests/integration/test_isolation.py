@@ -14,7 +14,6 @@ a pid a worker reports (the worker may live in another PID namespace).
 import json
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -22,7 +21,8 @@ import unittest
 
 import harness
 from harness import (BatchResult, Daemon, DaemonTestCase, SCALE, TERMINAL, WAIT, assert_token_gone,
-                     deadline_wait, new_token, pids_with_token, wait_token_present, worker_tool)
+                     deadline_wait, kill_token, new_token, pids_with_token, wait_token_present,
+                     worker_tool)
 
 # The spec kills a vanished client's workers within 100 ms; the tests allow
 # 1 s (scaled) so that a loaded machine does not make them flaky.
@@ -56,14 +56,6 @@ def require_pidns():
     if host_containment() != "pidns":
         raise unittest.SkipTest("toolexecd --check reports no PID-namespace containment on "
                                 "this host (%r)" % host_containment())
-
-
-def kill_token(token):
-    for pid in pids_with_token(token):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def proc_stat(pid):
