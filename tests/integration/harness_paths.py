@@ -7,8 +7,8 @@ A tree under a directory other users may not pass through (a clone in a
 `mktemp -d` or a home directory, mode 0700) keeps them out: "could not
 execute .../testworker: Permission denied". reach_trees() lets them in
 without touching the disk: in a mount namespace of the test's own, each
-such directory is covered by a tmpfs of mode 0755 holding only the way down
-to the trees (bind mounts of the real entries). The paths stay the same, so
+such directory is covered by a tmpfs of mode 0755 holding bind mounts of its
+real entries, each keeping its own mode. The paths stay the same, so
 definitions and the tests about them keep the build tree's; the daemon and
 everything the test starts inherit the namespace, which goes with the last
 of them (nothing to clean up, nothing left on disk).
@@ -16,6 +16,7 @@ of them (nothing to clean up, nothing left on disk).
 
 import ctypes
 import os
+import stat
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,17 +107,36 @@ def _mount(libc, src, target, fstype, flags, data):
         raise OSError(e, "mount %s on %s: %s" % (src or fstype, target, os.strerror(e)))
 
 
-def _cover(libc, d, entries):
+def _cover(libc, d, way):
     """d, in this mount namespace: a read-only tmpfs of mode 0755 holding
-    only entries, each the real one bind-mounted."""
-    fds = {e: os.open(os.path.join(d, e), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-           for e in entries}
+    the same entries, each the real one bind-mounted (a symbolic link
+    copied), so that the test sees what it saw (a clone in /root: the
+    Python of /root/.pyenv) and other users get through to the entries on
+    the way to the trees; each entry keeps its own mode."""
+    st = os.stat(d)
+    fds, links = {}, {}
+    for e in sorted(set(os.listdir(d)) | set(way)):
+        p = os.path.join(d, e)
+        try:
+            if os.path.islink(p):
+                links[e] = os.readlink(p)
+            else:
+                fds[e] = os.open(p, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            if e in way:
+                raise  # else gone meanwhile
     try:
-        _mount(libc, "te-reach", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        _mount(libc, "te-reach", d, "tmpfs", MS_NOSUID | MS_NODEV,
+               "mode=0755,uid=%d,gid=%d,size=1m" % (st.st_uid, st.st_gid))
         for e, fd in fds.items():
-            os.mkdir(os.path.join(d, e), 0o755)
-            _mount(libc, "/proc/self/fd/%d" % fd, os.path.join(d, e), None, MS_BIND | MS_REC,
-                   None)
+            p = os.path.join(d, e)
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.mkdir(p, 0o755)
+            else:
+                os.close(os.open(p, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+            _mount(libc, "/proc/self/fd/%d" % fd, p, None, MS_BIND | MS_REC, None)
+        for e, target in links.items():
+            os.symlink(target, os.path.join(d, e))
         _mount(libc, None, d, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
     finally:
         for fd in fds.values():

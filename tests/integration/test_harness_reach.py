@@ -2,9 +2,11 @@
 (harness_paths.reach_trees): a tree in a `mktemp -d` (mode 0700), as
 package builders and CI clone into, and a program in it that the user
 nobody cannot run from the host; in a process that opened the way, nobody
-runs it, the closed directory shows nothing but the way down and cannot be
-written, and once that process is gone nothing of it is left (no mount,
-the directory as it was)."""
+runs it, the test still sees all the directory held (an entry beside the
+tree, a file, a symbolic link), nobody gets no further into those than
+their own modes let it, nothing new can be written there, and once that
+process is gone nothing of it is left (no mount, the directory as it
+was)."""
 
 import json
 import os
@@ -30,6 +32,12 @@ out["run"] = [p.returncode, p.stdout.decode()]
 top = os.path.dirname(tree)
 out["listed"] = sorted(os.listdir(top))
 out["mode"] = os.stat(top).st_mode & 0o7777
+secret = os.path.join(top, "beside", "secret")
+out["secret"] = open(secret).read()
+out["secret_nobody"] = subprocess.run(nobody + ["cat", secret], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL).returncode
+out["note"] = open(os.path.join(top, "note")).read()
+out["link"] = os.readlink(os.path.join(top, "link"))
 try:
     open(os.path.join(top, "planted"), "w").close()
     out["write"] = "written"
@@ -59,7 +67,13 @@ class ClosedDirectory(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.top, True)
         self.tree = os.path.join(self.top, "tree")
         os.mkdir(self.tree, 0o755)
-        os.mkdir(os.path.join(self.top, "beside"), 0o755)
+        os.mkdir(os.path.join(self.top, "beside"), 0o700)
+        with open(os.path.join(self.top, "beside", "secret"), "w") as f:
+            f.write("s3cret")
+        with open(os.path.join(self.top, "note"), "w") as f:
+            f.write("a note")
+        os.symlink("tree/prog", os.path.join(self.top, "link"))
+        self.listed = ["beside", "link", "note", "tree"]
         self.prog = os.path.join(self.tree, "prog")
         with open(self.prog, "w") as f:
             f.write("#!/bin/sh\necho reached\n")
@@ -80,13 +94,15 @@ class ClosedDirectory(unittest.TestCase):
         out = json.loads(c.stdout)
         self.assertEqual(out["covered"], [self.top])
         self.assertEqual(out["run"], [0, "reached\n"])
-        self.assertEqual(out["listed"], ["tree"], "more than the way down")
+        self.assertEqual(out["listed"], self.listed)
         self.assertEqual(out["mode"], 0o755)
+        self.assertEqual((out["secret"], out["note"], out["link"]), ("s3cret", "a note", "tree/prog"))
+        self.assertNotEqual(out["secret_nobody"], 0, "nobody read a 0700 directory's file")
         self.assertEqual(out["write"], os.strerror(30))  # EROFS
         # the host's: as it was
         self.assertEqual(mounts_at(self.top), [])
         self.assertEqual(os.stat(self.top).st_mode & 0o777, 0o700)
-        self.assertEqual(sorted(os.listdir(self.top)), ["beside", "tree"])
+        self.assertEqual(sorted(os.listdir(self.top)), self.listed)
         self.assertNotEqual(self.as_nobody().returncode, 0)
 
 
