@@ -9,6 +9,13 @@ waits until the socket accepts connections (deadline-bounded retry), hands
 out Clients that speak JSON lines, and stops the daemon with SIGTERM,
 asserting exit status 0 and a stderr free of sanitizer reports.
 
+Its parts, each imported through this module by the tests:
+  harness_paths.py   where the trees are, the views that show them, and a
+                     way through a directory closed to other users above
+                     them (a clone in a `mktemp -d`), opened at import
+  harness_procs.py   deadline-bounded waits, a call's processes by a token
+  harness_events.py  BatchResult: a batch's events checked against the spec
+
 Environment (set by tests/integration/meson.build):
   TOOLEXECD       the daemon executable
   TE_TESTWORKER   tests/workers/testworker
@@ -32,66 +39,24 @@ import sys
 import tempfile
 import time
 import unittest
-import uuid
 import weakref
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLEXECD = os.environ.get("TOOLEXECD", "")
-TESTWORKER = os.environ.get("TE_TESTWORKER", "")
+# harness_*: the harness's other parts; what the tests import from them
+# they import from here
+from harness_events import (PER_CALL_LAST, RESERVED_HALTS, TERMINAL, BatchResult,  # noqa: F401
+                            GrammarError, call_id_of)
+from harness_paths import (HERE, TESTWORKER, TOOLEXECD, VIEW_LEFT_OUT, leads_to_tree,  # noqa: F401
+                           reach_trees, sandbox_env, tree_closed, tree_reads, with_tree)
+from harness_procs import (SCALE, WAIT, assert_token_gone, deadline_wait, kill_token,  # noqa: F401
+                           new_token, pids_with_token, spare_dirs, spare_pids,
+                           wait_token_present)
+
+# A tree under a directory closed to other users: opened for the tools
+# that run as one, in a mount namespace of this process's (harness_paths).
+# Now, while the process has a single thread.
+REACHED = reach_trees()
 WORKERS_SRC = os.environ.get("TE_WORKERS_SRC", os.path.join(HERE, "..", "workers"))
 PROTO_DIR = os.environ.get("TE_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
-
-# Where the default file-system view leaves nothing of the host:
-# hidden, or a fresh /tmp of the call's own.
-VIEW_LEFT_OUT = ("/tmp", "/home", "/root", "/run", "/var/tmp", "/var/lib", "/dev/shm")
-
-
-def tree_reads():
-    """The source and build trees, where the view would leave them out (a
-    checkout in a home directory or under /tmp): the test tools run from
-    them and load the build's libtoolexec, so definitions show them
-    read-only."""
-    trees = {os.path.realpath(os.path.join(HERE, "..", ".."))}
-    if TOOLEXECD:
-        trees.add(os.path.realpath(os.path.join(os.path.dirname(TOOLEXECD), "..")))
-    return sorted(t for t in trees
-                  if any(t == p or t.startswith(p + "/") for p in VIEW_LEFT_OUT))
-
-
-def leads_to_tree(path):
-    """Is path a directory above a tree of tree_reads() (/home for a clone in
-    a home directory)? A view that shows the tree shows the way down to it."""
-    return any(t.startswith(path.rstrip("/") + "/") for t in tree_reads())
-
-
-def sandbox_env(**extra):
-    """The environment for a `toolexec sandbox` run: ours without meson's
-    LD_LIBRARY_PATH (the build's binaries find their libraries by their
-    RUNPATH). The sandboxed command inherits the caller's environment, and
-    where the tree is under a hidden directory (a clone under /var/tmp) its
-    loader would probe each of those directories for libc, every probe a
-    file-system refusal on the run's list."""
-    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    env.update(extra)
-    return env
-
-
-def with_tree(fs):
-    """A "filesystem" object with the trees of tree_reads() added to "read"."""
-    fs = dict(fs)
-    fs["read"] = list(fs.get("read", [])) + [t for t in tree_reads() if t not in fs.get("read", [])]
-    return fs
-
-
-SCALE = float(os.environ.get("TE_TIMEOUT_SCALE", "1"))
-# Longest wait for any single event / condition. Generous: under ASan on a
-# loaded machine a fork+exec can take a while; a correct daemon never makes
-# a test wait this long.
-WAIT = 15.0 * SCALE
-
-TERMINAL = ("batch_completed", "error")
-PER_CALL_LAST = ("tool_result_encoded", "ask_user_requested", "tool_halt")
-RESERVED_HALTS = ("ask_user", "max_turns", "halt_when", "tool_error", "cancelled", "completed")
 
 SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
                      "runtime error", "ThreadSanitizer")
@@ -141,123 +106,13 @@ def require_env(testcase=None):
     if closed and not _closed_said:
         # said, not failed: the tests whose tools run as root still pass
         _closed_said = True
-        print("NOTE: %s (mode %04o) keeps every other user out of the build tree: a tool run "
-              "as another user (nobody, toolexec) cannot be executed from it, and the tests "
-              "that run one fail; chmod o+x %s, or build elsewhere"
-              % (closed, os.stat(closed).st_mode & 0o7777, closed), file=sys.stderr)
+        print("NOTE: %s (mode %04o) keeps every other user out of the trees and the harness "
+              "could not open a way through it (above): a tool run as another user (nobody, "
+              "toolexec) cannot be executed from them, and the tests that run one fail"
+              % (closed, os.stat(closed).st_mode & 0o7777), file=sys.stderr)
 
 
 _closed_said = False
-
-
-def tree_closed():
-    """The first directory on the way to the test programs that other users
-    may not pass through (a clone in a `mktemp -d`, mode 0700), or None."""
-    if os.geteuid() != 0 or not TESTWORKER:
-        return None  # the daemon and its tools run as the tests' own user
-    path = os.path.dirname(os.path.realpath(TESTWORKER))
-    while True:
-        if not os.stat(path).st_mode & 0o001:
-            return path
-        if path == "/":
-            return None
-        path = os.path.dirname(path)
-
-
-def deadline_wait(cond, timeout=WAIT, interval=0.005, what="condition"):
-    """Poll cond() until it returns a true value or the deadline passes."""
-    end = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() >= end:
-            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
-        time.sleep(interval)
-        interval = min(interval * 2, 0.05)
-
-
-def new_token(what="tok"):
-    """A unique marker to put in a worker's command line."""
-    return "te-%s-%s" % (what, uuid.uuid4().hex)
-
-
-def pids_with_token(token):
-    """Live (non-zombie) processes whose command line contains token. Found
-    from outside through /proc, so PID namespaces do not matter."""
-    needle = token.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % name, "rb") as f:
-                cmd = f.read()
-            if needle not in cmd:
-                continue
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        state = stat[stat.rindex(")") + 2:].split()[0]
-        if state not in ("Z", "X", "x"):
-            found.append(int(name))
-    return found
-
-
-def wait_token_present(token, timeout=WAIT):
-    return deadline_wait(lambda: pids_with_token(token), timeout=timeout,
-                         what="a process with %s in its command line" % token)
-
-
-def assert_token_gone(token, timeout=3.0 * SCALE, what="process"):
-    """No process of the call is left: the spec kills leftovers within 1 s."""
-    try:
-        deadline_wait(lambda: not pids_with_token(token), timeout=timeout,
-                      what="%s (%s) to be gone" % (what, token))
-    finally:
-        for pid in pids_with_token(token):  # clean up after a failure
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def _stat(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        s = f.read()
-    return s[s.index("(") + 1:s.rindex(")")], int(s[s.rindex(")") + 2:].split()[1])
-
-
-def _children(pid, comm):
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                c, ppid = _stat(int(name))
-            except (OSError, ValueError):
-                continue
-            if ppid == pid and c == comm:
-                out.append(int(name))
-    return out
-
-
-def spare_pids(daemon_pid):
-    """The sandboxes the daemon's spawner holds ready (daemon/run/spares.c):
-    processes named toolexecd-spare, each with a directory (its cwd) and,
-    where calls get one, a cgroup made for the call that will take it."""
-    return [p for sp in _children(daemon_pid, "toolexecd-spawn")
-            for p in _children(sp, "toolexecd-spare")]
-
-
-def spare_dirs(daemon_pid):
-    out = set()
-    for p in spare_pids(daemon_pid):
-        try:
-            out.add(os.path.basename(os.readlink("/proc/%d/cwd" % p)))
-        except OSError:
-            pass
-    return out
 
 
 def worker_tool(name, mode=None, *argv, **fields):
@@ -705,117 +560,6 @@ class Client:
         ev = self.recv()
         if ev.get("event") != "tools":
             raise AssertionError("unexpected event before the tools probe's reply: %r" % ev)
-
-
-def call_id_of(ev):
-    if "id" in ev and ev["event"] in ("tool_execution_started", "tool_execution_completed",
-                                      "tool_result_encoded"):
-        return ev["id"]
-    if ev["event"] in ("ask_user_requested", "tool_halt"):
-        return ev.get("tool_call_id")
-    return None
-
-
-class GrammarError(AssertionError):
-    pass
-
-
-class BatchResult:
-    """The events of one batch, checked against the spec's grammar:
-    per call started, completed, then exactly one of encoded /
-    ask_user_requested / tool_halt; exactly one terminal event, last."""
-
-    def __init__(self, calls, events):
-        self.calls = calls
-        self.events = events
-        self.terminal = events[-1]
-        self.per_call = {}
-        self.check()
-
-    def fail(self, msg):
-        raise GrammarError(msg + "\nevents:\n" + "\n".join(json.dumps(e) for e in self.events))
-
-    def check(self):
-        evs = self.events
-        batch = evs[-1].get("batch")
-        if sum(1 for e in evs if e["event"] in TERMINAL) != 1:
-            self.fail("expected exactly one terminal event")
-        if evs[-1]["event"] not in TERMINAL:
-            self.fail("the terminal event is not last")
-        for e in evs:
-            if e.get("batch") != batch:
-                self.fail("event with a different batch id")
-        if self.terminal["event"] == "error":
-            if len(evs) != 1:
-                self.fail("an error terminal event after call events")
-            return
-        ids = [c.get("id") for c in self.calls]
-        for e in evs[:-1]:
-            cid = call_id_of(e)
-            if cid is None:
-                self.fail("event without a call id: %r" % e)
-            if cid not in ids:
-                self.fail("event for an unknown call id %r" % cid)
-            self.per_call.setdefault(cid, []).append(e)
-        for c in self.calls:
-            seq = self.per_call.get(c["id"], [])
-            kinds = [e["event"] for e in seq]
-            if (len(kinds) != 3 or kinds[0] != "tool_execution_started"
-                    or kinds[1] != "tool_execution_completed" or kinds[2] not in PER_CALL_LAST):
-                self.fail("call %s: events %s, expected started, completed, then one of %s"
-                          % (c["id"], kinds, PER_CALL_LAST))
-            st = seq[0]
-            if st.get("name") != c["name"]:
-                self.fail("call %s: started event names %r" % (c["id"], st.get("name")))
-            if seq[1].get("name") != c["name"]:
-                self.fail("call %s: completed event names %r" % (c["id"], seq[1].get("name")))
-        msgs = self.terminal.get("messages")
-        if not isinstance(msgs, list) or [m.get("tool_call_id") for m in msgs] != ids:
-            self.fail("messages are not one per call in input order")
-        for m in msgs:
-            if set(m) != {"role", "tool_call_id", "content"} or m["role"] != "tool":
-                self.fail("malformed message %r" % m)
-            if not isinstance(m["content"], str):
-                self.fail("message content is not a string: %r" % m)
-        if "halt" not in self.terminal:
-            self.fail("batch_completed without a halt key")
-
-    # -- accessors ---------------------------------------------------------
-    @property
-    def ok(self):
-        return self.terminal["event"] == "batch_completed"
-
-    def started(self, cid):
-        return self.per_call[cid][0]
-
-    def completed(self, cid):
-        return self.per_call[cid][1]
-
-    def result(self, cid):
-        return self.per_call[cid][1]["result"]
-
-    def last(self, cid):
-        return self.per_call[cid][2]
-
-    def content(self, cid):
-        for m in self.terminal["messages"]:
-            if m["tool_call_id"] == cid:
-                return m["content"]
-        raise KeyError(cid)
-
-    def tool_error(self, cid):
-        r = self.result(cid)
-        if not (isinstance(r, dict) and set(r) == {"tool_error"}):
-            raise AssertionError("call %s: expected a tool_error result, got %r" % (cid, r))
-        return r["tool_error"]
-
-    @property
-    def halt(self):
-        return self.terminal["halt"]
-
-    def order(self, kind):
-        """Call ids in the order their events of this kind arrived."""
-        return [call_id_of(e) for e in self.events if e["event"] == kind]
 
 
 class DaemonTestCase(unittest.TestCase):

@@ -76,7 +76,7 @@ class Base:
                    "--clear-groups"]
         p = subprocess.run(pre + [TOOLEXEC, "sandbox"] + list(args), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=60 * harness.SCALE,
-                           env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime))
+                           env=harness.sandbox_env(XDG_RUNTIME_DIR=self.runtime))
         return p.returncode, p.stdout.decode(), p.stderr.decode()
 
     def learn(self):

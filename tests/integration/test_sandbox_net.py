@@ -114,7 +114,7 @@ class SandboxCases(HostServer):
                       "--clear-groups"]
         p = subprocess.run(prefix + [TOOLEXEC, "sandbox", "--json"] + list(args),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime),
+                           env=harness.sandbox_env(XDG_RUNTIME_DIR=self.runtime),
                            timeout=60 * harness.SCALE)
         err = p.stderr.decode()
         lines = [l for l in err.splitlines() if l.startswith("{")]
