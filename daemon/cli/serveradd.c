@@ -177,6 +177,35 @@ static json_t *definition(const struct add *a, const char *node, const char *bin
                      "instance", "call", "filesystem", fs, "timeout_ms", 30000);
 }
 
+/* A --write directory its calls may not write: the view lets them, the
+ * host's permissions do not, and the server's first write would fail with
+ * a bare EACCES. A root daemon runs each call as a uid of its own that no
+ * file names (--call-uids), so only the "other" bits let it in; an
+ * unprivileged daemon's calls are its own user, here taken to be ours. Said,
+ * not refused: the daemon may run with --call-uids no, or the server may
+ * write only in subdirectories that let it. */
+static void warn_unwritable(const struct add *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a->write, i, v)
+    {
+        const char *w = json_string_value(v);
+        struct stat st;
+        if (stat(w, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue; /* the daemon's --check says what is wrong */
+        if (geteuid() == 0 && (st.st_mode & (S_IWOTH | S_IXOTH)) != (S_IWOTH | S_IXOTH))
+            cli_err("mcp-add: warning: --write %s: a root toolexecd runs each call as a uid of its "
+                    "own (--call-uids), which may not write there (owner uid %u, mode %04o): "
+                    "chmod 1777 it, or give the definition a \"user\" who owns it",
+                    w, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        else if (geteuid() != 0 && access(w, W_OK | X_OK) < 0)
+            cli_err("mcp-add: warning: --write %s: you (uid %u), the user an unprivileged "
+                    "toolexecd's calls run as, may not write there: %s",
+                    w, (unsigned)geteuid(), strerror(errno));
+    }
+}
+
 /* The definition, alone in a directory of its own, through the daemon's
  * --check; then into the tools directory under its name (rename: a reload
  * never sees half of it). */
@@ -251,6 +280,8 @@ static int install(struct add *a)
     if (bin && node)
         def = definition(a, node, bin);
     rc = def ? write_checked(a, def) : CLI_EXIT_ERROR;
+    if (rc == 0)
+        warn_unwritable(a);
     json_decref(def);
     free(pkgname);
     free(bin);

@@ -155,6 +155,24 @@ class Refused(unittest.TestCase):
         p = self.add("t4", "--npm", tgz, "--force")
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0, "a root daemon's per-call uids")
+    def test_a_write_directory_its_calls_may_not_write(self):
+        # written, with a warning that names the fix; none where they may
+        tgz = tarball()
+        data = tempfile.mkdtemp(prefix="data-", dir=WORK)
+        self.addCleanup(shutil.rmtree, data, ignore_errors=True)
+        os.chmod(data, 0o755)
+        p = self.add("w1", "--npm", tgz, "--write", data)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("mcp-add: warning: --write %s: a root toolexecd runs each call as a uid of "
+                      "its own (--call-uids), which may not write there (owner uid 0, mode 0755): "
+                      "chmod 1777 it" % data, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "w1.json")))
+        os.chmod(data, 0o1777)
+        p = self.add("w2", "--npm", tgz, "--write", data)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("warning", p.stderr)
+
 
 def registry_reachable():
     try:
