@@ -43,6 +43,7 @@ import harness  # noqa: E402
 from test_mcp import TOOLEXEC, Session  # noqa: E402
 
 PY = "/usr/bin/python3"  # a shim in a home directory would be hidden by the view
+# the servers run with -B: their imports write no __pycache__ (a refusal) in the read-only tree
 SERVERS = os.path.realpath(os.path.join(harness.HERE, "..", "mcp_servers"))
 PAGE = "a page from the allowed host"
 SECRET = "secret-%s" % uuid.uuid4().hex[:10]
@@ -134,7 +135,7 @@ class Served:
             cls.c = cls.d.client()
             harness.deadline_wait(lambda: all(any(t["name"] == n for t in cls.c.tools()["tools"])
                                               for n in cls.wait_for),
-                                  timeout=120 * harness.SCALE, what="%s listed" % cls.wait_for)
+                                  timeout=120 * harness.SCALE, what="%s listed" % ", ".join(cls.wait_for))
         except BaseException:
             cls.d.stop(check=False)
             cls.srv.shutdown()
@@ -267,13 +268,12 @@ def nobody_daemon():
 
 
 def fetch_standin(port):
-    return {"name": "fetch", "mcp_server": {"command": [PY, os.path.join(SERVERS,
-                                                                         "fetch_standin.py")]},
+    return {"name": "fetch", "mcp_server": {"command": [PY, "-B", os.path.join(SERVERS, "fetch_standin.py")]},
             "network": {"allow": ["127.0.0.1:%d" % port]}, "timeout_ms": 60000}
 
 
 def git_standin(name, view, *args):
-    return {"name": name, "mcp_server": {"command": [PY, os.path.join(SERVERS, "git_standin.py")]
+    return {"name": name, "mcp_server": {"command": [PY, "-B", os.path.join(SERVERS, "git_standin.py")]
                                          + list(args), "env": dict(GIT_ENV)},
             "filesystem": view, "timeout_ms": 60000}
 
