@@ -40,6 +40,9 @@ VENV = os.path.join(WORK, "venv")
 VPY = os.path.join(VENV, "bin", "python")
 PYSDK = os.path.realpath(os.path.join(harness.HERE, "..", "..", "contrib", "python"))
 PIP_TIMEOUT = int(os.environ.get("TE_PIP_TIMEOUT", "300"))
+# the venv's python is a link to the one that made it, which the calls' view
+# must show: the system's (a pyenv shim's in a home directory is hidden)
+SYSPY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
 def pip_install():
@@ -56,7 +59,7 @@ def pip_install():
         pass
     shutil.rmtree(VENV, ignore_errors=True)
     os.makedirs(WORK, exist_ok=True)
-    p = subprocess.run([sys.executable, "-m", "venv", VENV], capture_output=True, text=True)
+    p = subprocess.run([SYSPY, "-m", "venv", VENV], capture_output=True, text=True)
     if p.returncode != 0:
         print("SKIP: python3 -m venv failed (python3-venv, contrib/deps.sh):\n" + p.stderr[-2000:])
         return False
@@ -81,8 +84,12 @@ def pip_install():
 
 def served(module, name, *args, **fields):
     """A definition of the venv's module run as python -m module args."""
-    m = {"python_module": module, "python": VPY, "args": list(args)}
-    m.update(fields.pop("mcp", {}))
+    # no __pycache__ written in the read-only venv: a refusal on every call
+    m = {"python_module": module, "python": VPY, "args": list(args),
+         "env": {"PYTHONDONTWRITEBYTECODE": "1"}}
+    extra = fields.pop("mcp", {})
+    m["env"].update(extra.pop("env", {}))
+    m.update(extra)
     d = {"name": name, "mcp_server": m, "timeout_ms": 60000,
          "filesystem": harness.with_tree({"read": [WORK]})}
     d.update(fields)
