@@ -133,9 +133,11 @@ class Served:
                 cls.d.add_tool(t)
             harness.started(cls.d)
             cls.c = cls.d.client()
-            harness.deadline_wait(lambda: all(any(t["name"] == n for t in cls.c.tools()["tools"])
-                                              for n in cls.wait_for),
-                                  timeout=120 * harness.SCALE, what="%s listed" % ", ".join(cls.wait_for))
+            def listed():
+                names = {t["name"] for t in cls.c.tools()["tools"]}
+                return all(n in names for n in cls.wait_for)
+            harness.deadline_wait(listed, timeout=120 * harness.SCALE,
+                                  what="%s listed" % ", ".join(cls.wait_for))
         except BaseException:
             cls.d.stop(check=False)
             cls.srv.shutdown()
@@ -267,14 +269,18 @@ def nobody_daemon():
     return d
 
 
+def standin(script, *args):
+    return [PY, "-B", os.path.join(SERVERS, script)] + list(args)
+
+
 def fetch_standin(port):
-    return {"name": "fetch", "mcp_server": {"command": [PY, "-B", os.path.join(SERVERS, "fetch_standin.py")]},
+    return {"name": "fetch", "mcp_server": {"command": standin("fetch_standin.py")},
             "network": {"allow": ["127.0.0.1:%d" % port]}, "timeout_ms": 60000}
 
 
 def git_standin(name, view, *args):
-    return {"name": name, "mcp_server": {"command": [PY, "-B", os.path.join(SERVERS, "git_standin.py")]
-                                         + list(args), "env": dict(GIT_ENV)},
+    return {"name": name, "mcp_server": {"command": standin("git_standin.py", *args),
+                                         "env": dict(GIT_ENV)},
             "filesystem": view, "timeout_ms": 60000}
 
 
