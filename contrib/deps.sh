@@ -25,6 +25,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-cryptography"
 # the stand-in for a PyPI MCP server (tests/mcp_servers/pymod, test_mcp_server_warm,
 # bench/mcpwarm.py) imports what the mcp package pulls in, as far as Debian has it
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-pydantic python3-anyio python3-httpx python3-starlette python3-jsonschema python3-tzlocal"
+# the stand-in for PyPI's mcp-server-git (tests/mcp_servers/git_standin.py) runs git
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES git"
 # a root daemon's calls' file-system refusals: a BPF program (daemon/confine/fswatch.bpf.c)
 # compiled by clang, loaded with libbpf
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libbpf-dev clang"
