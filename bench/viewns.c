@@ -83,11 +83,8 @@ static void die(const char *what)
 
 static int attr(const char *path, unsigned flags, bool rdonly)
 {
-    struct mount_attr a = {0};
-    if (rdonly)
-        a.attr_set = MOUNT_ATTR_RDONLY;
-    else
-        a.attr_clr = MOUNT_ATTR_RDONLY;
+    struct mount_attr a = {.attr_set = rdonly ? MOUNT_ATTR_RDONLY : 0,
+                           .attr_clr = rdonly ? 0 : MOUNT_ATTR_RDONLY};
     return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &a, sizeof(a));
 }
 
