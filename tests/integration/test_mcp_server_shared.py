@@ -40,8 +40,11 @@ def odd(token, name="odd", **fields):
 
 def one(c, tool, args, timeout=harness.WAIT, **call):
     b = c.start_batch([dict({"id": "c", "name": "odd." + tool, "arguments": args}, **call)])
-    return [e for e in c.recv_batch(b, timeout=timeout)
-            if e["event"] == "tool_execution_completed"][0]["result"]
+    events = c.recv_batch(b, timeout=timeout)
+    done = [e for e in events if e["event"] == "tool_execution_completed"]
+    if not done:
+        raise AssertionError("no tool_execution_completed: %s" % events)
+    return done[0]["result"]
 
 
 def alive(d):
