@@ -227,6 +227,11 @@ def main():
     if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("socat"):
         print("SKIP: needs root, setpriv and socat (runs the quickstart as nobody)")
         return 77
+    # nobody runs the quickstart from the tree: through a directory above it
+    # that keeps others out (a 0700 mktemp -d) as the integration tests do
+    sys.path.insert(0, os.path.join(source, "tests", "integration"))
+    import harness_paths
+    harness_paths.reach_trees(roots=[source, build])
     with open(os.path.join(source, "README.md")) as f:
         readme = f.read()
     f = Follow(source, build)
