@@ -238,6 +238,19 @@ class Check(unittest.TestCase):
             self.assertNotEqual(status, 0, bad)
             self.assertIn(says, out, bad)
 
+    def test_not_for_a_url_or_a_warm_server(self):
+        # each call reaches those afresh: an instance of them is refused
+        url = {"name": "odd", "mcp_server": {"url": "https://mcp.example.com/mcp"}}
+        warm = {"name": "odd", "mcp_server": {"python_module": "mcp_server_standin",
+                                              "start": "warm"}}
+        for kind in ("session", "shared"):
+            for d, says in ((url, "a url's server is reached afresh by each call"),
+                            (warm, "each call of a warm server is a fresh fork")):
+                status, out = self.check(dict(d, instance=kind))
+                self.assertNotEqual(status, 0, (kind, d))
+                self.assertIn("instance: \"%s\" only for a server run here" % kind, out)
+                self.assertIn(says, out)
+
     def test_session_loads(self):
         status, out = self.check(odd("t", filesystem=harness.with_tree({})))
         self.assertEqual(status, 0, out)
