@@ -87,15 +87,16 @@ int td_sandbox_hand_over(int kind, int fd);
  * The bytes received (a spare's "ready" is one), 0 at the end, -1 with
  * errno. For the spawner, which reads a spare's (spawnproc.c). */
 ssize_t td_sandbox_recv_handed(int sock, int flags, int handed[TD_HAND_COUNT]);
-/* SIGKILL the tool under the init `init` (its one child), leaving the init
- * to reap it and report its resource use. 0 when it was killed or is
- * already gone, -errno when the tool could not be found safely (the caller
- * kills the whole group instead). */
-int td_sandbox_kill_tool(pid_t init);
+/* Signal sig (SIGKILL, or a polite word first: worker.c) to the tool under
+ * the init `init` (its one child), leaving the init to reap it and report
+ * its resource use. 0 when it was signalled or is already gone, -errno
+ * when the tool could not be found safely (the caller kills the whole
+ * group instead). */
+int td_sandbox_kill_tool(pid_t init, int sig);
 /* The same for an init known by a pidfd (a warm call's PID 1, which is the
  * template's child, not ours) and its pid, learned from the pidfd (or with
  * it) while the init lived: kept with the pidfd, not asked again. */
-int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init);
+int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init, int sig);
 /* The pid the daemon sees behind a pidfd (its fdinfo): -1 once the process
  * has exited, 0 when unknown. */
 pid_t td_sandbox_pidfd_pid(int fd);

@@ -99,7 +99,7 @@ bool td_pidfd_alive(int pidfd)
  * template's; a cold call's init, the spawner's), so its pid is proven not
  * reused by its pidfd, last: `init` was learned from the pidfd while it
  * lived, and a process that has not exited keeps its pid. */
-static int kill_tool(pid_t init, int init_pidfd)
+static int kill_tool(pid_t init, int init_pidfd, int sig)
 {
     pid_t tool = init_child(init);
     if (tool <= 0)
@@ -114,18 +114,18 @@ static int kill_tool(pid_t init, int init_pidfd)
         rc = 0; /* reaped between the reads: nothing to kill */
     else if (init_pidfd >= 0 && !td_pidfd_alive(init_pidfd))
         rc = -ESRCH; /* the init is gone: its pid may be another's */
-    else if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+    else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0 && errno != ESRCH)
         rc = -errno;
     close(pfd);
     return rc;
 }
 
-int td_sandbox_kill_tool(pid_t init)
+int td_sandbox_kill_tool(pid_t init, int sig)
 {
-    return kill_tool(init, -1);
+    return kill_tool(init, -1, sig);
 }
 
-int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init)
+int td_sandbox_kill_tool_pidfd(int init_pidfd, pid_t init, int sig)
 {
-    return init > 0 ? kill_tool(init, init_pidfd) : -ESRCH;
+    return init > 0 ? kill_tool(init, init_pidfd, sig) : -ESRCH;
 }

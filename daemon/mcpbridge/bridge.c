@@ -22,7 +22,8 @@
  * Blocking I/O is right here, as in any worker: one call, one process. No
  * timeout of its own: a server that never answers is the call's timeout,
  * which kills the call's whole process tree (the bridge, the server and
- * whatever it left running).
+ * whatever it left running). A cancel or a timeout is said to the bridge
+ * first (told_to_end), so that it can say it to the server.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include <poll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -53,6 +55,11 @@
 /* tools/list pages followed: a server that keeps handing out cursors is
  * looping. */
 #define MCP_PAGES_MAX 100
+/* Told of its call's end (below): how long the server has to read the
+ * cancel, known by its answer to a ping sent after it. The daemon kills
+ * the bridge 1000 ms after telling it (run/worker.c). */
+#define MCP_CANCEL_WAIT_MS 400
+#define MCP_PING_ID 1000000000
 
 struct server {
     pid_t pid;
@@ -61,11 +68,24 @@ struct server {
     char *buf;
     size_t len, cap, start;
     bool modern;              /* it speaks MCP_MODERN only */
+    int awaiting;             /* the tools/call in flight, its id; 0: none */
+    bool ending;              /* told: the server's end is expected, not an error */
     struct bridge_http *http; /* a server at a URL: no process, no pipes */
 };
 
 static void die(struct server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
+static void told_to_end(struct server *s) __attribute__((noreturn));
+
+/* The daemon's word that the call is over (a stdio server's call only:
+ * main()): SIGTERM cancelled, SIGUSR2 timed out. Read where the bridge
+ * waits, which the signal interrupts (no SA_RESTART). */
+static volatile sig_atomic_t told;
+
+static void on_told(int sig)
+{
+    told = sig;
+}
 
 /* Everything that ends the call without an answer: said on stderr (the
  * call's handler_exit cause), the server killed, a non-zero exit. */
@@ -119,11 +139,42 @@ static void server_gone(struct server *s, const char *when)
     close(s->in);
     pid_t pid = s->pid;
     s->pid = -1;
+    if (s->ending)
+        _exit(1);
     if (waitpid(pid, &st, 0) < 0)
         die(NULL, "the MCP server closed its stdout %s", when);
     if (WIFSIGNALED(st))
         die(NULL, "the MCP server was killed by signal %d %s", WTERMSIG(st), when);
     die(NULL, "the MCP server exited with status %d %s", WEXITSTATUS(st), when);
+}
+
+/* msg (taken) as one line on the server's stdin: 0, or -1 with errno. */
+static int write_msg(struct server *s, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(msg);
+    if (!text) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t n = strlen(text);
+    text[n++] = '\n'; /* json_dumps' NUL becomes the line's end */
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(s->in, text + off, n - off);
+        if (w < 0 && errno == EINTR && told && !s->ending) {
+            free(text);
+            told_to_end(s); /* a server not reading its stdin holds us here */
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            free(text);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    free(text);
+    return 0;
 }
 
 static void send_msg(struct server *s, json_t *msg)
@@ -133,29 +184,28 @@ static void send_msg(struct server *s, json_t *msg)
         die(s, "%s", err);
     if (s->http)
         return;
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
-    json_decref(msg);
-    if (!text)
-        die(s, "out of memory");
-    size_t n = strlen(text);
-    text[n++] = '\n'; /* json_dumps' NUL becomes the line's end */
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(s->in, text + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            free(text);
-            server_gone(s, "before reading its request");
-        }
-        off += (size_t)w;
+    if (write_msg(s, msg) < 0) {
+        if (errno == ENOMEM)
+            die(s, "out of memory");
+        server_gone(s, "before reading its request");
     }
-    free(text);
 }
 
 /* The server's next message (a new reference); its end or a line that is
- * not a JSON object ends the call. */
-static json_t *next_msg(struct server *s, const char *when)
+ * not a JSON object ends the call. With timeout_ms >= 0 (a stdio server),
+ * NULL once that has passed with no message. */
+static json_t *next_msg_within(struct server *s, const char *when, int timeout_ms)
 {
+    struct timespec now, until = {0};
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
     char err[1024];
     json_t *hm = s->http ? bridge_http_next(s->http, err, sizeof(err)) : NULL;
     if (s->http && !hm)
@@ -163,6 +213,8 @@ static json_t *next_msg(struct server *s, const char *when)
     if (hm)
         return hm;
     for (;;) {
+        if (told && !s->ending)
+            told_to_end(s);
         char *nl = s->len > s->start ? memchr(s->buf + s->start, '\n', s->len - s->start) : NULL;
         if (nl) {
             size_t n = (size_t)(nl - (s->buf + s->start));
@@ -192,14 +244,26 @@ static json_t *next_msg(struct server *s, const char *when)
             s->buf = b;
             s->cap = cap;
         }
-        if (s->pidfd >= 0) {
+        int wait = -1;
+        if (timeout_ms >= 0) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long long left =
+                (until.tv_sec - now.tv_sec) * 1000LL + (until.tv_nsec - now.tv_nsec) / 1000000L;
+            if (left <= 0)
+                return NULL;
+            wait = (int)left;
+        }
+        if (s->pidfd >= 0 || wait >= 0) {
             struct pollfd p[2] = {{.fd = s->out, .events = POLLIN},
                                   {.fd = s->pidfd, .events = POLLIN}};
-            if (poll(p, 2, -1) < 0) {
+            int n = poll(p, s->pidfd >= 0 ? 2 : 1, wait);
+            if (n < 0) {
                 if (errno == EINTR)
                     continue;
                 die(s, "poll: %s", strerror(errno));
             }
+            if (n == 0)
+                continue; /* the time is up: said at the loop's top */
             /* what it wrote before it ended is read first */
             if (!p[0].revents && p[1].revents)
                 server_gone(s, when);
@@ -211,6 +275,53 @@ static json_t *next_msg(struct server *s, const char *when)
             server_gone(s, when);
         s->len += (size_t)r;
     }
+}
+
+static json_t *next_msg(struct server *s, const char *when)
+{
+    return next_msg_within(s, when, -1);
+}
+
+/* The call is over (cancelled or timed out: the daemon's signal, on_told):
+ * the server is told, as an MCP client cancels a request
+ * (notifications/cancelled), so a server that acts outside its sandbox
+ * (a remote job, a transaction) can stop it; a ping after it, answered,
+ * says the server has read it (a stdio server reads its lines in order).
+ * Then the bridge ends, and with it the call's processes (its init). */
+static void told_to_end(struct server *s)
+{
+    s->ending = true;
+    bool cancelled = told == SIGTERM;
+    if (s->awaiting > 0 && s->in >= 0) {
+        /* a server that does not read its stdin cannot hold us */
+        fcntl(s->in, F_SETFL, fcntl(s->in, F_GETFL) | O_NONBLOCK);
+        json_t *params = json_pack("{s:i,s:s}", "requestId", s->awaiting, "reason",
+                                   cancelled ? "the call was cancelled" : "the call timed out");
+        if (s->modern)
+            json_object_set_new(
+                params, "_meta",
+                json_pack("{s:s}", "io.modelcontextprotocol/protocolVersion", MCP_MODERN));
+        if (write_msg(s, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method",
+                                   "notifications/cancelled", "params", params)) == 0 &&
+            write_msg(s, json_pack("{s:s,s:i,s:s,s:{}}", "jsonrpc", "2.0", "id", MCP_PING_ID,
+                                   "method", "ping", "params")) == 0) {
+            json_t *m;
+            while ((m = next_msg_within(s, "after its cancel", MCP_CANCEL_WAIT_MS))) {
+                json_t *id = json_object_get(m, "id");
+                bool pong = json_is_integer(id) && json_integer_value(id) == MCP_PING_ID &&
+                            !json_object_get(m, "method");
+                json_decref(m);
+                if (pong)
+                    break;
+            }
+        }
+    }
+    fprintf(stderr, "toolexec-mcp-bridge: %s %s\n", cancelled ? "cancelled" : "timed out",
+            s->awaiting > 0 ? "during the call: the MCP server was told (notifications/cancelled)"
+                            : "before the call reached the MCP server");
+    if (s->pid > 0)
+        kill(s->pid, SIGKILL);
+    _exit(1);
 }
 
 static void send_request(struct server *s, int id, const char *method, json_t *params)
@@ -363,7 +474,9 @@ static json_t *call_tool(struct server *s, const char *tool, json_t *args)
     send_request(s, 2, "tools/call",
                  json_pack("{s:s,s:O,s:{s:s}}", "name", tool, "arguments",
                            args ? args : json_object(), "_meta", "progressToken", "toolexec"));
+    s->awaiting = 2;
     json_t *m = await(s, 2, "before answering the call");
+    s->awaiting = 0;
     json_t *res = json_object_get(m, "result"), *err = json_object_get(m, "error"), *out;
     if (json_is_object(res)) {
         bool failed = json_is_true(json_object_get(res, "isError"));
@@ -433,6 +546,12 @@ int main(int argc, char **argv)
     if ((!list && !call) || (!url && strcmp(rest[0], "--") != 0))
         usage();
     signal(SIGPIPE, SIG_IGN); /* a dead server is its exit status, not ours */
+    if (!url) {               /* at a URL, the default: the bridge's end closes the stream */
+        struct sigaction sa = {.sa_handler = on_told}; /* no SA_RESTART: waits end */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGUSR2, &sa, NULL);
+    }
     json_t *req = NULL;
     if (te_worker_read_request(0, &req) < 0)
         die(&s, "no request frame on stdin");

@@ -56,6 +56,10 @@
 /* A killed worker is normally reaped within a millisecond; past this, its
  * result goes out without its resource use. */
 #define REAP_WAIT_MS 1000
+/* An MCP server's bridge told of its call's cancel or timeout (td_worker_
+ * finish) is killed if it has not ended this long after. The result does
+ * not wait for it on a cancel; on a timeout it waits this at most. */
+#define MCP_CANCEL_GRACE_MS 1000
 
 /* Workers alive; nothing walks them (the reaper finds a worker by its pid,
  * its batch holds it), so a count is all that is kept. */
@@ -250,6 +254,35 @@ void td_worker_forked_late(struct td_worker *w)
     }
 }
 
+/* Under an init only the tool is signalled (killed, or told first): the
+ * init reaps it and reports its resource use, then its exit ends the
+ * namespace. A warm call's PID 1 (lib/warmp1.c) is such an init too, known
+ * by its pidfd. An init known only by its pid is not looked at once it is
+ * reaped: its pid may be another process's by then, and so its "child".
+ * False where the tool cannot be reached so (the caller kills the group). */
+static bool signal_tool(struct td_worker *w, int sig)
+{
+    return w->pidfd >= 0 && (w->init || w->warm)
+               ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid, sig) == 0
+           : w->init && !w->via_spawner && !td_wstate_pid_gone(w->state)
+               ? td_sandbox_kill_tool(w->pid, sig) == 0
+               : false;
+}
+
+/* The bridge told of its cancel has not ended: it is killed as any tool
+ * (a cancelled call's whole group, a timed-out one's tool). The bridge
+ * waits at most half this for its server's answer. */
+static void on_grace_over(uv_timer_t *t)
+{
+    struct td_worker *w = t->data;
+    td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id,
+            "its MCP bridge had not ended %d ms after it was told; killed", MCP_CANCEL_GRACE_MS);
+    if (w->cancelled || !signal_tool(w, SIGKILL))
+        td_worker_kill_group(w);
+    if (w->pending)
+        uv_timer_start(&w->timer, on_reap_late, REAP_WAIT_MS, 0);
+}
+
 void td_worker_finish(struct td_worker *w, json_t *result)
 {
     if (td_wstate_has_result(w->state)) {
@@ -271,28 +304,27 @@ void td_worker_finish(struct td_worker *w, json_t *result)
         td_worker_deliver(w, result, &w->ru);
         return;
     }
-    /* Under an init only the tool is killed: the init reaps it and reports
-     * its resource use, then its exit ends the namespace. A warm call's
-     * PID 1 (lib/warmp1.c) is such an init too, known by its pidfd. An init
-     * known only by its pid is not looked at once it is reaped: its pid may
-     * be another process's by then, and so its "child". */
-    bool tool_killed =
-        !w->cancelled && (w->pidfd >= 0 && (w->init || w->warm)
-                              ? td_sandbox_kill_tool_pidfd(w->pidfd, w->pidfd_pid) == 0
-                          : w->init && !w->via_spawner && !td_wstate_pid_gone(w->state)
-                              ? td_sandbox_kill_tool(w->pid) == 0
-                              : false);
+    /* An MCP server's call cancelled or timed out: its bridge is told
+     * first (SIGTERM: cancelled, SIGUSR2: timed out) and tells the server
+     * (notifications/cancelled, then a ping whose answer says it was read:
+     * mcpbridge/bridge.c), then exits, and the init ends what is left. */
+    bool polite = w->tool->mcp_tool && (w->cancelled || w->timed_out) &&
+                  signal_tool(w, w->cancelled ? SIGTERM : SIGUSR2);
+    bool tool_killed = polite || (!w->cancelled && signal_tool(w, SIGKILL));
     if (!tool_killed)
         td_worker_kill_group(w);
     if (w->cancelled) {
         /* a cancel completes at once (its batch may be gone next) */
+        if (polite)
+            uv_timer_start(&w->timer, on_grace_over, MCP_CANCEL_GRACE_MS, 0);
         td_worker_deliver(w, result, NULL);
         return;
     }
     /* Report once it is reaped: the result then carries the worker's CPU
      * time and peak memory from wait4(). */
     w->pending = result;
-    uv_timer_start(&w->timer, on_reap_late, REAP_WAIT_MS, 0);
+    uv_timer_start(&w->timer, polite ? on_grace_over : on_reap_late,
+                   polite ? MCP_CANCEL_GRACE_MS : REAP_WAIT_MS, 0);
 }
 
 json_t *td_worker_stderr_tail(struct td_worker *w)

@@ -103,6 +103,7 @@ void td_worker_on_report(uv_poll_t *p, int status, int events)
 void td_worker_on_timeout(uv_timer_t *t)
 {
     struct td_worker *w = t->data;
+    w->timed_out = true;
     char detail[160];
     snprintf(detail, sizeof(detail), "exceeded its timeout of %llu ms%s",
              (unsigned long long)w->timeout_ms,

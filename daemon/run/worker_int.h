@@ -166,6 +166,7 @@ struct td_worker {
     /* its owner cancelled it: the result goes out at once, not at the
      * reap, and every process of it (its cgroup's too) is killed at once */
     bool cancelled;
+    bool timed_out;            /* its timer fired: an MCP server's bridge is told so first */
     uid_t call_uid;            /* its own uid (identity.c), (uid_t)-1 for none */
     long long run_uid;         /* the uid it runs as (the audit record's); -1: not known */
     bool paused;               /* its client is not reading: stdout is left in the pipe */

@@ -66,7 +66,7 @@ static void kill_call(void)
     if (call.exited)
         return;
     /* the tool under its init, which then reports and exits; else its group */
-    if (!call.init || td_sandbox_kill_tool(call.pid) < 0)
+    if (!call.init || td_sandbox_kill_tool(call.pid, SIGKILL) < 0)
         kill(-call.pid, SIGKILL);
     if (call.cg)
         td_cgroup_kill(call.cg);

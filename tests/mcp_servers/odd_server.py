@@ -17,7 +17,13 @@ one and says so (notifications/tools/list_changed), changed says so a
 number of times without changing anything. With "listnote" too, each
 listing says so before it answers; while DIR/broken exists, a listing
 fails (a JSON-RPC error). The files must exist, writable by the
-calls' users (the test makes them)."""
+calls' users (the test makes them).
+
+With an argument "cancels=FILE" it has one tool more, linger, which never
+answers but leaves the server reading (its call is a line "linger
+REQUESTID" appended to FILE), and each notifications/cancelled it
+reads a line "REQUESTID REASON" (which must exist,
+writable by the calls' users), and a ping after it is answered."""
 import hashlib
 import json
 import os
@@ -73,6 +79,9 @@ STATE_TOOLS = [
      "inputSchema": {"type": "object", "properties": {"times": {"type": "integer"}}}},
 ]
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+CANCELS = next((a[8:] for a in sys.argv[1:] if a.startswith("cancels=")), None)
+LINGER = {"name": "linger", "description": "Never answer, but go on reading",
+          "inputSchema": {"type": "object"}}
 
 
 def added():
@@ -86,6 +95,8 @@ def append(name, line):
 
 
 def listed():
+    if CANCELS:
+        return TOOLS + [LINGER]
     if not STATE:
         return TOOLS
     append("lists", str(os.getpid()))
@@ -245,6 +256,13 @@ def main():
                       "error": {"code": -32603, "message": "the listing broke on purpose"}})
             else:
                 send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
+        elif method == "notifications/cancelled" and CANCELS:
+            p = msg.get("params", {})
+            with open(CANCELS, "a") as f:
+                f.write("%s %s\n" % (p.get("requestId"), p.get("reason")))
+        elif method == "tools/call" and CANCELS and msg["params"]["name"] == "linger":
+            with open(CANCELS, "a") as f:  # no answer: the call waits for its end
+                f.write("linger %s\n" % mid)
         elif method == "tools/call":
             p = msg["params"]
             token = p.get("_meta", {}).get("progressToken")
