@@ -1,14 +1,17 @@
 /*
  * serveradd.c - toolexec mcp-add: an MCP server from the npm registry (or a
- * package tarball) installed where the calls' view shows it, and an
- * "mcp_server" definition written for it (toolexecd.tools(5), MCP SERVERS).
+ * package tarball) or from PyPI (or a wheel: serveradd_pypi.c) installed
+ * where the calls' view shows it, and an "mcp_server" definition written for
+ * it (toolexecd.tools(5), MCP SERVERS).
  *
  *   toolexec mcp-add NAME --npm PACKAGE[@VERSION] [--prefix DIR] [--dir DIR]
  *                    [--node PATH] [--bin NAME] [--read P] [--write P]
  *                    [--scripts] [--force] [-- SERVER-ARGS...]
+ *   toolexec mcp-add NAME --pypi PACKAGE[==VERSION] [--module M] [--python P]
+ *                    [...the same but --node and --scripts]
  *
- * The network is used here, once, by npm; a call of the server runs node
- * and the installed files, never npm. The definition is checked by the
+ * The network is used here, once, by npm or pip; a call of the server runs
+ * node or Python and the installed files, never npm or pip. The definition is checked by the
  * daemon's own --check before it goes into the tools directory, so what
  * is written is what the daemon loads.
  */
@@ -26,6 +29,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "serveradd.h"
 
 #define ADD_PREFIX "/opt/toolexecd/mcp"
 #define ADD_TOOLS_DIR "/etc/toolexecd/tools.d"
@@ -34,14 +38,13 @@ extern char **environ;
 
 struct add {
     const char *name, *spec, *prefix, *dir, *node, *bin;
+    const char *pypi, *module, *python; /* --pypi's (spec is --npm's) */
     json_t *read, *write, *args;
     bool scripts, force;
     char root[PATH_MAX]; /* prefix/name: the package's install directory */
 };
 
-/* Run argv (PATH searched), its output ours; its exit status, -1 when it
- * could not be started (said). */
-static int run(char *const argv[])
+int cli_add_run(char *const argv[])
 {
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
@@ -154,14 +157,14 @@ static char *find_node(const char *given)
     return out;
 }
 
-static json_t *definition(const struct add *a, const char *node, const char *bin)
+/* cmd (taken) run by interp (node, Python), with the server's arguments. */
+static json_t *definition(const struct add *a, json_t *cmd, const char *interp)
 {
-    json_t *cmd = json_pack("[s,s]", node, bin);
     json_array_extend(cmd, a->args);
     json_t *read = json_pack("[s]", a->root);
-    /* a node of its own (not the system's) is shown to the calls too */
-    if (strncmp(node, "/usr/", 5) != 0) {
-        char *dir = strdup(node);
+    /* an interpreter of its own (not the system's) is shown to the calls too */
+    if (strncmp(interp, "/usr/", 5) != 0) {
+        char *dir = strdup(interp);
         char *slash = dir ? strrchr(dir, '/') : NULL;
         if (slash && slash != dir) {
             *slash = '\0';
@@ -223,7 +226,7 @@ static int write_checked(const struct add *a, json_t *def)
         chmod(file, 0644);
         char *argv[] = {(char *)cli_find_daemon(daemon, sizeof(daemon)), "--check", "--tools",
                         tmpdir, NULL};
-        rc = run(argv);
+        rc = cli_add_run(argv);
         if (rc != 0)
             cli_err("mcp-add: the daemon's --check refused the definition (above); nothing "
                     "written to %s",
@@ -246,6 +249,29 @@ static int write_checked(const struct add *a, json_t *def)
     return CLI_EXIT_OK;
 }
 
+static int written(const struct add *a, json_t *def)
+{
+    int rc = def ? write_checked(a, def) : CLI_EXIT_ERROR;
+    if (rc == 0)
+        warn_unwritable(a);
+    json_decref(def);
+    return rc;
+}
+
+static int install_pypi(const struct add *a)
+{
+    char *interp = NULL;
+    json_t *cmd = cli_add_pypi(&(struct cli_add_pypi){.root = a->root,
+                                                      .spec = a->pypi,
+                                                      .module = a->module,
+                                                      .bin = a->bin,
+                                                      .python = a->python},
+                               &interp);
+    int rc = written(a, cmd ? definition(a, cmd, interp) : NULL);
+    free(interp);
+    return rc;
+}
+
 static int install(struct add *a)
 {
     char final[PATH_MAX];
@@ -257,6 +283,8 @@ static int install(struct add *a)
         cli_err("mcp-add: %s: %s", a->root, strerror(errno));
         return CLI_EXIT_ERROR;
     }
+    if (a->pypi)
+        return install_pypi(a);
     /* install scripts run as whoever runs this (root, often): not unless
      * asked for */
     char *argv[] = {"npm",           "install",
@@ -264,7 +292,7 @@ static int install(struct add *a)
                     "--no-audit",    "--no-fund",
                     "--omit=dev",    a->scripts ? "--ignore-scripts=false" : "--ignore-scripts",
                     (char *)a->spec, NULL};
-    int rc = run(argv);
+    int rc = cli_add_run(argv);
     if (rc != 0) {
         if (rc > 0)
             cli_err("mcp-add: npm install of '%s' into %s failed (status %d)", a->spec, a->root,
@@ -278,11 +306,8 @@ static int install(struct add *a)
         cli_err("mcp-add: no node %s%s (--node PATH says which)", a->node ? "at " : "on PATH",
                 a->node ? a->node : "");
     if (bin && node)
-        def = definition(a, node, bin);
-    rc = def ? write_checked(a, def) : CLI_EXIT_ERROR;
-    if (rc == 0)
-        warn_unwritable(a);
-    json_decref(def);
+        def = definition(a, json_pack("[s,s]", node, bin), node);
+    rc = written(a, def);
     free(pkgname);
     free(bin);
     free(node);
@@ -306,6 +331,9 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
     static const struct option opts[] = {
         CLI_COMMON_OPTIONS,
         {"npm", required_argument, NULL, 'n'},
+        {"pypi", required_argument, NULL, 'P'},
+        {"module", required_argument, NULL, 'm'},
+        {"python", required_argument, NULL, 'y'},
         {"prefix", required_argument, NULL, 'p'},
         {"dir", required_argument, NULL, 'd'},
         {"node", required_argument, NULL, 'N'},
@@ -330,6 +358,15 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
             break;
         case 'p':
             a.prefix = optarg;
+            break;
+        case 'P':
+            a.pypi = optarg;
+            break;
+        case 'm':
+            a.module = optarg;
+            break;
+        case 'y':
+            a.python = optarg;
             break;
         case 'd':
             a.dir = optarg;
@@ -368,8 +405,13 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
                              "%s: expected a name of 1 to 64 of A-Z a-z 0-9 _ - (its tools "
                              "are NAME.TOOL)",
                              argv[optind]);
-    else if (rc < 0 && !a.spec)
-        rc = cli_usage_error("mcp-add", "expected --npm PACKAGE[@VERSION] (or a tarball's path)");
+    else if (rc < 0 && !a.spec == !a.pypi)
+        rc = cli_usage_error("mcp-add", "expected --npm PACKAGE[@VERSION] (or a tarball's path) "
+                                        "or --pypi PACKAGE[==VERSION] (or a wheel's path)");
+    else if (rc < 0 && a.spec && (a.module || a.python))
+        rc = cli_usage_error("mcp-add", "--module and --python go with --pypi");
+    else if (rc < 0 && a.pypi && (a.node || a.scripts))
+        rc = cli_usage_error("mcp-add", "--node and --scripts go with --npm");
     else if (rc < 0 && (a.prefix[0] != '/' || a.dir[0] != '/'))
         rc = cli_usage_error("mcp-add", "--prefix and --dir: expected absolute paths");
     if (rc < 0) {

@@ -1,0 +1,3 @@
+from mcp_server_tinypy import main
+
+main()
