@@ -36,7 +36,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fswatch_obj.h" /* fswatch.bpf.c compiled: td_fswatch_obj[] */
+#include "fswatch_noloop_obj.h" /* the same without bpf_loop: td_fswatch_obj_noloop[] */
+#include "fswatch_obj.h"        /* fswatch.bpf.c compiled: td_fswatch_obj[] */
+#include "kbtf.h"
 #include "fswatch_rec.h"
 #endif
 
@@ -212,16 +214,28 @@ int td_fswatch_start(void)
     return -ENOTSUP;
 #else
     libbpf_set_print(silent);
-    const char *what = "open";
-    int err = 0;
+    const char *what = "the kernel's BTF (task_struct)";
+    uint32_t off_tgid = 0, off_parent = 0;
+    int err = -td_kbtf_task_offsets(&off_tgid, &off_parent);
+    if (err > 0)
+        goto fail;
+    what = "open";
     obj = bpf_object__open_mem(td_fswatch_obj, sizeof(td_fswatch_obj), NULL);
     if (!obj) {
         err = errno;
         goto fail;
     }
     what = "load";
-    if ((err = -bpf_object__load(obj)) > 0)
-        goto fail;
+    if (bpf_object__load(obj) < 0) { /* no bpf_loop (before Linux 5.17)? */
+        bpf_object__close(obj);
+        obj = bpf_object__open_mem(td_fswatch_obj_noloop, sizeof(td_fswatch_obj_noloop), NULL);
+        if (!obj) {
+            err = errno;
+            goto fail;
+        }
+        if ((err = -bpf_object__load(obj)) > 0)
+            goto fail;
+    }
     what = "attach";
     struct bpf_program *prog = bpf_object__find_program_by_name(obj, "fsw_sys_exit");
     if (!prog || !(link_ = bpf_program__attach(prog))) {
@@ -229,7 +243,9 @@ int td_fswatch_start(void)
         goto fail;
     }
     what = "ring";
-    __u32 zero = 0, me = (__u32)getpid();
+    __u32 zero = 0;
+    struct td_fsw_self me = {
+        .tgid = (__u32)getpid(), .off_tgid = off_tgid, .off_parent = off_parent};
     if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "self"), &zero, &me, BPF_ANY) <
         0) {
         err = errno;

@@ -29,6 +29,14 @@ struct td_fsw_call {
     __u32 recent[TD_FSW_RECENT];
 };
 
+/* whose descendants are watched, and where struct task_struct keeps a
+ * process's tgid and parent in this kernel (kbtf.c) */
+struct td_fsw_self {
+    __u32 tgid;
+    __u32 off_tgid;
+    __u32 off_parent;
+};
+
 #define TD_FSW_AT_FDCWD (-100)
 
 struct td_fsw_rec {
