@@ -74,7 +74,8 @@ class Cancel:
         harness.assert_token_gone(self.token)
 
     def test_timed_out_call_tells_the_server(self):
-        self.start(timeout_ms=500)
+        # the listing has the same timeout: long enough for a sanitized build's
+        self.start(timeout_ms=int(3000 * harness.SCALE))
         err = completed(run_events(self.c, "odd.linger", {}))["result"]["tool_error"]
         self.assertEqual(err["reason"], "timeout", err)
         self.assertEqual(notes(self.cancels), ["linger 2", "2 the call timed out"])
