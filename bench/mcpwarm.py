@@ -54,7 +54,7 @@ def main():
         for name in ("cold", "warm"):
             harness.deadline_wait(lambda: any(t["name"] == name + "." + tool
                                               for t in c.tools()["tools"]), timeout=60)
-        harness.wait_template(d, "warm." + tool)
+        harness.wait_template(d, "warm")  # the server's template, for all its tools
         command = ["env"] + ["%s=%s" % kv for kv in ENV.items()] + [PY, "-m",
                                                                      "mcp_server_standin"]
         bare_call(command, tool, args)  # caches warm, every way
