@@ -29,6 +29,7 @@ env_credentials, a bad module name, max_forks without warm).
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -207,6 +208,45 @@ class RootDaemon(Warm, unittest.TestCase):
 
 class UnprivilegedDaemon(Warm, unittest.TestCase):
     daemon = staticmethod(harness.nobody_daemon)
+
+
+class Reload(unittest.TestCase):
+    """Two warm servers: a template each; a reload keeps a server's
+    template while its definition is unchanged and replaces it when it
+    changes, the other server's kept."""
+
+    def test_a_template_per_server_follows_its_definition(self):
+        if not python_loads_lib():
+            self.skipTest("python cannot load this build's libtoolexec (a sanitizer build)")
+        with harness.Daemon([standin("py"), standin("qy")]) as d:
+            c = d.client()
+            self.addCleanup(c.close)
+            harness.deadline_wait(lambda: {"py.echo", "qy.echo"} <= {
+                t["name"] for t in c.tools()["tools"]}, what="both servers listed")
+            py, qy = harness.wait_template(d, "py"), harness.wait_template(d, "qy")
+            self.assertEqual(sorted(d.stats()["templates"]), ["py", "qy"])
+            self.assertEqual(template_pids(d), sorted([py["pid"], qy["pid"]]))
+            listed = "MCP server py: 7 tools registered"
+            self.assertEqual(d.stderr().count(listed), 1)
+            d.proc.send_signal(signal.SIGHUP)
+            # reloaded and listed again (its tools made anew, unchanged)
+            harness.deadline_wait(lambda: d.stderr().count(listed) == 2, what="py listed again")
+            done = completed(c, "py.echo", {"text": "same"})
+            self.assertEqual((done["result"], done.get("start")), (text_ok("same"), "warm"))
+            self.assertEqual(harness.wait_template(d, "py")["pid"], py["pid"])
+            changed = standin("py")
+            changed["mcp_server"]["env"]["CHANGED"] = "1"
+            d.add_tool(changed)
+            d.proc.send_signal(signal.SIGHUP)
+            py2 = harness.wait_template(d, "py", other_than=py["pid"])
+            self.assertEqual(harness.wait_template(d, "qy")["pid"], qy["pid"])
+            for tool, args, want in (("py.echo", {"text": "new"}, text_ok("new")),
+                                     ("py.answered", {}, text_ok("1"))):
+                done = completed(c, tool, args)
+                self.assertEqual((done["result"], done.get("start")), (want, "warm"))
+            self.assertEqual(harness.wait_template(d, "py")["pid"], py2["pid"])
+            harness.deadline_wait(lambda: template_pids(d) == sorted([py2["pid"], qy["pid"]]),
+                                  what="the old template gone")
 
 
 def frame(obj):
