@@ -170,6 +170,17 @@ class Warm:
         self.assertIn("timezone", bad["result"]["error"])
         self.assertEqual(harness.wait_template(self.d, "py")["pid"], pid)
 
+    def test_narrowed_call(self):
+        # narrowed (a td_tool of its own): cold, as for any warm tool; the
+        # timeout alone narrowed: warm, on the server's template
+        pid = harness.wait_template(self.d, "py")["pid"]
+        done = completed(self.c, "py.echo", {"text": "cold"},
+                         policy={"limits": {"processes": 32}})
+        self.assertEqual(done["result"], text_ok("cold"))
+        self.assertNotEqual(done.get("start"), "warm", done)
+        done, same = self.warm_call("py.answered", {}, policy={"timeout_ms": 5000})
+        self.assertEqual((done["result"], same), (text_ok("1"), pid))
+
     def test_nothing_survives_a_call(self):
         path = "/tmp/left-by-a-call"
         done, pid = self.warm_call("py.write", {"path": path, "text": "x"})
