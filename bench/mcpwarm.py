@@ -20,6 +20,12 @@ another per round:
 Prints each way's median and mean seconds per call, and cold/warm and
 warm/bare (medians). Standard library only; a benchmark to run by hand,
 never a pass/fail test.
+
+  bench/mcpwarm.py [--build DIR] --pss
+
+instead prints the memory the warm server's templates hold once ready and
+idle: each template's PSS (stats' pss_kb, /proc/PID/smaps_rollup) and their
+sum, for the stand-in's seven tools.
 """
 
 import argparse
@@ -36,6 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--pss", action="store_true", help="the templates' memory, no calls")
     a = ap.parse_args()
     build = os.path.realpath(a.build)
     os.environ.setdefault("TOOLEXECD", os.path.join(build, "daemon", "toolexecd"))
@@ -46,6 +53,8 @@ def main():
     from mcpstart import bare_call
     from test_mcp_server_warm import ENV, PY, standin
 
+    if a.pss:
+        return pss(harness, standin("warm"))
     tool, args = "get_current_time", {"timezone": "UTC"}
     d = harness.Daemon([standin("cold", start=None), standin("warm")])
     times = {"bare": [], "cold": [], "warm": []}
@@ -54,7 +63,7 @@ def main():
         for name in ("cold", "warm"):
             harness.deadline_wait(lambda: any(t["name"] == name + "." + tool
                                               for t in c.tools()["tools"]), timeout=60)
-        harness.wait_template(d, "warm." + tool)
+        harness.wait_template(d, "warm")  # the server's template, for all its tools
         command = ["env"] + ["%s=%s" % kv for kv in ENV.items()] + [PY, "-m",
                                                                      "mcp_server_standin"]
         bare_call(command, tool, args)  # caches warm, every way
@@ -79,6 +88,29 @@ def main():
     med = {k: statistics.median(v) for k, v in times.items()}
     print("cold/warm (medians): %.2fx" % (med["cold"] / med["warm"]))
     print("warm/bare (medians): %.2fx" % (med["warm"] / med["bare"]))
+    return 0
+
+
+def pss(harness, definition):
+    """The templates of a warm server, ready and idle: their PSS."""
+    d = harness.Daemon([definition])
+    try:
+        c = d.client()
+        harness.deadline_wait(lambda: any(t["name"].startswith("warm.")
+                                          for t in c.tools()["tools"]), timeout=60)
+        n = sum(1 for t in c.tools()["tools"] if t["name"].startswith("warm."))
+
+        def ready():
+            t = d.stats().get("templates") or {}
+            return t if t and all(v["state"] == "ready" and v["pss_kb"] for v in t.values()) \
+                else None
+        templates = harness.deadline_wait(ready, timeout=60)
+        for name, t in sorted(templates.items()):
+            print("%-28s pid %-7d pss %6d kB" % (name, t["pid"], t["pss_kb"]))
+        print("%d tools, %d templates, PSS %d kB in all" % (
+            n, len(templates), sum(t["pss_kb"] for t in templates.values())))
+    finally:
+        d.stop()
     return 0
 
 

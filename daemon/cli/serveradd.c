@@ -1,19 +1,24 @@
 /*
  * serveradd.c - toolexec mcp-add: an MCP server from the npm registry (or a
  * package tarball) or from PyPI (or a wheel: serveradd_pypi.c) installed
- * where the calls' view shows it, and an "mcp_server" definition written for
- * it (toolexecd.tools(5), MCP SERVERS).
+ * where the calls' view shows it, or one at a URL (Streamable HTTP), and an
+ * "mcp_server" definition written for it (toolexecd.tools(5), MCP SERVERS).
  *
  *   toolexec mcp-add NAME --npm PACKAGE[@VERSION] [--prefix DIR] [--dir DIR]
  *                    [--node PATH] [--bin NAME] [--read P] [--write P]
  *                    [--scripts] [--force] [-- SERVER-ARGS...]
  *   toolexec mcp-add NAME --pypi PACKAGE[==VERSION] [--module M] [--python P]
  *                    [...the same but --node and --scripts]
+ *   toolexec mcp-add NAME --url URL [--header NAME=CREDENTIAL]...
+ *                    [--credentials-dir DIR] [--dir DIR] [--force]
  *
  * The network is used here, once, by npm or pip; a call of the server runs
- * node or Python and the installed files, never npm or pip. The definition is checked by the
- * daemon's own --check before it goes into the tools directory, so what
- * is written is what the daemon loads.
+ * node or Python and the installed files, never npm or pip. A URL's server
+ * installs nothing: the daemon adds its host to the allow-list, and each
+ * --header is a network.headers credential the egress proxy adds (the API
+ * key never in a call). The definition is checked by the daemon's own
+ * --check before it goes into the tools directory, so what is written is
+ * what the daemon loads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +48,11 @@ struct add {
     json_t *read, *write, *args;
     bool scripts, force;
     char root[PATH_MAX]; /* prefix/name: the package's install directory */
+    /* a server at a URL: its headers ({"Name": "CREDENTIAL"}), the
+     * credentials directory --check reads them from (NULL: its default);
+     * npm_opt: an option of npm's given (refused beside --url) */
+    const char *url, *creddir, *npm_opt;
+    json_t *headers;
 };
 
 int cli_add_run(char *const argv[])
@@ -209,10 +220,58 @@ static void warn_unwritable(const struct add *a)
     }
 }
 
+/* network.headers' key for url: its host as the allow-list writes it,
+ * with its port unless HTTPS's own (an http:// loopback URL's credential
+ * goes only to a host written with its port: 80 when the URL has none).
+ * NULL: not http(s) (--check says what is wrong with it). */
+static char *header_host(const char *url)
+{
+    bool https = strncmp(url, "https://", 8) == 0;
+    if (!https && strncmp(url, "http://", 7) != 0)
+        return NULL;
+    const char *h = url + (https ? 8 : 7), *end = h + strcspn(h, "/?#");
+    const char *colon = h;
+    if (*h == '[') /* an IPv6 address: its port after the ] */
+        colon = memchr(h, ']', (size_t)(end - h)) ? memchr(h, ']', (size_t)(end - h)) + 1 : end;
+    while (colon < end && *colon != ':')
+        colon++;
+    int hostlen = (int)(colon - h), portlen = colon < end ? (int)(end - colon - 1) : 0;
+    const char *port = portlen ? colon + 1 : https ? "443" : "80";
+    if (!portlen)
+        portlen = (int)strlen(port);
+    char *key = NULL;
+    if (https && portlen == 3 && strncmp(port, "443", 3) == 0)
+        return strndup(h, (size_t)hostlen);
+    return asprintf(&key, "%.*s:%.*s", hostlen, h, portlen, port) < 0 ? NULL : key;
+}
+
+static json_t *url_definition(const struct add *a)
+{
+    json_t *def = json_pack("{s:s, s:{s:s}, s:i}", "name", a->name, "mcp_server", "url", a->url,
+                            "timeout_ms", 30000);
+    if (!def || !json_object_size(a->headers))
+        return def; /* the daemon adds the URL's host to network.allow */
+    char *host = header_host(a->url);
+    json_t *hs = json_object(), *v;
+    const char *name;
+    json_object_foreach(a->headers, name, v)
+    {
+        json_object_set_new(hs, name, json_pack("{s:O}", "credential", v));
+    }
+    if (!host ||
+        json_object_set_new(def, "network", json_pack("{s:{s:o}}", "headers", host, hs)) < 0) {
+        cli_err("mcp-add: --url %s: expected an http:// or https:// URL", a->url);
+        json_decref(def);
+        def = NULL;
+    }
+    free(host);
+    return def;
+}
+
 /* The definition, alone in a directory of its own, through the daemon's
  * --check; then into the tools directory under its name (rename: a reload
- * never sees half of it). */
-static int write_checked(const struct add *a, json_t *def)
+ * never sees half of it). what: where the server is, for the last line. */
+static int write_checked(const struct add *a, json_t *def, const char *what)
 {
     char tmpdir[] = "/tmp/toolexec-mcp-add-XXXXXX", file[PATH_MAX], final[PATH_MAX], part[PATH_MAX],
          daemon[PATH_MAX];
@@ -224,8 +283,9 @@ static int write_checked(const struct add *a, json_t *def)
     int rc = json_dump_file(def, file, JSON_INDENT(2)) == 0 ? 0 : -1;
     if (rc == 0) {
         chmod(file, 0644);
-        char *argv[] = {(char *)cli_find_daemon(daemon, sizeof(daemon)), "--check", "--tools",
-                        tmpdir, NULL};
+        char *argv[] = {
+            (char *)cli_find_daemon(daemon, sizeof(daemon)), "--check",          "--tools", tmpdir,
+            a->creddir ? "--credentials-dir" : NULL,         (char *)a->creddir, NULL};
         rc = cli_add_run(argv);
         if (rc != 0)
             cli_err("mcp-add: the daemon's --check refused the definition (above); nothing "
@@ -244,14 +304,17 @@ static int write_checked(const struct add *a, json_t *def)
         unlink(part);
         return CLI_EXIT_ERROR;
     }
-    printf("%s: MCP server %s, installed in %s (a reload loads its tools as %s.TOOL)\n", final,
-           a->name, a->root, a->name);
+    printf("%s: MCP server %s, %s (a reload loads its tools as %s.TOOL)\n", final, a->name, what,
+           a->name);
     return CLI_EXIT_OK;
 }
 
+/* def (taken) checked and written, and its --write directories looked at */
 static int written(const struct add *a, json_t *def)
 {
-    int rc = def ? write_checked(a, def) : CLI_EXIT_ERROR;
+    char what[PATH_MAX + 16];
+    snprintf(what, sizeof(what), "installed in %s", a->root);
+    int rc = def ? write_checked(a, def, what) : CLI_EXIT_ERROR;
     if (rc == 0)
         warn_unwritable(a);
     json_decref(def);
@@ -278,6 +341,14 @@ static int install(struct add *a)
     snprintf(final, sizeof(final), "%s/%s.json", a->dir, a->name);
     if (!a->force && access(final, F_OK) == 0)
         return cli_usage_error("mcp-add", "%s exists (--force replaces it)", final);
+    if (a->url) {
+        json_t *def = url_definition(a);
+        char what[PATH_MAX + 16];
+        snprintf(what, sizeof(what), "at %s", a->url);
+        int rc = def ? write_checked(a, def, what) : CLI_EXIT_ERROR;
+        json_decref(def);
+        return rc;
+    }
     if (snprintf(a->root, sizeof(a->root), "%s/%s", a->prefix, a->name) >= (int)sizeof(a->root) ||
         mkdirs(a->root) < 0) {
         cli_err("mcp-add: %s: %s", a->root, strerror(errno));
@@ -314,6 +385,32 @@ static int install(struct add *a)
     return rc;
 }
 
+/* --header NAME=CREDENTIAL: the header NAME of each request to the URL's
+ * host, its value the file CREDENTIAL of the daemon's credentials
+ * directory. -1 taken, else the usage error's status. */
+static int header_option(struct add *a, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return cli_usage_error("mcp-add",
+                               "--header %s: expected NAME=CREDENTIAL (a header's "
+                               "name, a file of the credentials directory)",
+                               arg);
+    char *name = strndup(arg, (size_t)(eq - arg));
+    const char *key;
+    json_t *v;
+    int rc = -1;
+    json_object_foreach(a->headers, key, v)
+    {
+        if (name && strcasecmp(key, name) == 0)
+            rc = cli_usage_error("mcp-add", "--header %s: given twice", name);
+    }
+    if (rc < 0 && (!name || json_object_set_new(a->headers, name, json_string(eq + 1)) < 0))
+        rc = cli_usage_error("mcp-add", "--header %s: out of memory", arg);
+    free(name);
+    return rc;
+}
+
 static bool name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -342,17 +439,32 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
         {"write", required_argument, NULL, 'w'},
         {"scripts", no_argument, NULL, 'S'},
         {"force", no_argument, NULL, 'f'},
+        {"url", required_argument, NULL, 'u'},
+        {"header", required_argument, NULL, 'H'},
+        {"credentials-dir", required_argument, NULL, 'C'},
         {0},
     };
     struct add a = {.prefix = ADD_PREFIX, .dir = ADD_TOOLS_DIR};
     a.read = json_array();
     a.write = json_array();
     a.args = json_array();
-    int opt, rc = -1;
-    while (rc < 0 && (opt = getopt_long(argc, argv, ":s:jh", opts, NULL)) != -1) {
+    a.headers = json_object();
+    int opt, rc = -1, idx;
+    while (rc < 0 && (opt = getopt_long(argc, argv, ":s:jh", opts, &idx)) != -1) {
         if (cli_common_option(cli, opt, optarg))
             continue;
+        if (opt && strchr("pNbSrwmy", opt)) /* npm's or pip's (and the view of what it installs) */
+            a.npm_opt = opts[idx].name;
         switch (opt) {
+        case 'u':
+            a.url = optarg;
+            break;
+        case 'C':
+            a.creddir = optarg;
+            break;
+        case 'H':
+            rc = header_option(&a, optarg);
+            break;
         case 'n':
             a.spec = optarg;
             break;
@@ -405,9 +517,17 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
                              "%s: expected a name of 1 to 64 of A-Z a-z 0-9 _ - (its tools "
                              "are NAME.TOOL)",
                              argv[optind]);
-    else if (rc < 0 && !a.spec == !a.pypi)
-        rc = cli_usage_error("mcp-add", "expected --npm PACKAGE[@VERSION] (or a tarball's path) "
-                                        "or --pypi PACKAGE[==VERSION] (or a wheel's path)");
+    else if (rc < 0 && (!a.spec + !a.pypi + !a.url) != 2)
+        rc = cli_usage_error("mcp-add", "expected one of --npm PACKAGE[@VERSION] (or a tarball's "
+                                        "path), --pypi PACKAGE[==VERSION] (or a wheel's path) "
+                                        "or --url URL");
+    else if (rc < 0 && a.url && (a.npm_opt || optind + 1 < argc))
+        rc = cli_usage_error("mcp-add",
+                             "%s%s: not with --url (no process of the server's runs here)",
+                             a.npm_opt ? "--" : "", a.npm_opt ? a.npm_opt : argv[optind + 1]);
+    else if (rc < 0 && !a.url && (json_object_size(a.headers) || a.creddir))
+        rc = cli_usage_error("mcp-add", "--header and --credentials-dir: only with --url (a "
+                                        "credential for a server at a URL, added by the proxy)");
     else if (rc < 0 && a.spec && (a.module || a.python))
         rc = cli_usage_error("mcp-add", "--module and --python go with --pypi");
     else if (rc < 0 && a.pypi && (a.node || a.scripts))
@@ -425,5 +545,6 @@ int cli_cmd_mcp_add(struct cli *cli, int argc, char **argv)
     json_decref(a.read);
     json_decref(a.write);
     json_decref(a.args);
+    json_decref(a.headers);
     return rc;
 }

@@ -157,6 +157,7 @@ static const struct cli_command commands[] = {
     {"mcp-add", cli_cmd_mcp_add,
      "usage: toolexec mcp-add NAME --npm PACKAGE[@VERSION] [OPTIONS] [-- ARGS]\n"
      "       toolexec mcp-add NAME --pypi PACKAGE[==VERSION] [OPTIONS] [-- ARGS]\n"
+     "       toolexec mcp-add NAME --url URL [--header NAME=CREDENTIAL]... [OPTIONS]\n"
      "\n"
      "Install an MCP server (stdio) from the npm registry, or from a package\n"
      "tarball's path, into PREFIX/NAME with npm install --prefix (or from PyPI, or\n"
@@ -181,6 +182,15 @@ static const struct cli_command commands[] = {
      "      --scripts           let npm run the packages' install scripts\n"
      "      --force             replace DIR/NAME.json\n"
      "  -h, --help              this text\n"
+     "\n"
+     "With --url, a server at a URL (Streamable HTTP): nothing installed; its\n"
+     "definition names the URL (the daemon allows its host), and each --header\n"
+     "a credential the egress proxy adds to each request to that host.\n"
+     "      --url URL           https://, or http:// to a loopback address\n"
+     "      --header NAME=CREDENTIAL  the header NAME, its value the file\n"
+     "                          CREDENTIAL of the daemon's credentials directory\n"
+     "      --credentials-dir DIR  that directory, for --check (default the\n"
+     "                          daemon's)\n"
      "\n"
      "Exit status: 0 written; 2 bad usage, npm or pip failed or --check refused it\n"
      "(nothing written then). See toolexec(1).\n"},

@@ -542,7 +542,7 @@ json_t *td_mcpdef_tool_def(const struct td_tool *server, json_t *listed, char *w
     char *bridge = bridge_path();
     json_t *cmd = !bridge   ? NULL
                   : m->url  ? json_pack("[s,s,s,s,s]", bridge, "call", name, "--url", m->url)
-                  : m->warm ? td_mcppy_warm_command(m->command, bridge, name)
+                  : m->warm ? td_mcppy_warm_command(m->command, bridge, server->name)
                             : json_pack("[s,s,s,s]", bridge, "call", name, "--");
     free(bridge);
     if (!def || !cmd) {

@@ -12,11 +12,17 @@
  * the server (the module's main) on pipes and execs the bridge attached to
  * it (mcpbridge/bridge_attach.c), so the MCP client is the same C code as
  * for a cold call. The listing tool stays cold: it runs once per load.
+ *
+ * All the server's tools have the same command, naming the server, not a
+ * tool: the call's request frame names the tool ("tool": NAME.TOOL), so
+ * one template, the server's, serves them all (td_mcppy_template_key()):
+ * a server of seven tools imports its module once, not seven times.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "mcppy.h"
+#include "tool.h"
 #include "toolexec.h"
 #include "util.h"
 #include "warmdef.h"
@@ -121,15 +127,32 @@ int td_mcppy_parse(const char *file, json_t *m, json_t **command, bool *warm, js
     return 0;
 }
 
-json_t *td_mcppy_warm_command(json_t *command, const char *bridge, const char *tool)
+/* PYTHON -m toolexec.mcpwarm BRIDGE server NAME -- MODULE ARGS... */
+#define WARM_PROGRAM "toolexec.mcpwarm"
+#define WARM_MODE_ARG (TD_MCPPY_BRIDGE_ARG + 1)
+
+json_t *td_mcppy_warm_command(json_t *command, const char *bridge, const char *server)
 {
     /* command is [PYTHON, "-m", MODULE, ARGS...] (td_mcppy_parse) */
-    json_t *c = json_pack("[O,s,s,s,s,s,s]", json_array_get(command, 0), "-m", "toolexec.mcpwarm",
-                          bridge, "call", tool, "--");
+    json_t *c = json_pack("[O,s,s,s,s,s,s]", json_array_get(command, 0), "-m", WARM_PROGRAM, bridge,
+                          "server", server, "--");
     for (size_t i = 2; c && i < json_array_size(command); i++)
         if (json_array_append(c, json_array_get(command, i)) < 0) {
             json_decref(c);
             return NULL;
         }
     return c;
+}
+
+const char *td_mcppy_template_key(const struct td_tool *t)
+{
+    /* only the tools mcpdef.c made of a warm server have this command */
+    if (!t->mcp_tool || !t->warm || !t->argv)
+        return NULL;
+    for (int i = 0; i <= WARM_MODE_ARG; i++)
+        if (!t->argv[i])
+            return NULL;
+    if (strcmp(t->argv[2], WARM_PROGRAM) || strcmp(t->argv[WARM_MODE_ARG], "server"))
+        return NULL;
+    return t->argv[WARM_MODE_ARG + 1];
 }

@@ -478,7 +478,10 @@ static void start_call(struct td_batch *b, struct call *c)
     } else if ((result = check_arguments(c))) {
         /* runs no worker */
     } else {
-        json_t *req = json_pack("{s:s,s:O}", "tool", c->name, "arguments", c->arguments);
+        /* the tool's own name, not the alias a call may name it by
+         * (fs_read for fs.read): a program serving several tools, or a
+         * warm server's template serving all its tools, goes by it */
+        json_t *req = json_pack("{s:s,s:O}", "tool", c->tool->name, "arguments", c->arguments);
         if (c->tool->context)
             json_object_set_new(req, "opts",
                                 json_pack("{s:O,s:O,s:O,s:{s:s,s:s,s:O},s:O}", "context",

@@ -90,11 +90,11 @@ struct inst {
     json_t *view;
 };
 
-/* Per warm tool. */
+/* Per warm tool, or per warm MCP server (one template for all its tools). */
 struct warm {
     SLIST_ENTRY(warm) link;
-    char *name;
-    struct td_tool *tool;
+    char *name;           /* the tool's, or the server's */
+    struct td_tool *tool; /* the one (of the server's) its templates start from */
     struct inst *cur;
     unsigned restarts, failures;
     /* what the last templates said (a hash of the line) and why they were

@@ -2,7 +2,9 @@
  * template_tools.c - warm start (proto/PROTOCOL.md, "Warm start"): for each tool
  * with "start": "warm", a template process started like a cold worker of the
  * tool (spawndesc.c's description: user, limits, PID and mount namespace,
- * filter), told by its first frame that it is a template; per call a fork
+ * filter), told by its first frame that it is a template; the tools of a
+ * warm MCP server share one, the server's (keyed by its name: each call's
+ * request names its tool, defs/mcppy.c); per call a fork
  * request carrying the call's descriptors over the control socket (its
  * stdin). The set-up of each call's process is the SDKs' (lib/warm.c forks it;
  * its steps are in lib/warmp1.c, lib/warmview.c, lib/warmcall.c).
@@ -26,6 +28,7 @@
 #include "egress.h"
 #include "fsview.h"
 #include "log.h"
+#include "mcppy.h"
 #include "randhex.h"
 #include "registry.h"
 #include "template.h"
@@ -96,6 +99,34 @@ static bool warm_ok(const struct td_tool *t)
     return t->warm && !warm_gap(t);
 }
 
+/* The template t's calls are forks of, by its key: its server's for a tool
+ * of a warm MCP server (all the server's tools share it), else its own. */
+static const char *key_of(const struct td_tool *t)
+{
+    const char *k = td_mcppy_template_key(t);
+    return k ? k : t->name;
+}
+
+/* The tool of td_tools a template keyed k is started from: the first by
+ * name of those it serves. NULL: none. */
+static struct td_tool *tool_for(const char *k)
+{
+    for (size_t i = 0; i < td_tools->n; i++)
+        if (warm_ok(td_tools->tools[i]) && strcmp(key_of(td_tools->tools[i]), k) == 0)
+            return td_tools->tools[i];
+    return NULL;
+}
+
+/* May a call of t be a fork of in? Its own tool's template, or (a shared
+ * one) that of another loaded tool of the same key whose template would be
+ * the same: not a narrowed tool (a td_tool of its own), nor one a reload
+ * has replaced, as a warm tool's own template serves neither. */
+static bool serves(const struct inst *in, const struct td_tool *t)
+{
+    return in->tool == t || (!t->parent && td_registry_find(td_tools, t->name) == t &&
+                             strcmp(key_of(in->tool), key_of(t)) == 0 && same_def(in->tool, t));
+}
+
 void td_template_sync(void)
 {
     for (size_t i = 0; i < td_tools->n; i++) {
@@ -116,8 +147,8 @@ void td_template_sync(void)
     /* gone, no longer warm, or changed: retired */
     for (w = SLIST_FIRST(&all); w; w = next) {
         next = SLIST_NEXT(w, link);
-        struct td_tool *t = td_registry_find(td_tools, w->name);
-        if (t && warm_ok(t) && same_def(w->tool, t)) {
+        struct td_tool *t = tool_for(w->name);
+        if (t && same_def(w->tool, t)) {
             td_tool_unref(w->tool);
             w->tool = td_tool_ref(t);
             if (w->cur) {
@@ -132,10 +163,10 @@ void td_template_sync(void)
             td_inst_stop(w->cur, NULL);
         td_tool_unref(w->tool);
         w->tool = NULL;
-        if (t && warm_ok(t)) { /* changed: a fresh one from the new definition */
+        if (t) { /* changed: a fresh one from the new definition */
             w->tool = td_tool_ref(t);
-            td_log(TD_LOG_INFO, "tool %s: definition changed; its warm template is replaced",
-                   w->name);
+            td_log(TD_LOG_INFO, "%s %s: definition changed; its warm template is replaced",
+                   strcmp(w->name, t->name) ? "MCP server" : "tool", w->name);
             uv_timer_stop(&w->backoff);
             w->backoff_running = false;
             w->failures = 0;
@@ -150,12 +181,12 @@ void td_template_sync(void)
         if (!warm_ok(t))
             continue;
         SLIST_FOREACH(w, &all, link)
-            if (strcmp(w->name, t->name) == 0)
+            if (strcmp(w->name, key_of(t)) == 0)
                 break;
         if (w)
             continue;
         w = calloc(1, sizeof(*w));
-        if (!w || !(w->name = strdup(t->name))) {
+        if (!w || !(w->name = strdup(key_of(t)))) {
             free(w);
             continue;
         }
@@ -196,11 +227,11 @@ static uint64_t warm_nproc(uint64_t n)
     return n;
 }
 
-static struct warm *find_warm(const struct td_tool *t)
+static struct warm *find_warm(const char *key)
 {
     struct warm *w;
     SLIST_FOREACH(w, &all, link)
-        if (strcmp(w->name, t->name) == 0)
+        if (strcmp(w->name, key) == 0)
             return w;
     return NULL;
 }
@@ -209,11 +240,11 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
                                       bool newnet, int fds[4], const struct td_warm_ops *ops,
                                       void *data, char **dir)
 {
-    struct warm *w = find_warm(t);
+    struct warm *w = find_warm(key_of(t));
     struct inst *in = w ? w->cur : NULL;
     struct td_warm_call *c = NULL;
     *dir = NULL;
-    if (!in || in->state != I_READY || in->tool != t)
+    if (!in || in->state != I_READY || !serves(in, t))
         goto fail;
     c = calloc(1, sizeof(*c));
     if (!c)
@@ -324,11 +355,13 @@ static long long pss_kb(pid_t pid)
 
 const char *td_template_state(const char *tool)
 {
-    struct warm *w;
-    SLIST_FOREACH(w, &all, link)
-        if (strcmp(w->name, tool) == 0)
-            return !w->cur ? "down" : w->cur->state == I_STARTING ? "starting" : "ready";
-    return NULL;
+    /* a loaded tool's key: a warm server's tool has its server's template
+     * (and the server's own listing tool, cold, none) */
+    const struct td_tool *t = td_tools ? td_registry_find(td_tools, tool) : NULL;
+    if (t && !t->warm)
+        return NULL;
+    struct warm *w = find_warm(t ? key_of(t) : tool);
+    return !w ? NULL : !w->cur ? "down" : w->cur->state == I_STARTING ? "starting" : "ready";
 }
 
 json_t *td_template_stats(void)

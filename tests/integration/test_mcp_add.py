@@ -12,7 +12,14 @@ unprivileged, its tools called.
   already (without --force), npm failing, the daemon's --check refusing;
 - the pinned @modelcontextprotocol/server-filesystem from the npm registry
   (SKIP, never a pass, when the registry cannot be reached): written to and
-  read from the directory --write gave it.
+  read from the directory --write gave it;
+- `--url URL --header NAME=CREDENTIAL`: a Streamable HTTP server's
+  definition (the tests' own server, tests/mcp_servers/http_server.py, as
+  test_mcp_server_url runs it), its credential a network.headers entry for
+  the URL's host: loaded by a root daemon, its tool called, the header
+  reaching the server from the proxy; refusals (npm's options beside --url,
+  a bad --header, an http:// URL to a host not loopback, a credential the
+  credentials directory lacks) write nothing.
 
 Argument: a work directory (meson: the build directory). No node or npm:
 SKIP (77)."""
@@ -25,6 +32,9 @@ import tempfile
 import unittest
 
 import harness
+
+sys.path.insert(0, os.path.join(harness.HERE, "..", "mcp_servers"))
+import http_server  # noqa: E402
 
 TINY = os.path.join(harness.HERE, "..", "mcp_servers", "tiny")
 FS_PKG = "@modelcontextprotocol/server-filesystem@2026.8.31"  # as tests/mcp_servers/npm pins
@@ -136,7 +146,7 @@ class Refused(unittest.TestCase):
     def test_refusals_write_nothing(self):
         tgz = tarball()
         for args, says in ((("a.b", "--npm", tgz), "its tools are NAME.TOOL"),
-                           (("t1",), "expected --npm"),
+                           (("t1",), "expected one of --npm"),
                            (("t2", "--npm", os.path.join(self.dir, "none.tgz")),
                             "npm install of"),
                            (("t3", "--npm", tgz, "--write", "/nonexistent/dir"),
@@ -172,6 +182,87 @@ class Refused(unittest.TestCase):
         p = self.add("w2", "--npm", tgz, "--write", data)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("warning", p.stderr)
+
+
+class Url(unittest.TestCase):
+    SECRET = "Bearer add-url-" + os.urandom(8).hex()
+
+    def setUp(self):
+        harness.require_env()
+        self.server = http_server.Server("legacy")
+        self.addCleanup(self.server.stop)
+        self.dir = tempfile.mkdtemp(prefix="url-", dir=WORK)
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        os.chmod(self.dir, 0o755)
+        self.tools = os.path.join(self.dir, "tools")
+        self.creds = os.path.join(self.dir, "creds")
+        os.mkdir(self.creds, 0o700)
+        with open(os.path.join(self.creds, "web_key"), "w") as f:
+            f.write(self.SECRET + "\n")
+        os.chmod(os.path.join(self.creds, "web_key"), 0o600)
+
+    def test_written_loaded_called(self):
+        d = harness.Daemon(start=False, args=["--credentials-dir", self.creds])
+        try:
+            p = mcp_add("web", "--url", self.server.url, "--header", "Authorization=web_key",
+                        "--credentials-dir", self.creds, "--dir", d.tools_dir)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("1 definition in", p.stdout + p.stderr)  # the daemon's --check
+            with open(os.path.join(d.tools_dir, "web.json")) as f:
+                text = f.read()
+            self.assertNotIn(self.SECRET, text)
+            host = "127.0.0.1:%d" % self.server.port
+            self.assertEqual(json.loads(text), {
+                "name": "web", "mcp_server": {"url": self.server.url}, "timeout_ms": 30000,
+                "network": {"headers": {host: {"Authorization": {"credential": "web_key"}}}}})
+            d.start()
+            r = call(d, "web.echo", {"text": "through the proxy"})
+            self.assertEqual(r, {"ok": {"content": [{"type": "text",
+                                                     "text": "through the proxy"}]}})
+            self.assertEqual(self.server.headers_of("tools/call")[-1].get("authorization"),
+                             self.SECRET)
+        finally:
+            d.stop()
+
+    def test_without_a_header(self):
+        p = mcp_add("plain", "--url", "https://mcp.example.com/mcp", "--dir", self.tools)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(self.tools, "plain.json")) as f:
+            self.assertEqual(json.load(f), {"name": "plain", "timeout_ms": 30000,
+                                            "mcp_server": {"url": "https://mcp.example.com/mcp"}})
+        # an HTTPS URL's credential goes to its host as written in the
+        # allow-list: without the port where it is 443, with it elsewhere
+        for url, host in (("https://mcp.example.com/mcp", "mcp.example.com"),
+                          ("https://mcp.example.com:443/", "mcp.example.com"),
+                          ("https://mcp.example.com:8443/mcp?x=1", "mcp.example.com:8443"),
+                          ("https://[2001:db8::1]:8443/mcp", "[2001:db8::1]:8443"),
+                          ("http://localhost/mcp", "localhost:80")):
+            p = mcp_add("h", "--url", url, "--header", "Authorization=web_key",
+                        "--credentials-dir", self.creds, "--dir", self.tools, "--force")
+            self.assertEqual(p.returncode, 0, url + ": " + p.stdout + p.stderr)
+            with open(os.path.join(self.tools, "h.json")) as f:
+                self.assertEqual(list(json.load(f)["network"]["headers"]), [host], url)
+
+    def test_refusals_write_nothing(self):
+        url = self.server.url
+        for args, says in (
+                (("--url", url, "--npm", "x"), "expected one of --npm"),
+                (("--url", url, "--write", self.dir), "--write: not with --url"),
+                (("--url", url, "--prefix", self.dir), "--prefix: not with --url"),
+                (("--url", url, "--", "arg"), "not with --url"),
+                (("--npm", "x", "--header", "Authorization=web_key"), "only with --url"),
+                (("--url", url, "--header", "Authorization"), "expected NAME=CREDENTIAL"),
+                (("--url", url, "--header", "=web_key"), "expected NAME=CREDENTIAL"),
+                (("--url", url, "--header", "A=web_key", "--header", "a=web_key"),
+                 "given twice"),
+                (("--url", "http://mcp.example.com/mcp"), "http:// only to a loopback"),
+                (("--url", "ftp://mcp.example.com/"), "expected an https:// URL"),
+                (("--url", url, "--header", "Authorization=absent", "--credentials-dir",
+                  self.creds), "the daemon's --check refused")):
+            p = mcp_add("web", "--dir", self.tools, *args)
+            self.assertEqual(p.returncode, 2, (args, p.stdout + p.stderr))
+            self.assertIn(says, p.stdout + p.stderr, args)
+            self.assertFalse(os.path.exists(os.path.join(self.tools, "web.json")), args)
 
 
 def registry_reachable():

@@ -112,7 +112,7 @@ class Refused(unittest.TestCase):
         where = ("--prefix", self.prefix, "--dir", self.dir)
         for args, says in ((("p1", "--pypi", WHEEL, "--node", "/usr/bin/node"), "go with --npm"),
                            (("p2", "--npm", "x.tgz", "--module", "m"), "go with --pypi"),
-                           (("p3", "--pypi", WHEEL, "--npm", "x.tgz"), "expected --npm"),
+                           (("p3", "--pypi", WHEEL, "--npm", "x.tgz"), "expected one of --npm"),
                            (("p4", "--pypi", os.path.join(self.dir, "none.whl")), "pip install"),
                            (("p5", "--pypi", WHEEL, "--bin", "nosuch"), "no such console")):
             p = pip_add(*args, *where)

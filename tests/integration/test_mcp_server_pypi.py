@@ -17,16 +17,23 @@ unprivileged:
 
 Argument: where the venv goes (meson: the build directory). SKIP (77), with
 pip's reason, when the pins cannot be installed (PyPI out of reach, no
-venv): never a pass. test_mcp_server_standins.py runs the same git and
+venv): never a pass. The index pip is configured with (pip config list:
+index-url, extra-index-url, find-links; PyPI's by default) is asked first,
+a HEAD of a few seconds through the proxy the environment names: none
+answering is a SKIP at once, not after pip's own retries. test_mcp_server_standins.py runs the same git and
 fetch checks against stand-ins of ours wherever this one skips."""
 
+import ast
 import hashlib
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -45,6 +52,73 @@ PIP_TIMEOUT = int(os.environ.get("TE_PIP_TIMEOUT", "300"))
 SYSPY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
+PROBE_TIMEOUT = 5  # seconds: a reachable index answers a HEAD well within it
+
+
+def pip_settings():
+    """pip's configuration as pip reads it (pip config list: its files and
+    PIP_* variables), {name: [values]}, the environment's first, then the
+    install section's, then the global one's; {} when pip cannot say."""
+    try:
+        p = subprocess.run([SYSPY, "-m", "pip", "config", "list"], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    rank = {":env:": 0, "install": 1, "global": 2}
+    found = []
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition("=")
+        section, _, name = key.rpartition(".")
+        if section in rank and value:
+            try:
+                found.append((rank[section], name, str(ast.literal_eval(value))))
+            except (ValueError, SyntaxError):
+                pass
+    out = {}
+    for _, name, value in sorted(found, key=lambda f: f[0]):
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def index_unreachable():
+    """Why none of the places pip would fetch the pins from answers (each
+    asked for a HEAD, PROBE_TIMEOUT seconds), or None: one answered, or pip
+    may do without (a local find-links directory)."""
+    conf = pip_settings()
+    first = lambda name: (conf.get(name) or [None])[0]  # noqa: E731
+    urls = []
+    if first("no-index") not in ("1", "true", "yes", "on"):
+        urls.append(first("index-url") or "https://pypi.org/simple/")
+        urls += (first("extra-index-url") or "").split()
+    for link in (first("find-links") or "").split():
+        if "://" in link and not link.startswith("file:"):
+            urls.append(link)
+        elif os.path.isdir(link) and os.listdir(link):
+            return None  # wheels at hand: pip's to try
+    if not urls:
+        return None
+    handlers = []
+    if first("proxy"):
+        handlers.append(urllib.request.ProxyHandler({"http": first("proxy"),
+                                                     "https": first("proxy")}))
+    opener = urllib.request.build_opener(*handlers)
+    why = []
+    for url in urls:
+        try:
+            opener.open(urllib.request.Request(url, method="HEAD"), timeout=PROBE_TIMEOUT)
+            return None
+        except urllib.error.HTTPError as e:
+            if e.code < 500:  # it answered (a 5xx may be a proxy that could not reach it)
+                return None
+            why.append("%s: HTTP %d" % (url, e.code))
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            if isinstance(reason, ssl.SSLError):
+                return None  # reached; pip, with its own certificates, says the rest
+            why.append("%s: %s" % (url, reason))
+    return "; ".join(why)
+
+
 def pip_install():
     """The pinned servers in VENV; False, with the reason printed, when they
     cannot be had."""
@@ -57,6 +131,10 @@ def pip_install():
                 return True  # installed from these very pins before
     except OSError:
         pass
+    why = index_unreachable()
+    if why:
+        print("SKIP: the package index cannot be reached (%s)" % why)
+        return False
     shutil.rmtree(VENV, ignore_errors=True)
     os.makedirs(WORK, exist_ok=True)
     p = subprocess.run([SYSPY, "-m", "venv", VENV], capture_output=True, text=True)
@@ -118,7 +196,7 @@ class Time(standins.Served):
         from test_warm import python_loads_lib
         if not python_loads_lib():
             self.skipTest("python cannot load this build's libtoolexec (a sanitizer build)")
-        harness.wait_template(self.d, "timew.get_current_time")
+        harness.wait_template(self.d, "timew")  # the server's template, for all its tools
         done = standins.completed(self.c, "timew.get_current_time", {"timezone": "Europe/Paris"})
         self.check_time(done)
         self.assertEqual(done.get("start"), "warm", done)

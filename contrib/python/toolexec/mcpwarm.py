@@ -1,26 +1,31 @@
 """toolexec.mcpwarm - an MCP server written in Python, kept warm.
 
+    python3 -m toolexec.mcpwarm BRIDGE server NAME -- MODULE [ARGS...]
     python3 -m toolexec.mcpwarm BRIDGE call TOOL -- MODULE [ARGS...]
 
-The daemon runs this as the command of each tool of an "mcp_server"
-definition with "python_module" and "start": "warm" (toolexecd.tools(5));
-you do not run it yourself. As any warm tool (proto/PROTOCOL.md, "Warm
-start") it is a template: it imports MODULE once, and with it everything
-MODULE imports (for a server on the `mcp` package: pydantic, anyio,
-starlette, httpx... the bulk of a Python server's start), then forks on the
-daemon's request. Each call is a fresh fork, PID 2 of a PID, user and mount
-namespace of its own, set up by the SDK exactly as for a warm tool of
-toolexec.worker. There it forks once more: the child is the server, the
-module run as `python -m MODULE ARGS...` would run it (runpy, as __main__)
-with its stdin and stdout on pipes; the call's process then execs the
-bridge (toolexec-mcp-bridge, BRIDGE) attached to that child, which speaks
-MCP to it and answers the call as a cold call's bridge does. Nothing of one
-call reaches the next: each starts from the template as it was after the
-import, and all its processes die with its namespace.
+The daemon runs this (its first form) as the command of each tool of an
+"mcp_server" definition named NAME with "python_module" and "start": "warm"
+(toolexecd.tools(5)); you do not run it yourself. Each call's request frame
+names its tool, NAME.TOOL, and the server is called TOOL; so every tool of
+the server has the same command and one template, the server's, serves them
+all. (The second form calls TOOL whatever the frame says.) As any warm tool
+(proto/PROTOCOL.md, "Warm start") it is a template: it imports MODULE once,
+and with it everything MODULE imports (for a server on the `mcp` package:
+pydantic, anyio, starlette, httpx... the bulk of a Python server's start),
+then forks on the daemon's request. Each call is a fresh fork, PID 2 of a
+PID, user and mount namespace of its own, set up by the SDK exactly as for
+a warm tool of toolexec.worker. There it forks once more: the child is the
+server, the module run as `python -m MODULE ARGS...` would run it (runpy,
+as __main__) with its stdin and stdout on pipes; the call's process then
+execs the bridge (toolexec-mcp-bridge, BRIDGE) attached to that child,
+which speaks MCP to it and answers the call as a cold call's bridge does.
+Nothing of one call reaches the next: each starts from the template as it
+was after the import, and all its processes die with its namespace.
 
 Where no template is ready the daemon runs the same command cold: the first
-frame is then the call's request, which the bridge gets in a memfd, and the
-rest is the same (MODULE imported by this process instead of a template).
+frame is then the call's request, and the rest is the same (MODULE imported
+by this process instead of a template). Either way the request is read here
+(its tool) and the bridge gets it in a memfd.
 """
 
 import importlib
@@ -49,9 +54,25 @@ def _preload():
 
 
 def _usage():
-    sys.stderr.write("usage: python3 -m toolexec.mcpwarm BRIDGE call TOOL -- MODULE [ARGS...]\n"
+    sys.stderr.write("usage: python3 -m toolexec.mcpwarm BRIDGE server NAME -- MODULE [ARGS...]\n"
+                     "       python3 -m toolexec.mcpwarm BRIDGE call TOOL -- MODULE [ARGS...]\n"
                      "The command of a warm Python MCP server's tools (toolexecd.tools(5)).\n")
     raise SystemExit(2)
+
+
+def _tool_of(body, server):
+    """The server's tool the request frame body names ("tool": NAME.TOOL,
+    NAME the server's), for the bridge's `call TOOL`."""
+    try:
+        name = json.loads(body.decode("utf-8")).get("tool")
+    except (ValueError, AttributeError):
+        name = None
+    prefix = server + "."
+    if not isinstance(name, str) or not name.startswith(prefix) or len(name) == len(prefix):
+        sys.stderr.write("toolexec.mcpwarm: the request names no tool of server %s: %r\n"
+                         % (server, name))
+        raise SystemExit(2)
+    return name[len(prefix):]
 
 
 def _fresh_stdio():
@@ -104,8 +125,8 @@ def _start_server(module, args):
 
 
 def _request_on_stdin(body):
-    """A cold call: its request frame, already read, put back on stdin for
-    the bridge (a memfd: a pipe could not hold a large one unread)."""
+    """The call's request frame, already read, put back on stdin for the
+    bridge (a memfd: a pipe could not hold a large one unread)."""
     fd = os.memfd_create("toolexec-request")
     worker._write_all(fd, worker._HEADER.pack(len(body)) + body)
     os.lseek(fd, 0, os.SEEK_SET)
@@ -119,9 +140,9 @@ def main(argv=None):
         _usage()
     sep = argv.index("--")
     head, tail = argv[:sep], argv[sep + 1:]
-    if len(head) != 3 or head[1] != "call" or not tail:
+    if len(head) != 3 or head[1] not in ("call", "server") or not head[2] or not tail:
         _usage()
-    bridge, mode, module, args = head[0], head[1:], tail[0], tail[1:]
+    bridge, module, args = head[0], tail[0], tail[1:]
     # the cost this saves: a package's __init__ and all it imports (not its
     # __main__, which would run the server here)
     importlib.import_module(module)
@@ -132,12 +153,15 @@ def main(argv=None):
     except ValueError:
         first = None
     if isinstance(first, dict) and isinstance(first.get("template"), dict):
-        # returns in each call's process, its descriptors 0-2 the call's
+        # returns in each call's process, its descriptors 0-2 the call's:
+        # the call's request is read here (its tool), then handed on
         worker._warm_template(first["template"])
-    else:
-        _request_on_stdin(body)
+        body = worker.read_frame(0)
+    tool = head[2] if head[1] == "call" else _tool_of(body, head[2])
+    _request_on_stdin(body)
     pid, server_in, server_out = _start_server(module, args)
-    os.execv(bridge, [bridge, "attach", str(pid), str(server_in), str(server_out)] + mode + ["--"])
+    os.execv(bridge, [bridge, "attach", str(pid), str(server_in), str(server_out), "call", tool,
+                      "--"])
 
 
 if __name__ == "__main__":
