@@ -9,23 +9,31 @@ The same request N times each way (default 200), one after another:
 - bare: the server started once as an MCP host starts it (its stdio), the
   handshake once, then each tools/call timed from the request written to
   its answer read;
+- relay: the same server behind BUILD/bench/mcp_relay (bench/mcp_relay.c),
+  a process of ours that copies bytes between one Unix socket and the
+  server's stdio and does nothing else: the floor of any design with a
+  process between the client and the server (one hop more, no parsing).
+  daemon/relay is what the daemon costs beyond that floor; relay/bare is
+  what no mediated design can get under;
 - daemon: a one-call batch through the real daemon (BUILD/daemon/toolexecd,
   root or not as you run it) on a private socket, "instance": "shared" (a
   pool of one, kept across calls: a warm-up call starts it); timed from the
-  request written to the batch's last event.
+  request written to the batch's last event (a lean client's, each event
+  line parsed as the bare way's one answer is).
 
 --server odd (default): tests/mcp_servers/odd_server.py (Python, standard
 library only), its echo tool; --server fs: the real
 @modelcontextprotocol/server-filesystem (pinned in tests/mcp_servers/npm,
 installed into --npm as bench/mcpstart.py does), list_directory of ten
-files. Prints each way's median and mean seconds per call and the ratio of
-the medians (the goal: at most 1.10). A benchmark to run by hand, never a
-pass/fail test.
+files. Prints each way's median and mean seconds per call and the ratios of
+the medians (the goal: shared/bare at most 1.10). A benchmark to run by
+hand, never a pass/fail test.
 """
 
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -41,20 +49,24 @@ class Bare:
     def __init__(self, command):
         self.p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL)
+        self.w, self.r = self.p.stdin, self.p.stdout
+        self.handshake()
+
+    def handshake(self):
         self.id = 1
         self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                     "clientInfo": {"name": "bench", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, m):
-        self.p.stdin.write((json.dumps(m) + "\n").encode())
-        self.p.stdin.flush()
+        self.w.write((json.dumps(m) + "\n").encode())
+        self.w.flush()
 
     def request(self, method, params):
         self.id += 1
         self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
         while True:
-            m = json.loads(self.p.stdout.readline())
+            m = json.loads(self.r.readline())
             if m.get("id") == self.id:
                 return m
 
@@ -70,6 +82,23 @@ class Bare:
         self.p.wait()
 
 
+class Relay(Bare):
+    """The same server behind BUILD/bench/mcp_relay: the same lines, one
+    Unix socket and one process of ours between the client and it."""
+
+    def __init__(self, relay, sock, command):
+        self.p = subprocess.Popen([relay, sock, "--"] + command, stderr=subprocess.DEVNULL)
+        harness.deadline_wait(lambda: os.path.exists(sock), timeout=10)
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(sock)
+        self.w, self.r = self.s.makefile("wb"), self.s.makefile("rb")
+        self.handshake()
+
+    def close(self):
+        self.s.close()
+        super().close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
@@ -82,6 +111,7 @@ def main():
     os.environ.setdefault("TE_TESTWORKER", os.path.join(build, "tests", "workers", "testworker"))
     sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
     sys.path.insert(0, os.path.join(SRC, "tests", "interop"))
+    global harness
     import harness
 
     d = harness.Daemon(start=False)
@@ -107,15 +137,37 @@ def main():
                     "filesystem": harness.with_tree({})})
     d.start()
     bare = Bare(command)
+    relay = Relay(os.path.join(build, "bench", "mcp_relay"), d.path("relay.sock"),
+                  command)
+    ds = None
     try:
         c = d.client()
         harness.deadline_wait(lambda: any(t["name"] == "fs." + tool
                                           for t in c.tools()["tools"]), timeout=60)
 
+        # a lean client of its own (the harness's keeps every event, with a
+        # timeout per read): a line out, lines parsed until the batch's end,
+        # as the bare way's one line out and one parsed back
+        ds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ds.connect(d.sock)
+        dw, dr = ds.makefile("wb"), ds.makefile("rb")
+        n = [0]
+
         def via_daemon():
+            n[0] += 1
+            batch = "b%d" % n[0]
             t0 = time.perf_counter()
-            b = c.start_batch([{"id": "c", "name": "fs." + tool, "arguments": args}])
-            events = c.recv_batch(b, timeout=60)
+            dw.write((json.dumps({"op": "run", "batch": batch, "calls": [
+                {"id": "c", "name": "fs." + tool, "arguments": args}]}) + "\n").encode())
+            dw.flush()
+            events = []
+            while True:
+                e = json.loads(dr.readline())
+                if e.get("batch") != batch:
+                    continue
+                events.append(e)
+                if e["event"] in ("batch_completed", "error"):
+                    break
             dt = time.perf_counter() - t0
             done = [e for e in events if e["event"] == "tool_execution_completed"][0]
             assert "ok" in done["result"], done
@@ -123,17 +175,25 @@ def main():
 
         via_daemon()  # starts the pool's instance
         bare.call(tool, args)
-        bare_t, daemon_t = [], []
-        for _ in range(a.calls):  # interleaved: the same machine load both ways
+        relay.call(tool, args)
+        bare_t, relay_t, daemon_t = [], [], []
+        for _ in range(a.calls):  # interleaved: the same machine load each way
             bare_t.append(bare.call(tool, args))
+            relay_t.append(relay.call(tool, args))
             daemon_t.append(via_daemon())
     finally:
         bare.close()
+        relay.close()
+        if ds:
+            ds.close()
         d.stop()
-    for name, v in (("bare", bare_t), ("shared", daemon_t)):
-        print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, statistics.median(v),
+    med = {}
+    for name, v in (("bare", bare_t), ("relay", relay_t), ("shared", daemon_t)):
+        med[name] = statistics.median(v)
+        print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, med[name],
                                                              statistics.mean(v), len(v)))
-    print("shared/bare (medians): %.2fx" % (statistics.median(daemon_t) / statistics.median(bare_t)))
+    for x, y in (("relay", "bare"), ("shared", "bare"), ("shared", "relay")):
+        print("%s/%s (medians): %.2fx" % (x, y, med[x] / med[y]))
     return 0
 
 
