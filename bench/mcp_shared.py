@@ -99,12 +99,41 @@ class Relay(Bare):
         super().close()
 
 
+def cpu_s(pid):
+    """CPU seconds pid's main thread has run so far (schedstat: in ns, where
+    /proc/PID/stat counts clock ticks)."""
+    with open("/proc/%d/schedstat" % pid) as f:
+        return int(f.read().split()[0]) / 1e9
+
+
+def descendants(pid):
+    """pid's processes below it, by name (the bridge and the server)."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if p.isdigit():
+            kids.setdefault(int(st.rsplit(")", 1)[1].split()[1]), []).append(
+                (int(p), st[st.index("(") + 1:st.rindex(")")]))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k[0])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--npm")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--server", choices=("odd", "fs"), default="odd")
+    ap.add_argument("--ways", default="bare,relay,shared",
+                    help="which ways to time (shared alone: to profile the daemon)")
     a = ap.parse_args()
     build = os.path.realpath(a.build)
     os.environ.setdefault("TOOLEXECD", os.path.join(build, "daemon", "toolexecd"))
@@ -177,10 +206,18 @@ def main():
         bare.call(tool, args)
         relay.call(tool, args)
         bare_t, relay_t, daemon_t = [], [], []
+        ways = a.ways.split(",")
+        procs = [(d.proc.pid, "toolexecd")] + [
+            k for k in descendants(d.proc.pid) if k[1].startswith("toolexec-mcp")]
+        cpu0 = [cpu_s(p) for p, _ in procs]
         for _ in range(a.calls):  # interleaved: the same machine load each way
-            bare_t.append(bare.call(tool, args))
-            relay_t.append(relay.call(tool, args))
-            daemon_t.append(via_daemon())
+            if "bare" in ways:
+                bare_t.append(bare.call(tool, args))
+            if "relay" in ways:
+                relay_t.append(relay.call(tool, args))
+            if "shared" in ways:
+                daemon_t.append(via_daemon())
+        cpu = [cpu_s(p) - c for (p, _), c in zip(procs, cpu0)]
     finally:
         bare.close()
         relay.close()
@@ -189,11 +226,16 @@ def main():
         d.stop()
     med = {}
     for name, v in (("bare", bare_t), ("relay", relay_t), ("shared", daemon_t)):
-        med[name] = statistics.median(v)
-        print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, med[name],
-                                                             statistics.mean(v), len(v)))
+        if v:
+            med[name] = statistics.median(v)
+            print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, med[name],
+                                                                 statistics.mean(v), len(v)))
     for x, y in (("relay", "bare"), ("shared", "bare"), ("shared", "relay")):
-        print("%s/%s (medians): %.2fx" % (x, y, med[x] / med[y]))
+        if x in med and y in med:
+            print("%s/%s (medians): %.2fx" % (x, y, med[x] / med[y]))
+    if daemon_t:
+        print("CPU per shared call: " + ", ".join(
+            "%s %.0f us" % (name, c / len(daemon_t) * 1e6) for (_, name), c in zip(procs, cpu)))
     return 0
 
 
