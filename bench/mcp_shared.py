@@ -126,6 +126,39 @@ def descendants(pid):
     return out
 
 
+def via_daemon(d, tool, args, socks):
+    """A call of fs.TOOL as a one-call batch on d, timed, through a lean
+    client of its own (the harness's keeps every event, with a timeout per
+    read): a line out, lines parsed until the batch's end, as the bare
+    way's one line out and one parsed back."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(d.sock)
+    socks.append(s)
+    w, r = s.makefile("wb"), s.makefile("rb")
+    n = [0]
+
+    def call():
+        n[0] += 1
+        batch = "b%d" % n[0]
+        t0 = time.perf_counter()
+        w.write((json.dumps({"op": "run", "batch": batch, "calls": [
+            {"id": "c", "name": "fs." + tool, "arguments": args}]}) + "\n").encode())
+        w.flush()
+        events = []
+        while True:
+            e = json.loads(r.readline())
+            if e.get("batch") != batch:
+                continue
+            events.append(e)
+            if e["event"] in ("batch_completed", "error"):
+                break
+        dt = time.perf_counter() - t0
+        done = [e for e in events if e["event"] == "tool_execution_completed"][0]
+        assert "ok" in done["result"], done
+        return dt
+    return call
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
@@ -134,6 +167,9 @@ def main():
     ap.add_argument("--server", choices=("odd", "fs"), default="odd")
     ap.add_argument("--ways", default="bare,relay,shared",
                     help="which ways to time (shared alone: to profile the daemon)")
+    ap.add_argument("--ab", metavar="BUILD2",
+                    help="also time shared on BUILD2's daemon, interleaved (shared-B): an A/B "
+                    "of two builds under the same load")
     a = ap.parse_args()
     build = os.path.realpath(a.build)
     os.environ.setdefault("TOOLEXECD", os.path.join(build, "daemon", "toolexecd"))
@@ -143,7 +179,14 @@ def main():
     global harness
     import harness
 
-    d = harness.Daemon(start=False)
+    ab = os.path.realpath(a.ab) if a.ab else None
+    daemons = [harness.Daemon(start=False)]
+    if ab:  # the same daemon from another build, timed beside it
+        class DaemonB(harness.Daemon):
+            def command(self):
+                return [os.path.join(ab, "daemon", "toolexecd")] + super().command()[1:]
+        daemons.append(DaemonB(start=False))
+    d = daemons[0]
     data = d.shared_dir("data")
     for i in range(10):
         open(os.path.join(data, "f%d" % i), "w").close()
@@ -157,85 +200,62 @@ def main():
         server = os.path.join(npm, "node_modules", "@modelcontextprotocol", "server-filesystem",
                               "dist", "index.js")
         command, tool, args = [node, server, data], "list_directory", {"path": data}
-        d.add_tool(dict(fs_def(data), mcp_server={"command": command}, instance="shared",
-                        filesystem=harness.with_tree({"read": [npm], "write": [data]})))
+        definition = dict(fs_def(data), mcp_server={"command": command}, instance="shared",
+                          filesystem=harness.with_tree({"read": [npm], "write": [data]}))
     else:
         command = ["/usr/bin/python3", os.path.join(SRC, "tests", "mcp_servers", "odd_server.py")]
         tool, args = "echo", {"text": "x"}
-        d.add_tool({"name": "fs", "mcp_server": {"command": command}, "instance": "shared",
-                    "filesystem": harness.with_tree({})})
-    d.start()
+        definition = {"name": "fs", "mcp_server": {"command": command}, "instance": "shared",
+                      "filesystem": harness.with_tree({})}
+    for x in daemons:
+        x.add_tool(definition)
+        x.start()
     bare = Bare(command)
     relay = Relay(os.path.join(build, "bench", "mcp_relay"), d.path("relay.sock"),
                   command)
-    ds = None
+    socks = []
     try:
-        c = d.client()
-        harness.deadline_wait(lambda: any(t["name"] == "fs." + tool
-                                          for t in c.tools()["tools"]), timeout=60)
-
-        # a lean client of its own (the harness's keeps every event, with a
-        # timeout per read): a line out, lines parsed until the batch's end,
-        # as the bare way's one line out and one parsed back
-        ds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        ds.connect(d.sock)
-        dw, dr = ds.makefile("wb"), ds.makefile("rb")
-        n = [0]
-
-        def via_daemon():
-            n[0] += 1
-            batch = "b%d" % n[0]
-            t0 = time.perf_counter()
-            dw.write((json.dumps({"op": "run", "batch": batch, "calls": [
-                {"id": "c", "name": "fs." + tool, "arguments": args}]}) + "\n").encode())
-            dw.flush()
-            events = []
-            while True:
-                e = json.loads(dr.readline())
-                if e.get("batch") != batch:
-                    continue
-                events.append(e)
-                if e["event"] in ("batch_completed", "error"):
-                    break
-            dt = time.perf_counter() - t0
-            done = [e for e in events if e["event"] == "tool_execution_completed"][0]
-            assert "ok" in done["result"], done
-            return dt
-
-        via_daemon()  # starts the pool's instance
+        ways = [w for w in a.ways.split(",") if w != "shared"]
+        calls = {"bare": lambda: bare.call(tool, args), "relay": lambda: relay.call(tool, args)}
+        procs = []
+        for k, x in enumerate(daemons if "shared" in a.ways.split(",") else []):
+            name = "shared" if k == 0 else "shared-B"
+            c = x.client()
+            harness.deadline_wait(lambda: any(t["name"] == "fs." + tool
+                                              for t in c.tools()["tools"]), timeout=60)
+            ways.append(name)
+            calls[name] = via_daemon(x, tool, args, socks)
+            calls[name]()  # starts the pool's instance
+            procs += [(p, "%s %s" % (name, comm)) for p, comm in [(x.proc.pid, "toolexecd")] + [
+                k for k in descendants(x.proc.pid) if k[1].startswith("toolexec-mcp")]]
         bare.call(tool, args)
         relay.call(tool, args)
-        bare_t, relay_t, daemon_t = [], [], []
-        ways = a.ways.split(",")
-        procs = [(d.proc.pid, "toolexecd")] + [
-            k for k in descendants(d.proc.pid) if k[1].startswith("toolexec-mcp")]
+        times = {w: [] for w in ways}
         cpu0 = [cpu_s(p) for p, _ in procs]
-        for _ in range(a.calls):  # interleaved: the same machine load each way
-            if "bare" in ways:
-                bare_t.append(bare.call(tool, args))
-            if "relay" in ways:
-                relay_t.append(relay.call(tool, args))
-            if "shared" in ways:
-                daemon_t.append(via_daemon())
+        for i in range(a.calls):  # interleaved: the same machine load each way
+            for w in ways if i % 2 else ways[::-1]:  # neither always first
+                times[w].append(calls[w]())
         cpu = [cpu_s(p) - c for (p, _), c in zip(procs, cpu0)]
     finally:
         bare.close()
         relay.close()
-        if ds:
-            ds.close()
-        d.stop()
+        for x in socks:
+            x.close()
+        for x in daemons:
+            x.stop()
     med = {}
-    for name, v in (("bare", bare_t), ("relay", relay_t), ("shared", daemon_t)):
-        if v:
-            med[name] = statistics.median(v)
-            print("%-7s median %.6f s  mean %.6f s  (%d calls)" % (name, med[name],
-                                                                 statistics.mean(v), len(v)))
-    for x, y in (("relay", "bare"), ("shared", "bare"), ("shared", "relay")):
+    for name in ways:
+        v = times[name]
+        med[name] = statistics.median(v)
+        print("%-8s median %.6f s  mean %.6f s  (%d calls)" % (name, med[name],
+                                                              statistics.mean(v), len(v)))
+    for x, y in (("relay", "bare"), ("shared", "bare"), ("shared", "relay"),
+                 ("shared-B", "bare"), ("shared-B", "relay"), ("shared-B", "shared")):
         if x in med and y in med:
             print("%s/%s (medians): %.2fx" % (x, y, med[x] / med[y]))
-    if daemon_t:
+    if procs:
         print("CPU per shared call: " + ", ".join(
-            "%s %.0f us" % (name, c / len(daemon_t) * 1e6) for (_, name), c in zip(procs, cpu)))
+            "%s %.0f us" % (name, c / a.calls * 1e6) for (_, name), c in zip(procs, cpu)))
     return 0
 
 
