@@ -3,6 +3,7 @@
 against the same call sent straight to the same server, in one run.
 
   bench/mcp_shared.py [--build DIR] [--npm DIR] [--calls N] [--server odd|fs]
+                      [--ways bare,relay,shared] [--ab BUILD2]
 
 The same request N times each way (default 200), one after another:
 
@@ -26,8 +27,14 @@ library only), its echo tool; --server fs: the real
 @modelcontextprotocol/server-filesystem (pinned in tests/mcp_servers/npm,
 installed into --npm as bench/mcpstart.py does), list_directory of ten
 files. Prints each way's median and mean seconds per call and the ratios of
-the medians (the goal: shared/bare at most 1.10). A benchmark to run by
-hand, never a pass/fail test.
+the medians (the goal: shared/bare at most 1.10), and the CPU each shared
+call cost the daemon and the bridge (their schedstat over the run).
+--ab BUILD2 adds "shared-B": BUILD2's daemon (and bridge) with the same
+server, its calls interleaved with the others in alternating order, so
+two builds are compared under the same load (on a shared machine, runs one
+after the other differ by more than most changes; an A/A run reads
+1.00-1.01 for the echo server, up to 1.17 for node's). A benchmark to run
+by hand, never a pass/fail test.
 """
 
 import argparse
