@@ -173,6 +173,13 @@ bool te_tools_changed_frame(const char *body, size_t len)
      * parsed (a 16 MiB result is parsed once, as the response). */
     if (len > 64)
         return false;
+    /* nor is one whose first key is another (a call's short answer,
+     * {"ok": ...}): parsed only when it may be the notice */
+    size_t i = 0;
+    while (i < len && strchr(" \t\r\n{", body[i]) && body[i])
+        i++;
+    if (len - i < 15 || memcmp(body + i, "\"tools_changed\"", 15) != 0)
+        return false;
     json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
     bool is = json_is_object(v) && json_object_size(v) == 1 &&
               json_is_true(json_object_get(v, "tools_changed"));

@@ -88,6 +88,7 @@ static void on_conn_closed(uv_handle_t *h)
         return;
     if (c->hup_fd >= 0)
         close(c->hup_fd);
+    free(c->cork);
     LIST_REMOVE(c, link);
     nconns--;
     if (c->uid) {
@@ -108,6 +109,12 @@ static void on_conn_closed(uv_handle_t *h)
 static void close_now(struct td_conn *c)
 {
     c->closing = true;
+    if (c->cork_len) { /* unwritten, as a queued write's cancel leaves it */
+        c->pending_writes--;
+        c->pending_bytes -= c->cork_len;
+        c->cork_len = 0;
+    }
+    uv_close((uv_handle_t *)&c->flush, on_conn_closed);
     uv_close((uv_handle_t *)&c->h, on_conn_closed);
     uv_close((uv_handle_t *)&c->idle, on_conn_closed);
     uv_close((uv_handle_t *)&c->rest, on_conn_closed);
@@ -241,8 +248,11 @@ static void on_written(uv_write_t *req, int status)
     td_conn_maybe_close(c);
 }
 
+static void flush(struct td_conn *c);
+
 int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg)
 {
+    flush(c);                       /* the turn's events first: in order */
     te_autofree char *owned = data; /* both freed on a failure */
     te_autofree struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
     if (!w)
@@ -263,6 +273,61 @@ int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, v
     return 0;
 }
 
+/* The turn's corked events out in one write (one syscall, one wake-up of
+ * the client for a call's completed, result_encoded and batch_completed). */
+static void flush(struct td_conn *c)
+{
+    if (!c->cork_len)
+        return;
+    char *data = c->cork;
+    size_t len = c->cork_len;
+    c->cork = NULL;
+    c->cork_len = c->cork_cap = 0;
+    c->pending_writes--; /* counted again by the write */
+    c->pending_bytes -= len;
+    if (td_conn_write(c, data, len, NULL, NULL) < 0)
+        td_conn_maybe_close(c); /* nothing more owed: its close was waiting on this */
+}
+
+static void on_flush(uv_prepare_t *h)
+{
+    uv_prepare_stop(h);
+    flush(h->data);
+}
+
+/* A line kept for the turn's one write; false: written apart (a big
+ * result's, which goes out from where its text is, bigres.h). */
+static bool cork(struct td_conn *c, char *s, size_t n)
+{
+    uv_buf_t *bufs;
+    unsigned nb;
+    size_t bytes;
+    void *hold = td_big_split(s, n, &bufs, &nb, &bytes);
+    if (hold) {
+        td_big_line_free(hold);
+        return false;
+    }
+    if (c->cork_len + n > c->cork_cap) {
+        size_t cap = c->cork_cap ? c->cork_cap : 4096;
+        while (cap < c->cork_len + n)
+            cap *= 2;
+        char *b = realloc(c->cork, cap);
+        if (!b)
+            return false;
+        c->cork = b;
+        c->cork_cap = cap;
+    }
+    memcpy(c->cork + c->cork_len, s, n);
+    if (!c->cork_len) {
+        c->pending_writes++; /* owed: the connection stays open for it */
+        uv_prepare_start(&c->flush, on_flush);
+    }
+    c->cork_len += n;
+    c->pending_bytes += n;
+    free(s);
+    return true;
+}
+
 void td_conn_send(struct td_conn *c, json_t *event)
 {
     te_autojson json_t *ev = event;
@@ -275,7 +340,7 @@ void td_conn_send(struct td_conn *c, json_t *event)
         c->dead = true;
         return;
     }
-    if (td_conn_write(c, s, n, NULL, NULL) < 0)
+    if (!cork(c, s, n) && td_conn_write(c, s, n, NULL, NULL) < 0)
         return;
     if (!c->congested && c->pending_bytes > CONN_BUFFER_MAX) {
         c->congested = true;
@@ -388,6 +453,7 @@ void td_server_drop_unread(void)
 {
     for (struct td_conn *c = LIST_FIRST(&conns), *next; c; c = next) {
         next = LIST_NEXT(c, link);
+        flush(c); /* what is only corked is not unread */
         if (c->closing || c->nbatches || !c->pending_writes)
             continue;
         td_log(TD_LOG_WARN,

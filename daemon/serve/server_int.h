@@ -65,7 +65,10 @@ struct td_conn {
     struct uid_use *uid;  /* NULL only for a connection refused at accept */
     uv_timer_t idle;      /* --idle-timeout */
     uv_idle_t rest;       /* resumes reading after a turn's worth of requests */
-    size_t turn_bytes;    /* read since it last rested */
+    uv_prepare_t flush;   /* writes the turn's events (corked) before the loop waits */
+    char *cork;           /* those events' lines, one write for all */
+    size_t cork_len, cork_cap;
+    size_t turn_bytes; /* read since it last rested */
     struct td_conn_sched sched;
     struct td_spill_owner spills; /* removed when it closes */
     bool idle_closing;            /* told it was idle; closed at the next expiry at the latest */

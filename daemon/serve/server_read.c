@@ -150,7 +150,9 @@ void td_conn_accept(int fd, bool events)
     c->idle.data = c;
     uv_idle_init(td_loop, &c->rest);
     c->rest.data = c;
-    c->handles = 3;
+    uv_prepare_init(td_loop, &c->flush);
+    c->flush.data = c;
+    c->handles = 4;
     socklen_t len = sizeof(c->cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0)
         td_log(TD_LOG_WARN, "SO_PEERCRED: %s; the client counts as uid -1", strerror(errno));

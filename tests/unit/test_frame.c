@@ -178,6 +178,21 @@ static void worker_read(void)
     CHECK(read_from("\0\0\0\0", 4, &req, rest, &nrest) == -EBADMSG && !req);
 }
 
+/* te_worker_write_response: header and body in one write (a packet
+ * socket keeps each write apart), so a reader wakes once per frame. */
+static void worker_write_one(void)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    json_t *ok = json_pack("{s:i}", "ok", 1);
+    CHECK(te_worker_write_response(sv[0], ok) == 0);
+    json_decref(ok);
+    char buf[64];
+    ssize_t n = read(sv[1], buf, sizeof(buf));
+    CHECK(n == 12 && memcmp(buf, "\0\0\0\x08{\"ok\":1}", 12) == 0);
+    close(sv[0]), close(sv[1]);
+}
+
 /* te_frame_send: header and body on a Unix socket, the descriptors with
  * the first byte; a frame bigger than the socket's buffer goes whole on a
  * blocking socket and as -EAGAIN with MSG_DONTWAIT; too many descriptors
@@ -219,6 +234,7 @@ int main(void)
 {
     send_with_fds();
     worker_read();
+    worker_write_one();
     whole_and_split();
     back_to_back();
     empty_frame();
