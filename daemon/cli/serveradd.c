@@ -55,21 +55,6 @@ struct add {
     json_t *headers;
 };
 
-int cli_add_run(char *const argv[])
-{
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-    if (rc != 0) {
-        cli_err("mcp-add: cannot run %s: %s", argv[0], strerror(rc));
-        return -1;
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int mkdirs(const char *path)
 {
     char p[PATH_MAX];

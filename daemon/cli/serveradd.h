@@ -1,15 +1,22 @@
 /*
  * serveradd.h - toolexec mcp-add's pieces: serveradd.c (the command, npm,
- * the definition written and checked) and serveradd_pypi.c (PyPI).
+ * a URL, the definition written and checked), serveradd_pypi.c (PyPI) and
+ * serveradd_run.c (the programs they run).
  */
 #ifndef CLI_SERVERADD_H
 #define CLI_SERVERADD_H
 
 #include <jansson.h>
 
+#include <stddef.h>
+
 /* Run argv (PATH searched), its output ours; its exit status, -1 when it
  * could not be started (said). */
 int cli_add_run(char *const argv[]);
+
+/* Run argv (a path) and keep what it wrote on its stdout (at most len - 1
+ * bytes, NUL-ended): 0 when it exited 0, else -1 (said when not started). */
+int cli_add_capture(char *const argv[], char *out, size_t len);
 
 struct cli_add_pypi {
     const char *root;   /* the environment: PREFIX/NAME */

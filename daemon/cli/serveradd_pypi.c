@@ -26,45 +26,6 @@
 
 extern char **environ;
 
-/* What argv wrote on its stdout (at most len - 1 bytes, NUL-ended): 0 when
- * it exited 0, else -1 (said). */
-static int capture(char *const argv[], char *out, size_t len)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc != 0) {
-        close(p[0]);
-        cli_err("mcp-add: cannot run %s: %s", argv[0], strerror(rc));
-        return -1;
-    }
-    size_t n = 0;
-    for (;;) {
-        char sink[512];
-        ssize_t r = n + 1 < len ? read(p[0], out + n, len - 1 - n) : read(p[0], sink, sizeof(sink));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (n + 1 < len)
-            n += (size_t)r;
-    }
-    out[n] = '\0';
-    close(p[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
 /* The distribution pip installed for spec: the requested one in its
  * report, else (already there: the report lists nothing) the name the spec
  * starts with, a wheel's file name's first field. */
@@ -100,7 +61,7 @@ static char *pick_script(const char *root, const char *dist, const char *bin)
     char py[PATH_MAX], list[8192];
     snprintf(py, sizeof(py), "%s/bin/python", root);
     char *argv[] = {py, "-c", (char *)LIST_SCRIPTS, (char *)dist, NULL};
-    if (capture(argv, list, sizeof(list)) < 0) {
+    if (cli_add_capture(argv, list, sizeof(list)) < 0) {
         cli_err("mcp-add: cannot list the console scripts of %s in %s", dist, root);
         return NULL;
     }
