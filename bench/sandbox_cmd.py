@@ -67,8 +67,8 @@ def py_script(d):
     os.chmod(d, 0o755)
     # the system's interpreter: one under /root or /home (pyenv) is hidden by bwrap's
     # --tmpfs there, as it is by toolexec sandbox's view
-    return [next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)),
-                 sys.executable), path]
+    system = [p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)]
+    return [(system + [sys.executable])[0], path]
 
 
 def cpu_children():
