@@ -80,6 +80,47 @@ def plain(bench, worker, calls, conc):
     return (time.monotonic() - t0) / calls * 1e6
 
 
+def paths(build):
+    """The floor, the plain loop and the worker of a build directory."""
+    build = os.path.abspath(build)
+    return (os.path.join(build, "bench", "sandboxfloor"), os.path.join(build, "bench", "bench"),
+            os.path.join(build, "contrib", "tools", "c", "echo"))
+
+
+def measure(sfloor, bench, worker, calls, rounds, conc):
+    """rounds rounds, interleaved, of calls calls at concurrency conc of the
+    plain loop and of each variant: us per call of each round, by name
+    ("plain" and VARIANTS), and of it the clone-to-exec time."""
+    times = {name: [] for name, _ in VARIANTS}
+    starts = {name: [] for name, _ in VARIANTS}
+    times["plain"] = []
+    for _ in range(rounds):
+        times["plain"].append(plain(bench, worker, calls, conc))
+        for name, flags in VARIANTS:
+            per, start = floor(sfloor, flags, worker, calls, conc)
+            times[name].append(per)
+            starts[name].append(start)
+    return times, starts
+
+
+def report(conc, times, starts):
+    """The layer table of one concurrency, as measure() returned it."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    low = {k: min(v) for k, v in times.items()}
+    print("\nconcurrency %d: us per call, median and min (max); delta: default - variant, "
+          "of the medians and of the mins (the least disturbed run)" % conc)
+    for k, v in times.items():
+        delta = "" if k in ("default", "plain") else "%+9.1f %+9.1f" % (
+            med["default"] - med[k], low["default"] - low[k])
+        print("  %-12s %8.1f %8.1f  (%.1f) %s" % (k, med[k], low[k], max(v), delta))
+    print("  default / plain  %.2f (median)  %.2f (min)" % (med["default"] / med["plain"],
+                                                          low["default"] / low["plain"]))
+    smed = {k: statistics.median(v) for k, v in starts.items()}
+    print("  of it, clone to exec (us per call, median; delta: default - variant):")
+    print("   " + "  ".join("%s %.0f%s" % (k, smed[k], "" if k == "default" else " (%+.0f)" % (
+        smed["default"] - smed[k])) for k in smed))
+
+
 SKIP = re.compile(r"^(_raw_|__raw_callee_save|queued_|native_|__rcu_read|asm_|sysvec_|"
                   r"handle_softirqs|__irq_exit|irq_exit|__sysvec)")
 
@@ -162,37 +203,12 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("floor_layers.py: root only (the floor is a root daemon's)")
-    build = os.path.abspath(a.build)
-    sfloor = os.path.join(build, "bench", "sandboxfloor")
-    bench = os.path.join(build, "bench", "bench")
-    worker = os.path.join(build, "contrib", "tools", "c", "echo")
+    sfloor, bench, worker = paths(a.build)
     print("sandboxfloor, %d CPUs, %s, load %s; %d calls x %d rounds" % (
         os.cpu_count(), os.uname().release, " ".join("%.2f" % x for x in os.getloadavg()),
         a.calls, a.rounds))
     for conc in (1, 16):
-        times = {name: [] for name, _ in VARIANTS}
-        starts = {name: [] for name, _ in VARIANTS}
-        times["plain"] = []
-        for _ in range(a.rounds):
-            times["plain"].append(plain(bench, worker, a.calls, conc))
-            for name, flags in VARIANTS:
-                per, start = floor(sfloor, flags, worker, a.calls, conc)
-                times[name].append(per)
-                starts[name].append(start)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        low = {k: min(v) for k, v in times.items()}
-        print("\nconcurrency %d: us per call, median and min (max); delta: default - variant, "
-              "of the medians and of the mins (the least disturbed run)" % conc)
-        for k, v in times.items():
-            delta = "" if k in ("default", "plain") else "%+9.1f %+9.1f" % (
-                med["default"] - med[k], low["default"] - low[k])
-            print("  %-12s %8.1f %8.1f  (%.1f) %s" % (k, med[k], low[k], max(v), delta))
-        print("  default / plain  %.2f (median)  %.2f (min)" % (med["default"] / med["plain"],
-                                                              low["default"] / low["plain"]))
-        smed = {k: statistics.median(v) for k, v in starts.items()}
-        print("  of it, clone to exec (us per call, median; delta: default - variant):")
-        print("   " + "  ".join("%s %.0f%s" % (k, smed[k], "" if k == "default" else " (%+.0f)" % (
-            smed["default"] - smed[k])) for k in smed))
+        report(conc, *measure(sfloor, bench, worker, a.calls, a.rounds, conc))
     if not a.perf:
         return 0
     if not shutil.which("perf"):

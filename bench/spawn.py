@@ -128,6 +128,25 @@ class Daemon:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+def batch_kind(cli, d, tool, calls):
+    """A kind of per_call(): one batch of calls calls of tool through
+    daemon d (toolexec run), timed whole, at the concurrency given."""
+    return lambda conc: timed([cli, "-s", d.sock, "run", "-j", d.batch(tool, calls, conc)])
+
+
+def per_call(kinds, names, conc, rounds, calls):
+    """Each kind of names (a function of the concurrency that runs calls
+    calls and returns its seconds) once to warm up, then rounds rounds in
+    turn: us per call of each round, by name."""
+    times = {k: [] for k in names}
+    for k in times:  # warm-up
+        kinds[k](conc)
+    for _ in range(rounds):
+        for k in times:
+            times[k].append(kinds[k](conc) / calls * 1e6)
+    return times
+
+
 def lines(sock):
     buf = b""
     while True:
@@ -218,12 +237,9 @@ def main():
             os.cpu_count(), os.uname().release, a.calls, a.rounds))
         kinds = {
             "plain": lambda c: timed([bench, "--plain", worker, str(a.calls), str(c)]),
-            "spawner": lambda c: timed([cli, "-s", ds["spawner"].sock, "run", "-j",
-                                        ds["spawner"].batch("echo", a.calls, c)]),
-            "spares": lambda c: timed([cli, "-s", ds["spares"].sock, "run", "-j",
-                                       ds["spares"].batch("echo", a.calls, c)]),
-            "loop": lambda c: timed([cli, "-s", ds["loop"].sock, "run", "-j",
-                                     ds["loop"].batch("echo", a.calls, c)]),
+            "spawner": batch_kind(cli, ds["spawner"], "echo", a.calls),
+            "spares": batch_kind(cli, ds["spares"], "echo", a.calls),
+            "loop": batch_kind(cli, ds["loop"], "echo", a.calls),
             "pool": lambda c: pool(worker, a.calls, c),
         }
         if os.geteuid() == 0:
@@ -235,12 +251,8 @@ def main():
         rates = {}
         for conc in () if a.no_sweep else (1, 2, 4, 16, 64, 256):
             # the floor only where its ratios are printed
-            times = {k: [] for k in kinds if k != "sandbox" or conc in (1, 16)}
-            for k in times:  # warm-up
-                kinds[k](conc)
-            for _ in range(a.rounds):
-                for k in times:
-                    times[k].append(kinds[k](conc) / a.calls * 1e6)
+            times = per_call(kinds, [k for k in kinds if k != "sandbox" or conc in (1, 16)],
+                             conc, a.rounds, a.calls)
             med = {k: statistics.median(v) for k, v in times.items()}
             rates[conc] = {k: 1e6 / v for k, v in med.items()}
             if conc in (1, 16):

@@ -100,14 +100,10 @@ def children(pid):
         return [int(p) for p in f.read().split()]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(SRC, "build"))
-    ap.add_argument("--calls", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    tools_d = os.path.join(a.build, "contrib", "tools.d")
+def tool_defs(build):
+    """The tools by name: (definition, arguments of a call); and calc_hold's
+    definition."""
+    tools_d = os.path.join(build, "contrib", "tools.d")
     calc = json.load(open(os.path.join(tools_d, "calc.json")))
     echo = json.load(open(os.path.join(tools_d, "echo.json")))
     pysrc = os.path.join(SRC, "contrib", "tools", "python")
@@ -116,48 +112,84 @@ def main():
     tools = {"calc": (calc, {"expression": "1+2"}),
              "calc_warm": (dict(calc, name="calc_warm", start="warm"), {"expression": "1+2"}),
              "echo": (echo, {"x": 1})}
-    only = [n for n in a.only.split(",") if n] or list(tools)
-    tmp = tempfile.mkdtemp(prefix="bench-warm-")
-    os.makedirs(os.path.join(tmp, "tools"))
-    for name in only + ([] if a.only else ["calc_hold"]):
-        d = hold if name == "calc_hold" else tools[name][0]
-        with open(os.path.join(tmp, "tools", name + ".json"), "w") as f:
-            json.dump(d, f)
-    sock = os.path.join(tmp, "s.sock")
-    daemon = subprocess.Popen([os.path.join(a.build, "daemon", "toolexecd"), "--socket", sock,
-                               "--tools", os.path.join(tmp, "tools"), "--work-dir",
-                               os.path.join(tmp, "work"), "--log-level", "warn"],
-                              stderr=subprocess.DEVNULL)
-    try:
-        end = time.monotonic() + 30
-        while True:
-            try:
-                c = Lines(sock)
-                break
-            except OSError:
-                if time.monotonic() > end:
-                    raise SystemExit("the daemon did not start")
-                time.sleep(0.01)
+    return tools, hold
 
-        def templates():
-            c.send({"op": "stats"})
-            return c.recv().get("templates") or {}
-        warm = [n for n in only if n == "calc_warm"] + ([] if a.only else ["calc_hold"])
-        while not all(templates().get(n, {}).get("state") == "ready" for n in warm):
-            if time.monotonic() > end:
-                raise SystemExit("the warm templates did not start")
-            time.sleep(0.01)
-        means = {n: [] for n in only}
-        cpu = {n: [] for n in only}  # the call's own CPU (wait4 of its processes), ms
-        for _ in range(a.rounds if a.calls else 0):
-            for n in only:
+
+class Bench:
+    """A private daemon (from build) with the tools of names (and calc_hold
+    if hold), started and its warm templates ready."""
+
+    def __init__(self, build, names, hold):
+        self.tools, hold_def = tool_defs(build)
+        self.tmp = tempfile.mkdtemp(prefix="bench-warm-")
+        os.makedirs(os.path.join(self.tmp, "tools"))
+        for name in names + (["calc_hold"] if hold else []):
+            d = hold_def if name == "calc_hold" else self.tools[name][0]
+            with open(os.path.join(self.tmp, "tools", name + ".json"), "w") as f:
+                json.dump(d, f)
+        self.sock = os.path.join(self.tmp, "s.sock")
+        self.daemon = subprocess.Popen(
+            [os.path.join(build, "daemon", "toolexecd"), "--socket", self.sock, "--tools",
+             os.path.join(self.tmp, "tools"), "--work-dir", os.path.join(self.tmp, "work"),
+             "--log-level", "warn"], stderr=subprocess.DEVNULL)
+        try:
+            end = time.monotonic() + 30
+            while True:
+                try:
+                    self.c = Lines(self.sock)
+                    break
+                except OSError:
+                    if time.monotonic() > end:
+                        raise SystemExit("the daemon did not start")
+                    time.sleep(0.01)
+            warm = [n for n in names if n == "calc_warm"] + (["calc_hold"] if hold else [])
+            while not all(self.templates().get(n, {}).get("state") == "ready" for n in warm):
+                if time.monotonic() > end:
+                    raise SystemExit("the warm templates did not start")
+                time.sleep(0.01)
+        except BaseException:
+            self.stop()
+            raise
+
+    def templates(self):
+        self.c.send({"op": "stats"})
+        return self.c.recv().get("templates") or {}
+
+    def rounds(self, names, calls, rounds):
+        """rounds rounds of calls one-call batches of each tool of names in
+        turn: each round's mean seconds per call, and each call's CPU
+        (wait4 of its processes) in ms, by name."""
+        means = {n: [] for n in names}
+        cpu = {n: [] for n in names}
+        for _ in range(rounds if calls else 0):
+            for n in names:
                 t0 = time.monotonic()
-                for _ in range(a.calls):
-                    done = c.call(n, tools[n][1])
+                for _ in range(calls):
+                    done = self.c.call(n, self.tools[n][1])
                     assert "ok" in done["result"], done
                     assert n != "calc_warm" or done.get("start") == "warm", done
                     cpu[n].append(done.get("cpu_user_ms", 0) + done.get("cpu_sys_ms", 0))
-                means[n].append((time.monotonic() - t0) / a.calls)
+                means[n].append((time.monotonic() - t0) / calls)
+        return means, cpu
+
+    def stop(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        self.daemon.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    only = [n for n in a.only.split(",") if n] or ["calc", "calc_warm", "echo"]
+    b = Bench(a.build, only, not a.only)
+    tmp, sock, templates = b.tmp, b.sock, b.templates
+    try:
+        means, cpu = b.rounds(only, a.calls, a.rounds)
         if not a.calls:
             return
         med = {n: statistics.median(v) for n, v in means.items()}
@@ -198,9 +230,7 @@ def main():
         while c2.recv().get("event") != "batch_completed":
             pass
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        b.stop()
 
 
 if __name__ == "__main__":
