@@ -16,6 +16,14 @@
  * The tool is not PID 1 itself because PID 1 ignores signals it has no
  * handler for: a tool that raise()s SIGSEGV must die like anywhere else.
  *
+ * A spare (td_sandbox_prepare) execs it ahead of its call, with its end of
+ * the spawner's socket left open on fd 4 (never open otherwise: a call's
+ * hand-over socket is close-on-exec): it then says "R" there, waits for the
+ * call's stdin, stdout, stderr and report pipe with its environment (one
+ * message, as sandbox.h says), puts them in place, closes fd 4 (the
+ * spawner's sign that the call started) and goes on as above, so that a
+ * call that takes a spare pays for a message and a fork, not for an exec.
+ *
  * This runs once per call, so its own start-up is on every call's path. On
  * x86-64 and arm64 it is built without the C library (raw system calls, our
  * own _start): exec'ing it costs about a quarter of a dynamically linked
@@ -24,6 +32,7 @@
 #include <fcntl.h>
 #include <linux/prctl.h>
 #include <signal.h>
+#include <sys/socket.h> /* the message's types and CMSG_ macros only */
 #include <sys/syscall.h>
 
 #include "initwait.h" /* the raw system calls, and the wait shared with warm calls */
@@ -37,6 +46,66 @@ __asm__(".text\n.global _start\n_start:\n"
 __asm__(".text\n.global _start\n_start:\n  mov x0, sp\n  bl init_main\n  brk #0\n");
 #endif
 
+/* A spare's call, taken on fd 4: its environment, or NULL when the
+ * spawner dropped the spare (its end closed) or sent what is not a call. */
+static char spare_env[TD_SPARE_ENV_MAX + 1];
+static char *spare_envp[TD_SPARE_ENV_MAX / 2 + 1];
+
+static char **spare_call(void)
+{
+    char ready = 'R';
+    if (te_sys(SYS_write, TD_HANDOVER_FD, (long)&ready, 1, 0) != 1)
+        return NULL;
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = spare_env, .iov_len = TD_SPARE_ENV_MAX};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    long n;
+    while ((n = te_sys(SYS_recvmsg, TD_HANDOVER_FD, (long)&m, MSG_CMSG_CLOEXEC, 0)) == -EINTR)
+        ;
+    struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (!c || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || c->cmsg_level != SOL_SOCKET ||
+        c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)))
+        return NULL;
+    int fds[4];
+    const unsigned char *data = CMSG_DATA(c);
+    for (int i = 0; i < 4; i++) /* byte by byte: CMSG_DATA is not aligned for int */
+        for (unsigned k = 0; k < sizeof(int); k++)
+            ((unsigned char *)&fds[i])[k] = data[i * sizeof(int) + k];
+    /* each above 4 first (one lands on 0-2 only where the daemon runs
+     * without them), so that putting one in place closes none of the others */
+    for (int i = 0; i < 4; i++)
+        if (fds[i] <= TD_HANDOVER_FD) {
+            long moved = te_sys(SYS_fcntl, fds[i], F_DUPFD_CLOEXEC, TD_HANDOVER_FD + 1, 0);
+            if (TE_SYS_FAILED(moved))
+                te_init_quit(127);
+            fds[i] = (int)moved;
+        }
+    /* from here on its failures are the call's, on the call's report pipe */
+    if (TE_SYS_FAILED(te_sys(SYS_dup3, fds[3], TD_REPORT_FD, 0, 0)))
+        te_init_quit(127);
+    for (int i = 0; i < 3; i++) {
+        long r = te_sys(SYS_dup3, fds[i], i, 0, 0);
+        if (TE_SYS_FAILED(r)) {
+            te_init_report(TD_REPORT_FAILED, TD_STEP_DUP, (int)-r);
+            te_init_quit(127);
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        te_sys(SYS_close, fds[i], 0, 0, 0);
+    te_sys(SYS_close, TD_HANDOVER_FD, 0, 0, 0);
+    size_t k = 0, max = sizeof(spare_envp) / sizeof(spare_envp[0]) - 1;
+    spare_env[n] = '\0';
+    for (long i = 0; i < n && k < max; i++)
+        if (i == 0 || spare_env[i - 1] == '\0')
+            spare_envp[k++] = spare_env + i;
+    spare_envp[k] = NULL;
+    return spare_envp;
+}
+
 __attribute__((noreturn)) static void run(long argc, char **argv, char **envp)
 {
     /* Not dumpable: its /proc files (mem, fd/3) belong to root and the
@@ -48,6 +117,13 @@ __attribute__((noreturn)) static void run(long argc, char **argv, char **envp)
     te_sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);
     if (argc < 2)
         te_init_quit(127);
+    if (!TE_SYS_FAILED(te_sys(SYS_fcntl, TD_HANDOVER_FD, F_GETFD, 0, 0))) {
+        /* named as a call's init only once it is one (ps, the tests) */
+        te_sys(SYS_prctl, PR_SET_NAME, (long)"toolexecd-spare", 0, 0);
+        if (!(envp = spare_call()))
+            te_init_quit(0); /* a spare dropped unused: nothing to report */
+        te_sys(SYS_prctl, PR_SET_NAME, (long)"toolexecd-init", 0, 0);
+    }
     /* the tool must not inherit the report pipe */
     te_sys(SYS_fcntl, TD_REPORT_FD, F_SETFD, FD_CLOEXEC, 0);
     /* A plain fork: this process is a few pages, so it costs little (a

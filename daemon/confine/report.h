@@ -61,6 +61,8 @@ enum {
  * namespace), over a datagram socket on this fd, close-on-exec: see
  * td_sandbox_hand_over(). */
 #define TD_HANDOVER_FD 4
+/* A spare's call's environment, at most (sandbox.h: td_sandbox_prepare). */
+#define TD_SPARE_ENV_MAX (128 * 1024)
 enum { TD_HAND_SECCOMP, TD_HAND_PROXY, TD_HAND_COUNT };
 
 struct td_report_rec {

@@ -99,7 +99,8 @@ static struct spare *spare_find(uint32_t id, uint32_t gen)
 }
 
 /* What a spare says on ctl: "R" once ready, or a descriptor handed up (its
- * kind as an int). 0 for more, -1 at its end (exec'd or dead). */
+ * kind as an int). 0 for more, -1 at its end (exec'd, its waiting init
+ * has its call, or dead). */
 static int spare_read(struct spare *sp, int flags)
 {
     for (;;) {
@@ -135,7 +136,8 @@ static void say(int sock, const struct td_spawn_reply *r, int *fds, size_t nfds)
 }
 
 /* A call started by its spare: the four ends and the environment sent, then
- * what it hands up read until its end of ctl closes at exec. Its pid, or 0
+ * what it hands up read until its end of ctl closes (at exec; a spare
+ * waiting in its init: once the init has them). Its pid, or 0
  * when the spare is not there to take (killed, or dead: the caller starts
  * the call afresh), or -errno. */
 static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *ends, int *handed)
@@ -162,8 +164,9 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
         ;
     if (w < 0)
         return 0;
-    /* Like a fresh start, the reply waits for its exec: what it hands up
-     * (a seccomp listener) is all there by then. */
+    /* Like a fresh start, the reply waits for its exec (or its init's
+     * taking the call): what it hands up (a seccomp listener) is all there
+     * by then. */
     while (spare_read(sp, 0) == 0)
         ;
     for (int k = 0; k < TD_HAND_COUNT; k++) {
@@ -360,7 +363,8 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
                     close(rep[i]);
             }
         } else {
-            pid_t pid = td_sandbox_prepare(&m.s, ctl[1], rep[1], &what); /* takes both */
+            pid_t pid = td_sandbox_prepare(&m.s, q->flags & TD_SPAWN_INIT_WAITS, ctl[1], rep[1],
+                                           &what); /* takes both */
             int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
             if (pid > 0 && pidfd < 0)
                 kill(pid, SIGKILL); /* reaped as a stray */
