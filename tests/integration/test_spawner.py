@@ -56,6 +56,7 @@ TOOLS = [worker_tool("echo", "echo"),
          {"name": "fds", "description": "my descriptors", "schema": {"type": "object"},
           "command": [PYTHON, "-c", FDS], "protocol": "plain"},
          worker_tool("sleep", "sleep", timeout_ms=60000),
+         worker_tool("late", "echo"),
          {"name": "who", "description": "who am I", "schema": {"type": "object"},
           "command": [PYTHON, "-c", WHO], "protocol": "plain"}]
 
@@ -248,6 +249,31 @@ class SpareChecks:
                         batch=harness.new_token("d"))
             self.assertEqual(res.result("d"), {"ok": {"n": i}})
         self.assertNotIn("died before their call", self.daemon.stderr())
+
+    def test_spares_are_made_once_no_call_is_in_flight(self):
+        # made while a call runs, a spare's set-up competes with it for the
+        # loop, the spawner and the CPUs: a refill waits (spares.c)
+        sp = self.spawner()
+        c = self.daemon.client()
+        before = self.daemon.stderr().count("testworker: sleeping")
+        c.start_batch([{"id": "s", "name": "sleep"}], batch="inflight")
+        harness.deadline_wait(
+            lambda: self.daemon.stderr().count("testworker: sleeping") > before,
+            what="the call to run")
+        # every request sent before the sleep's start is done with by now
+        # (the spawner takes them in order): its children are stable
+        kids = set(p for p, _ in children(sp))
+        res = self.daemon.client().run([{"id": "l", "name": "late", "arguments": {"n": 1}}],
+                                       batch=harness.new_token("late"))
+        self.assertEqual(res.result("l"), {"ok": {"n": 1}})
+        self.assertEqual(set(p for p, _ in children(sp)) - kids, set(),
+                         "a spare made while a call runs")
+        self.assertEqual(self.daemon.stats()["spawner"]["spares"].get("late", 0), 0)
+        c.send({"op": "cancel", "batch": "inflight"})
+        c.finish_batch("inflight")
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("late", 0) >= 1,
+            what="late's spares, once no call runs")
 
     def test_a_reload_drops_the_spares(self):
         sp = self.spawner()
