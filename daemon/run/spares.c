@@ -38,11 +38,20 @@
 /* Dropped when their tool has not been called for this long. */
 #define SPARE_IDLE_MS 60000
 
-/* None by default: on a 2-CPU machine a spare's set-up competes with the
- * calls for the same CPUs, so it hides no latency and cost throughput
- * (bench/spawn.py: serial 1.58 ms with spares against 1.55 without; at
+/* Two by default. A spare waits in its init, exec'd (sandbox.h), and is
+ * made only once the spawner holds no call (on_pending), so it takes the
+ * time a caller spends between its calls and none of a call's. Measured on
+ * 2 CPUs under other load (bench/compare --spares 0,1,2 --only daemon,bare
+ * --modes serial --calls 20 --rounds 10, the C echo tool; p50 per call):
+ * 2 ms between calls, 8.48 ms without, 6.07 with one, 4.84 with two (the
+ * spawner's start: 3,347, 2,046, 1,477 us); calls back to back, 5.18, 4.84
+ * and 4.74 ms (a refill is not ready in time: two keep one made earlier);
+ * at concurrency 16 (--modes conc16 --calls 64 --rounds 6), where calls
+ * keep coming and none is made, 261, 256 and 256 calls/s. Before they
+ * waited in their init and for an idle spawner, they hid nothing here
+ * (bench/spawn.py: serial 1.58 ms with against 1.55 without; at
  * concurrency 2 and 4, 748 and 853 calls/s against 945 and 1,028). */
-unsigned td_spares_per_tool = 0;
+unsigned td_spares_per_tool = 2;
 
 struct spare {
     LIST_ENTRY(spare) link;
