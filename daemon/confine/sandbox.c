@@ -455,10 +455,11 @@ static int child(void *arg)
         child_fail(TD_STEP_CHDIR);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
-    /* the init takes the call on fd 4 (init.c), its only sign of a spare */
+    /* the init takes the call, the tool's argv with it, on fd 4 (init.c) */
+    char *const bare[] = {s->argv[0], NULL};
     if (a->spare_init && fcntl(TD_HANDOVER_FD, F_SETFD, 0) < 0)
         child_fail(TD_STEP_CLOSE);
-    execve(s->argv[0], s->argv, envp);
+    execve(s->argv[0], a->spare_init ? bare : s->argv, envp);
     child_fail(TD_STEP_EXEC);
     return 127; /* not reached */
 }

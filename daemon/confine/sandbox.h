@@ -45,8 +45,9 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
  * and its environment as the bytes (NUL-terminated strings, at most
  * TD_SPARE_ENV_MAX in all), and goes on to exec; ctl closes at exec.
  * init_waits, with an init (s->init): every step up to the exec of the
- * init is run ahead, and the init, exec'd, says "R" and takes the message
- * (init.c); ctl closes once it has. Only where s's filter lets the init do
+ * init is run ahead, and the init, exec'd with no argument, says "R" and
+ * takes the message, the tool's argv ahead of the environment (init.c);
+ * ctl closes once it has. Only where s's filter lets the init do
  * that (recvmsg, dup3, fcntl, close on its descriptors). The pid, or -errno
  * (*what). */
 pid_t td_sandbox_prepare(const struct td_spawn *s, bool init_waits, int ctl, int report,

@@ -67,6 +67,7 @@ struct spare {
     pid_t pid;
     int pidfd, ctl, report; /* ctl: its end of our pair; report: the pipe it fails on */
     bool ready;
+    bool init_waits; /* waits in its init, exec'd (td_sandbox_prepare) */
     int handed[TD_HAND_COUNT];
 };
 #define MAX_SPARES 256
@@ -148,6 +149,23 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
         return 0; /* not yet: a fresh start costs what waiting would */
     static char env[TD_SPARE_ENV_MAX];
     size_t n = 0;
+    /* a waiting init takes the tool's argv too (init.c: its count first) */
+    char *const *args = sp->init_waits ? s->argv + 1 : NULL;
+    if (args) {
+        size_t count = 0;
+        while (args[count])
+            count++;
+        if (!count)
+            return 0;
+        n = (size_t)snprintf(env, sizeof(env), "%zu", count) + 1;
+        for (char *const *a = args; *a; a++) {
+            size_t l = strlen(*a) + 1;
+            if (n + l > sizeof(env) - 1)
+                return 0;
+            memcpy(env + n, *a, l);
+            n += l;
+        }
+    }
     for (char *const *e = s->envp; *e; e++) {
         size_t l = strlen(*e) + 1;
         if (n + l > sizeof(env) - 1)
@@ -164,10 +182,12 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
         ;
     if (w < 0)
         return 0;
-    /* Like a fresh start, the reply waits for its exec (or its init's
-     * taking the call): what it hands up (a seccomp listener) is all there
-     * by then. */
-    while (spare_read(sp, 0) == 0)
+    /* Like a fresh start, the reply waits for its exec: what it hands up
+     * (a seccomp listener) is all there by then. An init that waits handed
+     * all of it up before its "R", and its taking the call is not waited
+     * for: it fails from then on as any call's init, on the call's report
+     * pipe, and its end is the call's. */
+    while (!sp->init_waits && spare_read(sp, 0) == 0)
         ;
     for (int k = 0; k < TD_HAND_COUNT; k++) {
         handed[k] = sp->handed[k];
@@ -176,14 +196,17 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     return sp->pid;
 }
 
+/* *pidfd: the spare's, when the call is started by it (-1 else) */
 static pid_t take_spare(struct spare *sp, const struct td_spawn *s, int *ends, int *handed,
-                        const char **what)
+                        int *pidfd, const char **what)
 {
     pid_t pid = take_spare_once(sp, s, ends, handed);
     if (pid > 0) {
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             close(ends[i]);
         sp->pid = 0; /* a call's now: not killed with the record */
+        *pidfd = sp->pidfd;
+        sp->pidfd = -1;
         spare_close(sp);
         return pid;
     }
@@ -212,14 +235,16 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
         int handed[TD_HAND_COUNT];
         struct spare *sp =
             q->spare_id != TD_SPAWN_NO_SPARE ? spare_find(q->spare_id, q->spare_gen) : NULL;
-        pid_t pid = sp ? take_spare(sp, &m.s, fds, handed, &what)
+        int pidfd = -1;
+        pid_t pid = sp ? take_spare(sp, &m.s, fds, handed, &pidfd, &what)
                        : td_sandbox_start(&m.s, fds, handed, &what); /* takes the four ends */
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             fds[i] = -1;
         td_spawnmsg_free(&m);
         if (pid > 0) {
             int out[1 + TD_HAND_COUNT], n = 0;
-            int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pidfd < 0)
+                pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
             if (pidfd >= 0)
                 out[n++] = pidfd;
             for (int k2 = 0; k2 < TD_HAND_COUNT; k2++)
@@ -375,7 +400,8 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
                                      .pid = pid,
                                      .pidfd = pidfd,
                                      .ctl = ctl[0],
-                                     .report = rep[0]};
+                                     .report = rep[0],
+                                     .init_waits = (q->flags & TD_SPAWN_INIT_WAITS) && m.s.init};
                 for (int k2 = 0; k2 < TD_HAND_COUNT; k2++)
                     sp->handed[k2] = -1;
                 r.pid = pid;

@@ -211,9 +211,13 @@ class SpareChecks:
             try:
                 exe, fds = os.path.realpath(os.readlink("/proc/%d/exe" % p)), sorted(
                     int(f) for f in os.listdir("/proc/%d/fd" % p))
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    args = f.read().split(b"\0")[1:]
             except OSError:
                 continue  # taken and gone meanwhile
             self.assertEqual(exe, init, "spare %d" % p)
+            # no tool's command line until it has a call: it takes it then
+            self.assertEqual(args, [b""], "spare %d" % p)
             # the call's standard descriptors, its report pipe and the
             # spawner's socket: nothing else waits with it
             self.assertEqual(fds, [0, 1, 2, 3, 4], "spare %d" % p)
@@ -347,8 +351,10 @@ class BoundingSetOnce(DaemonTestCase):
         full = status_caps(os.getpid())["CapBnd"]
         sp = harness.deadline_wait(lambda: spawner_of(self.daemon.proc.pid),
                                    what="the daemon's one spawner")
-        # emptied once, in the spawner itself
-        self.assertEqual(status_caps(sp)["CapBnd"], "0" * 16)
+        # emptied once, in the spawner itself (as it starts: it is named
+        # first, which is how it was found)
+        harness.deadline_wait(lambda: status_caps(sp)["CapBnd"] == "0" * 16,
+                              what="the spawner's bounding set emptied")
         self.assertEqual(status_caps(sp)["CapEff"], status_caps(self.daemon.proc.pid)["CapEff"])
         c = self.daemon.client()
         for name in ("caps", "asroot"):
