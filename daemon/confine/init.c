@@ -53,8 +53,8 @@ __asm__(".text\n.global _start\n_start:\n  mov x0, sp\n  bl init_main\n  brk #0\
  * is exec'd with no argument, so that, waiting, it shows no tool's command
  * line. Its argv ([self, tool, args...], envp after it) put in *argv, or
  * false when the spawner dropped the spare (its end closed). */
-static char spare_msg[TD_SPARE_ENV_MAX + 1];
-static char *spare_ptrs[TD_SPARE_ENV_MAX / 2 + 4];
+static char spare_msg[TD_SPARE_INIT_BYTES + 1];
+static char *spare_ptrs[TD_SPARE_INIT_STRINGS + 3];
 
 static long text_len(const char *p)
 {
@@ -73,7 +73,7 @@ static int spare_call(char *self, char ***argv, char ***envp)
         char buf[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
     } u;
-    struct iovec iov = {.iov_base = spare_msg, .iov_len = TD_SPARE_ENV_MAX};
+    struct iovec iov = {.iov_base = spare_msg, .iov_len = TD_SPARE_INIT_BYTES};
     struct msghdr m = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     long n;
@@ -112,7 +112,7 @@ static int spare_call(char *self, char ***argv, char ***envp)
     te_sys(SYS_close, TD_HANDOVER_FD, 0, 0, 0);
     spare_msg[n] = '\0';
     long i = 0, count = 0;
-    while (i < n && spare_msg[i] >= '0' && spare_msg[i] <= '9' && count < TD_SPARE_ENV_MAX)
+    while (i < n && spare_msg[i] >= '0' && spare_msg[i] <= '9' && count < TD_SPARE_INIT_STRINGS)
         count = count * 10 + (spare_msg[i++] - '0');
     size_t k = 0, max = sizeof(spare_ptrs) / sizeof(spare_ptrs[0]) - 2;
     spare_ptrs[k++] = self;

@@ -148,19 +148,19 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     if (!sp->ready)
         return 0; /* not yet: a fresh start costs what waiting would */
     static char env[TD_SPARE_ENV_MAX];
-    size_t n = 0;
+    size_t n = 0, room = sizeof(env) - 1, strings = 0;
     /* a waiting init takes the tool's argv too (init.c: its count first) */
     char *const *args = sp->init_waits ? s->argv + 1 : NULL;
     if (args) {
-        size_t count = 0;
-        while (args[count])
-            count++;
-        if (!count)
+        room = TD_SPARE_INIT_BYTES;
+        while (args[strings])
+            strings++;
+        if (!strings)
             return 0;
-        n = (size_t)snprintf(env, sizeof(env), "%zu", count) + 1;
+        n = (size_t)snprintf(env, sizeof(env), "%zu", strings) + 1;
         for (char *const *a = args; *a; a++) {
             size_t l = strlen(*a) + 1;
-            if (n + l > sizeof(env) - 1)
+            if (n + l > room)
                 return 0;
             memcpy(env + n, *a, l);
             n += l;
@@ -168,7 +168,7 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     }
     for (char *const *e = s->envp; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (n + l > sizeof(env) - 1)
+        if (n + l > room || (args && ++strings > TD_SPARE_INIT_STRINGS))
             return 0; /* more than a spare takes: started afresh */
         memcpy(env + n, *e, l);
         n += l;

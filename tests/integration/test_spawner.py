@@ -57,6 +57,8 @@ TOOLS = [worker_tool("echo", "echo"),
           "command": [PYTHON, "-c", FDS], "protocol": "plain"},
          worker_tool("sleep", "sleep", timeout_ms=60000),
          worker_tool("late", "echo"),
+         # an environment larger than a waiting init takes (report.h)
+         worker_tool("bigenv", "echo", env={"BIG": "x" * 40000}),
          {"name": "who", "description": "who am I", "schema": {"type": "object"},
           "command": [PYTHON, "-c", WHO], "protocol": "plain"}]
 
@@ -278,6 +280,18 @@ class SpareChecks:
         harness.deadline_wait(
             lambda: self.daemon.stats()["spawner"]["spares"].get("late", 0) >= 1,
             what="late's spares, once no call runs")
+
+    def test_a_call_larger_than_a_spare_takes_starts_afresh(self):
+        c = self.daemon.client()
+        c.run([{"id": "b", "name": "bigenv", "arguments": {"n": 0}}],
+              batch=harness.new_token("first"))
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("bigenv", 0) >= 1,
+            what="a ready spare of bigenv")
+        for i in range(2):
+            res = c.run([{"id": "b", "name": "bigenv", "arguments": {"n": i}}],
+                        batch=harness.new_token("b"))
+            self.assertEqual(res.result("b"), {"ok": {"n": i}})
 
     def test_a_reload_drops_the_spares(self):
         sp = self.spawner()
