@@ -61,6 +61,14 @@ enum {
  * namespace), over a datagram socket on this fd, close-on-exec: see
  * td_sandbox_hand_over(). */
 #define TD_HANDOVER_FD 4
+/* A spare's call's environment, at most (sandbox.h: td_sandbox_prepare). */
+#define TD_SPARE_ENV_MAX (128 * 1024)
+/* What a spare waiting in its init takes (init.c): the tool's argv and the
+ * call's environment, at most these bytes and strings in all (a call with
+ * more starts afresh). Small: the init's memory counts against a call's
+ * address-space limit. */
+#define TD_SPARE_INIT_BYTES (32 * 1024)
+#define TD_SPARE_INIT_STRINGS 1024
 enum { TD_HAND_SECCOMP, TD_HAND_PROXY, TD_HAND_COUNT };
 
 struct td_report_rec {

@@ -270,6 +270,7 @@ struct child_args {
     int join;        /* cgroup.procs to write, when not born in the cgroup */
     bool root;       /* the daemon runs as root: the child may drop capabilities */
     bool spare;      /* made ahead: waits on fd 4 for its call (td_sandbox_prepare) */
+    bool spare_init; /* a spare that execs its init ahead, which then waits */
     bool bset_empty; /* born with an empty bounding set (sandbox_bset.c) */
     bool mknod;      /* may make device nodes (TD_FS_NODE, sandbox_mounts.c) */
 };
@@ -443,7 +444,7 @@ static int child(void *arg)
             child_exit(127);
     }
     char *const *envp = s->envp;
-    if (a->spare)
+    if (a->spare && !a->spare_init)
         envp = spare_take(s);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(TD_STEP_NNP);
@@ -454,7 +455,11 @@ static int child(void *arg)
         child_fail(TD_STEP_CHDIR);
     if (s->filter && attach_filter(s) < 0)
         child_fail(TD_STEP_SECCOMP);
-    execve(s->argv[0], s->argv, envp);
+    /* the init takes the call, the tool's argv with it, on fd 4 (init.c) */
+    char *const bare[] = {s->argv[0], NULL};
+    if (a->spare_init && fcntl(TD_HANDOVER_FD, F_SETFD, 0) < 0)
+        child_fail(TD_STEP_CLOSE);
+    execve(s->argv[0], a->spare_init ? bare : s->argv, envp);
     child_fail(TD_STEP_EXEC);
     return 127; /* not reached */
 }
@@ -696,8 +701,8 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
         sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    struct child_args args = {s,     getpid(), theirs[0],      theirs[1], theirs[2], theirs[3],
-                              ho[1], -1,       geteuid() == 0, false,     false,     false};
+    struct child_args args = {s,  getpid(),       theirs[0], theirs[1], theirs[2], theirs[3], ho[1],
+                              -1, geteuid() == 0, false,     false,     false,     false};
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -721,7 +726,8 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
     return pid;
 }
 
-pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const char **what)
+pid_t td_sandbox_prepare(const struct td_spawn *s, bool init_waits, int ctl, int report,
+                         const char **what)
 {
     *what = "pipe";
     int ends[2] = {ctl, report};
@@ -739,8 +745,9 @@ pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const ch
     }
     if (n_changed < 0)
         snapshot_signals();
-    struct child_args args = {s,  getpid(),       -1,   -1,    -1,   ends[1], ends[0],
-                              -1, geteuid() == 0, true, false, false};
+    struct child_args args = {s,  getpid(),       -1,   -1,    -1,    ends[1], ends[0],
+                              -1, geteuid() == 0, true, false, false, false};
+    args.spare_init = init_waits && s->init;
     pid_t pid = start_child(&args, s->ns_flags, s->cgroup_dir, s->cgroup_procs);
     int e = errno;
     close_ends(ends, 2);

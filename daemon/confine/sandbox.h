@@ -43,10 +43,15 @@ pid_t td_sandbox_start(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
  * ready and hands up what it makes (td_sandbox_hand_over); it takes one
  * message: the call's four ends (td_sandbox_pipes' theirs) as descriptors
  * and its environment as the bytes (NUL-terminated strings, at most
- * TD_SPARE_ENV_MAX in all), and goes on to exec; ctl closes at exec. The
- * pid, or -errno (*what). */
-#define TD_SPARE_ENV_MAX (128 * 1024)
-pid_t td_sandbox_prepare(const struct td_spawn *s, int ctl, int report, const char **what);
+ * TD_SPARE_ENV_MAX in all), and goes on to exec; ctl closes at exec.
+ * init_waits, with an init (s->init): every step up to the exec of the
+ * init is run ahead, and the init, exec'd with no argument, says "R" and
+ * takes the message, the tool's argv ahead of the environment (init.c);
+ * ctl closes once it has. Only where s's filter lets the init do
+ * that (recvmsg, dup3, fcntl, close on its descriptors). The pid, or -errno
+ * (*what). */
+pid_t td_sandbox_prepare(const struct td_spawn *s, bool init_waits, int ctl, int report,
+                         const char **what);
 /* The bounding set emptied once for the calling thread, the one that
  * starts calls (the spawner's), where a root process may (CAP_SETPCAP):
  * its children are born with it empty and skip step 9b; a child that stays

@@ -202,7 +202,8 @@ static const struct opt options[] = {
              "call of the host ~0.1 us; default yes)"},
     {"spares", 0, "N", CALL(set_spares),
      .help = "sandboxes the spawner keeps ready per tool\n"
-             "called lately (0-16, default 0: none)"},
+             "called lately, made while it starts no call\n"
+             "(0-16, default 2; 0: none)"},
     {"cgroup", 0, "DIR", TEXT(td_opts.cgroup_dir),
      .help = "make the calls' cgroups under DIR (cgroup v2)\n"
              "(default: our own cgroup if it is delegated)"},

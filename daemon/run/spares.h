@@ -2,8 +2,10 @@
  * spares.h - sandboxes prepared ahead for cold calls: for a tool
  * called lately, a few processes that have done every step of a call's
  * set-up that does not depend on the call (namespaces, id maps, mounts and
- * view, /proc, limits, user) wait in the spawner for their call, which then
- * only hands over its pipes and environment and execs. Each spare is made
+ * view, /proc, limits, user, and where the filter allows, the seccomp
+ * filter, Landlock and the exec of the call's init) wait in the spawner for
+ * their call, which then only hands over its pipes and environment (and
+ * the init forks the tool). Each spare is made
  * for one call: its own uid, directory and cgroup, handed to the call that
  * takes it, never to another.
  */

@@ -514,8 +514,8 @@ static int take_slot(uint32_t *id)
     return 0;
 }
 
-static int request(uint32_t type, const struct td_spawn *s, int *theirs, uint32_t id,
-                   uint64_t spare, const char **what)
+static int request(uint32_t type, uint32_t flags, const struct td_spawn *s, int *theirs,
+                   uint32_t id, uint64_t spare, const char **what)
 {
     struct queued *q = calloc(1, sizeof(*q));
     uint8_t *body = NULL;
@@ -523,6 +523,7 @@ static int request(uint32_t type, const struct td_spawn *s, int *theirs, uint32_
     struct td_spawn_req req = {.type = type,
                                .id = id,
                                .gen = slots[id].gen,
+                               .flags = flags,
                                .spare_id = spare ? (uint32_t)(spare - 1) : TD_SPAWN_NO_SPARE,
                                .spare_gen = (uint32_t)(spare >> 32)};
     int rc = q ? 0 : -ENOMEM;
@@ -581,7 +582,7 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
         return rc;
     }
     slots[id] = (struct slot){.ops = ops, .data = data, .gen = slots[id].gen, .busy = true};
-    rc = request(TD_SPAWN_REQ_START, s, theirs, id, spare, what);
+    rc = request(TD_SPAWN_REQ_START, 0, s, theirs, id, spare, what);
     if (rc < 0) { /* the spare, not asked for, is still its owner's to drop */
         free_slot(id);
         return rc;
@@ -594,8 +595,8 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
     return 0;
 }
 
-uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,
-                            const char **what)
+uint64_t td_spawner_prepare(const struct td_spawn *s, bool init_waits,
+                            const struct td_spare_ops *ops, void *data, const char **what)
 {
     uint32_t id;
     *what = "spare";
@@ -603,7 +604,8 @@ uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops 
         return TD_NO_SPARE;
     slots[id] = (struct slot){.spare = ops, .data = data, .gen = slots[id].gen, .busy = true};
     spares_held++;
-    if (request(TD_SPAWN_REQ_PREPARE, s, NULL, id, TD_NO_SPARE, what) < 0) {
+    if (request(TD_SPAWN_REQ_PREPARE, init_waits ? TD_SPAWN_INIT_WAITS : 0, s, NULL, id,
+                TD_NO_SPARE, what) < 0) {
         free_slot(id);
         return TD_NO_SPARE;
     }
@@ -615,6 +617,6 @@ void td_spawner_drop(uint64_t spare)
     uint32_t id = (uint32_t)(spare & 0xffffffffu) - 1, gen = (uint32_t)(spare >> 32);
     const char *what;
     if (spare && id < nslots && slots[id].busy && slots[id].spare && slots[id].gen == gen) {
-        request(TD_SPAWN_REQ_DROP, NULL, NULL, id, TD_NO_SPARE, &what);
+        request(TD_SPAWN_REQ_DROP, 0, NULL, NULL, id, TD_NO_SPARE, &what);
     }
 }

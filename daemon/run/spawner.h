@@ -60,10 +60,10 @@ int td_spawner_call(const struct td_spawn *s, int theirs[TD_SANDBOX_ENDS],
 /* A spare made for s (its descriptors sent as copies; s->envp empty): a
  * handle (never 0) for td_spawner_call() to take it with, or to drop it by;
  * 0 with *what when it cannot be asked for. Once taken, no callback of its
- * ops runs again. */
+ * ops runs again. init_waits: its init exec'd ahead (td_sandbox_prepare). */
 #define TD_NO_SPARE 0
-uint64_t td_spawner_prepare(const struct td_spawn *s, const struct td_spare_ops *ops, void *data,
-                            const char **what);
+uint64_t td_spawner_prepare(const struct td_spawn *s, bool init_waits,
+                            const struct td_spare_ops *ops, void *data, const char **what);
 void td_spawner_drop(uint64_t spare);
 /* For stats and tests: the spawner's pid (0: none), its restarts, and the
  * calls it holds (sent, not yet ended). */

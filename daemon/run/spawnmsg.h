@@ -21,6 +21,8 @@
  * description; descriptors: the child's four ends, then the cgroup's
  * directory and cgroup.procs where flags say so. */
 enum { TD_SPAWN_CGROUP_DIR = 1, TD_SPAWN_CGROUP_PROCS = 2 };
+/* PREPARE: the spare execs its init ahead (td_sandbox_prepare's init_waits) */
+enum { TD_SPAWN_INIT_WAITS = 4 };
 /* START: a call (with a spare to take, when spare_id is not NONE; the
  * spawner starts it afresh if that spare is gone); PREPARE: a spare for
  * the description, under id; DROP: the spare id (no body, no descriptors). */

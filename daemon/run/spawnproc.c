@@ -67,6 +67,7 @@ struct spare {
     pid_t pid;
     int pidfd, ctl, report; /* ctl: its end of our pair; report: the pipe it fails on */
     bool ready;
+    bool init_waits; /* waits in its init, exec'd (td_sandbox_prepare) */
     int handed[TD_HAND_COUNT];
 };
 #define MAX_SPARES 256
@@ -99,7 +100,8 @@ static struct spare *spare_find(uint32_t id, uint32_t gen)
 }
 
 /* What a spare says on ctl: "R" once ready, or a descriptor handed up (its
- * kind as an int). 0 for more, -1 at its end (exec'd or dead). */
+ * kind as an int). 0 for more, -1 at its end (exec'd, its waiting init
+ * has its call, or dead). */
 static int spare_read(struct spare *sp, int flags)
 {
     for (;;) {
@@ -135,7 +137,8 @@ static void say(int sock, const struct td_spawn_reply *r, int *fds, size_t nfds)
 }
 
 /* A call started by its spare: the four ends and the environment sent, then
- * what it hands up read until its end of ctl closes at exec. Its pid, or 0
+ * what it hands up read until its end of ctl closes (at exec; a spare
+ * waiting in its init: once the init has them). Its pid, or 0
  * when the spare is not there to take (killed, or dead: the caller starts
  * the call afresh), or -errno. */
 static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *ends, int *handed)
@@ -145,10 +148,27 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     if (!sp->ready)
         return 0; /* not yet: a fresh start costs what waiting would */
     static char env[TD_SPARE_ENV_MAX];
-    size_t n = 0;
+    size_t n = 0, room = sizeof(env) - 1, strings = 0;
+    /* a waiting init takes the tool's argv too (init.c: its count first) */
+    char *const *args = sp->init_waits ? s->argv + 1 : NULL;
+    if (args) {
+        room = TD_SPARE_INIT_BYTES;
+        while (args[strings])
+            strings++;
+        if (!strings)
+            return 0;
+        n = (size_t)snprintf(env, sizeof(env), "%zu", strings) + 1;
+        for (char *const *a = args; *a; a++) {
+            size_t l = strlen(*a) + 1;
+            if (n + l > room)
+                return 0;
+            memcpy(env + n, *a, l);
+            n += l;
+        }
+    }
     for (char *const *e = s->envp; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (n + l > sizeof(env) - 1)
+        if (n + l > room || (args && ++strings > TD_SPARE_INIT_STRINGS))
             return 0; /* more than a spare takes: started afresh */
         memcpy(env + n, *e, l);
         n += l;
@@ -163,8 +183,11 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     if (w < 0)
         return 0;
     /* Like a fresh start, the reply waits for its exec: what it hands up
-     * (a seccomp listener) is all there by then. */
-    while (spare_read(sp, 0) == 0)
+     * (a seccomp listener) is all there by then. An init that waits handed
+     * all of it up before its "R", and its taking the call is not waited
+     * for: it fails from then on as any call's init, on the call's report
+     * pipe, and its end is the call's. */
+    while (!sp->init_waits && spare_read(sp, 0) == 0)
         ;
     for (int k = 0; k < TD_HAND_COUNT; k++) {
         handed[k] = sp->handed[k];
@@ -173,14 +196,17 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     return sp->pid;
 }
 
+/* *pidfd: the spare's, when the call is started by it (-1 else) */
 static pid_t take_spare(struct spare *sp, const struct td_spawn *s, int *ends, int *handed,
-                        const char **what)
+                        int *pidfd, const char **what)
 {
     pid_t pid = take_spare_once(sp, s, ends, handed);
     if (pid > 0) {
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             close(ends[i]);
         sp->pid = 0; /* a call's now: not killed with the record */
+        *pidfd = sp->pidfd;
+        sp->pidfd = -1;
         spare_close(sp);
         return pid;
     }
@@ -209,14 +235,16 @@ static void started(int sock, const struct td_spawn_req *q, uint8_t *body, size_
         int handed[TD_HAND_COUNT];
         struct spare *sp =
             q->spare_id != TD_SPAWN_NO_SPARE ? spare_find(q->spare_id, q->spare_gen) : NULL;
-        pid_t pid = sp ? take_spare(sp, &m.s, fds, handed, &what)
+        int pidfd = -1;
+        pid_t pid = sp ? take_spare(sp, &m.s, fds, handed, &pidfd, &what)
                        : td_sandbox_start(&m.s, fds, handed, &what); /* takes the four ends */
         for (int i = 0; i < TD_SANDBOX_ENDS; i++)
             fds[i] = -1;
         td_spawnmsg_free(&m);
         if (pid > 0) {
             int out[1 + TD_HAND_COUNT], n = 0;
-            int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pidfd < 0)
+                pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
             if (pidfd >= 0)
                 out[n++] = pidfd;
             for (int k2 = 0; k2 < TD_HAND_COUNT; k2++)
@@ -360,7 +388,8 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
                     close(rep[i]);
             }
         } else {
-            pid_t pid = td_sandbox_prepare(&m.s, ctl[1], rep[1], &what); /* takes both */
+            pid_t pid = td_sandbox_prepare(&m.s, q->flags & TD_SPAWN_INIT_WAITS, ctl[1], rep[1],
+                                           &what); /* takes both */
             int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
             if (pid > 0 && pidfd < 0)
                 kill(pid, SIGKILL); /* reaped as a stray */
@@ -371,7 +400,8 @@ static void prepare(int sock, const struct td_spawn_req *q, uint8_t *body, size_
                                      .pid = pid,
                                      .pidfd = pidfd,
                                      .ctl = ctl[0],
-                                     .report = rep[0]};
+                                     .report = rep[0],
+                                     .init_waits = (q->flags & TD_SPAWN_INIT_WAITS) && m.s.init};
                 for (int k2 = 0; k2 < TD_HAND_COUNT; k2++)
                     sp->handed[k2] = -1;
                 r.pid = pid;

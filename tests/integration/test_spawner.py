@@ -36,8 +36,29 @@ sys.stdin.readline()
 print(json.dumps({"uid": os.getuid(), "cwd": os.getcwd(), "tmp": os.listdir("/tmp")}))
 open("/tmp/mine", "w").write("x")
 """
+FDS = r"""
+import json, os, sys
+sys.stdin.readline()
+fds = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        fds[fd] = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        pass
+with open("/proc/1/comm") as f:
+    init = f.read().strip()
+print(json.dumps({"fds": fds, "tool": os.environ.get("TOOLEXEC_TOOL"), "init": init,
+                  "cwd": os.getcwd()}))
+"""
 TOOLS = [worker_tool("echo", "echo"),
+         # denies what a waiting init takes its call with (init.c)
+         worker_tool("denier", "echo", deny_syscalls=["recvmsg", "dup3"]),
+         {"name": "fds", "description": "my descriptors", "schema": {"type": "object"},
+          "command": [PYTHON, "-c", FDS], "protocol": "plain"},
          worker_tool("sleep", "sleep", timeout_ms=60000),
+         worker_tool("late", "echo"),
+         # an environment larger than a waiting init takes (report.h)
+         worker_tool("bigenv", "echo", env={"BIG": "x" * 40000}),
          {"name": "who", "description": "who am I", "schema": {"type": "object"},
           "command": [PYTHON, "-c", WHO], "protocol": "plain"}]
 
@@ -156,7 +177,11 @@ class SpareChecks:
         seen = set()
         for i in range(4):
             # the spares ready now (of any tool), by the directory each has
-            # entered: the directory of the call that takes it
+            # entered: the directory of the call that takes it; two of who's
+            # among them (made once the spawner holds no call: spares.c)
+            harness.deadline_wait(
+                lambda: self.daemon.stats()["spawner"]["spares"].get("who", 0) >= 2,
+                what="two ready spares of who")
             harness.deadline_wait(lambda: len(self.spare_dirs(sp)) >= 2, what="spares")
             dirs = self.spare_dirs(sp)
             res = c.run([{"id": "a", "name": "who"}, {"id": "b", "name": "who"}],
@@ -176,6 +201,97 @@ class SpareChecks:
                             % (a["cwd"], b["cwd"], sorted(dirs)))
             for p in taken:
                 harness.deadline_wait(lambda: not alive(p), what="a taken spare's call to end")
+
+    def test_a_spare_waits_in_its_init_and_its_call_gets_its_own(self):
+        # a spare execs its call's init ahead and waits there (sandbox.h):
+        # a call that takes it pays for a message and a fork, not an exec
+        sp = self.spawner()
+        c = self.daemon.client()
+        c.run([{"id": "f", "name": "fds"}], batch=harness.new_token("first"))
+        init = os.path.realpath(os.path.join(os.path.dirname(harness.TOOLEXECD), "toolexecd-init"))
+        for p in self.spares(sp, 1):
+            try:
+                exe, fds = os.path.realpath(os.readlink("/proc/%d/exe" % p)), sorted(
+                    int(f) for f in os.listdir("/proc/%d/fd" % p))
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    args = f.read().split(b"\0")[1:]
+            except OSError:
+                continue  # taken and gone meanwhile
+            self.assertEqual(exe, init, "spare %d" % p)
+            # no tool's command line until it has a call: it takes it then
+            self.assertEqual(args, [b""], "spare %d" % p)
+            # the call's standard descriptors, its report pipe and the
+            # spawner's socket: nothing else waits with it
+            self.assertEqual(fds, [0, 1, 2, 3, 4], "spare %d" % p)
+        harness.deadline_wait(lambda: len(self.spare_dirs(sp)) >= 1, what="a spare")
+        dirs = self.spare_dirs(sp)
+        got = None
+        for i in range(5):  # a call that finds none ready starts afresh
+            got = c.run([{"id": "f", "name": "fds"}], batch=harness.new_token("f"))
+            got = got.result("f")["ok"]
+            if got["cwd"] in dirs:
+                break
+            harness.deadline_wait(lambda: len(self.spare_dirs(sp)) >= 1, what="a spare")
+            dirs = self.spare_dirs(sp)
+        self.assertIn(got["cwd"], dirs, "no call took a spare")
+        self.assertEqual((got["tool"], got["init"]), ("fds", "toolexecd-init"), got)
+        # none of the spare's descriptors (socket, report pipe) reached the tool
+        others = {fd: t for fd, t in got["fds"].items()
+                  if int(fd) > 2 and (t.startswith("socket:") or t.startswith("pipe:"))}
+        self.assertEqual(others, {}, got)
+
+    def test_a_tool_that_denies_what_an_init_takes_its_call_with_still_gets_spares(self):
+        # its spares wait before their exec, as before: a waiting init
+        # would find its recvmsg denied (spares.c: init_waits)
+        sp = self.spawner()
+        c = self.daemon.client()
+        c.run([{"id": "d", "name": "denier", "arguments": {"n": 0}}],
+              batch=harness.new_token("first"))
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("denier", 0) >= 1,
+            what="a ready spare of denier")
+        for i in range(3):
+            res = c.run([{"id": "d", "name": "denier", "arguments": {"n": i}}],
+                        batch=harness.new_token("d"))
+            self.assertEqual(res.result("d"), {"ok": {"n": i}})
+        self.assertNotIn("died before their call", self.daemon.stderr())
+
+    def test_spares_are_made_once_no_call_is_in_flight(self):
+        # made while a call runs, a spare's set-up competes with it for the
+        # loop, the spawner and the CPUs: a refill waits (spares.c)
+        sp = self.spawner()
+        c = self.daemon.client()
+        before = self.daemon.stderr().count("testworker: sleeping")
+        c.start_batch([{"id": "s", "name": "sleep"}], batch="inflight")
+        harness.deadline_wait(
+            lambda: self.daemon.stderr().count("testworker: sleeping") > before,
+            what="the call to run")
+        # every request sent before the sleep's start is done with by now
+        # (the spawner takes them in order): its children are stable
+        kids = set(p for p, _ in children(sp))
+        res = self.daemon.client().run([{"id": "l", "name": "late", "arguments": {"n": 1}}],
+                                       batch=harness.new_token("late"))
+        self.assertEqual(res.result("l"), {"ok": {"n": 1}})
+        self.assertEqual(set(p for p, _ in children(sp)) - kids, set(),
+                         "a spare made while a call runs")
+        self.assertEqual(self.daemon.stats()["spawner"]["spares"].get("late", 0), 0)
+        c.send({"op": "cancel", "batch": "inflight"})
+        c.finish_batch("inflight")
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("late", 0) >= 1,
+            what="late's spares, once no call runs")
+
+    def test_a_call_larger_than_a_spare_takes_starts_afresh(self):
+        c = self.daemon.client()
+        c.run([{"id": "b", "name": "bigenv", "arguments": {"n": 0}}],
+              batch=harness.new_token("first"))
+        harness.deadline_wait(
+            lambda: self.daemon.stats()["spawner"]["spares"].get("bigenv", 0) >= 1,
+            what="a ready spare of bigenv")
+        for i in range(2):
+            res = c.run([{"id": "b", "name": "bigenv", "arguments": {"n": i}}],
+                        batch=harness.new_token("b"))
+            self.assertEqual(res.result("b"), {"ok": {"n": i}})
 
     def test_a_reload_drops_the_spares(self):
         sp = self.spawner()
@@ -249,8 +365,10 @@ class BoundingSetOnce(DaemonTestCase):
         full = status_caps(os.getpid())["CapBnd"]
         sp = harness.deadline_wait(lambda: spawner_of(self.daemon.proc.pid),
                                    what="the daemon's one spawner")
-        # emptied once, in the spawner itself
-        self.assertEqual(status_caps(sp)["CapBnd"], "0" * 16)
+        # emptied once, in the spawner itself (as it starts: it is named
+        # first, which is how it was found)
+        harness.deadline_wait(lambda: status_caps(sp)["CapBnd"] == "0" * 16,
+                              what="the spawner's bounding set emptied")
         self.assertEqual(status_caps(sp)["CapEff"], status_caps(self.daemon.proc.pid)["CapEff"])
         c = self.daemon.client()
         for name in ("caps", "asroot"):
