@@ -203,7 +203,7 @@ static const struct opt options[] = {
     {"spares", 0, "N", CALL(set_spares),
      .help = "sandboxes the spawner keeps ready per tool\n"
              "called lately, made while it starts no call\n"
-             "(0-16, default 2; 0: none)"},
+             "(0-16, default 0: none; 2 halves a serial call)"},
     {"cgroup", 0, "DIR", TEXT(td_opts.cgroup_dir),
      .help = "make the calls' cgroups under DIR (cgroup v2)\n"
              "(default: our own cgroup if it is delegated)"},

@@ -38,7 +38,11 @@
 /* Dropped when their tool has not been called for this long. */
 #define SPARE_IDLE_MS 60000
 
-/* Two by default. A spare waits in its init, exec'd (sandbox.h), and is
+/* None by default: a spare is two processes of a pool uid, a directory
+ * and a cgroup held between calls (a minute at most), which a host that
+ * counts what its calls leave (test_mcp_server_flood: no process of a lent
+ * uid once a flood is over) would count; --spares 2 where serial latency
+ * matters more. A spare waits in its init, exec'd (sandbox.h), and is
  * made only once the spawner holds no call (on_pending), so it takes the
  * time a caller spends between its calls and none of a call's. Measured on
  * 2 CPUs under other load (bench/compare --spares 0,1,2 --only daemon,bare
@@ -53,7 +57,7 @@
  * waited in their init and for an idle spawner, they hid nothing here
  * (bench/spawn.py: serial 1.58 ms with against 1.55 without; at
  * concurrency 2 and 4, 748 and 853 calls/s against 945 and 1,028). */
-unsigned td_spares_per_tool = 2;
+unsigned td_spares_per_tool = 0;
 
 struct spare {
     LIST_ENTRY(spare) link;

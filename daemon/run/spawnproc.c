@@ -168,8 +168,10 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     }
     for (char *const *e = s->envp; *e; e++) {
         size_t l = strlen(*e) + 1;
-        if (n + l > room || (args && ++strings > TD_SPARE_INIT_STRINGS))
-            return 0; /* more than a spare takes: started afresh */
+        if (n + l > room || (args && ++strings > TD_SPARE_INIT_STRINGS)) {
+            explicit_bzero(env, n); /* what was copied of it: as below */
+            return 0;               /* more than a spare takes: started afresh */
+        }
         memcpy(env + n, *e, l);
         n += l;
     }
@@ -180,6 +182,9 @@ static pid_t take_spare_once(struct spare *sp, const struct td_spawn *s, int *en
     ssize_t w;
     while ((w = sendmsg(sp->ctl, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
+    /* its environment may hold a credential (env_credentials): not kept
+     * here once sent, as the request it came in is not (test_mcp_server_creds) */
+    explicit_bzero(env, n);
     if (w < 0)
         return 0;
     /* Like a fresh start, the reply waits for its exec: what it hands up

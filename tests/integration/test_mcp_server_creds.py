@@ -68,7 +68,10 @@ class Cases:
              with_creds("gone", {"GONE_KEY": "gone_api"}),
              with_creds("never", {"API_KEY": "never_there"})],
             ["--credentials-dir", cls.creddir, "--audit-file", cls.audit,
-             "--log-level", "debug"])
+             "--log-level", "debug",
+             # spares on: a call a spare takes gets its environment through
+             # the spawner too, and must leave no copy there either
+             "--spares", "2"])
         cls.c = cls.d.client()
         wait_listed(cls.c, "keyed.has_env")
         wait_listed(cls.c, "gone.has_env")
