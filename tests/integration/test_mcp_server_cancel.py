@@ -37,17 +37,15 @@ def notes(path):
 
 
 class Cancel:
-    """Against the daemon cls.make makes (harness.Daemon or NobodyDaemon)."""
+    """Against the daemon cls.daemon makes (harness.root_and_unprivileged)."""
 
     def start(self, **fields):
         self.token = harness.new_token("mcpcancel")
-        d = self.make(start=False)
+        d = self.daemon(start=False)
         self.cancels = os.path.join(d.shared_dir("cancel"), "notes")
         open(self.cancels, "w").close()
         os.chmod(self.cancels, 0o666)  # each call may be a uid of its own
         d.add_tool(odd(self.token, self.cancels, **fields))
-        if self.make is harness.NobodyDaemon:
-            harness.give_work_dir(d)
         self.d = harness.started(d)
         self.addCleanup(self.d.stop)
         self.c = self.d.client()
@@ -104,12 +102,7 @@ class Cancel:
         self.assertEqual(notes(self.cancels), [])
 
 
-class RootDaemon(Cancel, unittest.TestCase):
-    make = harness.Daemon
-
-
-class UnprivilegedDaemon(Cancel, unittest.TestCase):
-    make = harness.NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Cancel)
 
 
 if __name__ == "__main__":

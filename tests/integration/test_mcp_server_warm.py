@@ -213,12 +213,7 @@ class Warm:
         self.assertEqual(done["result"], text_ok("1"))
 
 
-class RootDaemon(Warm, unittest.TestCase):
-    daemon = harness.Daemon
-
-
-class UnprivilegedDaemon(Warm, unittest.TestCase):
-    daemon = staticmethod(harness.nobody_daemon)
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Warm)
 
 
 class Reload(unittest.TestCase):
