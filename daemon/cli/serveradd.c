@@ -348,13 +348,8 @@ static int install(struct add *a)
                     "--no-audit",    "--no-fund",
                     "--omit=dev",    a->scripts ? "--ignore-scripts=false" : "--ignore-scripts",
                     (char *)a->spec, NULL};
-    int rc = cli_add_run(argv);
-    if (rc != 0) {
-        if (rc > 0)
-            cli_err("mcp-add: npm install of '%s' into %s failed (status %d)", a->spec, a->root,
-                    rc);
+    if (cli_add_install(argv, NULL, "npm install of '%s' into %s", a->spec, a->root) < 0)
         return CLI_EXIT_ERROR;
-    }
     char *pkgname = package_name(a), *bin = pkgname ? package_bin(a, pkgname) : NULL;
     char *node = find_node(a->node);
     json_t *def = NULL;
@@ -363,7 +358,7 @@ static int install(struct add *a)
                 a->node ? a->node : "");
     if (bin && node)
         def = definition(a, json_pack("[s,s]", node, bin), node);
-    rc = written(a, def);
+    int rc = written(a, def);
     free(pkgname);
     free(bin);
     free(node);

@@ -14,6 +14,12 @@
  * could not be started (said). */
 int cli_add_run(char *const argv[]);
 
+/* Run an installer (npm, python -m venv, pip) as cli_add_run does: 0 when it
+ * exited 0, else -1, said as "mcp-add: WHAT failed (status N[; HINT])" with
+ * WHAT from fmt (not said again when it could not be started). */
+int cli_add_install(char *const argv[], const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Run argv (a path) and keep what it wrote on its stdout (at most len - 1
  * bytes, NUL-ended): 0 when it exited 0, else -1 (said when not started). */
 int cli_add_capture(char *const argv[], char *out, size_t len);

@@ -96,26 +96,16 @@ json_t *cli_add_pypi(const struct cli_add_pypi *p, char **interp)
     if (access(py, X_OK) < 0) {
         const char *python = p->python ? p->python : "/usr/bin/python3";
         char *argv[] = {(char *)python, "-m", "venv", (char *)p->root, NULL};
-        int rc = cli_add_run(argv);
-        if (rc != 0) {
-            if (rc > 0)
-                cli_err("mcp-add: %s -m venv %s failed (status %d; Debian: apt-get install "
-                        "python3-venv)",
-                        python, p->root, rc);
+        if (cli_add_install(argv, "Debian: apt-get install python3-venv", "%s -m venv %s", python,
+                            p->root) < 0)
             return NULL;
-        }
     }
     unlink(report);
     char *argv[] = {pip,          "install",       "--disable-pip-version-check",
                     "--no-input", "--report",      report,
                     "--",         (char *)p->spec, NULL};
-    int rc = cli_add_run(argv);
-    if (rc != 0) {
-        if (rc > 0)
-            cli_err("mcp-add: pip install of '%s' into %s failed (status %d)", p->spec, p->root,
-                    rc);
+    if (cli_add_install(argv, NULL, "pip install of '%s' into %s", p->spec, p->root) < 0)
         return NULL;
-    }
     json_t *cmd = NULL;
     if (p->module) {
         cmd = json_pack("[s,s,s]", py, "-m", p->module);

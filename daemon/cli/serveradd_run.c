@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -29,6 +30,20 @@ int cli_add_run(char *const argv[])
         if (errno != EINTR)
             return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int cli_add_install(char *const argv[], const char *hint, const char *fmt, ...)
+{
+    int rc = cli_add_run(argv);
+    if (rc > 0) {
+        char what[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        cli_err("mcp-add: %s failed (status %d%s%s)", what, rc, hint ? "; " : "", hint ? hint : "");
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 /* What argv wrote on its stdout (at most len - 1 bytes, NUL-ended): 0 when

@@ -33,9 +33,9 @@
  *     running process costs ~45 us alone and ~85 us with four forking
  *     neighbours (cgroup.procs takes a lock that every fork on the host
  *     shares). Where clone3() cannot do it (an old kernel, or no wrapper
- *     for this architecture below), the child writes "0" to the cgroup's
- *     cgroup.procs, a descriptor the daemon opened, whose credentials are
- *     what the kernel checks.
+ *     for this architecture in sandbox_clone.c), the child writes "0" to
+ *     the cgroup's cgroup.procs, a descriptor the daemon opened, whose
+ *     credentials are what the kernel checks.
  *  2. setsid(): the worker leads a session of its own, without a controlling
  *     terminal: a worker of a daemon started in a terminal cannot open
  *     /dev/tty and push keystrokes into the operator's shell (TIOCSTI). The
@@ -170,7 +170,6 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
-#include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -195,6 +194,7 @@
 #include "rawsys.h"
 #include "report.h"
 #include "sandbox.h"
+#include "sandbox_clone.h"
 #include "sandbox_mounts.h"
 #include "toolexec.h"
 
@@ -378,8 +378,9 @@ static char *const *spare_take(const struct td_spawn *s)
 }
 
 /* Runs in the child, on its own stack but in the parent's memory (see the
- * clone() below): it may only make system calls and touch its own locals.
- * A spare runs it in a copy of the memory instead (td_sandbox_prepare). */
+ * top and sandbox_clone.c): it may only make system calls and touch its own
+ * locals. A spare runs it in a copy of the memory instead
+ * (td_sandbox_prepare). */
 static int child(void *arg)
 {
     const struct child_args *a = arg;
@@ -464,73 +465,6 @@ static int child(void *arg)
     return 127; /* not reached */
 }
 
-/* The child's stack while it shares our memory. One is enough: only the
- * loop thread spawns, and CLONE_VFORK suspends it until the child has
- * exec'd or exited. The daemon's other threads (libuv's pool) run on
- * meanwhile, in the memory the child shares: hence no lock, no malloc and
- * no glibc call that signals every thread (the setuid family) in it. */
-static char child_stack[64 * 1024] __attribute__((aligned(16)));
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TD_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define TD_ASAN 1
-#endif
-#ifdef TD_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
-/* Before each child on child_stack: under AddressSanitizer the last child,
- * which shared our memory, exec'd without unwinding, so the shadow still
- * marks its frames' redzones, and the next child's frames tripped on them
- * (a stack-buffer-underflow in te_sig_default at the second call). */
-static void child_stack_fresh(void)
-{
-#ifdef TD_ASAN
-    ASAN_UNPOISON_MEMORY_REGION(child_stack, sizeof(child_stack));
-#endif
-}
-
-#if defined(__x86_64__)
-/* clone3() running fn(arg) on a stack of its own, as clone() does: libc
- * has no wrapper for it. The child calls fn and leaves with exit_group()
- * right there, never returning into our frame (it shares our memory). */
-static long clone3_run(struct clone_args *ca, int (*fn)(void *), void *arg)
-{
-    register long rax __asm__("rax") = SYS_clone3;
-    register long rdi __asm__("rdi") = (long)ca;
-    register long rsi __asm__("rsi") = sizeof(*ca);
-    register long r12 __asm__("r12") = (long)fn;
-    register long r13 __asm__("r13") = (long)arg;
-    __asm__ volatile("syscall\n"
-                     "test %%rax, %%rax\n"
-                     "jnz 1f\n"
-                     "xor %%ebp, %%ebp\n"
-                     "mov %%r13, %%rdi\n"
-                     "call *%%r12\n"
-                     "mov %%eax, %%edi\n"
-                     "mov $231, %%eax\n" /* SYS_exit_group */
-                     "syscall\n"
-                     "hlt\n"
-                     "1:\n"
-                     : "+r"(rax)
-                     : "r"(rdi), "r"(rsi), "r"(r12), "r"(r13)
-                     : "rcx", "r11", "memory");
-    return rax;
-}
-static bool clone3_works = true;
-#else
-static long clone3_run(struct clone_args *ca, int (*fn)(void *), void *arg)
-{
-    (void)ca, (void)fn, (void)arg;
-    return -ENOSYS;
-}
-static bool clone3_works = false;
-#endif
-
 struct start {
     struct child_args *args;
     int flags, cgroup_dir, cgroup_procs;
@@ -538,40 +472,15 @@ struct start {
 
 /* Start child(args) with our memory and these flags; born in the cgroup
  * cgroup_dir (>= 0) if the kernel can, else args->join says the child must
- * move itself. The pid, or -1 with errno set. */
+ * move itself (sandbox_clone.c). The pid, or -1 with errno set. */
 static pid_t start_here(void *arg)
 {
-    struct child_args *args = ((struct start *)arg)->args;
-    int flags = ((struct start *)arg)->flags;
-    int cgroup_dir = ((struct start *)arg)->cgroup_dir;
-    int cgroup_procs = ((struct start *)arg)->cgroup_procs;
+    struct start *st = arg;
     /* a call: our memory, and we wait until it has exec'd; a spare: a copy
      * of it (it lives on), and we go on at once */
-    int share = args->spare ? 0 : CLONE_VM | CLONE_VFORK;
-    args->join = cgroup_procs;
-    child_stack_fresh();
-    if (cgroup_dir >= 0 && clone3_works) {
-        struct clone_args ca = {
-            .flags = (uint64_t)(share | CLONE_INTO_CGROUP | flags),
-            .exit_signal = SIGCHLD,
-            .stack = (uint64_t)(uintptr_t)child_stack,
-            .stack_size = sizeof(child_stack),
-            .cgroup = (uint64_t)cgroup_dir,
-        };
-        args->join = -1;
-        long r = clone3_run(&ca, child, args);
-        if (r >= 0)
-            return (pid_t)r;
-        /* before Linux 5.7: no clone3 (ENOSYS) or no CLONE_INTO_CGROUP
-         * (E2BIG, EINVAL); from then on, clone() and a move */
-        if (r != -ENOSYS && r != -E2BIG && r != -EINVAL) {
-            errno = (int)-r;
-            return -1;
-        }
-        clone3_works = false;
-        args->join = cgroup_procs;
-    }
-    return clone(child, child_stack + sizeof(child_stack), share | SIGCHLD | flags, args);
+    int share = st->args->spare ? 0 : CLONE_VM | CLONE_VFORK;
+    return td_sandbox_clone(child, st->args, share | st->flags, st->cgroup_dir, st->cgroup_procs,
+                            &st->args->join);
 }
 
 /* start_here(), from this thread if its bounding set is what the child
@@ -787,10 +696,9 @@ static int probe_child(void *arg)
 
 int td_sandbox_probe(int ns_flags)
 {
-    child_stack_fresh();
-    pid_t pid = clone(probe_child, child_stack + sizeof(child_stack),
-                      CLONE_VM | CLONE_VFORK | SIGCHLD | ns_flags,
-                      (ns_flags & CLONE_NEWNS) ? child_stack : NULL);
+    int join;
+    pid_t pid = td_sandbox_clone(probe_child, (void *)(intptr_t)(ns_flags & CLONE_NEWNS),
+                                 CLONE_VM | CLONE_VFORK | ns_flags, -1, -1, &join);
     if (pid < 0)
         return -errno;
     int status;

@@ -81,7 +81,7 @@ struct td_sysnotify {
     /* routed (a template's listener) */
     td_sysnotify_route_fn route;
     void *ctx;
-    char *label;           /* for the log: "tool NAME" */
+    char *label;           /* for the log: "tool NAME", "MCP server NAME" */
     struct td_denials own; /* the template's own denials, logged */
     struct held held[HOLD_MAX];
     int nheld;

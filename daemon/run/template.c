@@ -39,6 +39,7 @@
 #include "fsview.h"
 #include "identity.h"
 #include "log.h"
+#include "mcppy.h"
 #include "reaper.h"
 #include "registry.h"
 #include "sandbox.h"
@@ -46,6 +47,17 @@
 #include "template.h"
 #include "template_int.h"
 #include "warmid.h"
+
+const char *td_warm_key(const struct td_tool *t)
+{
+    const char *k = td_mcppy_template_key(t);
+    return k ? k : t->name;
+}
+
+const char *td_warm_kind(const struct td_tool *t)
+{
+    return td_mcppy_template_key(t) ? "MCP server" : "tool";
+}
 
 #define START_MS 10000     /* from spawn to "ready" */
 #define FORK_MS 2000       /* from a fork request to its answer */
@@ -210,8 +222,8 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             uv_timer_stop(&in->timer);
             if (in->owner)
                 in->owner->failures = in->owner->said_out = in->owner->said_stop = 0;
-            td_log(TD_LOG_INFO, "tool %s: warm template ready (pid %d)", in->tool->name,
-                   (int)in->tpid);
+            td_log(TD_LOG_INFO, "%s %s: warm template ready (pid %d)", td_warm_kind(in->tool),
+                   td_warm_key(in->tool), (int)in->tpid);
         }
         if (fd >= 0)
             close(fd);
@@ -231,8 +243,8 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
                 snprintf(why, whylen, "\"map\" for a process not its call's PID 1");
                 ok = false;
             } else if (rc < 0) {
-                td_log(TD_LOG_WARN, "tool %s: no uid for a warm call: %s", in->tool->name,
-                       strerror(-rc));
+                td_log(TD_LOG_WARN, "%s %s: no uid for a warm call: %s", td_warm_kind(in->tool),
+                       td_warm_key(in->tool), strerror(-rc));
             }
         }
     } else if ((v = json_object_get(m, "forked")) || (v = json_object_get(m, "fork_failed")) ||
@@ -273,7 +285,7 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             const char *e = json_string_value(json_object_get(v, "error"));
             char text[256];
             snprintf(text, sizeof(text), "the warm template could not fork: %s", e ? e : "?");
-            td_log(TD_LOG_WARN, "tool %s: %s", in->tool->name, text);
+            td_log(TD_LOG_WARN, "%s %s: %s", td_warm_kind(in->tool), td_warm_key(in->tool), text);
             c->forked = true;
             call_exit(c, W_EXITCODE(127, 0), NULL, text);
             td_inst_arm_fork_timer(in);
@@ -384,8 +396,8 @@ static void on_out(uv_poll_t *p, int status, int events)
      * tool's text, not the daemon's */
     uint32_t h = said(ctl_buf, k);
     td_log(in->owner && in->owner->said_out == h ? TD_LOG_DEBUG : TD_LOG_INFO,
-           "tool %s: warm template: %s: %.*s", in->tool->name, p == in->outp ? "stdout" : "stderr",
-           (int)k, ctl_buf);
+           "%s %s: warm template: %s: %.*s", td_warm_kind(in->tool), td_warm_key(in->tool),
+           p == in->outp ? "stdout" : "stderr", (int)k, ctl_buf);
     if (in->owner)
         in->owner->said_out = h;
 }
@@ -437,8 +449,8 @@ static void on_inst_exit(void *data, int status, const struct rusage *ru)
         status = rep.status;
     bool retired = !in->owner || in->state == I_RETIRING;
     if (rep.failed) {
-        td_log(TD_LOG_WARN, "tool %s: warm template could not start: %s: %s", in->tool->name,
-               rep.step, strerror(rep.err));
+        td_log(TD_LOG_WARN, "%s %s: warm template could not start: %s: %s", td_warm_kind(in->tool),
+               td_warm_key(in->tool), rep.step, strerror(rep.err));
     }
     char why[64];
     if (WIFSIGNALED(status))
@@ -476,7 +488,8 @@ void td_inst_stop(struct inst *in, const char *why)
     if (why) {
         uint32_t h = said(why, strlen(why));
         td_log(w && w->said_stop == h ? TD_LOG_DEBUG : TD_LOG_WARN,
-               "tool %s: warm template %s; restarting it%s", in->tool->name, why,
+               "%s %s: warm template %s; restarting it%s", td_warm_kind(in->tool),
+               td_warm_key(in->tool), why,
                w && w->said_stop != h ? " (said once until it is ready)" : "");
         if (w)
             w->said_stop = h;
@@ -614,7 +627,7 @@ void td_warm_start(struct warm *w)
     in->ns = td_pidns_of(in->pid);
     if (ch.handed[TD_HAND_SECCOMP] >= 0) {
         char label[300];
-        snprintf(label, sizeof(label), "tool %s", in->tool->name);
+        snprintf(label, sizeof(label), "%s %s", td_warm_kind(in->tool), td_warm_key(in->tool));
         in->sysn =
             td_sysnotify_start_routed(ch.handed[TD_HAND_SECCOMP], td_inst_route_denial, in, label);
     }
@@ -656,11 +669,12 @@ void td_warm_start(struct warm *w)
                           NULL, 0);
     if (rc < 0)
         td_inst_stop(in, "would not take its first frame");
-    td_log(TD_LOG_DEBUG, "tool %s: warm template started (pid %d)", in->tool->name, (int)in->pid);
+    td_log(TD_LOG_DEBUG, "%s %s: warm template started (pid %d)", td_warm_kind(in->tool),
+           td_warm_key(in->tool), (int)in->pid);
     return;
 fail:
-    td_log(TD_LOG_WARN, "tool %s: cannot start its warm template: %s: %s", w->tool->name, what,
-           strerror(err));
+    td_log(TD_LOG_WARN, "%s %s: cannot start its warm template: %s: %s", td_warm_kind(w->tool),
+           w->name, what, strerror(err));
     if (in->uid != (uid_t)-1)
         td_identity_give(in->uid);
     in->uid = (uid_t)-1;

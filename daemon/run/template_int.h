@@ -106,6 +106,13 @@ struct warm {
 };
 
 /* template.c */
+/* The template t's calls are forks of, by its key: its server's name for a
+ * tool of a warm MCP server (all the server's tools share it), else its
+ * own. */
+const char *td_warm_key(const struct td_tool *t);
+/* What the log calls the template of t, named by its key: "MCP server" or
+ * "tool". */
+const char *td_warm_kind(const struct td_tool *t);
 /* A fresh template for w (none while one runs, or at shutdown); on a
  * failure, w backs off. */
 void td_warm_start(struct warm *w);

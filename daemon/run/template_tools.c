@@ -99,20 +99,12 @@ static bool warm_ok(const struct td_tool *t)
     return t->warm && !warm_gap(t);
 }
 
-/* The template t's calls are forks of, by its key: its server's for a tool
- * of a warm MCP server (all the server's tools share it), else its own. */
-static const char *key_of(const struct td_tool *t)
-{
-    const char *k = td_mcppy_template_key(t);
-    return k ? k : t->name;
-}
-
 /* The tool of td_tools a template keyed k is started from: the first by
  * name of those it serves. NULL: none. */
 static struct td_tool *tool_for(const char *k)
 {
     for (size_t i = 0; i < td_tools->n; i++)
-        if (warm_ok(td_tools->tools[i]) && strcmp(key_of(td_tools->tools[i]), k) == 0)
+        if (warm_ok(td_tools->tools[i]) && strcmp(td_warm_key(td_tools->tools[i]), k) == 0)
             return td_tools->tools[i];
     return NULL;
 }
@@ -123,8 +115,9 @@ static struct td_tool *tool_for(const char *k)
  * has replaced, as a warm tool's own template serves neither. */
 static bool serves(const struct inst *in, const struct td_tool *t)
 {
-    return in->tool == t || (!t->parent && td_registry_find(td_tools, t->name) == t &&
-                             strcmp(key_of(in->tool), key_of(t)) == 0 && same_def(in->tool, t));
+    return in->tool == t ||
+           (!t->parent && td_registry_find(td_tools, t->name) == t &&
+            strcmp(td_warm_key(in->tool), td_warm_key(t)) == 0 && same_def(in->tool, t));
 }
 
 void td_template_sync(void)
@@ -166,7 +159,7 @@ void td_template_sync(void)
         if (t) { /* changed: a fresh one from the new definition */
             w->tool = td_tool_ref(t);
             td_log(TD_LOG_INFO, "%s %s: definition changed; its warm template is replaced",
-                   strcmp(w->name, t->name) ? "MCP server" : "tool", w->name);
+                   td_warm_kind(t), w->name);
             uv_timer_stop(&w->backoff);
             w->backoff_running = false;
             w->failures = 0;
@@ -181,12 +174,12 @@ void td_template_sync(void)
         if (!warm_ok(t))
             continue;
         SLIST_FOREACH(w, &all, link)
-            if (strcmp(w->name, key_of(t)) == 0)
+            if (strcmp(w->name, td_warm_key(t)) == 0)
                 break;
         if (w)
             continue;
         w = calloc(1, sizeof(*w));
-        if (!w || !(w->name = strdup(key_of(t)))) {
+        if (!w || !(w->name = strdup(td_warm_key(t)))) {
             free(w);
             continue;
         }
@@ -240,7 +233,7 @@ struct td_warm_call *td_template_call(struct td_tool *t, const char *call_id, co
                                       bool newnet, int fds[4], const struct td_warm_ops *ops,
                                       void *data, char **dir)
 {
-    struct warm *w = find_warm(key_of(t));
+    struct warm *w = find_warm(td_warm_key(t));
     struct inst *in = w ? w->cur : NULL;
     struct td_warm_call *c = NULL;
     *dir = NULL;
@@ -360,7 +353,7 @@ const char *td_template_state(const char *tool)
     const struct td_tool *t = td_tools ? td_registry_find(td_tools, tool) : NULL;
     if (t && !t->warm)
         return NULL;
-    struct warm *w = find_warm(t ? key_of(t) : tool);
+    struct warm *w = find_warm(t ? td_warm_key(t) : tool);
     return !w ? NULL : !w->cur ? "down" : w->cur->state == I_STARTING ? "starting" : "ready";
 }
 

@@ -271,11 +271,12 @@ static bool signal_tool(struct td_worker *w, int sig)
 
 /* The bridge told of its cancel has not ended: it is killed as any tool
  * (a cancelled call's whole group, a timed-out one's tool). The bridge
- * waits at most half this for its server's answer. */
+ * waits at most half this for its server's answer, so this is a bridge
+ * that did not give up as it should: said at info. */
 static void on_grace_over(uv_timer_t *t)
 {
     struct td_worker *w = t->data;
-    td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id,
+    td_logc(TD_LOG_INFO, w->batch_id, w->call_id,
             "its MCP bridge had not ended %d ms after it was told; killed", MCP_CANCEL_GRACE_MS);
     if (w->cancelled || !signal_tool(w, SIGKILL))
         td_worker_kill_group(w);

@@ -174,12 +174,44 @@ def syscall_names(done):
     return sorted(e["name"] for e in done.get("denied", []) if e["kind"] == "syscall")
 
 
-def nobody_daemon(tools, args=(), env=None):
-    """A started NobodyDaemon: the unprivileged daemon of the tests that run
-    against both, its socket directory and work directory given to it."""
+def nobody_daemon(tools=(), args=(), env=None, start=True):
+    """A NobodyDaemon, started unless start is false: the unprivileged
+    daemon of the tests that run against both, its socket directory and
+    work directory given to it."""
     d = NobodyDaemon(tools=tools, args=args, env=env, start=False)
     give_work_dir(d)
-    return started(d)
+    return started(d) if start else d
+
+
+def root_and_unprivileged(cases, root=None, unprivileged=None, needs_root=False):
+    """The test methods of the class cases run against a root daemon and an
+    unprivileged one: the classes RootDaemon and UnprivilegedDaemon, which
+    the test module binds under those names
+
+        RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Cases)
+
+    so that unittest finds them and names their tests as it did the pair
+    written by hand (RootDaemon.test_x, UnprivilegedDaemon.test_x). cases
+    makes its daemons with cls.daemon(tools=(), args=(), env=None,
+    start=True) (Daemon, nobody_daemon) or from cls.DAEMON (Daemon,
+    NobodyDaemon); root and unprivileged: more attributes of either class.
+    The unprivileged one is skipped unless the tests run as root with
+    setpriv (to drop the daemon to nobody), the root one too with
+    needs_root (it asks for a daemon run as root)."""
+    module = sys._getframe(1).f_globals["__name__"]
+    made = []
+    for name, daemon, cls, more in (("RootDaemon", Daemon, Daemon, root),
+                                    ("UnprivilegedDaemon", nobody_daemon, NobodyDaemon,
+                                     unprivileged)):
+        attrs = {"__module__": module, "__qualname__": name, "DAEMON": cls,
+                 "daemon": staticmethod(daemon)}
+        attrs.update(more or {})
+        made.append(type(name, (cases, unittest.TestCase), attrs))
+    made[1] = unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                                  "needs root (to drop to nobody) and setpriv")(made[1])
+    if needs_root:
+        made[0] = unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")(made[0])
+    return tuple(made)
 
 
 def daemon_own_lines(text):

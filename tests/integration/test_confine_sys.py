@@ -14,7 +14,6 @@ what tells the filter's refusal from the kernel's."""
 
 import os
 import pwd
-import shutil
 import signal
 import sys
 import time
@@ -72,9 +71,6 @@ TOOLS = [
     {"name": "py_hostile", "description": "python ctypes", "schema": {"type": "object"},
      "command": [PYTHON, "-c", PY_HOSTILE], "protocol": "plain"},
 ]
-
-
-NobodyDaemon = harness.NobodyDaemon
 
 
 def cpu_ticks(pid):
@@ -237,15 +233,7 @@ class Checks:
                             lat[10] * 1000, lat[-1] * 1000, base[10] * 1000, base[-1] * 1000))
 
 
-@unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
-class RootDaemon(Checks, unittest.TestCase):
-    pass
-
-
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
-                     "needs root (to drop to nobody) and setpriv")
-class UnprivilegedDaemon(Checks, unittest.TestCase):
-    DAEMON = NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Checks, needs_root=True)
 
 
 class Load(unittest.TestCase):

@@ -19,9 +19,6 @@ import harness
 from harness import Daemon, worker_tool
 
 
-NobodyDaemon = harness.NobodyDaemon
-
-
 TOOLS = [worker_tool("offline", "hostile", network=False),
          worker_tool("online", "hostile", network=True)]
 
@@ -93,15 +90,7 @@ class Checks:
         self.assertEqual(self.ok_of(res)["socketpair"], "ok")
 
 
-@unittest.skipUnless(os.geteuid() == 0, "needs root (a root daemon)")
-class RootDaemon(Checks, unittest.TestCase):
-    pass
-
-
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
-                     "needs root (to drop to nobody) and setpriv")
-class UnprivilegedDaemon(Checks, unittest.TestCase):
-    DAEMON = NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Checks, needs_root=True)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def call(d, name, args):
 
 class Tarball:
     def test_installed_and_called(self):
-        d = self.make()
+        d = self.daemon(start=False)
         try:
             prefix = prefix_for(d)
             node, more = NODE, []
@@ -107,29 +107,15 @@ class Tarball:
             self.assertIn(root, definition["filesystem"]["read"])
             if self.OWN_NODE:
                 self.assertIn(os.path.dirname(node), definition["filesystem"]["read"])
-            harness.started(d) if isinstance(d, harness.NobodyDaemon) else d.start()
+            harness.started(d)
             r = call(d, "tiny.hello", {"who": "you"})
             self.assertEqual(json.loads(r["ok"]["content"][0]["text"]), {"hello": "you", "from": server, "node": NODE})
         finally:
             d.stop()
 
 
-class RootDaemon(Tarball, unittest.TestCase):
-    OWN_NODE = False
-
-    @staticmethod
-    def make():
-        return harness.Daemon(start=False)
-
-
-class UnprivilegedDaemon(Tarball, unittest.TestCase):
-    OWN_NODE = True
-
-    @staticmethod
-    def make():
-        d = harness.NobodyDaemon(start=False)
-        harness.give_work_dir(d)
-        return d
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(
+    Tarball, root={"OWN_NODE": False}, unprivileged={"OWN_NODE": True})
 
 
 class Refused(unittest.TestCase):

@@ -55,7 +55,7 @@ def pip_add(*args):
 
 class Wheel:
     def test_installed_and_called(self):
-        d = self.make()
+        d = self.daemon(start=False)
         try:
             prefix = prefix_for(d)
             p = pip_add("tinypy", "--pypi", WHEEL, "--prefix", prefix, "--dir", d.tools_dir,
@@ -87,18 +87,7 @@ class Wheel:
             d.stop()
 
 
-class RootDaemon(Wheel, unittest.TestCase):
-    @staticmethod
-    def make():
-        return harness.Daemon(start=False)
-
-
-class UnprivilegedDaemon(Wheel, unittest.TestCase):
-    @staticmethod
-    def make():
-        d = harness.NobodyDaemon(start=False)
-        harness.give_work_dir(d)
-        return d
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Wheel)
 
 
 class Refused(unittest.TestCase):

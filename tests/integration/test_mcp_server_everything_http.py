@@ -87,12 +87,7 @@ class Everything:
             d.stop()
 
 
-class RootDaemon(Everything, unittest.TestCase):
-    daemon = harness.Daemon
-
-
-class UnprivilegedDaemon(Everything, unittest.TestCase):
-    daemon = staticmethod(harness.nobody_daemon)
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Everything)
 
 
 if __name__ == "__main__":

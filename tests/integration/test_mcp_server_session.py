@@ -191,12 +191,7 @@ class Session:
         harness.assert_token_gone(self.token)
 
 
-class RootDaemon(Session, unittest.TestCase):
-    daemon = harness.Daemon
-
-
-class UnprivilegedDaemon(Session, unittest.TestCase):
-    daemon = staticmethod(harness.nobody_daemon)
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Session)
 
 
 class Ceiling(unittest.TestCase):

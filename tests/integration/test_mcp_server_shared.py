@@ -164,12 +164,7 @@ def d_stats_servers(d):
     return d.stats()["mcp_instances"]["servers"]
 
 
-class RootDaemon(Shared, unittest.TestCase):
-    daemon = harness.Daemon
-
-
-class UnprivilegedDaemon(Shared, unittest.TestCase):
-    daemon = staticmethod(harness.nobody_daemon)
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Shared)
 
 
 class Check(unittest.TestCase):

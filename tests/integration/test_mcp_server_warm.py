@@ -128,6 +128,11 @@ class Warm:
     def test_one_template_for_all_tools(self):
         pid = harness.wait_template(self.d, "py")["pid"]
         self.assertEqual(sorted(self.d.stats()["templates"]), ["py"])
+        # the log names the template by its server, not by the tool it was
+        # started from (said before stats shows it ready)
+        log = self.d.stderr()
+        self.assertIn("MCP server py: warm template ready", log)
+        self.assertNotRegex(log, r"tool py\.\w+: warm template")
         served = self.d.stats()["templates"]["py"]["children"]
         # each call a fork of the one template, calling the tool it names
         # (by its alias for the LLM APIs too: the request names the tool)
@@ -213,12 +218,7 @@ class Warm:
         self.assertEqual(done["result"], text_ok("1"))
 
 
-class RootDaemon(Warm, unittest.TestCase):
-    daemon = harness.Daemon
-
-
-class UnprivilegedDaemon(Warm, unittest.TestCase):
-    daemon = staticmethod(harness.nobody_daemon)
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Warm)
 
 
 class Reload(unittest.TestCase):

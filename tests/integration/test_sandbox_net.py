@@ -230,14 +230,7 @@ class DaemonCases(HostServer):
                 self.assertNotIn("denied", done)
 
 
-class RootDaemon(DaemonCases, unittest.TestCase):
-    pass
-
-
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
-                     "needs root (to start the daemon as nobody) and setpriv")
-class UnprivilegedDaemon(DaemonCases, unittest.TestCase):
-    DAEMON = harness.NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(DaemonCases)
 
 
 if __name__ == "__main__":

@@ -205,14 +205,7 @@ class Checks:
         self.assertEqual(ev["denied"], done["denied"], ev)
 
 
-class RootDaemon(Checks, unittest.TestCase):
-    pass
-
-
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
-                     "needs root (to drop to nobody) and setpriv")
-class UnprivilegedDaemon(Checks, unittest.TestCase):
-    DAEMON = harness.NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Checks)
 
 
 if __name__ == "__main__":

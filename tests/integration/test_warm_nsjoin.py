@@ -18,7 +18,6 @@ daemon and an unprivileged one.
 """
 
 import os
-import shutil
 import unittest
 
 import harness
@@ -88,14 +87,7 @@ class Checks:
         self.assertEqual(syscall_names(done), ["setns", "unshare"], done)
 
 
-class RootDaemon(Checks, unittest.TestCase):
-    pass
-
-
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
-                     "needs root (to drop to nobody) and setpriv")
-class UnprivilegedDaemon(Checks, unittest.TestCase):
-    DAEMON = harness.NobodyDaemon
+RootDaemon, UnprivilegedDaemon = harness.root_and_unprivileged(Checks)
 
 
 if __name__ == "__main__":

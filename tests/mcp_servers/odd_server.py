@@ -23,7 +23,9 @@ With an argument "cancels=FILE" it has one tool more, linger, which never
 answers but leaves the server reading (its call is a line "linger
 REQUESTID" appended to FILE), and each notifications/cancelled it
 reads a line "REQUESTID REASON" (which must exist,
-writable by the calls' users), and a ping after it is answered."""
+writable by the calls' users), and a ping after it is answered; a call of
+hang is a line "hang REQUESTID" there before it sleeps (and reads no
+more)."""
 import hashlib
 import json
 import os
@@ -260,6 +262,10 @@ def main():
             p = msg.get("params", {})
             with open(CANCELS, "a") as f:
                 f.write("%s %s\n" % (p.get("requestId"), p.get("reason")))
+        elif method == "tools/call" and CANCELS and msg["params"]["name"] == "hang":
+            with open(CANCELS, "a") as f:  # said, then not another line read
+                f.write("hang %s\n" % mid)
+            time.sleep(100000)
         elif method == "tools/call" and CANCELS and msg["params"]["name"] == "linger":
             with open(CANCELS, "a") as f:  # no answer: the call waits for its end
                 f.write("linger %s\n" % mid)
