@@ -207,9 +207,21 @@ static int silent(enum libbpf_print_level l, const char *f, va_list ap)
     return 0;
 }
 
-int td_fswatch_start(void)
+/* Its calls' table sized for calls uids (0: the object's, a daemon's
+ * TD_FSW_CALLS_MAX): a hash map's elements are all allocated and zeroed
+ * at its creation, 1.2 MB for a daemon's, which a one-shot run with one
+ * uid paid for (0.4 ms of its CPU). */
+static int load(struct bpf_object *o, unsigned calls)
+{
+    struct bpf_map *m = bpf_object__find_map_by_name(o, "calls");
+    int rc = calls && m ? bpf_map__set_max_entries(m, calls) : 0;
+    return rc < 0 ? rc : bpf_object__load(o);
+}
+
+int td_fswatch_start(unsigned calls)
 {
 #if !defined(__x86_64__)
+    (void)calls;
     td_log(TD_LOG_INFO, "file-system refusals are not reported: only on x86-64");
     return -ENOTSUP;
 #else
@@ -226,14 +238,14 @@ int td_fswatch_start(void)
         goto fail;
     }
     what = "load";
-    if (bpf_object__load(obj) < 0) { /* no bpf_loop (before Linux 5.17)? */
+    if (load(obj, calls) < 0) { /* no bpf_loop (before Linux 5.17)? */
         bpf_object__close(obj);
         obj = bpf_object__open_mem(td_fswatch_obj_noloop, sizeof(td_fswatch_obj_noloop), NULL);
         if (!obj) {
             err = errno;
             goto fail;
         }
-        if ((err = -bpf_object__load(obj)) > 0)
+        if ((err = -load(obj, calls)) > 0)
             goto fail;
     }
     what = "attach";
@@ -314,8 +326,9 @@ void td_fswatch_unwatch(uid_t uid)
 }
 
 #else
-int td_fswatch_start(void)
+int td_fswatch_start(unsigned calls)
 {
+    (void)calls;
     td_log(TD_LOG_INFO, "file-system refusals are not reported: built without libbpf");
     return -ENOTSUP;
 }

@@ -447,7 +447,7 @@ int td_sandboxrun_main(int argc, char **argv)
         goto out;
     /* as root, its file-system refusals (fswatch.h), by the uid it runs as
      * (the --user's: only in our descendants) */
-    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
+    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start(1) == 0)
         td_fswatch_watch(t->uid);
     td_learndef_refusals_seen = td_fswatch_active();
     if (t->learn_refused && !td_fswatch_active())
