@@ -25,6 +25,12 @@ struct td_fsview;
  * -errno (said in the log at level info: a daemon without it runs as
  * before). */
 int td_fswatch_start(unsigned calls);
+/* The same in two: the program loaded and attached, and uids may be
+ * watched, on any one thread while no other uses this (it touches nothing
+ * of the loop's); then its ring served on td_loop, on the loop's thread.
+ * td_fswatch_active() is true from the first. */
+int td_fswatch_load(unsigned calls);
+int td_fswatch_serve(void);
 bool td_fswatch_active(void);
 /* Watch uid (a call's own, identity.c) from now on / no more. */
 void td_fswatch_watch(uid_t uid);
