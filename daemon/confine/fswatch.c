@@ -207,9 +207,31 @@ static int silent(enum libbpf_print_level l, const char *f, va_list ap)
     return 0;
 }
 
-int td_fswatch_start(void)
+/* Why it is off, and everything of it undone. */
+static void say_off(const char *what, int err)
+{
+    td_log(TD_LOG_INFO,
+           "file-system refusals are not reported: BPF %s: %s (a root daemon's, with "
+           "CAP_BPF and CAP_PERFMON)",
+           what, strerror(err ? err : EINVAL));
+    td_fswatch_stop();
+}
+
+/* Its calls' table sized for calls uids (0: the object's, a daemon's
+ * TD_FSW_CALLS_MAX): a hash map's elements are all allocated and zeroed
+ * at its creation, 1.2 MB for a daemon's, which a one-shot run with one
+ * uid paid for (0.4 ms of its CPU). */
+static int load(struct bpf_object *o, unsigned calls)
+{
+    struct bpf_map *m = bpf_object__find_map_by_name(o, "calls");
+    int rc = calls && m ? bpf_map__set_max_entries(m, calls) : 0;
+    return rc < 0 ? rc : bpf_object__load(o);
+}
+
+int td_fswatch_load(unsigned calls)
 {
 #if !defined(__x86_64__)
+    (void)calls;
     td_log(TD_LOG_INFO, "file-system refusals are not reported: only on x86-64");
     return -ENOTSUP;
 #else
@@ -226,14 +248,14 @@ int td_fswatch_start(void)
         goto fail;
     }
     what = "load";
-    if (bpf_object__load(obj) < 0) { /* no bpf_loop (before Linux 5.17)? */
+    if (load(obj, calls) < 0) { /* no bpf_loop (before Linux 5.17)? */
         bpf_object__close(obj);
         obj = bpf_object__open_mem(td_fswatch_obj_noloop, sizeof(td_fswatch_obj_noloop), NULL);
         if (!obj) {
             err = errno;
             goto fail;
         }
-        if ((err = -bpf_object__load(obj)) > 0)
+        if ((err = -load(obj, calls)) > 0)
             goto fail;
     }
     what = "attach";
@@ -257,22 +279,30 @@ int td_fswatch_start(void)
         err = rb ? ENOENT : errno;
         goto fail;
     }
-    if ((err = -uv_poll_init(td_loop, &ring_poll, ring_buffer__epoll_fd(rb))) > 0 ||
-        (err = -uv_poll_start(&ring_poll, UV_READABLE, on_ring)) > 0)
-        goto fail;
-    uv_unref((uv_handle_t *)&ring_poll); /* never what keeps the loop running */
-    polling = true;
     active = true;
-    td_log(TD_LOG_INFO, "file-system refusals: reported (BPF at each system call's end)");
     return 0;
 fail:
-    td_log(TD_LOG_INFO,
-           "file-system refusals are not reported: BPF %s: %s (a root daemon's, with "
-           "CAP_BPF and CAP_PERFMON)",
-           what, strerror(err ? err : EINVAL));
-    td_fswatch_stop();
+    say_off(what, err);
     return -(err ? err : EINVAL);
 #endif
+}
+
+int td_fswatch_serve(void)
+{
+    if (!active || polling)
+        return active ? 0 : -ENOTSUP;
+    int err = -uv_poll_init(td_loop, &ring_poll, ring_buffer__epoll_fd(rb));
+    if (err <= 0) {
+        polling = true;
+        err = -uv_poll_start(&ring_poll, UV_READABLE, on_ring);
+    }
+    if (err > 0) {
+        say_off("ring", err);
+        return -err;
+    }
+    uv_unref((uv_handle_t *)&ring_poll); /* never what keeps the loop running */
+    td_log(TD_LOG_INFO, "file-system refusals: reported (BPF at each system call's end)");
+    return 0;
 }
 
 void td_fswatch_watch(uid_t uid)
@@ -314,9 +344,14 @@ void td_fswatch_unwatch(uid_t uid)
 }
 
 #else
-int td_fswatch_start(void)
+int td_fswatch_load(unsigned calls)
 {
+    (void)calls;
     td_log(TD_LOG_INFO, "file-system refusals are not reported: built without libbpf");
+    return -ENOTSUP;
+}
+int td_fswatch_serve(void)
+{
     return -ENOTSUP;
 }
 void td_fswatch_watch(uid_t uid)
@@ -329,6 +364,12 @@ void td_fswatch_unwatch(uid_t uid)
 }
 static void drain(void) {}
 #endif
+
+int td_fswatch_start(unsigned calls)
+{
+    int rc = td_fswatch_load(calls);
+    return rc < 0 ? rc : td_fswatch_serve();
+}
 
 /* Is path at or beneath dir? */
 static bool beneath(const char *dir, const char *path)

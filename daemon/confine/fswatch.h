@@ -20,9 +20,17 @@
 struct td_denials;
 struct td_fsview;
 
-/* At start, on td_loop: load and attach. 0, or -errno (said in the log at
- * level info: a daemon without it runs as before). */
-int td_fswatch_start(void);
+/* At start, on td_loop: load and attach, with room for calls uids watched
+ * at once (0: a daemon's, TD_FSW_CALLS_MAX; toolexec sandbox's, 1). 0, or
+ * -errno (said in the log at level info: a daemon without it runs as
+ * before). */
+int td_fswatch_start(unsigned calls);
+/* The same in two: the program loaded and attached, and uids may be
+ * watched, on any one thread while no other uses this (it touches nothing
+ * of the loop's); then its ring served on td_loop, on the loop's thread.
+ * td_fswatch_active() is true from the first. */
+int td_fswatch_load(unsigned calls);
+int td_fswatch_serve(void);
 bool td_fswatch_active(void);
 /* Watch uid (a call's own, identity.c) from now on / no more. */
 void td_fswatch_watch(uid_t uid);

@@ -133,12 +133,12 @@
  *     user namespace of its own: the kernel gives it a full set.
  * 10. The worker's user: supplementary groups dropped, then gid, then uid
  *     (in that order: after setuid we could no longer change the others).
- *     Raw system calls, not glibc's setgroups/setgid/setuid: those make
- *     every thread of the process change its credentials too (a signal
- *     and a lock per thread), and this child shares the daemon's memory,
- *     whose threads (libuv's pool) are the daemon's, not ours; glibc's own
- *     posix_spawn makes the raw calls for the same reason. Changing
- *     credentials clears PR_SET_PDEATHSIG, so step 3 is repeated.
+ *     Raw system calls, not glibc's setgroups/setgid/setuid, which make
+ *     every thread change its credentials (a signal and a lock each), and
+ *     the daemon's threads are not ours (as glibc's posix_spawn). Changing
+ *     credentials clears PR_SET_PDEATHSIG, so step 3 is repeated. A gate
+ *     (td_spawn.gate) is waited for first: what the user does is what
+ *     toolexec sandbox's file-system refusal watch looks at.
  * 11. PR_SET_NO_NEW_PRIVS: exec can never gain privileges (setuid bits).
  * 11a. Landlock, where the kernel has it and the call has a view: writes
  *     only beneath its directory and what the view makes writable (/tmp,
@@ -303,8 +303,9 @@ static int drop_bounding_set(void)
 }
 
 /* Step 10 (see the top), raw; -1 with errno set. */
-static int drop_user(uid_t uid, gid_t gid)
+static int drop_user(const struct td_spawn *s, uid_t uid, gid_t gid)
 {
+    td_sandbox_gate_wait(s->gate);
     long r = te_sys(SYS_setgroups, 0, 0, 0, 0);
     if (!TE_SYS_FAILED(r))
         r = te_sys(SYS_setresgid, gid, gid, gid, 0);
@@ -435,7 +436,7 @@ static int child(void *arg)
         drop_bounding_set() < 0)
         child_fail(TD_STEP_CAPS);
     if (s->uid != (uid_t)-1) {
-        if (drop_user(s->uid, s->gid) < 0)
+        if (drop_user(s, s->uid, s->gid) < 0)
             child_fail(TD_STEP_USER);
         /* A credential change clears the parent-death signal: set it again,
          * and check again that the daemon did not die in between. */

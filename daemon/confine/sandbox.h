@@ -4,13 +4,17 @@
 #ifndef TD_SANDBOX_H
 #define TD_SANDBOX_H
 
+#include <limits.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include "rawsys.h"
 #include "report.h"
 #include "sandbox_spec.h"
 
@@ -113,5 +117,18 @@ bool td_pidfd_alive(int pidfd);
  * mounts private and mount a /proc of its own? 0 or -errno. Blocks until
  * the child is gone: for start-up only, before the reaper runs. */
 int td_sandbox_probe(int ns_flags);
+
+/* The gate's wait (the child's, raw: it shares our memory; none without
+ * a gate) and its opening (any thread of ours, once). */
+static inline void td_sandbox_gate_wait(int *gate)
+{
+    while (gate && !__atomic_load_n(gate, __ATOMIC_ACQUIRE))
+        te_sys(SYS_futex, (long)gate, FUTEX_WAIT_PRIVATE, 0, 0);
+}
+static inline void td_sandbox_gate_open(int *gate)
+{
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
 
 #endif

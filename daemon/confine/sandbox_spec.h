@@ -98,6 +98,11 @@ struct td_spawn {
      * template's, whose warm calls clone what is mounted below its /dev
      * into their own (lib/warmview.c) */
     bool dev_bound;
+    /* toolexec sandbox's: before the user is dropped, the child waits
+     * until this word (in the memory it shares with us) is non-zero: its
+     * file-system refusal watch, loaded meanwhile on another thread, is on
+     * (td_sandbox_gate_open); NULL: no wait */
+    int *gate;
 };
 
 #endif

@@ -396,7 +396,7 @@ int main(int argc, char **argv)
     if (!td_opts.fs_refusals)
         td_log(TD_LOG_INFO, "file-system refusals are not reported: --fs-refusals no");
     else if (td_identity_active()) /* a uid is a call only with a uid of its own each */
-        td_fswatch_start();
+        td_fswatch_start(0);
     else
         td_log(TD_LOG_INFO, "file-system refusals are not reported: calls are told apart by a "
                             "uid of their own each, a root daemon's (--call-uids)");

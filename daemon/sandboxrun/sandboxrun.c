@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,53 @@ static void on_exit_cb(void *data, int status, const struct rusage *ru)
     td_sysnotify_stop(call.sysn);
     call.sysn = NULL;
     td_reaper_stop();
+}
+
+/* The file-system refusal watch (as root with a --user, fswatch.h), loaded
+ * on a thread of its own while the call is set up: the verifier's
+ * milliseconds run beside the call's namespaces and mounts, not before
+ * them. The call's child waits on the gate before it becomes the user
+ * (sandbox.c, step 10), and only the user's system calls are watched:
+ * nothing the command does goes unseen. */
+static struct {
+    pthread_t thread;
+    bool running, served;
+    uid_t uid;
+    int gate; /* 1 once the watch is on, or could not be */
+} watch = {.gate = 1};
+
+static void *watch_load(void *arg)
+{
+    (void)arg;
+    if (td_fswatch_load(1) == 0)
+        td_fswatch_watch(watch.uid);
+    td_sandbox_gate_open(&watch.gate);
+    return NULL;
+}
+
+/* On a thread, or here when now (or no thread can be made). */
+static void watch_start(uid_t uid, bool now)
+{
+    watch.uid = uid;
+    watch.gate = 0;
+    sigset_t all, old;
+    sigfillset(&all); /* signals are the loop's */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    watch.running = !now && pthread_create(&watch.thread, NULL, watch_load, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!watch.running)
+        watch_load(NULL);
+}
+
+/* The watch loaded (or not) and its ring served on the loop. */
+static void watch_join(void)
+{
+    if (watch.running)
+        pthread_join(watch.thread, NULL);
+    watch.running = false;
+    if (!watch.served && td_fswatch_active())
+        td_fswatch_serve();
+    watch.served = true;
 }
 
 /* The environment: ours, with the proxy's variables for an allow-list and
@@ -299,8 +347,10 @@ static pid_t start_call(struct td_tool *t, const char *run_dir, char **workdir, 
     if (rc == 0)
         built = (rc = td_spawndesc_build(&d, TD_SPAWN_CALL, t, &lim, call.cg, *workdir, uid, gid,
                                          env, what)) == 0;
-    if (built)
+    if (built) {
         d.sp.run_dir = run_dir;
+        d.sp.gate = __atomic_load_n(&watch.gate, __ATOMIC_ACQUIRE) ? NULL : &watch.gate;
+    }
     int theirs[TD_SANDBOX_ENDS];
     if (rc == 0 && (rc = call_ends(theirs, report)) < 0)
         *what = "pipe";
@@ -446,16 +496,20 @@ int td_sandboxrun_main(int argc, char **argv)
     if (t->learn && !t->learn_refused && !(call.denied.learn = td_learn_new()))
         goto out;
     /* as root, its file-system refusals (fswatch.h), by the uid it runs as
-     * (the --user's: only in our descendants) */
-    if (geteuid() == 0 && t->switch_user && t->uid != 0 && td_fswatch_start() == 0)
-        td_fswatch_watch(t->uid);
-    td_learndef_refusals_seen = td_fswatch_active();
+     * (the --user's: only in our descendants); --learn-refused says first
+     * whether it sees them */
+    if (geteuid() == 0 && t->switch_user && t->uid != 0)
+        watch_start(t->uid, t->learn_refused);
+    if (t->learn_refused)
+        watch_join();
     if (t->learn_refused && !td_fswatch_active())
         fprintf(stderr,
                 "toolexec sandbox: --learn-refused: file-system refusals are seen only "
                 "as root with a --user: %s gets the options as given\n",
                 o.learn_out);
     call.pid = start_call(t, o.run_dir, &workdir, &report, &what, &e);
+    watch_join();
+    td_learndef_refusals_seen = td_fswatch_active();
     struct td_report rep = {0};
     uint64_t ms = 0;
     if (call.pid < 0) {
