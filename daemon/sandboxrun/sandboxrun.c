@@ -120,40 +120,41 @@ static struct {
     bool running, served;
     uid_t uid;
     int gate; /* 1 once the watch is on, or could not be */
-} watch = {.gate = 1};
+} refusal_watch = {.gate = 1};
 
 static void *watch_load(void *arg)
 {
     (void)arg;
     if (td_fswatch_load(1) == 0)
-        td_fswatch_watch(watch.uid);
-    td_sandbox_gate_open(&watch.gate);
+        td_fswatch_watch(refusal_watch.uid);
+    td_sandbox_gate_open(&refusal_watch.gate);
     return NULL;
 }
 
 /* On a thread, or here when now (or no thread can be made). */
 static void watch_start(uid_t uid, bool now)
 {
-    watch.uid = uid;
-    watch.gate = 0;
+    refusal_watch.uid = uid;
+    refusal_watch.gate = 0;
     sigset_t all, old;
     sigfillset(&all); /* signals are the loop's */
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    watch.running = !now && pthread_create(&watch.thread, NULL, watch_load, NULL) == 0;
+    refusal_watch.running =
+        !now && pthread_create(&refusal_watch.thread, NULL, watch_load, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!watch.running)
+    if (!refusal_watch.running)
         watch_load(NULL);
 }
 
 /* The watch loaded (or not) and its ring served on the loop. */
 static void watch_join(void)
 {
-    if (watch.running)
-        pthread_join(watch.thread, NULL);
-    watch.running = false;
-    if (!watch.served && td_fswatch_active())
+    if (refusal_watch.running)
+        pthread_join(refusal_watch.thread, NULL);
+    refusal_watch.running = false;
+    if (!refusal_watch.served && td_fswatch_active())
         td_fswatch_serve();
-    watch.served = true;
+    refusal_watch.served = true;
 }
 
 /* The environment: ours, with the proxy's variables for an allow-list and
@@ -349,7 +350,8 @@ static pid_t start_call(struct td_tool *t, const char *run_dir, char **workdir, 
                                          env, what)) == 0;
     if (built) {
         d.sp.run_dir = run_dir;
-        d.sp.gate = __atomic_load_n(&watch.gate, __ATOMIC_ACQUIRE) ? NULL : &watch.gate;
+        d.sp.gate =
+            __atomic_load_n(&refusal_watch.gate, __ATOMIC_ACQUIRE) ? NULL : &refusal_watch.gate;
     }
     int theirs[TD_SANDBOX_ENDS];
     if (rc == 0 && (rc = call_ends(theirs, report)) < 0)
