@@ -33,6 +33,11 @@
  * one huge line does not keep its memory (and its share of
  * --max-request-buffer) for the rest of the connection. */
 #define LINE_KEEP_MAX 65536
+/* A cork buffer up to this size is kept for the connection's next turn
+ * once written (freed with the connection): a buffer of 1 KiB or more
+ * malloc'd and freed twice a call made glibc consolidate its fast bins at
+ * each. */
+#define CORK_KEEP_MAX 65536
 
 struct write_req {
     uv_write_t req;
@@ -291,7 +296,7 @@ static void flush(struct td_conn *c, bool now)
     if (!c->cork_len)
         return;
     char *data = c->cork;
-    size_t len = c->cork_len;
+    size_t len = c->cork_len, cap = c->cork_cap;
     c->cork = NULL;
     c->cork_len = c->cork_cap = 0;
     if (now && !c->dead && !c->closing) {
@@ -304,7 +309,12 @@ static void flush(struct td_conn *c, bool now)
         }
         if (!len) {
             c->pending_writes--;
-            free(data);
+            if (cap <= CORK_KEEP_MAX) { /* the next turn's: no malloc, no free */
+                c->cork = data;
+                c->cork_cap = cap;
+            } else {
+                free(data);
+            }
             written(c, 0);
             return;
         }
