@@ -140,8 +140,88 @@ static void put_string(out *o, const char *s, size_t n)
     put(o, "\"", 1);
 }
 
+/* d's shortest text when it has at most 15 significant digits (a duration
+ * in ms, a price), written without printf: the first k with d * 10^k an
+ * integer m below 10^15 that reads back as d. Two decimals of at most 15
+ * significant digits are never the same double (DBL_DIG), so m's digits
+ * are the fewest: what te_json_real_text()'s search finds (a printf and a
+ * strtod per digit: twelve for every call's duration_ms of six), laid out
+ * as it lays them out. 0: not found (or buf too small), search. */
+static size_t short_text(double d, char *buf, size_t size)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    double a = fabs(d), m = 0;
+    if (!(a >= 1e-22) || size < 32) /* 0, or near the subnormals: the search */
+        return 0;
+    int k = 0;
+    for (; k < (int)(sizeof(p10) / sizeof(p10[0])); k++) {
+        /* off m by under 0.2 (a's rounding, the product's), so nearbyint
+         * finds m when there is one */
+        double x = a * p10[k];
+        if (x >= 1e15)
+            return 0;
+        m = nearbyint(x);
+        if (m != 0 && m / p10[k] == a) /* both exact: one rounding, m * 10^-k's */
+            break;
+    }
+    if (k == (int)(sizeof(p10) / sizeof(p10[0])))
+        return 0;
+    char dig[24];
+    int len = 0;
+    for (long long i = (long long)m; i; i /= 10)
+        dig[len++] = (char)('0' + i % 10);
+    for (int i = 0; i < len / 2; i++) {
+        char t = dig[i];
+        dig[i] = dig[len - 1 - i];
+        dig[len - 1 - i] = t;
+    }
+    int q = len;
+    while (dig[q - 1] == '0')
+        q--;
+    int exp = len - 1 - k; /* d = dig[0].dig[1..] * 10^exp */
+    char *o = buf;
+    if (d < 0)
+        *o++ = '-';
+    if (exp >= -4) { /* positional (exp < 15 here), as %.*f writes it */
+        if (exp < 0) {
+            memcpy(o, "0.", 2);
+            o += 2;
+            memset(o, '0', (size_t)(-exp - 1));
+            o += -exp - 1;
+            memcpy(o, dig, (size_t)q);
+            o += q;
+        } else if (q > exp + 1) {
+            memcpy(o, dig, (size_t)exp + 1);
+            o += exp + 1;
+            *o++ = '.';
+            memcpy(o, dig + exp + 1, (size_t)(q - exp - 1));
+            o += q - exp - 1;
+        } else { /* an integer: its zeros, and ".0" */
+            memcpy(o, dig, (size_t)exp + 1);
+            o += exp + 1;
+            memcpy(o, ".0", 2);
+            o += 2;
+        }
+    } else { /* 1.5e-7, as %.*e with the exponent trimmed */
+        *o++ = dig[0];
+        if (q > 1) {
+            *o++ = '.';
+            memcpy(o, dig + 1, (size_t)q - 1);
+            o += q - 1;
+        }
+        o += sprintf(o, "e-%d", -exp);
+    }
+    *o = '\0';
+    return (size_t)(o - buf);
+}
+
 size_t te_json_real_text(double d, char *buf, size_t size)
 {
+    size_t short_len = short_text(d, buf, size);
+    if (short_len)
+        return short_len;
     /* The fewest significant digits that read back as the same double. */
     int prec = 1;
     for (; prec < 17; prec++) {

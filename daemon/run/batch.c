@@ -111,7 +111,9 @@ static void spilled(void *data, const char *path)
     free(sw);
 }
 
-static void finish_call(struct call *c, json_t *result, bool halting)
+/* text: result's content as call_done encoded it (taken), or NULL */
+static void finish_call_encoded(struct call *c, json_t *result, bool halting, char *text,
+                                size_t len)
 {
     struct td_batch *b = c->b;
     json_t *truncated;
@@ -119,8 +121,8 @@ static void finish_call(struct call *c, json_t *result, bool halting)
                                 TD_CONTENT_BYTES_DEFAULT);
     char *full;
     size_t full_len = 0;
-    c->content =
-        td_content_make(result, limit, c->tool && c->tool->spill, &truncated, &full, &full_len);
+    c->content = td_content_make_encoded(result, text, len, limit, c->tool && c->tool->spill,
+                                         &truncated, &full, &full_len);
     struct spill_wait *sw = full ? malloc(sizeof(*sw)) : NULL;
     if (sw) {
         *sw = (struct spill_wait){
@@ -134,6 +136,11 @@ static void finish_call(struct call *c, json_t *result, bool halting)
     free(sw);
     free(full);
     emit_done(c, result, halting, truncated, NULL);
+}
+
+static void finish_call(struct call *c, json_t *result, bool halting)
+{
+    finish_call_encoded(c, result, halting, NULL, 0);
 }
 
 /* The call's events, its stats, and the batch moving on. */
@@ -363,7 +370,9 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     }
     if (f && c->tool && !c->enforced)
         c->enforced = td_enforced_call(c->tool, f->uid);
-    int rc = td_content_check(result, td_cfg.max_content);
+    char *text; /* its content, encoded once: for finish_call too */
+    size_t len = 0;
+    int rc = td_content_check_keep(result, td_cfg.max_content, &text, &len);
     if (rc < 0) {
         char detail[128];
         snprintf(detail, sizeof(detail), "content exceeds the limit of %zu bytes",
@@ -385,12 +394,16 @@ static void call_done(void *data, json_t *result, const struct td_call_facts *f)
     const json_t *with = NULL;
     enum td_route route =
         td_policy_route(b->r.policy, b->r.policy_map, b->cancelled, result, &with);
-    if (route == TD_ROUTE_ASK) {
+    if (route == TD_ROUTE_CONTINUE || route == TD_ROUTE_HALT) { /* the result as it is */
+        finish_call_encoded(c, result, route == TD_ROUTE_HALT, text, len);
+        text = NULL;
+    } else if (route == TD_ROUTE_ASK) {
         ask_client(c, result);
         td_batch_pump(b);
     } else {
         apply_route(c, result, route, with);
     }
+    free(text);
     if (freed_slot)
         schedule();
 }

@@ -491,18 +491,20 @@ static json_t *big_content(struct td_big *b, const json_t *marker, size_t limit,
     return td_json_text(out, len);
 }
 
-json_t *td_content_make(const json_t *result, size_t limit, bool spill, json_t **truncated,
-                        char **full, size_t *full_len)
+json_t *td_content_make_encoded(const json_t *result, char *text, size_t len, size_t limit,
+                                bool spill, json_t **truncated, char **full, size_t *full_len)
 {
     *truncated = NULL;
     *full = NULL;
     json_t *ok = json_object_get(result, "ok");
     struct td_big *b = td_big_of(ok);
-    if (b)
+    if (b) {
+        free(text);
         return big_content(b, ok, limit, spill, truncated, full, full_len);
-    size_t len;
+    }
     int rc;
-    char *text = te_content_encode(result, SIZE_MAX, &len, &rc);
+    if (!text)
+        text = te_content_encode(result, SIZE_MAX, &len, &rc);
     if (text && len > limit) {
         /* by length: content may hold NUL bytes */
         if (spill && (*full = malloc(len))) {
@@ -519,16 +521,36 @@ json_t *td_content_make(const json_t *result, size_t limit, bool spill, json_t *
     return content;
 }
 
-int td_content_check(const json_t *result, size_t limit)
+json_t *td_content_make(const json_t *result, size_t limit, bool spill, json_t **truncated,
+                        char **full, size_t *full_len)
 {
+    return td_content_make_encoded(result, NULL, 0, limit, spill, truncated, full, full_len);
+}
+
+int td_content_check_keep(const json_t *result, size_t limit, char **kept, size_t *kept_len)
+{
+    if (kept)
+        *kept = NULL;
     struct td_big *b = td_big_of(json_object_get(result, "ok"));
     if (b)
         return b->n > limit ? -E2BIG : 0;
     size_t len;
     int rc = 0;
     char *text = te_content_encode(result, limit, &len, &rc);
-    free(text);
-    return text ? 0 : rc ? rc : -EINVAL;
+    if (!text)
+        return rc ? rc : -EINVAL;
+    if (kept) {
+        *kept = text;
+        *kept_len = len;
+    } else {
+        free(text);
+    }
+    return 0;
+}
+
+int td_content_check(const json_t *result, size_t limit)
+{
+    return td_content_check_keep(result, limit, NULL, NULL);
 }
 
 struct line_hold {

@@ -63,9 +63,17 @@ struct td_big *td_big_of(const json_t *v);
  * is its marker again. NULL: out of memory. */
 json_t *td_content_make(const json_t *result, size_t limit, bool spill, json_t **truncated,
                         char **full, size_t *full_len);
+/* td_content_make of the content td_content_check_keep encoded: text
+ * (taken; NULL: encoded here), len bytes. */
+json_t *td_content_make_encoded(const json_t *result, char *text, size_t len, size_t limit,
+                                bool spill, json_t **truncated, char **full, size_t *full_len);
 /* 0 when the content of result is at most limit bytes, else -E2BIG (or
  * another negative errno): without building it when the result is big. */
 int td_content_check(const json_t *result, size_t limit);
+/* The same, keeping what it encoded for td_content_make_encoded (*kept,
+ * malloc'd, *kept_len bytes; NULL for a big result or a failure), so a
+ * call's content is encoded once. */
+int td_content_check_keep(const json_t *result, size_t limit, char **kept, size_t *kept_len);
 
 /* A line to write as parts: *bufs (n of them, pointing into line) with the
  * big results its markers name in place; NULL when it names none (write

@@ -33,6 +33,11 @@
  * one huge line does not keep its memory (and its share of
  * --max-request-buffer) for the rest of the connection. */
 #define LINE_KEEP_MAX 65536
+/* A cork buffer up to this size is kept for the connection's next turn
+ * once written (freed with the connection): a buffer of 1 KiB or more
+ * malloc'd and freed twice a call made glibc consolidate its fast bins at
+ * each. */
+#define CORK_KEEP_MAX 65536
 
 struct write_req {
     uv_write_t req;
@@ -228,6 +233,19 @@ void td_conn_watch_hup(struct td_conn *c)
     uv_poll_start(&c->hup, UV_PRIORITIZED, on_hup);
 }
 
+/* What follows a write of events done: back-pressure eased, the connection
+ * closed if that was all it owed. */
+static void written(struct td_conn *c, int status)
+{
+    if (c->congested && c->pending_bytes < CONN_BUFFER_MAX / 2) {
+        c->congested = false;
+        td_batches_throttle(c, false);
+    }
+    if (status < 0 && status != UV_ECANCELED)
+        td_conn_lost(c, uv_strerror(status));
+    td_conn_maybe_close(c);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
     struct write_req *w = (struct write_req *)req;
@@ -239,20 +257,14 @@ static void on_written(uv_write_t *req, int status)
     td_big_line_free(w->hold);
     free(w->data);
     free(w);
-    if (c->congested && c->pending_bytes < CONN_BUFFER_MAX / 2) {
-        c->congested = false;
-        td_batches_throttle(c, false);
-    }
-    if (status < 0 && status != UV_ECANCELED)
-        td_conn_lost(c, uv_strerror(status));
-    td_conn_maybe_close(c);
+    written(c, status);
 }
 
-static void flush(struct td_conn *c);
+static void flush(struct td_conn *c, bool now);
 
 int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, void *arg)
 {
-    flush(c);                       /* the turn's events first: in order */
+    flush(c, false);                /* the turn's events first: in order */
     te_autofree char *owned = data; /* both freed on a failure */
     te_autofree struct write_req *w = c->dead || c->closing ? NULL : malloc(sizeof(*w));
     if (!w)
@@ -274,15 +286,39 @@ int td_conn_write(struct td_conn *c, char *data, size_t len, td_written_cb cb, v
 }
 
 /* The turn's corked events out in one write (one syscall, one wake-up of
- * the client for a call's completed, result_encoded and batch_completed). */
-static void flush(struct td_conn *c)
+ * the client for a call's completed, result_encoded and batch_completed).
+ * now (the turn's end): what the socket takes at once is done here, the
+ * same bytes in the same order; a uv_write would cost a loop turn more and
+ * an epoll_ctl each (libuv re-arms the watcher when its queue drains). The
+ * rest, or an error, goes to uv_write as before. */
+static void flush(struct td_conn *c, bool now)
 {
     if (!c->cork_len)
         return;
     char *data = c->cork;
-    size_t len = c->cork_len;
+    size_t len = c->cork_len, cap = c->cork_cap;
     c->cork = NULL;
     c->cork_len = c->cork_cap = 0;
+    if (now && !c->dead && !c->closing) {
+        uv_buf_t buf = uv_buf_init(data, (unsigned)len);
+        int n = uv_try_write((uv_stream_t *)&c->h, &buf, 1);
+        if (n > 0) {
+            c->pending_bytes -= (size_t)n;
+            len -= (size_t)n;
+            memmove(data, data + n, len);
+        }
+        if (!len) {
+            c->pending_writes--;
+            if (cap <= CORK_KEEP_MAX) { /* the next turn's: no malloc, no free */
+                c->cork = data;
+                c->cork_cap = cap;
+            } else {
+                free(data);
+            }
+            written(c, 0);
+            return;
+        }
+    }
     c->pending_writes--; /* counted again by the write */
     c->pending_bytes -= len;
     if (td_conn_write(c, data, len, NULL, NULL) < 0)
@@ -292,7 +328,7 @@ static void flush(struct td_conn *c)
 static void on_flush(uv_prepare_t *h)
 {
     uv_prepare_stop(h);
-    flush(h->data);
+    flush(h->data, true);
 }
 
 /* A line kept for the turn's one write; false: written apart (a big
@@ -453,7 +489,7 @@ void td_server_drop_unread(void)
 {
     for (struct td_conn *c = LIST_FIRST(&conns), *next; c; c = next) {
         next = LIST_NEXT(c, link);
-        flush(c); /* what is only corked is not unread */
+        flush(c, false); /* what is only corked is not unread */
         if (c->closing || c->nbatches || !c->pending_writes)
             continue;
         td_log(TD_LOG_WARN,
