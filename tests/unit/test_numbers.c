@@ -4,7 +4,10 @@
  * that reads or writes JSON (a worker's response, content, JSON lines), and
  * the schema validator compares them exactly. */
 #include <errno.h>
+#include <math.h> /* isfinite: a macro, no libm */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "toolexec.h"
@@ -169,11 +172,82 @@ static void schema_compares_exactly(void)
     CHECK(valid("{\"uniqueItems\":true}", "[18446744073709551616,\"18446744073709551616\"]") == 1);
 }
 
+/* te_json_real_text() against its definition, the search it takes when its
+ * arithmetic does not apply: the fewest %e digits that read back, laid out
+ * positionally from 1e-4 to 1e16, else as an exponent without '+' or
+ * leading zeros; ".0" on an integer. Durations, prices, powers of ten and
+ * random bit patterns: the arithmetic path must write the same text. */
+static void by_definition(double d, char *buf, size_t size)
+{
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(buf, size, "%.*e", prec - 1, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    snprintf(buf, size, "%.*e", prec - 1, d);
+    char *e = strchr(buf, 'e');
+    int exp = atoi(e + 1);
+    if (exp >= -4 && exp < 16) {
+        int decimals = prec - 1 - exp;
+        snprintf(buf, size, "%.*f", decimals > 0 ? decimals : 0, d);
+    } else {
+        char *p = e + 1, *w = e + 1;
+        if (*p == '-')
+            *w++ = *p++;
+        else if (*p == '+')
+            p++;
+        while (*p == '0' && p[1])
+            p++;
+        memmove(w, p, strlen(p) + 1);
+    }
+    if (!strchr(buf, '.') && !strchr(buf, 'e'))
+        strcat(buf, ".0");
+}
+
+static unsigned mismatches;
+
+static void same_text(double d)
+{
+    char want[64], got[64];
+    if (!isfinite(d))
+        return;
+    by_definition(d, want, sizeof(want));
+    size_t n = te_json_real_text(d, got, sizeof(got));
+    if ((n != strlen(want) || strcmp(got, want) != 0) && mismatches++ < 10)
+        fprintf(stderr, "  %.17g: %s, by definition %s\n", d, got, want);
+}
+
+static void real_text_by_definition(void)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ULL; /* xorshift64, a fixed seed */
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof(d));
+        same_text(d);                              /* any double */
+        same_text((double)(x % 100000000) / 1e6);  /* a duration in ms */
+        same_text((double)(x % 1000000) / 100.0);  /* a price */
+        same_text(-(double)(x % 1000) / 1e7);      /* small, negative */
+        same_text((double)(x % 1000000000000000)); /* integers below 1e15 */
+    }
+    for (int k = -30; k <= 30; k++)
+        for (int m = 1; m <= 9; m++) {
+            char t[16];
+            snprintf(t, sizeof(t), "%de%d", m, k);
+            same_text(strtod(t, NULL));
+        }
+    CHECK(mismatches == 0);
+}
+
 int main(void)
 {
     faithful();
     same_as_jansson();
     unforgeable();
     schema_compares_exactly();
+    real_text_by_definition();
     CHECK_DONE();
 }
