@@ -151,14 +151,17 @@ static void server_gone(struct server *s, const char *when)
 /* msg (taken) as one line on the server's stdin: 0, or -1 with errno. */
 static int write_msg(struct server *s, json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    /* numbers as the call gave them (an integer beyond 64 bits, 19.99):
+     * jansson's printer would send the first as a string, the second as
+     * 19.989999999999998 */
+    size_t n;
+    char *text = te_json_dumps(msg, JSON_ENCODE_ANY, &n);
     json_decref(msg);
     if (!text) {
         errno = ENOMEM;
         return -1;
     }
-    size_t n = strlen(text);
-    text[n++] = '\n'; /* json_dumps' NUL becomes the line's end */
+    text[n++] = '\n'; /* its NUL becomes the line's end */
     for (size_t off = 0; off < n;) {
         ssize_t w = write(s->in, text + off, n - off);
         if (w < 0 && errno == EINTR && told && !s->ending) {
@@ -219,7 +222,7 @@ static json_t *next_msg_within(struct server *s, const char *when, int timeout_m
         if (nl) {
             size_t n = (size_t)(nl - (s->buf + s->start));
             json_error_t jerr;
-            json_t *m = json_loadb(s->buf + s->start, n, JSON_REJECT_DUPLICATES, &jerr);
+            json_t *m = te_json_loadb(s->buf + s->start, n, JSON_REJECT_DUPLICATES, &jerr);
             char *line = s->buf + s->start;
             s->start += n + 1;
             if (n == 0 || (n == 1 && line[0] == '\r'))

@@ -35,6 +35,7 @@
 #include <nettle/base64.h>
 
 #include "bridge_http.h"
+#include "toolexec.h" /* te_json_dumps, te_json_loadb: numbers as written */
 #include "bridge_sse.h"
 
 #define MODERN "2026-07-28"
@@ -363,7 +364,7 @@ int bridge_http_send(struct bridge_http *h, json_t *msg, char *err, size_t errle
         json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion", json_string(MODERN));
         json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", json_object());
     }
-    char *body = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *body = te_json_dumps(msg, JSON_ENCODE_ANY, NULL); /* numbers as given */
     struct curl_slist *hdrs = body ? headers(h, msg) : NULL;
     int rc = 0;
     if (!body || !hdrs) {
@@ -423,7 +424,7 @@ static void finish(struct bridge_http *h, CURLcode rc)
     }
     json_error_t jerr;
     json_t *m =
-        h->body.len ? json_loadb(h->body.buf, h->body.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+        h->body.len ? te_json_loadb(h->body.buf, h->body.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
     size_t i;
     json_t *one;
     if (h->status / 100 == 2 && json_is_object(m)) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bridge_sse.h"
+#include "toolexec.h" /* te_json_loadb: numbers as written */
 
 static bool append(char **b, size_t *len, size_t *cap, const char *p, size_t n)
 {
@@ -48,7 +49,7 @@ static int line(struct bridge_sse *s, const char *l, size_t n, json_t *queue, ch
             return 0;
         }
         json_error_t jerr;
-        json_t *m = json_loadb(s->data, s->dlen - 1, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *m = te_json_loadb(s->data, s->dlen - 1, JSON_REJECT_DUPLICATES, &jerr);
         s->dlen = 0;
         if (!json_is_object(m)) {
             snprintf(why, whylen, "sent an event that is not a JSON-RPC message (%s)",

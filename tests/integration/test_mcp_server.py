@@ -97,6 +97,13 @@ class Calls:
         self.assertEqual(self.call("odd.add", {"a": 2, "b": 3})["result"],
                          {"ok": {"content": [{"type": "text", "text": '{"sum": 5}'}],
                                  "structuredContent": {"sum": 5}}})
+        # numbers as the call gave them, both ways: an integer beyond 64
+        # bits reaches the server as a number (jansson's printer made it a
+        # string) and the server's sum of it comes back whole
+        big = 12345678901234567890123
+        self.assertEqual(self.call("odd.add", {"a": big, "b": 1})["result"]["ok"],
+                         {"content": [{"type": "text", "text": '{"sum": %d}' % (big + 1)}],
+                          "structuredContent": {"sum": big + 1}})
         self.assertEqual(self.call("odd.fail", {})["result"], {"error": "it failed on purpose"})
         self.assertEqual(self.call("odd.env", {"name": "ODD_VAR"})["result"],
                          text_ok("from-definition"))

@@ -119,6 +119,14 @@ class Cases:
             self.assertEqual(r, {"ok": {"content": [{"type": "text", "text": "hi"}]}}, server)
             err = completed(run_events(self.c, server + ".fail", {}))["result"]
             self.assertEqual(err["error"], "it broke", server)
+            # numbers as given, both ways, in a JSON answer and over SSE: an
+            # integer beyond 64 bits is sent as a number and its double
+            # comes back whole
+            big = 12345678901234567890123
+            for sse in (False, True):
+                r = completed(run_events(self.c, server + ".twice", {"n": big, "sse": sse}))
+                self.assertEqual(r["result"]["ok"]["structuredContent"], {"n": 2 * big},
+                                 (server, sse))
 
     def test_param_headers(self):
         # 2026-07-28's x-mcp-header: the marked arguments present mirrored,

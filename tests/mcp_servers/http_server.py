@@ -28,6 +28,9 @@ TOOLS = [
     {"name": "progress", "description": "reports progress",
      "inputSchema": {"type": "object"}},
     {"name": "fail", "description": "fails", "inputSchema": {"type": "object"}},
+    {"name": "twice", "description": "doubles n (over SSE with sse: true)",
+     "inputSchema": {"type": "object", "properties": {"n": {"type": "number"},
+                                                       "sse": {"type": "boolean"}}}},
     {"name": "hang", "description": "answers when released", "inputSchema": {"type": "object"}},
     {"name": "moved", "description": "redirected elsewhere", "inputSchema": {"type": "object"}},
     # 2026-07-28: parameters mirrored in Mcp-Param-* headers, one nested
@@ -169,6 +172,9 @@ class Server:
                                         "structuredContent": got}))
         if name == "echo":
             return h.reply(200, result({"content": [{"type": "text", "text": args.get("text")}]}))
+        if name == "twice" and not args.get("sse"):
+            return h.reply(200, result({"content": [{"type": "text", "text": "twice"}],
+                                        "structuredContent": {"n": 2 * args["n"]}}))
         if name == "fail":
             return h.reply(200, result({"content": [{"type": "text", "text": "it broke"}],
                                         "isError": True}))
@@ -180,6 +186,9 @@ class Server:
             return
         token = (params.get("_meta") or {}).get("progressToken")
         h.sse_start()
+        if name == "twice":
+            return h.sse(result({"content": [{"type": "text", "text": "twice"}],
+                                 "structuredContent": {"n": 2 * args["n"]}}))
         if name == "progress":
             if self.mode == "legacy":
                 h.sse({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
