@@ -20,6 +20,8 @@ TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcjose-dev"
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES libcurl4-gnutls-dev"
 # test_spawner_secrets asks the daemon's gnutls for the egress proxy's keys (gdb)
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES gdb"
+# test_enforced holds a warm template's sends back (strace's delay injection)
+TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES strace"
 # test_mcp_http_auth.py signs the JWTs of its own issuer
 TE_DEBIAN_PACKAGES="$TE_DEBIAN_PACKAGES python3-cryptography"
 # the stand-in for a PyPI MCP server (tests/mcp_servers/pymod, test_mcp_server_warm,

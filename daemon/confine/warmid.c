@@ -29,7 +29,6 @@ struct lent {
     LIST_ENTRY(lent) link;
     uv_poll_t poll;
     int pidfd;
-    pid_t pid; /* the daemon's view, while pidfd's process lives */
     uid_t uid;
 };
 static LIST_HEAD(, lent) lents = LIST_HEAD_INITIALIZER(lents);
@@ -71,7 +70,8 @@ static pid_t parent_of(int dir)
     return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
 }
 
-int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid)
+int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid,
+                  uid_t *lent)
 {
     int rc = -EPERM, dir = -1, ns = -1;
     struct lent *l = NULL;
@@ -109,7 +109,6 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
         goto out;
     }
     l->pidfd = pidfd;
-    l->pid = pid;
     l->uid = uid;
     l->poll.data = l;
     if (uv_poll_init(td_loop, &l->poll, pidfd) < 0) {
@@ -124,7 +123,7 @@ int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, boo
     if (write(answer, v, sizeof(v)) != (ssize_t)sizeof(v))
         rc = -EPIPE; /* P1 is gone: its lent uid comes back with its exit */
     else
-        rc = 0;
+        rc = 0, *lent = uid;
 out:
     if (dir >= 0)
         close(dir);
@@ -140,13 +139,4 @@ void td_warmid_close(void)
 {
     while (!LIST_EMPTY(&lents))
         lent_end(LIST_FIRST(&lents), false);
-}
-
-long long td_warmid_uid_of(pid_t p1)
-{
-    struct lent *l;
-    LIST_FOREACH(l, &lents, link)
-        if (l->pid == p1 && td_pidfd_alive(l->pidfd))
-            return l->uid;
-    return -1;
 }

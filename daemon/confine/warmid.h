@@ -16,12 +16,10 @@
  * a user namespace it made; the call's uid and gid (the uid's number, or
  * tgid where own_gid is false: a tool that names its group) are written as
  * two unsigned ints on answer (taken; closed either way: P1 reads EOF on a
- * refusal and fails its call). 0; -EPERM when the process is not such a
+ * refusal and fails its call). 0 (the uid lent in *lent); -EPERM when the process is not such a
  * child (the template is lying); another -errno when no uid could be given. */
-int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid);
-/* The uid lent to the live P1 whose pid (the daemon's view) is p1; -1:
- * none (for the record of what a call ran as). */
-long long td_warmid_uid_of(pid_t p1);
+int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid,
+                  uid_t *lent);
 /* At shutdown: stop watching (the pool goes with the daemon). */
 void td_warmid_close(void);
 

@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,6 +203,36 @@ static bool proxy_listener_ok(int fd, pid_t tpid, int pidfd)
     return true;
 }
 
+#ifndef PID_FS_MAGIC
+#define PID_FS_MAGIC 0x50494446 /* linux/magic.h since 6.9 */
+#endif
+
+/* A pidfd's inode: the process's own on a kernel with pidfs (6.9), which
+ * outlives its pid; 0 where every pidfd shares one (anon_inode). */
+static uint64_t p1_ino(int pidfd)
+{
+    struct stat st;
+    struct statfs fs;
+    return fstat(pidfd, &st) == 0 && fstatfs(pidfd, &fs) == 0 && fs.f_type == PID_FS_MAGIC
+               ? (uint64_t)st.st_ino
+               : 0;
+}
+
+/* The uid lent to the P1 behind pidfd (its "forked" came), taken from the
+ * ring; -1: none (no uid of its own, or its map failed). */
+static long long lent_uid(struct inst *in, int pidfd)
+{
+    uint64_t ino = p1_ino(pidfd);
+    pid_t pid = ino ? 0 : td_sandbox_pidfd_pid(pidfd);
+    unsigned n = sizeof(in->lent) / sizeof(in->lent[0]);
+    for (unsigned i = 0; i < n; i++)
+        if (ino ? in->lent[i].ino == ino : pid > 0 && in->lent[i].pid == pid) {
+            in->lent[i].ino = 0, in->lent[i].pid = 0;
+            return in->lent[i].uid;
+        }
+    return -1;
+}
+
 /* One control frame; false: garbage (why says what). */
 static bool on_msg(struct inst *in, const char *body, size_t len, char *why, size_t whylen)
 {
@@ -238,7 +269,15 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             if (answer >= 0)
                 close(answer);
         } else {
-            int rc = td_warmid_map(pidfd, answer, in->tpid, in->uid, in->gid, !in->tool->group);
+            uint64_t ino = p1_ino(pidfd);
+            pid_t p1 = td_sandbox_pidfd_pid(pidfd);
+            uid_t uid;
+            int rc =
+                td_warmid_map(pidfd, answer, in->tpid, in->uid, in->gid, !in->tool->group, &uid);
+            if (rc == 0) {
+                unsigned i = in->nlent++ % (sizeof(in->lent) / sizeof(in->lent[0]));
+                in->lent[i].ino = ino, in->lent[i].pid = p1, in->lent[i].uid = uid;
+            }
             if (rc == -EPERM) {
                 snprintf(why, whylen, "\"map\" for a process not its call's PID 1");
                 ok = false;
@@ -272,6 +311,9 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
                 if (lfd >= 0) /* before forked(): a kill there may end the call */
                     c->ops->listener(c->data, lfd);
                 lfd = -1;
+                long long uid = lent_uid(in, fd);
+                if (uid >= 0) /* before forked(): a result held for it goes */
+                    c->ops->mapped(c->data, (uid_t)uid);
                 c->ops->forked(c->data, fd);
             } else { /* its worker is gone */
                 syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);

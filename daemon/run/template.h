@@ -37,6 +37,8 @@ struct td_warm_ops {
     /* a tool with an egress allow-list: the TCP listener on 127.0.0.1:3128
      * in the call's own network namespace, before forked() (taken) */
     void (*listener)(void *data, int fd);
+    /* the uid of its own lent to its PID 1 (warmid.c), before forked() */
+    void (*mapped)(void *data, uid_t uid);
 };
 struct td_warm_call;
 /* A call for a warm tool: NULL when its template is not ready (the call

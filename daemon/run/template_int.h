@@ -88,6 +88,17 @@ struct inst {
     /* its tool's file-system view, sent with each fork request: NULL
      * where it sees the host's */
     json_t *view;
+    /* the uids lent to its P1s (warmid.c) whose "forked" has not come
+     * yet, by P1 (the pidfd's inode, its pid where pidfds have no inodes
+     * of their own): a P1 can run its call to the end, and be gone, before
+     * the template's "forked" is read, and then no lent uid names it any
+     * more. A ring: the oldest are P1s the template dropped unused. */
+    struct {
+        uint64_t ino;
+        pid_t pid;
+        uid_t uid;
+    } lent[8];
+    unsigned nlent;
 };
 
 /* Per warm tool, or per warm MCP server (one template for all its tools). */

@@ -246,6 +246,14 @@ static void on_fork_late(uv_timer_t *t)
     td_worker_deliver(w, w->pending, &w->ru);
 }
 
+bool td_worker_hold_for_forked(struct td_worker *w)
+{
+    if (!w->warm || w->pidfd >= 0 || w->run_uid >= 0)
+        return false;
+    uv_timer_start(&w->timer, on_fork_late, REAP_WAIT_MS, 0);
+    return true;
+}
+
 void td_worker_forked_late(struct td_worker *w)
 {
     if (w->pending && td_wstate_gone(w->state)) {
@@ -297,12 +305,9 @@ void td_worker_finish(struct td_worker *w, json_t *result)
     uv_timer_stop(&w->timer);
     uv_read_stop((uv_stream_t *)&w->out);
     if (td_wstate_gone(w->state)) { /* reaped, or its init said so */
-        if (w->warm && w->pidfd < 0 && w->run_uid < 0) {
-            w->pending = result;
-            uv_timer_start(&w->timer, on_fork_late, REAP_WAIT_MS, 0);
-            return;
-        }
-        td_worker_deliver(w, result, &w->ru);
+        w->pending = result;
+        if (!td_worker_hold_for_forked(w))
+            td_worker_deliver(w, result, &w->ru);
         return;
     }
     /* An MCP server's call cancelled or timed out: its bridge is told

@@ -43,7 +43,8 @@ static void tool_gone(struct td_worker *w)
         td_worker_decide_on_exit(w);
     } else if (w->pending) {
         uv_timer_stop(&w->timer);
-        td_worker_deliver(w, w->pending, &w->ru);
+        if (!td_worker_hold_for_forked(w))
+            td_worker_deliver(w, w->pending, &w->ru);
         return;
     }
     td_worker_maybe_free(w);

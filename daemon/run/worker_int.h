@@ -229,6 +229,10 @@ void td_worker_maybe_free(struct td_worker *w);
 void td_worker_kill_group(struct td_worker *w);
 /* The result handed over, with the worker's resource use when it is known. */
 void td_worker_deliver(struct td_worker *w, json_t *result, const struct rusage *ru);
+/* The result (w->pending) of a warm call that ended before its template's
+ * "forked" came, whose uid comes with it: held for it, at most a second
+ * (true), or false: no need, deliver it now. */
+bool td_worker_hold_for_forked(struct td_worker *w);
 /* A warm call's "forked" heard after its result and end: the result held
  * for the record's uid goes now. */
 void td_worker_forked_late(struct td_worker *w);

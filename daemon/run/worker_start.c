@@ -255,8 +255,6 @@ static void on_warm_forked(void *data, int pidfd)
     struct td_worker *w = data;
     w->pidfd = pidfd;
     w->pidfd_pid = td_sandbox_pidfd_pid(pidfd);
-    if (w->run_uid < 0) /* a uid of its own, lent to its PID 1 (warmid.c) */
-        w->run_uid = td_warmid_uid_of(w->pidfd_pid);
     if (!spawned(w)) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
         td_worker_forked_late(w);
@@ -287,7 +285,16 @@ static void on_warm_listener(void *data, int fd)
     w->egress = td_proxy_start(w->tool->egress, fd, &w->denied, w->batch_id, w->call_id);
 }
 
-static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited, on_warm_listener};
+/* A uid of its own, lent to its PID 1 (warmid.c, template.c) */
+static void on_warm_mapped(void *data, uid_t uid)
+{
+    struct td_worker *w = data;
+    if (w->run_uid < 0)
+        w->run_uid = uid;
+}
+
+static const struct td_warm_ops warm_ops = {on_warm_forked, on_warm_exited, on_warm_listener,
+                                            on_warm_mapped};
 
 /* ---- started by the spawner (spawner.c) ------------------------------------- */
 
