@@ -3,6 +3,7 @@
 # test suite. This is the README's test command; .ci/run runs it too.
 #   BUILD_DIR   build directory (default: build)
 #   MESON_ARGS  extra arguments for "meson setup" (e.g. -Db_sanitize=...)
+#   TEST_ARGS   extra arguments for "meson test" (e.g. --no-suite fuzz)
 set -eu
 cd "$(dirname "$0")/.."
 . ./contrib/deps.sh
@@ -13,4 +14,5 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     meson setup "$BUILD_DIR" ${MESON_ARGS:-}
 fi
 ninja -C "$BUILD_DIR"
-meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2
+# shellcheck disable=SC2086
+meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 2 ${TEST_ARGS:-}
