@@ -2,7 +2,8 @@
 """bench/floor_layers.py - the confinement floor, layer by layer.
 
   sudo bench/floor_layers.py [--build DIR] [--calls N] [--rounds R]
-                             [--perf] [--top K]
+                             [--perf] [--top K] [--only NAME,...]
+                             [--extra NAME=FLAG,...]
 
 bench/sandboxfloor (a default-confined call's sandbox built by the daemon's
 own code, started in a plain loop, no daemon) is run with the default
@@ -24,7 +25,10 @@ drift on the host hits all alike, N calls each, at concurrency 1 and 16:
                 PR_CAPBSET_DROP) rather than once in the spawning thread as
                 the spawner does: a layer added back, its delta negative
 
-and bench --plain (the bare fork+exec+pipe loop) beside them. It prints us
+and bench --plain (the bare fork+exec+pipe loop) beside them (--only: the
+default and the variants named, no others; --extra: a variant of one's own,
+sandboxfloor's flags comma-separated, e.g. another filter to compare with
+--filter FILE). It prints us
 per call (median, min-max) and each variant's delta against the default:
 what that layer costs (for +netns, minus what it would add); then, of it,
 the time from clone() to the child's exec (the spawner's own time for a
@@ -200,7 +204,20 @@ def main():
     ap.add_argument("--perf", action="store_true", help="name the kernel functions per layer")
     ap.add_argument("--perf-calls", type=int, default=1000)
     ap.add_argument("--top", type=int, default=6)
+    ap.add_argument("--only", help="NAME[,NAME...]: these variants beside the default")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="NAME=FLAG[,FLAG...]: a variant of one's own, e.g. "
+                         "shape=--filter,/tmp/f.bpf")
     a = ap.parse_args()
+    for e in a.extra:
+        name, _, flags = e.partition("=")
+        VARIANTS.append((name, flags.split(",") if flags else []))
+    if a.only:
+        keep = set(a.only.split(",")) | {"default"} | {e.partition("=")[0] for e in a.extra}
+        unknown = keep - {name for name, _ in VARIANTS}
+        if unknown:
+            raise SystemExit("floor_layers.py: --only: no variant %s" % ", ".join(sorted(unknown)))
+        VARIANTS[:] = [v for v in VARIANTS if v[0] in keep]
     if os.geteuid() != 0:
         raise SystemExit("floor_layers.py: root only (the floor is a root daemon's)")
     sfloor, bench, worker = paths(a.build)

@@ -33,6 +33,9 @@
  *                   default ("network" unset, --default-network yes) has none
  *   --bset-per-call the bounding set emptied in each call's child (step 9b)
  *                   rather than once for this loop, as the spawner does
+ *   --filter FILE   this classic BPF (struct sock_filter as the kernel takes
+ *                   them) in place of the default filter, with its listener:
+ *                   another shape of it to compare (bench/seccomp_attach)
  * Root only. Meant to be run by hand (bench/spawn.py, floor_layers.py),
  * never as a timed test.
  */
@@ -68,6 +71,7 @@
 static struct {
     bool no_landlock, no_seccomp, host_view, no_init, net_none, bset_per_call;
     enum { UID_POOL, UID_TOOL, UID_DAEMON } uid;
+    struct sock_fprog filter; /* --filter FILE; len 0: the default's */
 } off;
 
 static const char request[] = "{\"tool\":\"echo\",\"arguments\":{\"x\":1}}";
@@ -154,6 +158,8 @@ static void start(struct td_tool *t, struct slot *s)
     /* one layer off: the description changed where sandbox.c reads it */
     if (off.no_landlock)
         d.sp.landlock_abi = 0;
+    if (off.filter.len && d.sp.filter)
+        d.sp.filter = &off.filter;
     if (off.no_seccomp) {
         d.sp.filter = NULL;
         d.sp.filter_notify = false;
@@ -289,6 +295,22 @@ static double floor_loop(struct td_tool *t, int calls, int conc)
     return secs / calls;
 }
 
+/* --filter: classic BPF as the kernel takes it (struct sock_filter). */
+static void load_filter(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 ||
+        st.st_size % sizeof(struct sock_filter) ||
+        st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+        die(path, "not a classic BPF program");
+    off.filter.filter = malloc((size_t)st.st_size);
+    if (!off.filter.filter || read(fd, off.filter.filter, (size_t)st.st_size) != st.st_size)
+        die(path, "cannot read it");
+    off.filter.len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+    close(fd);
+}
+
 /* A socket at path, for the view to cover as it covers the daemon's. */
 static void make_socket(const char *path)
 {
@@ -315,6 +337,8 @@ int main(int argc, char **argv)
             off.net_none = true;
         else if (strcmp(argv[i], "--bset-per-call") == 0)
             off.bset_per_call = true;
+        else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+            load_filter(argv[++i]);
         else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc && strcmp(argv[i + 1], "tool") == 0)
             off.uid = UID_TOOL, i++;
         else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc &&
@@ -324,9 +348,10 @@ int main(int argc, char **argv)
             break;
     }
     if (argc - i != 3 || geteuid() != 0) {
-        fprintf(stderr, "usage (root): sandboxfloor [--no-landlock] [--no-seccomp] [--host-view] "
-                        "[--uid tool|daemon] [--no-init] [--net-none] [--bset-per-call] "
-                        "WORKER CALLS CONCURRENCY\n");
+        fprintf(stderr,
+                "usage (root): sandboxfloor [--no-landlock] [--no-seccomp] [--host-view] "
+                "[--uid tool|daemon] [--no-init] [--net-none] [--bset-per-call] [--filter FILE] "
+                "WORKER CALLS CONCURRENCY\n");
         return 2;
     }
     const char *worker = argv[i];
