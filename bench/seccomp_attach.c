@@ -6,17 +6,20 @@
  *
  * The daemon's default filter (sysfilter.c, the common one with the host's
  * network, as a default call gets it) and a one-instruction ALLOW, each
- * attached with and without a listener, and any classic-BPF FILE given
- * (struct sock_filter as the kernel takes them, e.g. another build of the
- * filter to compare): PAIRS interleaved rounds of N forked children each,
- * which set no_new_privs, attach and exit. It prints the filter's length,
- * the time of the seccomp() call in the child (the kernel's copy, checks,
- * conversion to eBPF, JIT and the constant-action cache: the daemon's loop
- * waits for that part, its spawn child shares its memory until exec), the
- * whole per-child time (with the exit that frees the filter, less the
- * system calls below) and, after the
- * attach, the mean time of a getppid(), which the cache lets through
- * without running the filter, and of a close(-1) (also cached).
+ * attached with and without a listener, the default's listener also handed
+ * up as sandbox.c does (a datagram socket pair, SCM_RIGHTS), and any
+ * classic-BPF FILE given (struct sock_filter as the kernel takes them, e.g.
+ * another layout of the filter to compare), with its listener handed up:
+ * PAIRS interleaved rounds of N forked children each, which set
+ * no_new_privs, attach and exit. It prints, medians: the filter's length;
+ * "attach", the seccomp() call in the child (the kernel's copy, checks,
+ * conversion to eBPF, JIT and constant-action cache; with the hand-over,
+ * the sendmsg too): the daemon waits for that part, its spawn child shares
+ * its memory until exec; "parent", the hand-over's other end (the socket
+ * pair, the receive, the closes: the listener's, the child gone, frees the
+ * filter); "child", the whole fork to reaped (with the exit, less the
+ * system calls below); and, after the attach, the mean time of a getppid()
+ * and a close(-1), which the cache lets through without running the filter.
  */
 #include <errno.h>
 #include <fcntl.h>
