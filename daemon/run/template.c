@@ -224,8 +224,7 @@ static long long lent_uid(struct inst *in, int pidfd)
 {
     uint64_t ino = p1_ino(pidfd);
     pid_t pid = ino ? 0 : td_sandbox_pidfd_pid(pidfd);
-    unsigned n = sizeof(in->lent) / sizeof(in->lent[0]);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < LENT_RING; i++)
         if (ino ? in->lent[i].ino == ino : pid > 0 && in->lent[i].pid == pid) {
             in->lent[i].ino = 0, in->lent[i].pid = 0;
             return in->lent[i].uid;
@@ -269,13 +268,14 @@ static bool on_msg(struct inst *in, const char *body, size_t len, char *why, siz
             if (answer >= 0)
                 close(answer);
         } else {
+            /* (the pid only where pidfds have no inodes of their own) */
             uint64_t ino = p1_ino(pidfd);
-            pid_t p1 = td_sandbox_pidfd_pid(pidfd);
+            pid_t p1 = ino ? 0 : td_sandbox_pidfd_pid(pidfd);
             uid_t uid;
             int rc =
                 td_warmid_map(pidfd, answer, in->tpid, in->uid, in->gid, !in->tool->group, &uid);
             if (rc == 0) {
-                unsigned i = in->nlent++ % (sizeof(in->lent) / sizeof(in->lent[0]));
+                unsigned i = in->nlent++ % LENT_RING;
                 in->lent[i].ino = ino, in->lent[i].pid = p1, in->lent[i].uid = uid;
             }
             if (rc == -EPERM) {

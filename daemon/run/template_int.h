@@ -30,6 +30,7 @@ struct td_tool;
 struct td_warm_ops;
 
 #define CTL_MAX 65536 /* largest control frame */
+#define LENT_RING 8   /* uids lent to P1s not yet "forked" (struct inst) */
 
 enum inst_state { I_STARTING, I_READY, I_RETIRING, I_DEAD };
 
@@ -97,7 +98,7 @@ struct inst {
         uint64_t ino;
         pid_t pid;
         uid_t uid;
-    } lent[8];
+    } lent[LENT_RING];
     unsigned nlent;
 };
 
