@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pidinfo.h"
 #include "report.h"
 #include "sandbox.h"
 
@@ -73,20 +74,8 @@ static pid_t init_child(pid_t init)
 
 pid_t td_sandbox_pidfd_pid(int fd)
 {
-    /* read whole into a stack buffer: no stdio (its malloc'd buffer), one
-     * open, read, close; "Pid:" is the fdinfo's fourth line, well inside */
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    int f = open(path, O_RDONLY | O_CLOEXEC);
-    if (f < 0)
-        return 0;
-    ssize_t n = read(f, buf, sizeof(buf) - 1);
-    close(f);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    const char *p = strstr(buf, "\nPid:\t");
-    return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+    pid_t pid;
+    return td_pidfd_ids(fd, &pid, NULL) == 0 ? pid : 0;
 }
 
 bool td_pidfd_alive(int pidfd)
