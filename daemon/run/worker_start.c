@@ -41,6 +41,7 @@
 #include "spawner.h"
 #include "template.h"
 #include "toolexec.h"
+#include "util.h"
 #include "worker.h"
 #include "worker_int.h"
 
@@ -482,7 +483,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             bool pool = s->tool->switch_user && !s->tool->user && td_identity_active();
             w->run_uid = pool                   ? -1
                          : s->tool->switch_user ? (long long)s->tool->uid
-                                                : (long long)geteuid();
+                                                : (long long)td_euid();
             td_spawndesc_limits(s->tool, 0, &w->limits);
             w->max_output = output_cap(&w->limits);
             goto started;
@@ -536,7 +537,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
     w->cg_memory = d.cg_memory;
-    w->run_uid = s->tool->switch_user ? (long long)uid : (long long)geteuid();
+    w->run_uid = s->tool->switch_user ? (long long)uid : (long long)td_euid();
     uint64_t t0 = uv_hrtime();
     int rc;
     if (via) { /* off the loop: the spawner starts it (spawner.c) */
