@@ -22,30 +22,47 @@
 
 static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 
+static void take_rec(struct td_report *r, const struct td_report_rec *rec)
+{
+    if (rec->type == TD_REPORT_FAILED && !r->failed) {
+        r->failed = true;
+        r->step = (unsigned)rec->a < TD_STEP_COUNT ? step_names[rec->a] : "setup";
+        r->err = rec->b;
+    } else if (rec->type == TD_REPORT_STATUS) {
+        r->have_status = true;
+        r->status = rec->a;
+    } else if (rec->type == TD_REPORT_CPU) {
+        r->have_usage = true;
+        r->user_ms = rec->a;
+        r->sys_ms = rec->b;
+    } else if (rec->type == TD_REPORT_RSS) {
+        r->maxrss_kb = rec->a;
+    }
+}
+
 int td_sandbox_report_more(int fd, struct td_report *r)
 {
-    struct td_report_rec rec;
+    /* Records are written whole (12 bytes, under PIPE_BUF: atomic), so the
+     * pipe holds whole ones only and a read of a multiple of 12 bytes
+     * takes whole ones: the init's three in one read, rather than one read
+     * each and one more for EAGAIN. A read short of the buffer emptied
+     * the pipe: what comes later (or its end) is read at the next call. */
+    struct td_report_rec recs[16];
     ssize_t n;
-    /* Records are written whole (12 bytes, under PIPE_BUF: atomic). */
-    while ((n = read(fd, &rec, sizeof(rec))) == (ssize_t)sizeof(rec)) {
-        if (rec.type == TD_REPORT_FAILED && !r->failed) {
-            r->failed = true;
-            r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
-            r->err = rec.b;
-        } else if (rec.type == TD_REPORT_STATUS) {
-            r->have_status = true;
-            r->status = rec.a;
-        } else if (rec.type == TD_REPORT_CPU) {
-            r->have_usage = true;
-            r->user_ms = rec.a;
-            r->sys_ms = rec.b;
-        } else if (rec.type == TD_REPORT_RSS) {
-            r->maxrss_kb = rec.a;
-        }
+    for (;;) {
+        n = read(fd, recs, sizeof(recs));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (size_t i = 0; i < (size_t)n / sizeof(recs[0]); i++)
+            take_rec(r, &recs[i]);
+        if ((size_t)n < sizeof(recs))
+            return r->have_status ? 1 : 0;
     }
     if (r->have_status)
         return 1;
-    return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    return n < 0 && errno == EAGAIN ? 0 : -1;
 }
 
 void td_sandbox_report(int fd, struct td_report *r)
