@@ -7,14 +7,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bus.h"
@@ -56,29 +54,6 @@ static void on_request_written(uv_write_t *req, int status)
     w->reqbody = NULL;
     if (!w->serving || status < 0) /* a serving worker's stdin takes its next calls */
         td_worker_close_handle(w, (uv_handle_t *)&w->in);
-}
-
-/* A request of at most PIPE_BUF bytes into the call's stdin at once, and
- * stdin closed: its fd is still blocking, and such a write to an empty pipe
- * (or socket, whose buffer is larger) neither waits nor is cut. libuv's
- * handle for it would cost three system calls more (the fd made
- * non-blocking, then taken out of epoll at its close); w->in is closed
- * unopened, so that the worker's handles stay as they are. */
-static void write_request(struct td_worker *w, int fd, char *body, size_t len, bool plain)
-{
-    struct iovec iov[2] = {{w->hdr, sizeof(w->hdr)}, {body, len}};
-    ssize_t n;
-    while ((n = writev(fd, plain ? iov + 1 : iov, plain ? 1 : 2)) < 0 && errno == EINTR)
-        ;
-    if (n < 0) /* EPIPE: the worker closed stdin without reading; its business */
-        td_logc(TD_LOG_DEBUG, w->batch_id, w->call_id, "request not fully written: %s",
-                strerror(errno));
-    close(fd);
-    free(body);
-    uv_pipe_init(td_loop, &w->in, 0);
-    w->in.data = w;
-    w->handles++;
-    td_worker_close_handle(w, (uv_handle_t *)&w->in);
 }
 
 static void on_call_written(uv_write_t *req, int status)
@@ -610,6 +585,7 @@ started:
     w->serving = s->serve;
     w->answer_cb = s->answer;
     te_frame_decoder_init(&w->dec, w->max_output);
+    pipe_open(w, &w->in, child.in);
     pipe_open(w, &w->out, child.out);
     pipe_open(w, &w->err, child.err);
     uv_timer_init(td_loop, &w->timer);
@@ -624,17 +600,12 @@ started:
     te_frame_header((uint32_t)len, w->hdr);
     if (plain)
         body[len++] = '\n'; /* over the NUL: te_json_dumps() allocated len + 1 */
-    if (!s->serve && (plain ? 0 : sizeof(w->hdr)) + len <= PIPE_BUF) {
-        write_request(w, child.in, body, len, plain);
-    } else {
-        pipe_open(w, &w->in, child.in);
-        w->reqbody = body;
-        uv_buf_t bufs[2] = {uv_buf_init((char *)w->hdr, sizeof(w->hdr)), uv_buf_init(body, len)};
-        w->wreq.data = w;
-        if (uv_write(&w->wreq, (uv_stream_t *)&w->in, plain ? bufs + 1 : bufs, plain ? 1 : 2,
-                     on_request_written) < 0)
-            td_worker_close_handle(w, (uv_handle_t *)&w->in);
-    }
+    w->reqbody = body;
+    uv_buf_t bufs[2] = {uv_buf_init((char *)w->hdr, sizeof(w->hdr)), uv_buf_init(body, len)};
+    w->wreq.data = w;
+    if (uv_write(&w->wreq, (uv_stream_t *)&w->in, plain ? bufs + 1 : bufs, plain ? 1 : 2,
+                 on_request_written) < 0)
+        td_worker_close_handle(w, (uv_handle_t *)&w->in);
     uv_read_start((uv_stream_t *)&w->out, td_worker_alloc_cb, td_worker_on_stdout);
     uv_read_start((uv_stream_t *)&w->err, td_worker_alloc_cb, td_worker_on_stderr);
     /* The timeout counts from now, not from the loop's time cached before
