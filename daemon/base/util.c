@@ -169,3 +169,11 @@ char *td_libexec_find(const char *name, const char *dir)
     free(path);
     return NULL;
 }
+
+uid_t td_euid(void)
+{
+    static uid_t euid = (uid_t)-1;
+    if (euid == (uid_t)-1)
+        euid = geteuid();
+    return euid;
+}

@@ -40,4 +40,8 @@ const char *td_near_word(const char *word, const char *const *words, size_t n);
  * is there. */
 char *td_libexec_find(const char *name, const char *dir);
 
+/* Our effective uid, asked of the kernel once: it never changes, and
+ * geteuid() is a system call on a call's path (a few a call). */
+uid_t td_euid(void);
+
 #endif

@@ -21,6 +21,9 @@ void td_calldir_shutdown(void);
 /* A fresh directory for one call, owned by uid:gid ((uid_t)-1: the
  * daemon's). *path is malloc'd; on failure -errno and *what names the step. */
 int td_calldir_make(uid_t uid, gid_t gid, char **path, const char **what);
+/* Whether the umask in a /proc/PID/status text leaves 0700 whole (so that
+ * a call's directory is made with its mode); false where it says none. */
+bool td_calldir_umask_ok(const char *status);
 /* Removes it off the loop (threadpool); path is taken. */
 void td_calldir_remove_async(char *path);
 /* The same for a directory inside the directory dirfd (warm calls' are in

@@ -256,7 +256,8 @@ struct td_fsprep {
     char **strings; /* everything the ops point to */
     size_t nstrings, scap;
     const char **ll_write;
-    bool failed;
+    const char *tools; /* the tools directory resolved, as hidden */
+    bool tools_known, failed;
 };
 
 static void prep_free(struct td_fsprep *p)
@@ -451,6 +452,8 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
         add_cover(&it, td_fs_hidden[i]);
     bool have_tools = realpath(td_cfg.tools_dir, tools) != NULL;
     add_cover(&it, have_tools ? tools : NULL);
+    p->tools = have_tools ? keep(p, "%s", tools) : NULL;
+    p->tools_known = true;
     add_cover(&it, work);
     add_cover(&it, td_cfg.socket_path);
     add_cover(&it, td_cfg.events_socket_path);
@@ -747,6 +750,12 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
     if (ll)
         *ll_write = (const char *const *)v->prep->ll_write;
     return 0;
+}
+
+const char *td_fsview_planned_tools(const struct td_fsview *v, bool *known)
+{
+    *known = v->prep && v->prep->tools_known && !v->prep->failed;
+    return *known ? v->prep->tools : NULL;
 }
 
 int td_fsview_landlock_abi(void)

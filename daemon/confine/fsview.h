@@ -68,6 +68,9 @@ bool td_fsview_is_host(const struct td_fsview *v);
  * resolved)? NULL when it does; else what hides it: a hidden path, "/tmp"
  * or "/dev" (a call's own), or "the minimal root". fsview_sees.c. */
 const char *td_fsview_hides(const struct td_fsview *v, const char *path);
+/* The tools directory as v's plan hides it, resolved once when the plan
+ * was made (NULL: it was not there); *known false: no plan yet. */
+const char *td_fsview_planned_tools(const struct td_fsview *v, bool *known);
 /* The Landlock ABI this kernel offers (0: none), probed once. */
 int td_fsview_landlock_abi(void);
 /* The paths every view hides (n of them), for learn mode's base. */

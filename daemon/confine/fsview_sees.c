@@ -61,7 +61,14 @@ const char *td_fsview_hides(const struct td_fsview *v, const char *path)
     struct best b = {0};
     for (size_t i = 0; td_fs_hidden[i]; i++)
         consider(&b, td_fs_hidden[i], false, path);
-    if (td_cfg.tools_dir && realpath(td_cfg.tools_dir, tools))
+    /* as the view's plan hid it, once one is made: a call's refusals are
+     * asked of it for each path (fswatch), a walk of the directory's
+     * every component each */
+    bool planned;
+    const char *hidden = td_fsview_planned_tools(v, &planned);
+    if (planned)
+        consider(&b, hidden, false, path);
+    else if (td_cfg.tools_dir && realpath(td_cfg.tools_dir, tools))
         consider(&b, tools, false, path);
     consider(&b, td_cfg.work_dir, false, path);
     consider(&b, td_cfg.socket_path, false, path);

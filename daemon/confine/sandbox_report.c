@@ -16,35 +16,53 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pidinfo.h"
 #include "report.h"
 #include "sandbox.h"
 
 static const char *const step_names[TD_STEP_COUNT] = TD_STEP_NAMES;
 
+static void take_rec(struct td_report *r, const struct td_report_rec *rec)
+{
+    if (rec->type == TD_REPORT_FAILED && !r->failed) {
+        r->failed = true;
+        r->step = (unsigned)rec->a < TD_STEP_COUNT ? step_names[rec->a] : "setup";
+        r->err = rec->b;
+    } else if (rec->type == TD_REPORT_STATUS) {
+        r->have_status = true;
+        r->status = rec->a;
+    } else if (rec->type == TD_REPORT_CPU) {
+        r->have_usage = true;
+        r->user_ms = rec->a;
+        r->sys_ms = rec->b;
+    } else if (rec->type == TD_REPORT_RSS) {
+        r->maxrss_kb = rec->a;
+    }
+}
+
 int td_sandbox_report_more(int fd, struct td_report *r)
 {
-    struct td_report_rec rec;
+    /* Records are written whole (12 bytes, under PIPE_BUF: atomic), so the
+     * pipe holds whole ones only and a read of a multiple of 12 bytes
+     * takes whole ones: the init's three in one read, rather than one read
+     * each and one more for EAGAIN. A read short of the buffer emptied
+     * the pipe: what comes later (or its end) is read at the next call. */
+    struct td_report_rec recs[16];
     ssize_t n;
-    /* Records are written whole (12 bytes, under PIPE_BUF: atomic). */
-    while ((n = read(fd, &rec, sizeof(rec))) == (ssize_t)sizeof(rec)) {
-        if (rec.type == TD_REPORT_FAILED && !r->failed) {
-            r->failed = true;
-            r->step = (unsigned)rec.a < TD_STEP_COUNT ? step_names[rec.a] : "setup";
-            r->err = rec.b;
-        } else if (rec.type == TD_REPORT_STATUS) {
-            r->have_status = true;
-            r->status = rec.a;
-        } else if (rec.type == TD_REPORT_CPU) {
-            r->have_usage = true;
-            r->user_ms = rec.a;
-            r->sys_ms = rec.b;
-        } else if (rec.type == TD_REPORT_RSS) {
-            r->maxrss_kb = rec.a;
-        }
+    for (;;) {
+        n = read(fd, recs, sizeof(recs));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (size_t i = 0; i < (size_t)n / sizeof(recs[0]); i++)
+            take_rec(r, &recs[i]);
+        if ((size_t)n < sizeof(recs))
+            return r->have_status ? 1 : 0;
     }
     if (r->have_status)
         return 1;
-    return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    return n < 0 && errno == EAGAIN ? 0 : -1;
 }
 
 void td_sandbox_report(int fd, struct td_report *r)
@@ -73,20 +91,8 @@ static pid_t init_child(pid_t init)
 
 pid_t td_sandbox_pidfd_pid(int fd)
 {
-    /* read whole into a stack buffer: no stdio (its malloc'd buffer), one
-     * open, read, close; "Pid:" is the fdinfo's fourth line, well inside */
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    int f = open(path, O_RDONLY | O_CLOEXEC);
-    if (f < 0)
-        return 0;
-    ssize_t n = read(f, buf, sizeof(buf) - 1);
-    close(f);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    const char *p = strstr(buf, "\nPid:\t");
-    return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+    pid_t pid;
+    return td_pidfd_ids(fd, &pid, NULL) == 0 ? pid : 0;
 }
 
 bool td_pidfd_alive(int pidfd)

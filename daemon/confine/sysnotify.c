@@ -351,6 +351,7 @@ void td_sysnotify_stop(struct td_sysnotify *n)
     n->nheld = 0;
     if (n->timer)
         uv_timer_stop(n->timer);
-    uv_poll_stop(&n->poll);
+    /* (uv_close stops it: a uv_poll_stop first would take the fd out of
+     * epoll twice, a system call each) */
     uv_close((uv_handle_t *)&n->poll, on_closed);
 }

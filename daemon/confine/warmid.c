@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "identity.h"
+#include "pidinfo.h"
 #include "sandbox.h"
 #include "util.h"
 #include "warmid.h"
@@ -54,37 +55,23 @@ static void on_p1_exit(uv_poll_t *p, int status, int events)
     lent_end(p->data, true);
 }
 
-/* pid's parent, from /proc/PID/stat (the field after the name's ')') */
-static pid_t parent_of(int dir)
-{
-    char buf[512];
-    int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    int ppid;
-    return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : -1;
-}
-
 int td_warmid_map(int pidfd, int answer, pid_t tpid, uid_t tuid, gid_t tgid, bool own_gid,
                   uid_t *lent)
 {
     int rc = -EPERM, dir = -1, ns = -1;
     struct lent *l = NULL;
     char path[64];
-    pid_t pid = td_sandbox_pidfd_pid(pidfd);
+    pid_t pid = 0, ppid = 0;
+    /* its pid and parent read first, the pidfd alive after: both were the
+     * process's, and the directory opened while it lives is its own,
+     * whatever the number is later */
+    if (td_pidfd_ids(pidfd, &pid, &ppid) < 0 || ppid != tpid)
+        goto out;
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    /* the directory opened while the pidfd's process lives is that
-     * process's, whatever the number is later */
-    if (pid <= 0 || (dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        !td_pidfd_alive(pidfd))
+    if ((dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || !td_pidfd_alive(pidfd))
         goto out;
     uid_t owner;
-    if (parent_of(dir) != tpid || (ns = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
+    if ((ns = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
         ioctl(ns, NS_GET_OWNER_UID, &owner) < 0 || owner != tuid)
         goto out;
     uid_t uid;

@@ -16,6 +16,7 @@
 #include "fsview.h"
 #include "spawndesc.h"
 #include "sysfilter.h"
+#include "util.h"
 
 /* "uid uid 1": an unprivileged daemon's user namespace maps only itself. */
 static char uid_map[32], gid_map[32];
@@ -96,7 +97,7 @@ static size_t build_rlimits(const struct td_limits *l, bool cg_memory, bool cg_p
         rl[n++] = (struct td_rlimit){RLIMIT_FSIZE, {l->file_size_mb << 20, l->file_size_mb << 20}};
     /* An unprivileged daemon cannot raise a hard limit: one below a limit
      * (the default processes=1024 under a lower RLIMIT_NPROC) holds as is. */
-    for (size_t i = 0; geteuid() != 0 && i < n; i++) {
+    for (size_t i = 0; td_euid() != 0 && i < n; i++) {
         struct rlimit own;
         if (getrlimit(rl[i].resource, &own) == 0 && own.rlim_max < rl[i].lim.rlim_max)
             rl[i].lim.rlim_cur = rl[i].lim.rlim_max = own.rlim_max;

@@ -208,14 +208,17 @@ static bool proxy_listener_ok(int fd, pid_t tpid, int pidfd)
 #endif
 
 /* A pidfd's inode: the process's own on a kernel with pidfs (6.9), which
- * outlives its pid; 0 where every pidfd shares one (anon_inode). */
+ * outlives its pid; 0 where every pidfd shares one (anon_inode). Which of
+ * the two is the kernel's, so asked of the first pidfd only (a fstatfs()
+ * less on each call). */
 static uint64_t p1_ino(int pidfd)
 {
+    static int pidfs = -1;
     struct stat st;
     struct statfs fs;
-    return fstat(pidfd, &st) == 0 && fstatfs(pidfd, &fs) == 0 && fs.f_type == PID_FS_MAGIC
-               ? (uint64_t)st.st_ino
-               : 0;
+    if (pidfs < 0 && fstatfs(pidfd, &fs) == 0)
+        pidfs = fs.f_type == PID_FS_MAGIC;
+    return pidfs > 0 && fstat(pidfd, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 /* The uid lent to the P1 behind pidfd (its "forked" came), taken from the

@@ -33,6 +33,7 @@
 #include "registry.h"
 #include "template.h"
 #include "template_int.h"
+#include "util.h"
 #include "warmid.h"
 
 static SLIST_HEAD(, warm) all = SLIST_HEAD_INITIALIZER(all);
@@ -215,7 +216,7 @@ void td_template_shutdown(void)
 static uint64_t warm_nproc(uint64_t n)
 {
     struct rlimit own;
-    if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &own) == 0 && own.rlim_max < n)
+    if (td_euid() != 0 && getrlimit(RLIMIT_NPROC, &own) == 0 && own.rlim_max < n)
         n = own.rlim_max;
     return n;
 }

@@ -50,10 +50,13 @@ static void tool_gone(struct td_worker *w)
     td_worker_maybe_free(w);
 }
 
+/* Closed, not stopped: it is not started again, and a stop now and a close
+ * later (td_worker_maybe_free) take the fd out of epoll twice. The pipe
+ * stays ours (a poll handle does not close its fd) for the last read. */
 static void stop_expoll(struct td_worker *w)
 {
     if (w->expolling)
-        uv_poll_stop(&w->expoll);
+        td_worker_close_handle(w, (uv_handle_t *)&w->expoll);
 }
 
 /* Calls ended on their init's report whose init is not reaped yet. The

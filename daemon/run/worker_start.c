@@ -39,6 +39,7 @@
 #include "spawner.h"
 #include "template.h"
 #include "toolexec.h"
+#include "util.h"
 #include "worker.h"
 #include "worker_int.h"
 
@@ -337,8 +338,22 @@ static void on_spawned(void *data, pid_t pid, int pidfd, const int handed[TD_HAN
 }
 
 /* its end: as a warm call's (on_warm_exited), the spawner's why (it died
- * and took the call with it) in place of the template's */
-static const struct td_spawner_ops spawner_ops = {on_spawned, on_warm_exited};
+ * and took the call with it) in place of the template's. Without a why
+ * the spawner reaped it (wait4, then EXITED): its pidfd's process is gone,
+ * and a SIGKILL to it (td_worker_on_reaped) could only fail. A template's
+ * word is not taken so: it runs the tool's code. */
+static void on_spawner_exited(void *data, int status, const struct rusage *ru, const char *why)
+{
+    struct td_worker *w = data;
+    if (why || !ru) {
+        on_warm_exited(data, status, ru, why);
+        return;
+    }
+    td_worker_step(w, TD_WE_REAPED);
+    td_worker_on_exit(w, status, ru);
+}
+
+static const struct td_spawner_ops spawner_ops = {on_spawned, on_spawner_exited};
 
 /* A warm call: the template forks its process; false when it cannot (not
  * ready): the call runs cold. */
@@ -443,7 +458,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
             bool pool = s->tool->switch_user && !s->tool->user && td_identity_active();
             w->run_uid = pool                   ? -1
                          : s->tool->switch_user ? (long long)s->tool->uid
-                                                : (long long)geteuid();
+                                                : (long long)td_euid();
             td_spawndesc_limits(s->tool, 0, &w->limits);
             w->max_output = output_cap(&w->limits);
             goto started;
@@ -497,7 +512,7 @@ struct td_worker *td_worker_start(const struct td_worker_spec *s, td_result_cb c
         goto fail;
     }
     w->cg_memory = d.cg_memory;
-    w->run_uid = s->tool->switch_user ? (long long)uid : (long long)geteuid();
+    w->run_uid = s->tool->switch_user ? (long long)uid : (long long)td_euid();
     uint64_t t0 = uv_hrtime();
     int rc;
     if (via) { /* off the loop: the spawner starts it (spawner.c) */
@@ -553,9 +568,10 @@ started:
     w->state = w->warm || w->via_spawner ? TD_W_STARTING : TD_W_RUNNING;
     w->init = !w->warm && td_call_ns != 0; /* a warm call's PID 1 is the template's fork */
     w->exfd = child.report;
-    /* a warm call's PID 1 (lib/warmp1.c) reports as toolexecd-init does */
-    if ((w->init || w->warm) && w->exfd >= 0 && fcntl(w->exfd, F_SETFL, O_NONBLOCK) == 0 &&
-        uv_poll_init(td_loop, &w->expoll, w->exfd) == 0) {
+    /* a warm call's PID 1 (lib/warmp1.c) reports as toolexecd-init does;
+     * its pipe is non-blocking already (td_sandbox_pipes, start_warm), and
+     * uv_poll_init() makes it so besides */
+    if ((w->init || w->warm) && w->exfd >= 0 && uv_poll_init(td_loop, &w->expoll, w->exfd) == 0) {
         w->expoll.data = w;
         w->handles++;
         w->expolling = true;

@@ -181,13 +181,57 @@ static void test_default_plan(void **state)
     rmdir(tools);
 }
 
+/* Which rule hides a path (fswatch asks it of each refusal of a call):
+ * the tools directory as the view's plan hid it, resolved once when the
+ * plan was made, not looked up again for each path; before a plan, as it
+ * resolves now. */
+static void test_hides_as_planned(void **state)
+{
+    (void)state;
+    char a[] = "/tmp/td-fsview-a-XXXXXX", b[] = "/tmp/td-fsview-b-XXXXXX", link[64];
+    char in_a[PATH_MAX], in_b[PATH_MAX];
+    assert_non_null(mkdtemp(a));
+    assert_non_null(mkdtemp(b));
+    snprintf(link, sizeof(link), "/tmp/td-fsview-link-%d", (int)getpid());
+    snprintf(in_a, sizeof(in_a), "%s/x.json", a);
+    snprintf(in_b, sizeof(in_b), "%s/x.json", b);
+    unlink(link);
+    assert_int_equal(symlink(a, link), 0);
+    td_cfg.work_dir = "/var/td-fsview-no-work";
+    td_cfg.tools_dir = link;
+    struct td_fsview *f, *g;
+    char err[256];
+    bool known;
+    assert_int_equal(parse("{}", &f, err, sizeof(err)), 0);
+    assert_int_equal(parse("{}", &g, err, sizeof(err)), 0);
+    assert_null(td_fsview_planned_tools(f, &known));
+    assert_false(known);
+    assert_string_equal(td_fsview_hides(f, in_a), a);
+    const struct td_fsplan *plan;
+    const char *const *ll;
+    assert_int_equal(td_fsview_plan(f, NULL, NULL, true, &plan, &ll), 0);
+    assert_string_equal(td_fsview_planned_tools(f, &known), a);
+    assert_true(known);
+    /* the link moved: the plan made still hides a, and says so; a view
+     * with no plan yet follows the link */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(b, link), 0);
+    assert_string_equal(td_fsview_hides(f, in_a), a);
+    assert_string_equal(td_fsview_hides(f, in_b), "/tmp");
+    assert_string_equal(td_fsview_hides(g, in_b), b);
+    td_fsview_free(f);
+    td_fsview_free(g);
+    unlink(link);
+    rmdir(a);
+    rmdir(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_refused),
-        cmocka_unit_test(test_symlink_refused),
-        cmocka_unit_test(test_accepted),
-        cmocka_unit_test(test_default_plan),
+        cmocka_unit_test(test_paths_refused),    cmocka_unit_test(test_symlink_refused),
+        cmocka_unit_test(test_accepted),         cmocka_unit_test(test_default_plan),
+        cmocka_unit_test(test_hides_as_planned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

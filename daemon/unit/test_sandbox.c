@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "report.h"
 #include "sandbox.h"
 
 static char *const sh_argv[] = {"/bin/sh", "-c", "exec ls /proc/self/fd", NULL};
@@ -86,12 +87,55 @@ static void test_low_fds_free(void **state)
         dup2(saved4, 4), close(saved4);
 }
 
+static void put_recs(int fd, const struct td_report_rec *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) /* each its own write, as the init's are */
+        assert_int_equal(write(fd, &recs[i], sizeof(recs[i])), (ssize_t)sizeof(recs[i]));
+}
+
+/* The report pipe read as the records come: some now, the rest later, the
+ * status last; its end without a status is -1, after one 1 again. */
+static void test_report_more(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    struct td_report r;
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(td_sandbox_report_more(p[0], &r), 0); /* nothing yet */
+    put_recs(p[1], (struct td_report_rec[]){{TD_REPORT_CPU, 7, 3}}, 1);
+    assert_int_equal(td_sandbox_report_more(p[0], &r), 0);
+    assert_true(r.have_usage && r.user_ms == 7 && r.sys_ms == 3 && !r.have_status);
+    put_recs(p[1], (struct td_report_rec[]){{TD_REPORT_RSS, 900, 0}, {TD_REPORT_STATUS, 256, 0}},
+             2);
+    assert_int_equal(td_sandbox_report_more(p[0], &r), 1);
+    assert_true(r.have_status && r.status == 256 && r.maxrss_kb == 900);
+    close(p[1]);
+    assert_int_equal(td_sandbox_report_more(p[0], &r), 1);
+    close(p[0]);
+    /* more records than one read takes, then the end: all taken, -1 */
+    assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 40; i++)
+        put_recs(p[1], (struct td_report_rec[]){{TD_REPORT_CPU, i, i}}, 1);
+    put_recs(p[1], (struct td_report_rec[]){{TD_REPORT_FAILED, TD_STEP_EXEC, 2}}, 1);
+    close(p[1]);
+    int rc;
+    while ((rc = td_sandbox_report_more(p[0], &r)) == 0)
+        ;
+    assert_int_equal(rc, -1);
+    assert_true(r.failed && r.err == 2 && r.user_ms == 39 && !r.have_status);
+    assert_string_equal(r.step, "exec");
+    close(p[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_hand_over),
         cmocka_unit_test(test_hand_over_socket_is_not_inherited),
         cmocka_unit_test(test_low_fds_free),
+        cmocka_unit_test(test_report_more),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

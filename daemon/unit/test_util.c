@@ -113,6 +113,14 @@ static void test_opendir_dup(void **state)
 
 /* Entries past any count one might have written down: the array grows,
  * always NULL-ended. */
+/* asked once, the same on every ask */
+static void test_euid(void **state)
+{
+    (void)state;
+    assert_int_equal(td_euid(), geteuid());
+    assert_int_equal(td_euid(), geteuid());
+}
+
 static void test_envlist(void **state)
 {
     (void)state;
@@ -142,7 +150,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_valid), cmocka_unit_test(test_limits_invalid),
         cmocka_unit_test(test_limits_set),   cmocka_unit_test(test_opendir_dup),
-        cmocka_unit_test(test_envlist),
+        cmocka_unit_test(test_envlist),      cmocka_unit_test(test_euid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

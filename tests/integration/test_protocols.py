@@ -47,6 +47,14 @@ class Framed(DaemonTestCase):
              "halt": None},
         ])
 
+    def test_requests_either_side_of_pipe_buf_arrive_whole(self):
+        """A frame of at most PIPE_BUF (4096) bytes is written into stdin at
+        once, a longer one through libuv: both reach the tool whole."""
+        for n in (4084, 4085, 200000):  # {"s":"..."} is n + 8, the frame's header 4
+            args = {"s": "x" * n}
+            res = self.c.run([{"id": "c0", "name": "echo", "arguments": args}])
+            self.assertEqual(self.assertOk(res, "c0"), args, n)
+
     def test_explicit_framed_protocol(self):
         res = self.c.run([{"id": "c0", "name": "explicit_framed", "arguments": {"y": [1, 2]}}])
         self.assertOk(res, "c0", {"y": [1, 2]}, content='{"y":[1,2]}')
@@ -163,6 +171,14 @@ class Plain(DaemonTestCase):
         self.assertEqual(json.loads(raw), args)
         self.assertNotIn(": ", raw)
         self.assertNotIn(", ", raw)
+
+    def test_plain_stdin_either_side_of_pipe_buf_arrives_whole(self):
+        for n in (4087, 4088, 200000):  # {"s":"..."} and its newline are n + 9
+            args = {"s": "x" * n}
+            res = self.c.run([{"id": "c0", "name": "pstdin", "arguments": args}])
+            raw = self.assertOk(res, "c0")["stdin"]
+            self.assertEqual(len(raw), n + 9)
+            self.assertEqual(json.loads(raw), args)
 
     def test_plain_empty_arguments(self):
         res = self.c.run([{"id": "c0", "name": "pstdin"}])

@@ -151,22 +151,42 @@ static void work_dir_and_call_dirs(int top, const char *topdir)
     struct stat st;
     CHECK(stat(work, &st) == 0 && (st.st_mode & 07777) == 0711);
 
-    char *a = NULL, *b = NULL;
-    const char *what = NULL;
-    umask(0777); /* the mode is set whatever the umask */
-    CHECK(td_calldir_make((uid_t)-1, (gid_t)-1, &a, &what) == 0);
-    CHECK(td_calldir_make((uid_t)-1, (gid_t)-1, &b, &what) == 0);
-    umask(022);
-    CHECK(a && b && strcmp(a, b) != 0);
-    if (a && b) {
-        CHECK(strncmp(a, work, strlen(work)) == 0 && is_hex32(strrchr(a, '/') + 1));
-        CHECK(is_hex32(strrchr(b, '/') + 1));
-        CHECK(stat(a, &st) == 0 && (st.st_mode & 07777) == 0700);
-        CHECK(td_remove_tree_at(top, a + strlen(topdir) + 1) == 0);
-        CHECK(td_remove_tree_at(top, b + strlen(topdir) + 1) == 0);
+    /* 0700 whatever the umask the daemon runs under (read at setup): one
+     * that leaves the owner's bits, and one that clears them (chmod'ed) */
+    static const mode_t masks[] = {022, 0777};
+    for (size_t k = 0; k < sizeof(masks) / sizeof(masks[0]); k++) {
+        char *a = NULL, *b = NULL;
+        const char *what = NULL;
+        if (k) {
+            td_calldir_shutdown();
+            free(td_cfg.work_dir);
+            td_cfg.work_dir = NULL;
+            umask(masks[k]);
+            CHECK(td_calldir_setup(work) == 0);
+        }
+        CHECK(td_calldir_make((uid_t)-1, (gid_t)-1, &a, &what) == 0);
+        CHECK(td_calldir_make((uid_t)-1, (gid_t)-1, &b, &what) == 0);
+        umask(022);
+        CHECK(a && b && strcmp(a, b) != 0);
+        if (a && b) {
+            CHECK(strncmp(a, work, strlen(work)) == 0 && is_hex32(strrchr(a, '/') + 1));
+            CHECK(is_hex32(strrchr(b, '/') + 1));
+            CHECK(stat(a, &st) == 0 && (st.st_mode & 07777) == 0700);
+            CHECK(stat(b, &st) == 0 && (st.st_mode & 07777) == 0700);
+            CHECK(td_remove_tree_at(top, a + strlen(topdir) + 1) == 0);
+            CHECK(td_remove_tree_at(top, b + strlen(topdir) + 1) == 0);
+        }
+        free(a);
+        free(b);
     }
-    free(a);
-    free(b);
+    /* the umask as /proc/PID/status says it */
+    CHECK(td_calldir_umask_ok("Name:\tx\nUmask:\t0022\nState:\tR\n"));
+    CHECK(td_calldir_umask_ok("Name:\tx\nUmask:\t0077\n"));
+    CHECK(!td_calldir_umask_ok("Name:\tx\nUmask:\t0277\n"));
+    CHECK(!td_calldir_umask_ok("Name:\tx\nUmask:\t0777\n"));
+    CHECK(!td_calldir_umask_ok("Name:\tx\nUmask:\t\n"));
+    CHECK(!td_calldir_umask_ok("Name:\tx\nState:\tR\n"));
+    CHECK(!td_calldir_umask_ok(NULL));
     td_calldir_shutdown();
     free(td_cfg.work_dir);
     td_cfg.work_dir = NULL;
