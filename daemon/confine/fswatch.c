@@ -220,11 +220,25 @@ static void say_off(const char *what, int err)
 /* Its calls' table sized for calls uids (0: the object's, a daemon's
  * TD_FSW_CALLS_MAX): a hash map's elements are all allocated and zeroed
  * at its creation, 1.2 MB for a daemon's, which a one-shot run with one
- * uid paid for (0.4 ms of its CPU). */
+ * uid paid for (0.4 ms of its CPU). Its ring too: fswatch.bpf.c puts in
+ * it only records it sends, at most a call's two budgets of them (each
+ * with 8 bytes of header), so a ring of calls times that (a power of two,
+ * whole pages; 256 KiB for one) holds every record its calls can send
+ * however late the loop reads them, where the daemon's 1 MiB (its pages
+ * allocated and mapped at each load) cost a one-shot run 0.3 ms. */
 static int load(struct bpf_object *o, unsigned calls)
 {
     struct bpf_map *m = bpf_object__find_map_by_name(o, "calls");
     int rc = calls && m ? bpf_map__set_max_entries(m, calls) : 0;
+    if (rc == 0 && calls) {
+        size_t need = calls * (TD_FSW_REFUSED_BUDGET + TD_FSW_NOENT_BUDGET) *
+                      ((sizeof(struct td_fsw_rec) + 8 + 7) & ~(size_t)7);
+        size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
+        while (bytes < need)
+            bytes *= 2;
+        struct bpf_map *ring = bpf_object__find_map_by_name(o, "ring");
+        rc = ring && bytes < TD_FSW_RING_BYTES ? bpf_map__set_max_entries(ring, (__u32)bytes) : 0;
+    }
     return rc < 0 ? rc : bpf_object__load(o);
 }
 
