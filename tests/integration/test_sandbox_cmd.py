@@ -317,6 +317,12 @@ class Engine(unittest.TestCase):
         for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
+    def test_the_engine_has_libtoolexecs_objects_in_it(self):
+        # linked in, only those it reaches: no libtoolexec.so to map and
+        # no symbol of it to look up at each run
+        needed = self.needed(self.ENGINE)
+        self.assertFalse([n for n in needed if n.startswith("libtoolexec")], needed)
+
     def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
         # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
         # test_mcp_http runs); every other command, sandbox first, not
