@@ -322,6 +322,11 @@ class Engine(unittest.TestCase):
         # no symbol of it to look up at each run
         needed = self.needed(self.ENGINE)
         self.assertFalse([n for n in needed if n.startswith("libtoolexec")], needed)
+        # and so no RUNPATH: the loader would try each of its directories
+        # for every library before the system's
+        p = subprocess.run(["readelf", "-d", self.ENGINE], stdout=subprocess.PIPE, check=True)
+        self.assertNotIn(b"(RUNPATH)", p.stdout)
+        self.assertNotIn(b"(RPATH)", p.stdout)
 
     def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
         # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
