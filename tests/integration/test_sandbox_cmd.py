@@ -328,6 +328,13 @@ class Engine(unittest.TestCase):
         self.assertNotIn(b"(RUNPATH)", p.stdout)
         self.assertNotIn(b"(RPATH)", p.stdout)
 
+    def test_the_cli_has_libtoolexecs_objects_in_it(self):
+        # toolexec is exec'd at each toolexec sandbox too: no libtoolexec.so
+        # to find and map, no RUNPATH to search first for every library
+        self.assertFalse([n for n in self.needed(TOOLEXEC) if n.startswith("libtoolexec")])
+        p = subprocess.run(["readelf", "-d", TOOLEXEC], stdout=subprocess.PIPE, check=True)
+        self.assertNotIn(b"(RUNPATH)", p.stdout)
+
     def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
         # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
         # test_mcp_http runs); every other command, sandbox first, not
