@@ -328,6 +328,14 @@ class Engine(unittest.TestCase):
         self.assertNotIn(b"(RUNPATH)", p.stdout)
         self.assertNotIn(b"(RPATH)", p.stdout)
 
+    def test_the_engine_opens_libbpf_only_for_a_watch(self):
+        # as root with a --user it opens libbpf for the refusal watch
+        # (test_fs_denials.py); a run that loads none never maps it, nor
+        # libelf and zlib under it
+        needed = self.needed(self.ENGINE)
+        for lib in ("libbpf", "libelf", "libz"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
     def test_the_cli_has_libtoolexecs_objects_in_it(self):
         # toolexec is exec'd at each toolexec sandbox too: no libtoolexec.so
         # to find and map, no RUNPATH to search first for every library
