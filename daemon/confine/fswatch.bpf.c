@@ -131,7 +131,10 @@ static long fnv_word(__u32 i, void *data)
  * that its arguments are numbers, where inlined it walked it once for
  * each of the system calls' cases (their constants told the states apart:
  * 2,558 instructions walked, 4 ms of a load; now 760). Its call's
- * counters looked up again (a global function takes no map value). */
+ * counters looked up again (a global function takes no map value). The
+ * record is made on the stack and only what is sent goes into the ring:
+ * a repeat or a record past its budget takes no room there, so a call's
+ * records never need more of it than its budgets (fswatch_rec.h). */
 __attribute__((noinline)) int record(long ret, long nr, unsigned long path, unsigned long flags,
                                      long dirfd)
 {
@@ -141,18 +144,14 @@ __attribute__((noinline)) int record(long ret, long nr, unsigned long path, unsi
         return 0;
     if (ret != -ENOENT)
         __sync_fetch_and_add(&c->refused, 1);
-    struct td_fsw_rec *r = bpf_ringbuf_reserve(&ring, sizeof(*r), 0);
-    if (!r) {
-        __sync_fetch_and_add(&c->lost, 1);
-        return 0;
-    }
-    long len = bpf_probe_read_user_str(r->path, sizeof(r->path), (const void *)path);
+    struct td_fsw_rec r;
+    long len = bpf_probe_read_user_str(r.path, sizeof(r.path), (const void *)path);
     if (len < 0)
-        len = 0, r->path[0] = 0;
+        len = 0, r.path[0] = 0;
     /* FNV-1a of what the record says, the path 8 bytes at a time from
      * words read whole (the bytes past its end masked off): a loop over its
      * bytes had the verifier walk 256 iterations (9 ms a load) */
-    struct fnv fnv = {.word = (const __u64 *)r->path,
+    struct fnv fnv = {.word = (const __u64 *)r.path,
                       .len = len,
                       .h = 2166136261u ^ (__u32)nr ^ ((__u32)-ret << 16) ^
                            ((__u32)flags & 01103)}; /* the access, O_CREAT, O_TRUNC */
@@ -168,17 +167,17 @@ __attribute__((noinline)) int record(long ret, long nr, unsigned long path, unsi
     __u32 *seen = &c->recent[h % TD_FSW_RECENT];
     __u64 *sent = ret == -ENOENT ? &c->noent : &c->sent;
     __u64 budget = ret == -ENOENT ? TD_FSW_NOENT_BUDGET : TD_FSW_REFUSED_BUDGET;
-    if (*seen == h || __sync_fetch_and_add(sent, 1) >= budget) {
-        bpf_ringbuf_discard(r, 0);
+    if (*seen == h || __sync_fetch_and_add(sent, 1) >= budget)
         return 0;
-    }
     *seen = h;
-    r->uid = uid;
-    r->err = (__s32)-ret;
-    r->nr = (__u32)nr;
-    r->flags = (__u32)flags;
-    r->dirfd = (__s32)dirfd;
-    bpf_ringbuf_submit(r, 0);
+    r.uid = uid;
+    r.err = (__s32)-ret;
+    r.nr = (__u32)nr;
+    r.flags = (__u32)flags;
+    r.dirfd = (__s32)dirfd;
+    r.pad = 0;
+    if (bpf_ringbuf_output(&ring, &r, sizeof(r), 0) < 0)
+        __sync_fetch_and_add(&c->lost, 1);
     return 0;
 }
 

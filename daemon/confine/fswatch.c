@@ -40,6 +40,8 @@
 #include "fswatch_obj.h"        /* fswatch.bpf.c compiled: td_fswatch_obj[] */
 #include "kbtf.h"
 #include "fswatch_rec.h"
+#include <bpf/libbpf_version.h>
+#include <dlfcn.h>
 #endif
 
 /* Distinct records kept per uid: the BPF program's budgets, so that
@@ -68,6 +70,57 @@ static struct entry *table[BUCKETS];
 static bool active;
 
 #ifdef TD_HAVE_FSWATCH
+/* libbpf (and libelf and zlib under it) opened when a watch is loaded,
+ * not linked: a run that loads none (an unprivileged toolexec sandbox, a
+ * daemon with --fs-refusals no) maps none of them, 0.35 ms of each such
+ * start. These are all of it this file calls. */
+#define LIBBPF_FNS(X)                                                                              \
+    X(bpf_link__destroy)                                                                           \
+    X(bpf_map__set_max_entries)                                                                    \
+    X(bpf_map_delete_elem)                                                                         \
+    X(bpf_map_lookup_elem)                                                                         \
+    X(bpf_map_update_elem)                                                                         \
+    X(bpf_object__close)                                                                           \
+    X(bpf_object__find_map_by_name)                                                                \
+    X(bpf_object__find_map_fd_by_name)                                                             \
+    X(bpf_object__find_program_by_name)                                                            \
+    X(bpf_object__load)                                                                            \
+    X(bpf_object__open_mem)                                                                        \
+    X(bpf_program__attach)                                                                         \
+    X(libbpf_set_print)                                                                            \
+    X(ring_buffer__consume)                                                                        \
+    X(ring_buffer__epoll_fd)                                                                       \
+    X(ring_buffer__free)                                                                           \
+    X(ring_buffer__new)
+static struct {
+#define LIBBPF_PTR(f) __typeof__(f) *f;
+    LIBBPF_FNS(LIBBPF_PTR)
+#undef LIBBPF_PTR
+} lb;
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define LIBBPF_SONAME "libbpf.so." STR(LIBBPF_MAJOR_VERSION)
+
+/* 0, or -ELIBACC (libbpf not there, or not the one built against). */
+static int libbpf_open(void)
+{
+    static void *lib;
+    if (lib)
+        return 0;
+    void *h = dlopen(LIBBPF_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -ELIBACC;
+#define LIBBPF_SYM(f)                                                                              \
+    if (!(lb.f = (__typeof__(f) *)dlsym(h, #f))) {                                                 \
+        dlclose(h);                                                                                \
+        return -ELIBACC;                                                                           \
+    }
+    LIBBPF_FNS(LIBBPF_SYM)
+#undef LIBBPF_SYM
+    lib = h;
+    return 0;
+}
+
 static struct bpf_object *obj;
 static struct bpf_link *link_;
 static struct ring_buffer *rb;
@@ -185,20 +238,20 @@ static int on_record(void *ctx, void *data, size_t size)
 static void on_ring(uv_poll_t *p, int status, int events)
 {
     (void)p, (void)status, (void)events;
-    ring_buffer__consume(rb);
+    lb.ring_buffer__consume(rb);
 }
 
 static void drain(void)
 {
     if (rb)
-        ring_buffer__consume(rb);
+        lb.ring_buffer__consume(rb);
 }
 
 static bool counters(uid_t uid, struct td_fsw_call *c)
 {
     __u32 k = uid;
     memset(c, 0, sizeof(*c));
-    return calls_fd >= 0 && bpf_map_lookup_elem(calls_fd, &k, c) == 0;
+    return calls_fd >= 0 && lb.bpf_map_lookup_elem(calls_fd, &k, c) == 0;
 }
 
 static int silent(enum libbpf_print_level l, const char *f, va_list ap)
@@ -220,12 +273,27 @@ static void say_off(const char *what, int err)
 /* Its calls' table sized for calls uids (0: the object's, a daemon's
  * TD_FSW_CALLS_MAX): a hash map's elements are all allocated and zeroed
  * at its creation, 1.2 MB for a daemon's, which a one-shot run with one
- * uid paid for (0.4 ms of its CPU). */
+ * uid paid for (0.4 ms of its CPU). Its ring too: fswatch.bpf.c puts in
+ * it only records it sends, at most a call's two budgets of them (each
+ * with 8 bytes of header), so a ring of calls times that (a power of two,
+ * whole pages; 256 KiB for one) holds every record its calls can send
+ * however late the loop reads them, where the daemon's 1 MiB (its pages
+ * allocated and mapped at each load) cost a one-shot run 0.3 ms. */
 static int load(struct bpf_object *o, unsigned calls)
 {
-    struct bpf_map *m = bpf_object__find_map_by_name(o, "calls");
-    int rc = calls && m ? bpf_map__set_max_entries(m, calls) : 0;
-    return rc < 0 ? rc : bpf_object__load(o);
+    struct bpf_map *m = lb.bpf_object__find_map_by_name(o, "calls");
+    int rc = calls && m ? lb.bpf_map__set_max_entries(m, calls) : 0;
+    if (rc == 0 && calls) {
+        size_t need = calls * (TD_FSW_REFUSED_BUDGET + TD_FSW_NOENT_BUDGET) *
+                      ((sizeof(struct td_fsw_rec) + 8 + 7) & ~(size_t)7);
+        size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
+        while (bytes < need)
+            bytes *= 2;
+        struct bpf_map *ring = lb.bpf_object__find_map_by_name(o, "ring");
+        rc =
+            ring && bytes < TD_FSW_RING_BYTES ? lb.bpf_map__set_max_entries(ring, (__u32)bytes) : 0;
+    }
+    return rc < 0 ? rc : lb.bpf_object__load(o);
 }
 
 int td_fswatch_load(unsigned calls)
@@ -235,22 +303,29 @@ int td_fswatch_load(unsigned calls)
     td_log(TD_LOG_INFO, "file-system refusals are not reported: only on x86-64");
     return -ENOTSUP;
 #else
-    libbpf_set_print(silent);
-    const char *what = "the kernel's BTF (task_struct)";
+    const char *what = LIBBPF_SONAME;
+    int err = -libbpf_open();
+    if (err > 0) {
+        const char *why = dlerror();
+        td_log(TD_LOG_INFO, "file-system refusals are not reported: %s", why ? why : what);
+        return -err;
+    }
+    lb.libbpf_set_print(silent);
+    what = "the kernel's BTF (task_struct)";
     uint32_t off_tgid = 0, off_parent = 0;
-    int err = -td_kbtf_task_offsets(&off_tgid, &off_parent);
+    err = -td_kbtf_task_offsets(&off_tgid, &off_parent);
     if (err > 0)
         goto fail;
     what = "open";
-    obj = bpf_object__open_mem(td_fswatch_obj, sizeof(td_fswatch_obj), NULL);
+    obj = lb.bpf_object__open_mem(td_fswatch_obj, sizeof(td_fswatch_obj), NULL);
     if (!obj) {
         err = errno;
         goto fail;
     }
     what = "load";
     if (load(obj, calls) < 0) { /* no bpf_loop (before Linux 5.17)? */
-        bpf_object__close(obj);
-        obj = bpf_object__open_mem(td_fswatch_obj_noloop, sizeof(td_fswatch_obj_noloop), NULL);
+        lb.bpf_object__close(obj);
+        obj = lb.bpf_object__open_mem(td_fswatch_obj_noloop, sizeof(td_fswatch_obj_noloop), NULL);
         if (!obj) {
             err = errno;
             goto fail;
@@ -259,8 +334,8 @@ int td_fswatch_load(unsigned calls)
             goto fail;
     }
     what = "attach";
-    struct bpf_program *prog = bpf_object__find_program_by_name(obj, "fsw_sys_exit");
-    if (!prog || !(link_ = bpf_program__attach(prog))) {
+    struct bpf_program *prog = lb.bpf_object__find_program_by_name(obj, "fsw_sys_exit");
+    if (!prog || !(link_ = lb.bpf_program__attach(prog))) {
         err = prog ? errno : ENOENT;
         goto fail;
     }
@@ -268,13 +343,14 @@ int td_fswatch_load(unsigned calls)
     __u32 zero = 0;
     struct td_fsw_self me = {
         .tgid = (__u32)getpid(), .off_tgid = off_tgid, .off_parent = off_parent};
-    if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "self"), &zero, &me, BPF_ANY) <
-        0) {
+    if (lb.bpf_map_update_elem(lb.bpf_object__find_map_fd_by_name(obj, "self"), &zero, &me,
+                               BPF_ANY) < 0) {
         err = errno;
         goto fail;
     }
-    calls_fd = bpf_object__find_map_fd_by_name(obj, "calls");
-    rb = ring_buffer__new(bpf_object__find_map_fd_by_name(obj, "ring"), on_record, NULL, NULL);
+    calls_fd = lb.bpf_object__find_map_fd_by_name(obj, "calls");
+    rb =
+        lb.ring_buffer__new(lb.bpf_object__find_map_fd_by_name(obj, "ring"), on_record, NULL, NULL);
     if (calls_fd < 0 || !rb) {
         err = rb ? ENOENT : errno;
         goto fail;
@@ -291,7 +367,7 @@ int td_fswatch_serve(void)
 {
     if (!active || polling)
         return active ? 0 : -ENOTSUP;
-    int err = -uv_poll_init(td_loop, &ring_poll, ring_buffer__epoll_fd(rb));
+    int err = -uv_poll_init(td_loop, &ring_poll, lb.ring_buffer__epoll_fd(rb));
     if (err <= 0) {
         polling = true;
         err = -uv_poll_start(&ring_poll, UV_READABLE, on_ring);
@@ -317,7 +393,7 @@ void td_fswatch_watch(uid_t uid)
     struct entry *e = calloc(1, sizeof(*e));
     struct td_fsw_call zero = {0};
     __u32 k = uid;
-    if (!e || bpf_map_update_elem(calls_fd, &k, &zero, BPF_ANY) < 0) {
+    if (!e || lb.bpf_map_update_elem(calls_fd, &k, &zero, BPF_ANY) < 0) {
         free(e);
         return;
     }
@@ -334,7 +410,7 @@ void td_fswatch_unwatch(uid_t uid)
     struct td_fsw_call c;
     bool counted = counters(uid, &c);
     __u32 k = uid;
-    bpf_map_delete_elem(calls_fd, &k);
+    lb.bpf_map_delete_elem(calls_fd, &k);
     if (!e->n && !(counted && c.refused)) {
         entry_drop(uid);
         return;
@@ -462,7 +538,7 @@ void td_fswatch_collect(uid_t uid, struct td_denials *d, struct td_fsview *v, co
         d->fs_count += c.refused;
         struct td_fsw_call zero = {0};
         __u32 k = uid;
-        bpf_map_update_elem(calls_fd, &k, &zero, BPF_EXIST);
+        lb.bpf_map_update_elem(calls_fd, &k, &zero, BPF_EXIST);
     }
 #endif
 }
@@ -480,11 +556,14 @@ void td_fswatch_stop(void)
     if (polling)
         uv_close((uv_handle_t *)&ring_poll, NULL);
     polling = false;
-    ring_buffer__free(rb);
+    if (rb) /* libbpf opened only if there is anything of it */
+        lb.ring_buffer__free(rb);
     rb = NULL;
-    bpf_link__destroy(link_);
+    if (link_)
+        lb.bpf_link__destroy(link_);
     link_ = NULL;
-    bpf_object__close(obj);
+    if (obj)
+        lb.bpf_object__close(obj);
     obj = NULL;
     calls_fd = -1;
 #endif

@@ -10,7 +10,8 @@
 
 /* calls watched at once: the daemon's calls and spares, with room */
 #define TD_FSW_CALLS_MAX 8192
-/* the ring the records wait in for the daemon's loop */
+/* the ring the records wait in for the daemon's loop (a run with few
+ * calls takes less: their budgets' worth, fswatch.c) */
 #define TD_FSW_RING_BYTES (1 << 20)
 /* records per call; past them only counted */
 #define TD_FSW_REFUSED_BUDGET 256

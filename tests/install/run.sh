@@ -303,12 +303,21 @@ else
     note "installed programs run with LD_LIBRARY_PATH (a DESTDIR install: not root or prefix $prefix)"
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
-for exe in "$tmp/tiny_client" "$dest$sbindir/toolexecd" "$dest$bindir/toolexec"; do
+for exe in "$tmp/tiny_client" "$dest$sbindir/toolexecd"; do
     # not "ldd | grep -q": with pipefail, grep leaving early fails the pipe
     deps=$(ldd "$exe" 2>&1)
     case "$deps" in
     *"libtoolexec.so.0 => $lib/"*) ok "$(basename "$exe") loads the installed libtoolexec" ;;
     *) bad "$(basename "$exe") does not load libtoolexec from $lib: $(grep toolexec <<<"$deps")" ;;
+    esac
+done
+# toolexec and toolexec sandbox's engine have libtoolexec's objects in them
+# (exec'd at each toolexec sandbox: a library less to find and map)
+for exe in "$dest$bindir/toolexec" "$dest$libexecdir/toolexecd/toolexecd-sandbox"; do
+    deps=$(ldd "$exe" 2>&1)
+    case "$deps" in
+    *"not found"* | *libtoolexec.so*) bad "$(basename "$exe"): $(grep -E 'toolexec|not found' <<<"$deps")" ;;
+    *) ok "$(basename "$exe") has libtoolexec in it, and finds its libraries" ;;
     esac
 done
 

@@ -16,9 +16,12 @@ tell calls apart: it says so at start and reports none."""
 import json
 import os
 import pwd
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 import uuid
 
@@ -50,6 +53,22 @@ def fs_entries(done, token=TOKEN):
     """The filesystem entries of a completed event whose path has token."""
     return sorted((e["path"], e["access"], e["rule"]) for e in done.get("denied", [])
                   if e.get("kind") == "filesystem" and token in e["path"])
+
+
+def fifo_wait(path, proc):
+    """Until a writer has written to the FIFO path and closed it; fails
+    when proc is gone or after harness.WAIT."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        deadline_wait(lambda: proc.poll() is None and select.select([fd], [], [], 0)[0] and
+                      not os.read(fd, 64), what="a write to " + path)
+    finally:
+        os.close(fd)
+
+
+def proc_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def rss_kb(pid):
@@ -321,6 +340,51 @@ class SandboxChecks(unittest.TestCase):
         paths = [e["path"] for e in summary["denied"] if e["kind"] == "filesystem"]
         self.assertIn("/usr/te-fsd-%s-mine" % TOKEN, paths, err)
         self.assertNotIn(other, paths, err)
+
+    def test_flood_while_its_ring_is_unread(self):
+        """A flood of one refusal while toolexec sandbox reads nothing (it
+        is stopped): the repeats take no room in its ring (a quarter of the
+        daemon's), so the refusal after them is listed all the same."""
+        harness.require_env()
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root")
+        d = tempfile.mkdtemp(prefix="te-fsd-flood-", dir="/var/cache")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        os.chmod(d, 0o777)  # a --write the command's user may write to
+        for f in ("ready", "go", "done"):
+            os.mkfifo(os.path.join(d, f), 0o666)
+            os.chmod(os.path.join(d, f), 0o666)
+        flood, after = "/usr/te-fsd-%s-flood" % TOKEN, "/usr/te-fsd-%s-after" % TOKEN
+        # true, not ":" (a special builtin: a failed redirection would end sh)
+        script = ("echo > {d}/ready; read x < {d}/go; i=0; while [ $i -lt 20000 ]; do "
+                  "true 2>/dev/null > {f}; i=$((i+1)); done; true 2>/dev/null > {a}; "
+                  "echo > {d}/done").format(d=d, f=flood, a=after)
+        p = subprocess.Popen([os.environ["TOOLEXEC"], "sandbox", "--write", d, "--json", "--",
+                              "sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                             env=harness.sandbox_env())
+        try:
+            fifo_wait(os.path.join(d, "ready"), p)  # its command runs, watched
+            os.kill(p.pid, signal.SIGSTOP)  # toolexec execs the engine: the reader
+            deadline_wait(lambda: proc_state(p.pid) == "T", what="the engine stopped")
+            with open(os.path.join(d, "go"), "w") as f:
+                f.write("\n")
+            fifo_wait(os.path.join(d, "done"), p)  # 20,001 refusals made, none read
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+            try:
+                out, err = p.communicate(timeout=60 * harness.SCALE)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                raise
+        err = err.decode()
+        lines = [l for l in err.splitlines() if l.startswith("{")]
+        self.assertTrue(lines, err)
+        summary = json.loads(lines[-1])
+        paths = [e["path"] for e in summary["denied"] if e["kind"] == "filesystem"]
+        self.assertIn(flood, paths, err)
+        self.assertIn(after, paths, err)
+        self.assertGreaterEqual(summary["denied_filesystem"], 20001, err)
 
     def test_as_a_user(self):
         harness.require_env()

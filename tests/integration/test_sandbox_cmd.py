@@ -317,6 +317,32 @@ class Engine(unittest.TestCase):
         for lib in ("libgnutls", "libsystemd", "libmicrohttpd", "libgcrypt", "libp11-kit"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
+    def test_the_engine_has_libtoolexecs_objects_in_it(self):
+        # linked in, only those it reaches: no libtoolexec.so to map and
+        # no symbol of it to look up at each run
+        needed = self.needed(self.ENGINE)
+        self.assertFalse([n for n in needed if n.startswith("libtoolexec")], needed)
+        # and so no RUNPATH: the loader would try each of its directories
+        # for every library before the system's
+        p = subprocess.run(["readelf", "-d", self.ENGINE], stdout=subprocess.PIPE, check=True)
+        self.assertNotIn(b"(RUNPATH)", p.stdout)
+        self.assertNotIn(b"(RPATH)", p.stdout)
+
+    def test_the_engine_opens_libbpf_only_for_a_watch(self):
+        # as root with a --user it opens libbpf for the refusal watch
+        # (test_fs_denials.py); a run that loads none never maps it, nor
+        # libelf and zlib under it
+        needed = self.needed(self.ENGINE)
+        for lib in ("libbpf", "libelf", "libz"):
+            self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
+
+    def test_the_cli_has_libtoolexecs_objects_in_it(self):
+        # toolexec is exec'd at each toolexec sandbox too: no libtoolexec.so
+        # to find and map, no RUNPATH to search first for every library
+        self.assertFalse([n for n in self.needed(TOOLEXEC) if n.startswith("libtoolexec")])
+        p = subprocess.run(["readelf", "-d", TOOLEXEC], stdout=subprocess.PIPE, check=True)
+        self.assertNotIn(b"(RUNPATH)", p.stdout)
+
     def test_the_cli_loads_the_http_fronts_libraries_only_to_serve(self):
         # toolexec mcp --listen loads them (toolexec-mcp-http.so, which
         # test_mcp_http runs); every other command, sandbox first, not
