@@ -123,6 +123,13 @@ fi
 for p in $PKGS; do
     if ls "$tmp/${p}_"*.deb >/dev/null 2>&1; then ok "built $p"; else bad "no package $p"; fi
 done
+# fswatch.c dlopens libbpf (dpkg-shlibdeps cannot see it): without it a
+# root daemon's calls' file-system refusals would go unreported
+if dpkg-deb -f "$tmp"/toolexecd_*.deb Depends | grep -qw libbpf1; then
+    ok "toolexecd depends on libbpf1 (opened, not linked)"
+else
+    bad "toolexecd does not depend on libbpf1: $(dpkg-deb -f "$tmp"/toolexecd_*.deb Depends)"
+fi
 
 # ---- lintian -------------------------------------------------------------------
 if command -v lintian >/dev/null; then
