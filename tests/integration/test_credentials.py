@@ -27,7 +27,7 @@ from harness import Daemon
 SECRET = "Bearer s3cr3t-" + os.urandom(8).hex()
 
 TOOL = r'''
-import json, os, sys, urllib.request, urllib.error
+import json, os, stat, sys, urllib.request, urllib.error
 a = json.loads(sys.stdin.readline())
 op = a["op"]
 def get(url, auth=None, host=None, more=None):
@@ -65,11 +65,20 @@ elif op == "look":
         for dirpath, dirs, files in (os.walk(r) if os.path.isdir(r) else [("", [], [r])]):
             for f in files:
                 p = os.path.join(dirpath, f)
+                # regular files only, opened without waiting: a FIFO the
+                # host left under /var or /run holds nothing at rest, and
+                # a plain open() of it would wait for a writer forever
                 try:
-                    with open(p, "rb") as fh:
-                        data = fh.read(1 << 20)
+                    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
                 except OSError:
                     continue
+                with open(fd, "rb") as fh:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    try:
+                        data = fh.read(1 << 20)
+                    except OSError:
+                        continue
                 read += 1
                 if needle in data:
                     found.append(p)
