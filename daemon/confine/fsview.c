@@ -257,7 +257,7 @@ struct td_fsprep {
     size_t nstrings, scap;
     const char **ll_write;
     const char *tools; /* the tools directory resolved, as hidden */
-    bool tools_known, failed;
+    bool failed;
 };
 
 static void prep_free(struct td_fsprep *p)
@@ -453,7 +453,6 @@ static struct td_fsprep *prepare(const struct td_fsview *v, bool minimal, const 
     bool have_tools = realpath(td_cfg.tools_dir, tools) != NULL;
     add_cover(&it, have_tools ? tools : NULL);
     p->tools = have_tools ? keep(p, "%s", tools) : NULL;
-    p->tools_known = true;
     add_cover(&it, work);
     add_cover(&it, td_cfg.socket_path);
     add_cover(&it, td_cfg.events_socket_path);
@@ -754,7 +753,7 @@ int td_fsview_plan(struct td_fsview *v, const char *cmd, const char *init, bool 
 
 const char *td_fsview_planned_tools(const struct td_fsview *v, bool *known)
 {
-    *known = v->prep && v->prep->tools_known && !v->prep->failed;
+    *known = v->prep && !v->prep->failed; /* a plan resolves it first thing */
     return *known ? v->prep->tools : NULL;
 }
 
