@@ -13,6 +13,16 @@
  * every refusal is counted.
  * x86-64 only (its pt_regs and system-call numbers); fswatch.c loads it
  * nowhere else.
+ *
+ * Its load is most of what a root toolexec sandbox run costs beyond an
+ * unprivileged one, and the verifier most of the load: what it walks is
+ * kept small (368 instructions with bpf_loop, 0.7 ms here; 2,259 without;
+ * its own stats: a load with log_level 4). Each branch is a path it walks
+ * to its end, and each state it has not seen at a loop's call another
+ * walk of the callback: so the callbacks have none or few, and what is
+ * known only at run time (ENOENT or not, the ancestor found) is kept as
+ * numbers, not branches or flags. A table of the system calls' arguments
+ * in place of the switch walked 36 fewer but cost more in its own map.
  */
 #include <linux/bpf.h>
 #include <linux/errno.h>
@@ -116,7 +126,7 @@ enum { R10 = 7, DX = 12, SI = 13, DI = 14, ORIG_AX = 15 };
 
 /* word i of them, from the copy of R10 to ORIG_AX read at once: one helper
  * call where the cases made one to three each (and the verifier walked
- * them: 760 instructions processed, now 589) */
+ * them all) */
 #define arg(regs, i) ((regs)[(i)-R10])
 
 struct fnv {
@@ -205,7 +215,7 @@ int fsw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
     /* before the system call is looked at, not after: there its cases make
      * a dozen states, each of which the verifier walked up 32 ancestors
      * for (26 ms a load, most of toolexec sandbox's start as root); here
-     * once (8 ms) */
+     * once */
     if (!ours())
         return 0;
     unsigned long regs[ORIG_AX - R10 + 1] = {0};
