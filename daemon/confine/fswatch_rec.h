@@ -24,8 +24,7 @@
 
 struct td_fsw_call {
     __u64 refused; /* EACCES, EPERM, EROFS: every one, listed or not */
-    __u64 sent;    /* records sent of those */
-    __u64 noent;   /* ENOENT records sent */
+    __u64 sent[2]; /* records sent: of those, of ENOENT */
     __u64 lost;    /* the ring was full */
     __u32 recent[TD_FSW_RECENT];
 };

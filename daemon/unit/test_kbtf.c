@@ -1,14 +1,18 @@
 /*
  * test_kbtf.c - struct task_struct's offsets from BTF (confine/kbtf.c): a
  * small BTF made here (plain members, bitfield-encoded ones, no such
- * struct, cut short, bad magic, an unknown kind), and the running
- * kernel's own, against libbpf's reading of it where libbpf is built in.
+ * struct, cut short, bad magic, an unknown kind), the same read from a
+ * file a window at a time (the struct far into it: found within its reads,
+ * or -E2BIG past them), and the running kernel's own, against libbpf's
+ * reading of it where libbpf is built in.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -112,6 +116,73 @@ static void refused(void **state)
     assert_int_equal(td_kbtf_task_offsets_in(o.b, o.len, &tg, &pa), -EINVAL);
 }
 
+/* A BTF of fill ints, then struct task_struct { pad members, then tgid
+ * @8, real_parent @16 }, its names after the ints' (so far apart): as a
+ * file, the struct fill * 16 bytes in, its names in another window. */
+static FILE *far_make(unsigned fill, unsigned pad, size_t *len)
+{
+    static const char strs[] = "\0int\0tgid\0real_parent\0task_struct\0x";
+    size_t tl = (size_t)fill * 16 + sizeof(struct btf_type) + (pad + 2) * sizeof(struct btf_member);
+    unsigned char *b = calloc(1, sizeof(struct btf_header) + tl + sizeof(strs));
+    assert_non_null(b);
+    struct btf_header h = {.magic = BTF_MAGIC,
+                           .version = BTF_VERSION,
+                           .hdr_len = sizeof(h),
+                           .type_len = (uint32_t)tl,
+                           .str_off = (uint32_t)tl,
+                           .str_len = sizeof(strs)};
+    unsigned char *p = b + sizeof(h);
+    memcpy(b, &h, sizeof(h));
+    for (unsigned i = 0; i < fill; i++) {
+        struct btf_type t = {.name_off = 1, .info = BTF_KIND_INT << 24, .size = 4};
+        uint32_t enc = 32;
+        memcpy(p, &t, sizeof(t)), p += sizeof(t);
+        memcpy(p, &enc, 4), p += 4;
+    }
+    struct btf_type s = {.name_off = 22, .info = (BTF_KIND_STRUCT << 24) | (pad + 2), .size = 64};
+    memcpy(p, &s, sizeof(s)), p += sizeof(s);
+    for (unsigned i = 0; i < pad; i++) {
+        struct btf_member m = {.name_off = 34, .type = 1, .offset = 0};
+        memcpy(p, &m, sizeof(m)), p += sizeof(m);
+    }
+    struct btf_member m[2] = {{.name_off = 5, .type = 1, .offset = 64},
+                              {.name_off = 10, .type = 1, .offset = 128}};
+    memcpy(p, m, sizeof(m)), p += sizeof(m);
+    memcpy(p, strs, sizeof(strs));
+    *len = sizeof(h) + tl + sizeof(strs);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, *len, f), *len);
+    assert_int_equal(fflush(f), 0);
+    free(b);
+    return f;
+}
+
+static void read_a_window_at_a_time(void **state)
+{
+    (void)state;
+    uint32_t tg = 0, pa = 0;
+    size_t len;
+    /* the struct 32 KiB in (8 windows), its members across a window's end */
+    FILE *f = far_make(2048, 400, &len);
+    assert_int_equal(td_kbtf_task_offsets_fd(fileno(f), len, 32, &tg, &pa), 0);
+    assert_int_equal(tg, 8);
+    assert_int_equal(pa, 16);
+    /* past its reads: not found, and said so (the caller maps it whole) */
+    tg = pa = 0;
+    assert_int_equal(td_kbtf_task_offsets_fd(fileno(f), len, 4, &tg, &pa), -E2BIG);
+    assert_int_equal(tg, 0);
+    /* cut short: never read past what it is told is there */
+    for (size_t cut = 0; cut < len; cut += 997)
+        assert_true(td_kbtf_task_offsets_fd(fileno(f), cut, 64, &tg, &pa) < 0);
+    fclose(f);
+    /* first: a few reads */
+    f = far_make(1, 0, &len);
+    assert_int_equal(td_kbtf_task_offsets_fd(fileno(f), len, 2, &tg, &pa), 0);
+    assert_int_equal(pa, 16);
+    fclose(f);
+}
+
 static void the_running_kernel(void **state)
 {
     (void)state;
@@ -147,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(found_in_a_small_btf),
         cmocka_unit_test(refused),
+        cmocka_unit_test(read_a_window_at_a_time),
         cmocka_unit_test(the_running_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
