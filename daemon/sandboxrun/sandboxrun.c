@@ -39,6 +39,7 @@
 #include "spawndesc.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
+#include "util.h"
 
 /* Exit statuses of our own (timeout(1) and env(1)'s). */
 #define SBX_TIMED_OUT 124
@@ -319,12 +320,13 @@ static bool retry_probed(bool lean, const char *what, const struct td_report *re
 
 /* Our own program again, with the same arguments (argv[0] is the
  * daemon's "--sandbox-run" when toolexecd started us: its argv is one
- * before); returns only if it cannot. */
+ * before); run as a module, the engine's program (td_self_exe, the
+ * argv[0] it was given); returns only if it cannot. */
 static void exec_probed(char **argv)
 {
     char **args = strcmp(argv[0], "--sandbox-run") == 0 ? argv - 1 : argv;
     if (setenv(SBX_PROBED_ENV, "1", 1) == 0)
-        execv("/proc/self/exe", args);
+        execv(td_self_exe ? td_self_exe : "/proc/self/exe", args);
     fprintf(stderr, "toolexec sandbox: cannot run again: %s\n", strerror(errno));
 }
 
