@@ -10,9 +10,13 @@
  *
  * The engine's program stays beside it, and this is named by it: argv[0]
  * is that program's path, which is what the engine takes for its own
- * (td_self_exe): its helpers (toolexecd-init) are found beside it, not
- * beside the CLI, and a run set up again probed execs it.
+ * (td_self_exe), with its links resolved as /proc/self/exe's are: its
+ * helpers (toolexecd-init) are found beside it, not beside the CLI, and a
+ * run set up again probed execs it.
  */
+#include <limits.h>
+#include <stdlib.h>
+
 #include "sandboxrun.h"
 #include "util.h"
 
@@ -22,6 +26,7 @@ __attribute__((visibility("default"))) const char toolexec_sandbox_version[] = T
 
 __attribute__((visibility("default"))) int toolexec_sandbox_main(int argc, char **argv)
 {
-    td_self_exe = argv[0];
+    static char self[PATH_MAX];
+    td_self_exe = realpath(argv[0], self) ? self : argv[0];
     return td_sandboxrun_main(argc, argv);
 }

@@ -1,6 +1,7 @@
 """toolexec sandbox -- COMMAND: one command run with a tool
-call's confinement, no daemon. Real processes: the CLI execs
-toolexecd-sandbox (the daemon's --sandbox-run without it), which builds
+call's confinement, no daemon. Real processes: the CLI runs the engine
+(the daemon's --sandbox-run without it) in its own process from its
+module toolexec-sandbox.so, else execs toolexecd-sandbox; either builds
 the sandbox with the daemon's own code. Each test runs as the user
 running the suite (root in CI) and again as nobody (an unprivileged user:
 user namespaces, no cgroup)."""
@@ -274,6 +275,27 @@ class Base(Runner):
         self.assertNotEqual(rc, 0)
         self.assertNotIn("allocated", out)
 
+    def test_the_command_gets_no_descriptor_but_0_1_2(self):
+        # none of the engine's (run in toolexec's own process, or exec'd)
+        # nor of its caller's: here a pipe's end the caller left inheritable
+        script = ("import os\n"
+                  "fds = []\n"
+                  "for fd in range(3, 1024):\n"
+                  "    try:\n"
+                  "        os.fstat(fd)\n"
+                  "        fds.append(fd)\n"
+                  "    except OSError:\n"
+                  "        pass\n"
+                  "print(fds)\n")
+        r, w = os.pipe()
+        try:
+            os.set_inheritable(w, True)
+            rc, out, err = self.sandbox("--", PY, "-c", script, pass_fds=(w,))
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual((rc, out), (0, "[]\n"), err)
+
     def test_bad_usage_is_125(self):
         self.assertEqual(self.sandbox("--net", "", "--", "/bin/true")[0], 125)
         self.assertEqual(self.sandbox("--no-such-option", "--", "/bin/true")[0], 125)
@@ -298,9 +320,10 @@ COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion"
 @unittest.skipUnless(TOOLEXEC and harness.TOOLEXECD and shutil.which("readelf"),
                      "needs the build's toolexec, toolexecd and readelf")
 class Engine(unittest.TestCase):
-    """toolexec execs toolexecd-sandbox, the engine alone: none of the
-    daemon's libraries it never uses are loaded at each run. Without it
-    beside the daemon, the daemon's --sandbox-run does the same."""
+    """toolexec runs toolexecd-sandbox's engine, alone, in its own process
+    (its module) or exec'd: none of the daemon's libraries it never uses
+    are loaded at each run. Without it beside the daemon, the daemon's
+    --sandbox-run does the same."""
 
     ENGINE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexecd-sandbox")
 
@@ -376,6 +399,73 @@ class Engine(unittest.TestCase):
         p = self.run_sandbox(["/bin/sh", "-c", "echo ${TOOLEXECD_SANDBOX_PROBED-unset}"],
                              TOOLEXECD_SANDBOX_PROBED="1")
         self.assertEqual((p.returncode, p.stdout), (0, b"unset\n"), p.stderr)
+
+    MODULE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexec-sandbox.so")
+
+    def running(self, env=None):
+        """toolexec sandbox's process while its command runs: its exe and
+        whether the module is mapped in it; then its exit status and
+        output."""
+        p = subprocess.Popen([TOOLEXEC, "sandbox", "--", "/bin/sh", "-c",
+                              "echo ready; read x; echo done; exit 3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env or harness.sandbox_env())
+        try:
+            line = p.stdout.readline()
+            self.assertEqual(line, b"ready\n", p.stderr.read() if not line else line)
+            exe = os.readlink("/proc/%d/exe" % p.pid)
+            with open("/proc/%d/maps" % p.pid) as f:
+                mapped = any(l.endswith("/toolexec-sandbox.so") for l in f.read().splitlines())
+            out, err = p.communicate(b"go\n", timeout=60 * harness.SCALE)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        return exe, mapped, p.returncode, line + out, err.decode()
+
+    def linked_engine_dir(self, module):
+        """A directory with the daemon and its engine linked in, and the
+        module as given: "link" (the build's), bytes (a file of them), or
+        None (none)."""
+        d = tempfile.mkdtemp(prefix="te-engine.")
+        self.addCleanup(shutil.rmtree, d)
+        for name in ("toolexecd", "toolexecd-sandbox"):
+            os.symlink(os.path.abspath(os.path.join(os.path.dirname(self.MODULE), name)),
+                       os.path.join(d, name))
+        if module == "link":
+            os.symlink(os.path.abspath(self.MODULE), os.path.join(d, "toolexec-sandbox.so"))
+        elif module is not None:
+            with open(os.path.join(d, "toolexec-sandbox.so"), "wb") as f:
+                f.write(module)
+        return d
+
+    def test_the_cli_runs_the_engine_in_its_own_process(self):
+        # its module, toolexec-sandbox.so: no second exec, no second start
+        # of the loader
+        exe, mapped, rc, out, err = self.running()
+        self.assertEqual(exe, os.path.realpath(TOOLEXEC))
+        self.assertTrue(mapped)
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+
+    def test_the_modules_helpers_are_beside_the_engine_not_the_cli(self):
+        # toolexecd-init is found beside the engine's program, through its
+        # links (as /proc/self/exe's): here in none of the link's directory,
+        # toolexec's or the installed one
+        d = self.linked_engine_dir("link")
+        exe, mapped, rc, out, err = self.running(
+            harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+        self.assertEqual((exe, mapped), (os.path.realpath(TOOLEXEC), True))
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertNotIn("toolexecd-init not found", err)
+
+    def test_without_a_loadable_module_the_engine_is_execd(self):
+        for module in (None, b"not an ELF object\n"):
+            d = self.linked_engine_dir(module)
+            exe, mapped, rc, out, err = self.running(
+                harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+            self.assertEqual(exe, os.path.realpath(os.path.join(d, "toolexecd-sandbox")), module)
+            self.assertFalse(mapped, module)
+            self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
 
     def test_without_it_the_daemon_runs_the_command(self):
         d = tempfile.mkdtemp(prefix="te-engine.")
