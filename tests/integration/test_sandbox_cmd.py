@@ -415,7 +415,8 @@ class Engine(unittest.TestCase):
             self.assertEqual(line, b"ready\n", p.stderr.read() if not line else line)
             exe = os.readlink("/proc/%d/exe" % p.pid)
             with open("/proc/%d/maps" % p.pid) as f:
-                mapped = any(l.endswith("/toolexec-sandbox.so") for l in f.read().splitlines())
+                self.maps = f.read()
+            mapped = any(l.endswith("/toolexec-sandbox.so") for l in self.maps.splitlines())
             out, err = p.communicate(b"go\n", timeout=60 * harness.SCALE)
         finally:
             if p.poll() is None:
@@ -446,6 +447,15 @@ class Engine(unittest.TestCase):
         self.assertEqual(exe, os.path.realpath(TOOLEXEC))
         self.assertTrue(mapped)
         self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+
+    @unittest.skipUnless(os.path.exists("/usr/lib/locale/C.utf8/LC_CTYPE"), "needs C.UTF-8")
+    def test_the_cli_loads_no_locale_for_a_sandbox(self):
+        # toolexec's other commands take the locale's character set for
+        # their tables; sandbox shows no text of its own, and its engine
+        # runs in the C locale: nothing of the locale's is loaded
+        exe, mapped, rc, out, err = self.running(harness.sandbox_env(LANG="C.UTF-8"))
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertEqual([l for l in self.maps.splitlines() if "/usr/lib/locale/" in l], [])
 
     def test_the_modules_helpers_are_beside_the_engine_not_the_cli(self):
         # toolexecd-init is found beside the engine's program, through its
