@@ -373,6 +373,12 @@ class Engine(unittest.TestCase):
         for lib in ("libgnutls", "libmicrohttpd", "libcjose", "libcrypto", "libhttp_parser"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
+    def test_neither_cli_nor_engine_loads_libm(self):
+        # libtoolexec's one libm call (nearbyint, in its JSON numbers) is
+        # gone: a library less to load at each start of each
+        for path in (TOOLEXEC, self.ENGINE, self.MODULE):
+            self.assertFalse([n for n in self.needed(path) if n.startswith("libm.")], path)
+
     def run_sandbox(self, argv, **env):
         return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
