@@ -47,6 +47,8 @@
 
 extern char **environ;
 
+int (*td_sbx_proxy_prepare)(char *err, size_t errlen);
+
 /* The one call. */
 static struct {
     pid_t pid;
@@ -485,6 +487,10 @@ int td_sandboxrun_main(int argc, char **argv)
     if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir,
                             t->learn && !t->learn_refused, t->switch_user, t->uid, t->gid) < 0)
         goto out;
+    if (t->egress && td_sbx_proxy_prepare && td_sbx_proxy_prepare(err, sizeof(err)) < 0) {
+        fprintf(stderr, "toolexec sandbox: its egress proxy cannot parse requests: %s\n", err);
+        goto out;
+    }
     td_loop = uv_default_loop();
     if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)
         goto out;

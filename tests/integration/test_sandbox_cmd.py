@@ -379,6 +379,31 @@ class Engine(unittest.TestCase):
         for path in (TOOLEXEC, self.ENGINE, self.MODULE):
             self.assertFalse([n for n in self.needed(path) if n.startswith("libm.")], path)
 
+    def test_http_parser_is_opened_only_for_an_egress_proxy(self):
+        # linked by neither: a run without an allow-list (here --net off,
+        # the default) never maps it; one with one parses its requests
+        # (test_net_allow_list_goes_through_the_proxy)
+        for path in (self.ENGINE, self.MODULE):
+            self.assertFalse([n for n in self.needed(path) if n.startswith("libhttp_parser")],
+                             path)
+        exe, mapped, rc, out, err = self.running()
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertEqual([l for l in self.maps.splitlines() if "libhttp_parser" in l], [])
+
+    def test_a_proxy_without_http_parser_is_said_and_nothing_runs(self):
+        d = tempfile.mkdtemp(prefix="te-noparser.")
+        self.addCleanup(shutil.rmtree, d)
+        for soname in ("libhttp_parser.so.2.9", "libhttp_parser.so.2", "libhttp_parser.so"):
+            with open(os.path.join(d, soname), "wb") as f:
+                f.write(b"not an ELF object\n")
+        p = subprocess.run([TOOLEXEC, "sandbox", "--net", "127.0.0.1:9", "--", "/bin/echo", "ran"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE,
+                           env=harness.sandbox_env(LD_LIBRARY_PATH=d))
+        err = p.stderr.decode()
+        self.assertEqual((p.returncode, p.stdout), (125, b""), err)
+        self.assertIn("egress proxy cannot parse requests", err)
+
     def run_sandbox(self, argv, **env):
         return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
