@@ -11,7 +11,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <locale.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,9 +125,8 @@ static int run_module(const char *engine, int argc, char **args)
             dlclose(h);
         return -1;
     }
-    /* the engine's own state at its start: the C locale (ours is set for
-     * wcwidth, cli_term_init) */
-    setlocale(LC_ALL, "C");
+    /* as the program would start: in the C locale, which main() leaves
+     * for sandbox (no cli_term_init) */
     return run(argc, args);
 }
 
