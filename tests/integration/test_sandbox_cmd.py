@@ -508,6 +508,41 @@ class Engine(unittest.TestCase):
             self.assertFalse(mapped, module)
             self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
 
+    def module_of_another_version(self, path):
+        """A copy of the module whose toolexec_sandbox_version says 9.9.9:
+        its bytes rewritten where its symbol's section puts it."""
+        sym = subprocess.run(["readelf", "-sW", self.MODULE], stdout=subprocess.PIPE,
+                             check=True).stdout.decode()
+        value, size, ndx = next((int(f[1], 16), int(f[2]), f[6]) for f in
+                                (l.split() for l in sym.splitlines())
+                                if len(f) == 8 and f[7] == "toolexec_sandbox_version")
+        secs = subprocess.run(["readelf", "-SW", self.MODULE], stdout=subprocess.PIPE,
+                              check=True).stdout.decode()
+        for l in secs.splitlines():
+            f = l.replace("[ ", "[").split()
+            if f and f[0] == "[%s]" % ndx:
+                addr, off = int(f[3], 16), int(f[4], 16)
+                break
+        with open(self.MODULE, "rb") as f:
+            data = bytearray(f.read())
+        at = value - addr + off
+        version = b"9.9.9".ljust(size, b"\0")[:size - 1] + b"\0"
+        self.assertNotEqual(bytes(data[at:at + size]), version)
+        data[at:at + size] = version
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def test_a_module_of_another_version_is_not_run(self):
+        # it calls into toolexec's code, whose interfaces are its own
+        # version's: the engine is exec'd instead
+        d = self.linked_engine_dir(None)
+        self.module_of_another_version(os.path.join(d, "toolexec-sandbox.so"))
+        exe, mapped, rc, out, err = self.running(
+            harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+        self.assertEqual(exe, os.path.realpath(os.path.join(d, "toolexecd-sandbox")))
+        self.assertFalse(mapped)
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+
     def test_without_it_the_daemon_runs_the_command(self):
         d = tempfile.mkdtemp(prefix="te-engine.")
         try:
