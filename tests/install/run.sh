@@ -301,9 +301,10 @@ if [ "$real" = 1 ]; then
         if out=$("$exe" --version 2>&1); then ok "$exe --version: $out"; else bad "$exe does not start: $out"; fi
     done
     # toolexec sandbox runs the installed engine's module in its own
-    # process: seen while its command waits on a line from us
+    # process: seen while its command waits on a line from us (started
+    # in /, which its user may enter wherever this runs)
     mkfifo "$tmp/sbx.in" "$tmp/sbx.out"
-    "$bindir/toolexec" sandbox -- /bin/sh -c 'echo ready; read -r x; exit 3' \
+    (cd / && exec "$bindir/toolexec" sandbox -- /bin/sh -c 'echo ready; read -r x; exit 3') \
         <"$tmp/sbx.in" >"$tmp/sbx.out" 2>"$tmp/sbx.err" &
     sbx=$!
     exec 8>"$tmp/sbx.in" 9<"$tmp/sbx.out"
