@@ -484,8 +484,11 @@ int td_sandboxrun_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
-    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir,
-                            t->learn && !t->learn_refused, t->switch_user, t->uid, t->gid) < 0)
+    /* its --write directories now; its start directory only if the call
+     * cannot enter it (below): asking its user costs a process a run */
+    bool host_view = t->learn && !t->learn_refused;
+    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), NULL, host_view, t->switch_user,
+                            t->uid, t->gid) < 0)
         goto out;
     if (t->egress && td_sbx_proxy_prepare && td_sbx_proxy_prepare(err, sizeof(err)) < 0) {
         fprintf(stderr, "toolexec sandbox: its egress proxy cannot parse requests: %s\n", err);
@@ -536,6 +539,11 @@ int td_sandboxrun_main(int argc, char **argv)
         td_sandbox_report(report, &rep);
         retry = retry_probed(lean, what, &rep) && !call.killed_by && !call.timed_out;
     }
+    /* the call stopped at its chdir: said as a check would have said it
+     * before the run, and nothing learned of a run that did not start */
+    if (call.pid >= 0 && rep.failed && rep.step && strcmp(rep.step, "chdir") == 0 &&
+        td_sbx_check_access(NULL, o.run_dir, host_view, t->switch_user, t->uid, t->gid) < 0)
+        goto done;
     if (call.pid >= 0 && !retry) {
         td_fswatch_collect(t->uid, &call.denied, t->fs, t->argv ? t->argv[0] : NULL);
         /* --learn-refused: its record made now, of its refusals alone */
@@ -546,6 +554,7 @@ int td_sandboxrun_main(int argc, char **argv)
         if (o.learn_out && write_learned(t, o.learn_out) < 0)
             code = SBX_SETUP_FAILED;
     }
+done:
     if (report >= 0)
         close(report);
     if (workdir) { /* here and now: the loop's thread pool would cost more to start */

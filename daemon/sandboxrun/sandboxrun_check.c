@@ -1,7 +1,8 @@
 /*
  * sandboxrun_check.c - before the command runs, what its user must be able
- * to do (sandboxrun_check.h): write its --write directories and enter the
- * directory it starts in. Otherwise a root caller, whose command runs as
+ * to do (sandboxrun_check.h): write its --write directories; and, once the
+ * call stopped at its chdir, enter the directory it starts in (asked only
+ * then: a process a run). Otherwise a root caller, whose command runs as
  * toolexec or nobody, sees only the command's own bare "Permission denied"
  * (or the sandbox's "chdir: Permission denied").
  *
