@@ -157,12 +157,14 @@ static size_t short_text(double d, char *buf, size_t size)
         return 0;
     int k = 0;
     for (; k < (int)(sizeof(p10) / sizeof(p10[0])); k++) {
-        /* off m by under 0.2 (a's rounding, the product's), so nearbyint
-         * finds m when there is one */
+        /* off m by under 0.2 (a's rounding, the product's), so the
+         * nearest integer is m when there is one: x + 0.5 is exact (x <
+         * 2^50) and the conversion truncates, with no libm (nearbyint was
+         * all that every program linking this loaded libm for) */
         double x = a * p10[k];
         if (x >= 1e15)
             return 0;
-        m = nearbyint(x);
+        m = (double)(long long)(x + 0.5);
         if (m != 0 && m / p10[k] == a) /* both exact: one rounding, m * 10^-k's */
             break;
     }

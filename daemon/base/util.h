@@ -34,10 +34,14 @@ int td_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((forma
  * two swapped, or one a prefix of the other at a '_' ("timeout" for
  * "timeout_ms"); NULL when none is or more than one is. */
 const char *td_near_word(const char *word, const char *const *words, size_t n);
+/* Our own program: NULL for /proc/self/exe; the engine's path where the
+ * engine runs as a module in another program (sandboxrun_module.c), whose
+ * helpers are beside the engine, not beside that program. */
+extern const char *td_self_exe;
 /* One of the daemon's helper programs (toolexecd-init,
- * toolexec-mcp-bridge): beside our own executable (a build tree), else
- * installed in dir (TD_LIBEXECDIR); NULL (malloc'd otherwise) when neither
- * is there. */
+ * toolexec-mcp-bridge): beside our own program (td_self_exe; a build
+ * tree), else installed in dir (TD_LIBEXECDIR); NULL (malloc'd otherwise)
+ * when neither is there. */
 char *td_libexec_find(const char *name, const char *dir);
 
 /* Our effective uid, asked of the kernel once: it never changes, and

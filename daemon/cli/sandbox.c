@@ -1,11 +1,14 @@
 /*
  * sandbox.c - `toolexec sandbox [OPTIONS] -- COMMAND [ARGS]`: one command
  * run confined as a tool's call is, without a daemon. The sandbox is the
- * daemon's own code: this execs toolexecd-sandbox (or `toolexecd
- * --sandbox-run`) with the same arguments (daemon/sandboxrun/), so
- * standard input, output and error, the terminal and the exit status are
- * the command's.
+ * daemon's own code (daemon/sandboxrun/): its module beside
+ * toolexecd-sandbox, toolexec-sandbox.so, run in this process with the
+ * arguments the program would get (no second exec and start of the
+ * loader); where it cannot be loaded, toolexecd-sandbox (or `toolexecd
+ * --sandbox-run`) exec'd with them. Either way standard input, output and
+ * error, the terminal and the exit status are the command's.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -22,6 +25,11 @@
 #ifndef CLI_LIBEXECDIR
 #define CLI_LIBEXECDIR "/usr/libexec/toolexecd"
 #endif
+#ifndef TE_CLI_VERSION
+#define TE_CLI_VERSION "unknown"
+#endif
+
+#define MODULE "toolexec-sandbox.so"
 
 /* toolexecd: $TOOLEXECD, else beside us in a build tree (daemon/cli/..),
  * installed, or on PATH. */
@@ -96,6 +104,32 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
+/* The engine's module beside its program, run here as that program with
+ * args; returns only when it cannot be loaded, or is of another version
+ * than ours (it calls into this executable's code). */
+static int run_module(const char *engine, int argc, char **args)
+{
+    char path[PATH_MAX];
+    const char *slash = strrchr(engine, '/');
+    if (!slash || snprintf(path, sizeof(path), "%.*s/" MODULE, (int)(slash - engine), engine) >=
+                      (int)sizeof(path))
+        return -1;
+    /* RTLD_NOW: a symbol it needs and we lack fails here, not mid-run */
+    void *h = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    const char *version = h ? dlsym(h, "toolexec_sandbox_version") : NULL;
+    int (*run)(int, char **) = NULL;
+    if (version && strcmp(version, TE_CLI_VERSION) == 0)
+        *(void **)&run = dlsym(h, "toolexec_sandbox_main");
+    if (!run) {
+        if (h)
+            dlclose(h);
+        return -1;
+    }
+    /* as the program would start: in the C locale, which main() leaves
+     * for sandbox (no cli_term_init) */
+    return run(argc, args);
+}
+
 int cli_cmd_sandbox(struct cli *cli, int argc, char **argv)
 {
     (void)cli;
@@ -113,6 +147,11 @@ int cli_cmd_sandbox(struct cli *cli, int argc, char **argv)
         args[k++] = "--sandbox-run";
     for (int i = 1; i < argc; i++)
         args[k++] = argv[i];
+    int rc = daemon ? -1 : run_module(engine, k, args);
+    if (rc >= 0) {
+        free(args);
+        return rc;
+    }
     execvp(engine, args);
     fprintf(stderr, "toolexec sandbox: cannot run %s: %s\n", engine, strerror(errno));
     free(args);

@@ -304,7 +304,6 @@ int main(int argc, char **argv)
     struct cli cli = {0};
     int opt;
 
-    cli_term_init();
     cli_set_help(help_of);
     opterr = 0; /* our own messages, which say what to try */
     /* "+": stop at the command; its own options are parsed by it. */
@@ -335,5 +334,9 @@ int main(int argc, char **argv)
     argc -= optind;
     argv += optind;
     optind = 0; /* glibc: start afresh on the command's own arguments */
+    /* sandbox shows no text of ours: its locale files would be loaded for
+     * nothing at each run (the engine runs in the C locale) */
+    if (cmd->run != cli_cmd_sandbox)
+        cli_term_init();
     return cmd->run(&cli, argc, argv);
 }

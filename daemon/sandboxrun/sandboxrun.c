@@ -39,12 +39,15 @@
 #include "spawndesc.h"
 #include "sysfilter.h"
 #include "sysnotify.h"
+#include "util.h"
 
 /* Exit statuses of our own (timeout(1) and env(1)'s). */
 #define SBX_TIMED_OUT 124
 #define SBX_SETUP_FAILED 125
 
 extern char **environ;
+
+int (*td_sbx_proxy_prepare)(char *err, size_t errlen);
 
 /* The one call. */
 static struct {
@@ -319,12 +322,13 @@ static bool retry_probed(bool lean, const char *what, const struct td_report *re
 
 /* Our own program again, with the same arguments (argv[0] is the
  * daemon's "--sandbox-run" when toolexecd started us: its argv is one
- * before); returns only if it cannot. */
+ * before); run as a module, the engine's program (td_self_exe, the
+ * argv[0] it was given); returns only if it cannot. */
 static void exec_probed(char **argv)
 {
     char **args = strcmp(argv[0], "--sandbox-run") == 0 ? argv - 1 : argv;
     if (setenv(SBX_PROBED_ENV, "1", 1) == 0)
-        execv("/proc/self/exe", args);
+        execv(td_self_exe ? td_self_exe : "/proc/self/exe", args);
     fprintf(stderr, "toolexec sandbox: cannot run again: %s\n", strerror(errno));
 }
 
@@ -480,9 +484,16 @@ int td_sandboxrun_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         goto out;
     }
-    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), o.run_dir,
-                            t->learn && !t->learn_refused, t->switch_user, t->uid, t->gid) < 0)
+    /* its --write directories now; its start directory only if the call
+     * cannot enter it (below): asking its user costs a process a run */
+    bool host_view = t->learn && !t->learn_refused;
+    if (td_sbx_check_access(json_object_get(o.def, "filesystem"), NULL, host_view, t->switch_user,
+                            t->uid, t->gid) < 0)
         goto out;
+    if (t->egress && td_sbx_proxy_prepare && td_sbx_proxy_prepare(err, sizeof(err)) < 0) {
+        fprintf(stderr, "toolexec sandbox: its egress proxy cannot parse requests: %s\n", err);
+        goto out;
+    }
     td_loop = uv_default_loop();
     if (td_reaper_start() < 0 || td_calldir_setup(NULL) < 0)
         goto out;
@@ -528,6 +539,11 @@ int td_sandboxrun_main(int argc, char **argv)
         td_sandbox_report(report, &rep);
         retry = retry_probed(lean, what, &rep) && !call.killed_by && !call.timed_out;
     }
+    /* the call stopped at its chdir: said as a check would have said it
+     * before the run, and nothing learned of a run that did not start */
+    if (call.pid >= 0 && rep.failed && rep.step && strcmp(rep.step, "chdir") == 0 &&
+        td_sbx_check_access(NULL, o.run_dir, host_view, t->switch_user, t->uid, t->gid) < 0)
+        goto done;
     if (call.pid >= 0 && !retry) {
         td_fswatch_collect(t->uid, &call.denied, t->fs, t->argv ? t->argv[0] : NULL);
         /* --learn-refused: its record made now, of its refusals alone */
@@ -538,6 +554,7 @@ int td_sandboxrun_main(int argc, char **argv)
         if (o.learn_out && write_learned(t, o.learn_out) < 0)
             code = SBX_SETUP_FAILED;
     }
+done:
     if (report >= 0)
         close(report);
     if (workdir) { /* here and now: the loop's thread pool would cost more to start */

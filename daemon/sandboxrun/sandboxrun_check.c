@@ -1,7 +1,8 @@
 /*
  * sandboxrun_check.c - before the command runs, what its user must be able
- * to do (sandboxrun_check.h): write its --write directories and enter the
- * directory it starts in. Otherwise a root caller, whose command runs as
+ * to do (sandboxrun_check.h): write its --write directories; and, once the
+ * call stopped at its chdir, enter the directory it starts in (asked only
+ * then: a process a run). Otherwise a root caller, whose command runs as
  * toolexec or nobody, sees only the command's own bare "Permission denied"
  * (or the sandbox's "chdir: Permission denied").
  *
@@ -88,12 +89,14 @@ int td_sbx_check_access(json_t *fs, const char *run_dir, bool host_view, bool sw
     for (i = 0; i < n; i++) /* a file to --write is its own matter: not a directory */
         c[i].fd = open(c[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     int rc = 0;
-    struct passwd *pw = getpwuid(switch_user ? uid : getuid());
-    char name[64];
-    snprintf(name, sizeof(name), "%s", pw ? pw->pw_name : "USER");
+    char name[64] = "";
     for (i = 0; i < n; i++) {
         if (c[i].fd < 0 || !refused(&c[i], host_view, switch_user, uid, gid))
             continue;
+        if (!*name) { /* the user's name only to say so: a passwd read less a run */
+            struct passwd *pw = getpwuid(switch_user ? uid : getuid());
+            snprintf(name, sizeof(name), "%s", pw ? pw->pw_name : "USER");
+        }
         char who[96];
         snprintf(who, sizeof(who), "%s (uid %u)", name, (unsigned)(switch_user ? uid : getuid()));
         if (c[i].mode & W_OK)

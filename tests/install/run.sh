@@ -191,6 +191,7 @@ fi
 need "PID 1 of each call's namespace" "$libexecdir/toolexecd/toolexecd-init"
 need "MCP servers' calls" "$libexecdir/toolexecd/toolexec-mcp-bridge"
 need "toolexec sandbox's engine" "$libexecdir/toolexecd/toolexecd-sandbox"
+need "toolexec sandbox's engine as a module" "$libexecdir/toolexecd/toolexec-sandbox.so"
 need "toolexec mcp --listen's module" "$libexecdir/toolexecd/toolexec-mcp-http.so"
 need_match "shared library" "^$libdir/libtoolexec\.so\.[0-9]"
 need "shared library (link name)" "$libdir/libtoolexec.so"
@@ -299,6 +300,26 @@ if [ "$real" = 1 ]; then
     for exe in "$sbindir/toolexecd" "$bindir/toolexec"; do
         if out=$("$exe" --version 2>&1); then ok "$exe --version: $out"; else bad "$exe does not start: $out"; fi
     done
+    # toolexec sandbox runs the installed engine's module in its own
+    # process: seen while its command waits on a line from us (started
+    # in /, which its user may enter wherever this runs)
+    mkfifo "$tmp/sbx.in" "$tmp/sbx.out"
+    (cd / && exec "$bindir/toolexec" sandbox -- /bin/sh -c 'echo ready; read -r x; exit 3') \
+        <"$tmp/sbx.in" >"$tmp/sbx.out" 2>"$tmp/sbx.err" &
+    sbx=$!
+    exec 8>"$tmp/sbx.in" 9<"$tmp/sbx.out"
+    read -r line <&9
+    exe=$(readlink "/proc/$sbx/exe")
+    mapped=$(grep -c '/toolexec-sandbox\.so$' "/proc/$sbx/maps")
+    echo go >&8
+    exec 8>&- 9<&-
+    wait "$sbx"
+    rc=$?
+    if [ "$line" = ready ] && [ "$rc" = 3 ] && [ "$exe" = "$bindir/toolexec" ] && [ "$mapped" != 0 ]; then
+        ok "toolexec sandbox runs the installed engine in its own process"
+    else
+        bad "toolexec sandbox: '$line', status $rc, $exe, module mapped $mapped times: $(cat "$tmp/sbx.err")"
+    fi
 else
     note "installed programs run with LD_LIBRARY_PATH (a DESTDIR install: not root or prefix $prefix)"
     export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -320,6 +341,12 @@ for exe in "$dest$bindir/toolexec" "$dest$libexecdir/toolexecd/toolexecd-sandbox
     *) ok "$(basename "$exe") has libtoolexec in it, and finds its libraries" ;;
     esac
 done
+# the engine's module takes libtoolexec's symbols from toolexec, which runs it
+deps=$(ldd "$dest$libexecdir/toolexecd/toolexec-sandbox.so" 2>&1)
+case "$deps" in
+*"not found"* | *libtoolexec.so*) bad "toolexec-sandbox.so: $(grep -E 'toolexec|not found' <<<"$deps")" ;;
+*) ok "toolexec-sandbox.so loads no libtoolexec, and finds its libraries" ;;
+esac
 
 # ---- the installed daemon with the installed example definitions ----------------
 daemon=$dest$sbindir/toolexecd

@@ -1,6 +1,7 @@
 """toolexec sandbox -- COMMAND: one command run with a tool
-call's confinement, no daemon. Real processes: the CLI execs
-toolexecd-sandbox (the daemon's --sandbox-run without it), which builds
+call's confinement, no daemon. Real processes: the CLI runs the engine
+(the daemon's --sandbox-run without it) in its own process from its
+module toolexec-sandbox.so, else execs toolexecd-sandbox; either builds
 the sandbox with the daemon's own code. Each test runs as the user
 running the suite (root in CI) and again as nobody (an unprivileged user:
 user namespaces, no cgroup)."""
@@ -274,6 +275,27 @@ class Base(Runner):
         self.assertNotEqual(rc, 0)
         self.assertNotIn("allocated", out)
 
+    def test_the_command_gets_no_descriptor_but_0_1_2(self):
+        # none of the engine's (run in toolexec's own process, or exec'd)
+        # nor of its caller's: here a pipe's end the caller left inheritable
+        script = ("import os\n"
+                  "fds = []\n"
+                  "for fd in range(3, 1024):\n"
+                  "    try:\n"
+                  "        os.fstat(fd)\n"
+                  "        fds.append(fd)\n"
+                  "    except OSError:\n"
+                  "        pass\n"
+                  "print(fds)\n")
+        r, w = os.pipe()
+        try:
+            os.set_inheritable(w, True)
+            rc, out, err = self.sandbox("--", PY, "-c", script, pass_fds=(w,))
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual((rc, out), (0, "[]\n"), err)
+
     def test_bad_usage_is_125(self):
         self.assertEqual(self.sandbox("--net", "", "--", "/bin/true")[0], 125)
         self.assertEqual(self.sandbox("--no-such-option", "--", "/bin/true")[0], 125)
@@ -298,9 +320,10 @@ COMPLETION = os.path.join(harness.HERE, "..", "..", "contrib", "bash-completion"
 @unittest.skipUnless(TOOLEXEC and harness.TOOLEXECD and shutil.which("readelf"),
                      "needs the build's toolexec, toolexecd and readelf")
 class Engine(unittest.TestCase):
-    """toolexec execs toolexecd-sandbox, the engine alone: none of the
-    daemon's libraries it never uses are loaded at each run. Without it
-    beside the daemon, the daemon's --sandbox-run does the same."""
+    """toolexec runs toolexecd-sandbox's engine, alone, in its own process
+    (its module) or exec'd: none of the daemon's libraries it never uses
+    are loaded at each run. Without it beside the daemon, the daemon's
+    --sandbox-run does the same."""
 
     ENGINE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexecd-sandbox")
 
@@ -350,6 +373,37 @@ class Engine(unittest.TestCase):
         for lib in ("libgnutls", "libmicrohttpd", "libcjose", "libcrypto", "libhttp_parser"):
             self.assertFalse([n for n in needed if n.startswith(lib)], (lib, needed))
 
+    def test_neither_cli_nor_engine_loads_libm(self):
+        # libtoolexec's one libm call (nearbyint, in its JSON numbers) is
+        # gone: a library less to load at each start of each
+        for path in (TOOLEXEC, self.ENGINE, self.MODULE):
+            self.assertFalse([n for n in self.needed(path) if n.startswith("libm.")], path)
+
+    def test_http_parser_is_opened_only_for_an_egress_proxy(self):
+        # linked by neither: a run without an allow-list (here --net off,
+        # the default) never maps it; one with one parses its requests
+        # (test_net_allow_list_goes_through_the_proxy)
+        for path in (self.ENGINE, self.MODULE):
+            self.assertFalse([n for n in self.needed(path) if n.startswith("libhttp_parser")],
+                             path)
+        exe, mapped, rc, out, err = self.running()
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertEqual([l for l in self.maps.splitlines() if "libhttp_parser" in l], [])
+
+    def test_a_proxy_without_http_parser_is_said_and_nothing_runs(self):
+        d = tempfile.mkdtemp(prefix="te-noparser.")
+        self.addCleanup(shutil.rmtree, d)
+        for soname in ("libhttp_parser.so.2.9", "libhttp_parser.so.2", "libhttp_parser.so"):
+            with open(os.path.join(d, soname), "wb") as f:
+                f.write(b"not an ELF object\n")
+        p = subprocess.run([TOOLEXEC, "sandbox", "--net", "127.0.0.1:9", "--", "/bin/echo", "ran"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE,
+                           env=harness.sandbox_env(LD_LIBRARY_PATH=d))
+        err = p.stderr.decode()
+        self.assertEqual((p.returncode, p.stdout), (125, b""), err)
+        self.assertIn("egress proxy cannot parse requests", err)
+
     def run_sandbox(self, argv, **env):
         return subprocess.run([TOOLEXEC, "sandbox", "--"] + argv, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -376,6 +430,118 @@ class Engine(unittest.TestCase):
         p = self.run_sandbox(["/bin/sh", "-c", "echo ${TOOLEXECD_SANDBOX_PROBED-unset}"],
                              TOOLEXECD_SANDBOX_PROBED="1")
         self.assertEqual((p.returncode, p.stdout), (0, b"unset\n"), p.stderr)
+
+    MODULE = os.path.join(os.path.dirname(harness.TOOLEXECD or "."), "toolexec-sandbox.so")
+
+    def running(self, env=None):
+        """toolexec sandbox's process while its command runs: its exe and
+        whether the module is mapped in it; then its exit status and
+        output."""
+        p = subprocess.Popen([TOOLEXEC, "sandbox", "--", "/bin/sh", "-c",
+                              "echo ready; read x; echo done; exit 3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env or harness.sandbox_env())
+        try:
+            line = p.stdout.readline()
+            self.assertEqual(line, b"ready\n", p.stderr.read() if not line else line)
+            exe = os.readlink("/proc/%d/exe" % p.pid)
+            with open("/proc/%d/maps" % p.pid) as f:
+                self.maps = f.read()
+            mapped = any(l.endswith("/toolexec-sandbox.so") for l in self.maps.splitlines())
+            out, err = p.communicate(b"go\n", timeout=60 * harness.SCALE)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        return exe, mapped, p.returncode, line + out, err.decode()
+
+    def linked_engine_dir(self, module):
+        """A directory with the daemon and its engine linked in, and the
+        module as given: "link" (the build's), bytes (a file of them), or
+        None (none)."""
+        d = tempfile.mkdtemp(prefix="te-engine.")
+        self.addCleanup(shutil.rmtree, d)
+        for name in ("toolexecd", "toolexecd-sandbox"):
+            os.symlink(os.path.abspath(os.path.join(os.path.dirname(self.MODULE), name)),
+                       os.path.join(d, name))
+        if module == "link":
+            os.symlink(os.path.abspath(self.MODULE), os.path.join(d, "toolexec-sandbox.so"))
+        elif module is not None:
+            with open(os.path.join(d, "toolexec-sandbox.so"), "wb") as f:
+                f.write(module)
+        return d
+
+    def test_the_cli_runs_the_engine_in_its_own_process(self):
+        # its module, toolexec-sandbox.so: no second exec, no second start
+        # of the loader
+        exe, mapped, rc, out, err = self.running()
+        self.assertEqual(exe, os.path.realpath(TOOLEXEC))
+        self.assertTrue(mapped)
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+
+    @unittest.skipUnless(os.path.exists("/usr/lib/locale/C.utf8/LC_CTYPE"), "needs C.UTF-8")
+    def test_the_cli_loads_no_locale_for_a_sandbox(self):
+        # toolexec's other commands take the locale's character set for
+        # their tables; sandbox shows no text of its own, and its engine
+        # runs in the C locale: nothing of the locale's is loaded
+        exe, mapped, rc, out, err = self.running(harness.sandbox_env(LANG="C.UTF-8"))
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertEqual([l for l in self.maps.splitlines() if "/usr/lib/locale/" in l], [])
+
+    def test_the_modules_helpers_are_beside_the_engine_not_the_cli(self):
+        # toolexecd-init is found beside the engine's program, through its
+        # links (as /proc/self/exe's): here in none of the link's directory,
+        # toolexec's or the installed one
+        d = self.linked_engine_dir("link")
+        exe, mapped, rc, out, err = self.running(
+            harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+        self.assertEqual((exe, mapped), (os.path.realpath(TOOLEXEC), True))
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+        self.assertNotIn("toolexecd-init not found", err)
+
+    def test_without_a_loadable_module_the_engine_is_execd(self):
+        for module in (None, b"not an ELF object\n"):
+            d = self.linked_engine_dir(module)
+            exe, mapped, rc, out, err = self.running(
+                harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+            self.assertEqual(exe, os.path.realpath(os.path.join(d, "toolexecd-sandbox")), module)
+            self.assertFalse(mapped, module)
+            self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
+
+    def module_of_another_version(self, path):
+        """A copy of the module whose toolexec_sandbox_version says 9.9.9:
+        its bytes rewritten where its symbol's section puts it."""
+        sym = subprocess.run(["readelf", "-sW", self.MODULE], stdout=subprocess.PIPE,
+                             check=True).stdout.decode()
+        value, size, ndx = next((int(f[1], 16), int(f[2]), f[6]) for f in
+                                (l.split() for l in sym.splitlines())
+                                if len(f) == 8 and f[7] == "toolexec_sandbox_version")
+        secs = subprocess.run(["readelf", "-SW", self.MODULE], stdout=subprocess.PIPE,
+                              check=True).stdout.decode()
+        for l in secs.splitlines():
+            f = l.replace("[ ", "[").split()
+            if f and f[0] == "[%s]" % ndx:
+                addr, off = int(f[3], 16), int(f[4], 16)
+                break
+        with open(self.MODULE, "rb") as f:
+            data = bytearray(f.read())
+        at = value - addr + off
+        version = b"9.9.9".ljust(size, b"\0")[:size - 1] + b"\0"
+        self.assertNotEqual(bytes(data[at:at + size]), version)
+        data[at:at + size] = version
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def test_a_module_of_another_version_is_not_run(self):
+        # it calls into toolexec's code, whose interfaces are its own
+        # version's: the engine is exec'd instead
+        d = self.linked_engine_dir(None)
+        self.module_of_another_version(os.path.join(d, "toolexec-sandbox.so"))
+        exe, mapped, rc, out, err = self.running(
+            harness.sandbox_env(TOOLEXECD=os.path.join(d, "toolexecd")))
+        self.assertEqual(exe, os.path.realpath(os.path.join(d, "toolexecd-sandbox")))
+        self.assertFalse(mapped)
+        self.assertEqual((rc, out), (3, b"ready\ndone\n"), err)
 
     def test_without_it_the_daemon_runs_the_command(self):
         d = tempfile.mkdtemp(prefix="te-engine.")

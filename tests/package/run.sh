@@ -193,6 +193,17 @@ else
 fi
 /usr/bin/python3 -c 'import toolexec.client, toolexec.worker' && ok "Debian's python3 imports toolexec (no PYTHONPATH)" ||
     bad "python3-toolexec does not import"
+# toolexec (its package) runs toolexecd's engine module in its own process:
+# the loader says what it loads and starts (toolexecd-sandbox only if exec'd)
+out=$(cd / && env -u LD_LIBRARY_PATH LD_DEBUG=files toolexec sandbox -- /bin/sh -c 'echo ran' 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -qx 'ran' <<<"$out" &&
+    grep -q 'calling init: /usr/libexec/toolexecd/toolexec-sandbox.so' <<<"$out" &&
+    ! grep -q 'initialize program: /usr/libexec/toolexecd/toolexecd-sandbox' <<<"$out"; then
+    ok "toolexec sandbox runs toolexecd's engine in its own process (toolexec-sandbox.so)"
+else
+    bad "toolexec sandbox (exit $rc): $(grep -E 'ran|toolexec|error' <<<"$out" | head -n 20)"
+fi
 
 # ---- the installed daemon, started by hand ----------------------------------------
 mkdir -m 755 "$tmp/tools" "$tmp/work"
