@@ -106,7 +106,7 @@ static bool wants_help(int argc, char **argv)
 
 /* The engine's module beside its program, run here as that program with
  * args; returns only when it cannot be loaded, or is of another version
- * than ours (it calls into this executable's code). */
+ * than ours (whose options it may read otherwise). */
 static int run_module(const char *engine, int argc, char **args)
 {
     char path[PATH_MAX];

@@ -5,8 +5,9 @@
  * and a second start of the loader (the C library, jansson and pcre2
  * mapped and relocated again) were a tenth of a run's CPU. The same
  * objects as the program's, with the same two stand-ins
- * (sandboxrun_leaves.c); libtoolexec's it calls are the CLI's own,
- * which exports them, so its symbols resolve against the executable.
+ * (sandboxrun_leaves.c), libtoolexec's included and bound to its own
+ * copies (-Bsymbolic): the CLI comes from another package, maybe another
+ * build, so nothing here calls the executable's code.
  *
  * The engine's program stays beside it, and this is named by it: argv[0]
  * is that program's path, which is what the engine takes for its own
@@ -20,8 +21,9 @@
 #include "sandboxrun.h"
 #include "util.h"
 
-/* The CLI runs this only from its own version: the module calls into the
- * executable's code, whose interfaces another version may not share. */
+/* The CLI runs this only from its own version: the one interface between
+ * them is toolexec_sandbox_main's argv, which another version may read
+ * otherwise. */
 __attribute__((visibility("default"))) const char toolexec_sandbox_version[] = TD_VERSION;
 
 __attribute__((visibility("default"))) int toolexec_sandbox_main(int argc, char **argv)

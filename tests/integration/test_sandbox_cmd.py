@@ -532,8 +532,20 @@ class Engine(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(data)
 
+    def test_the_module_needs_none_of_the_clis_code(self):
+        # toolexec (package toolexec) and the module (package toolexecd)
+        # may be of different builds: every function of libtoolexec's and
+        # the daemon's the module calls is its own, none left for the
+        # executable to provide
+        sym = subprocess.run(["readelf", "--dyn-syms", "-W", self.MODULE], stdout=subprocess.PIPE,
+                             check=True).stdout.decode()
+        undefined = [f[7] for f in (l.split() for l in sym.splitlines())
+                     if len(f) >= 8 and f[6] == "UND"]
+        self.assertTrue(undefined)  # the C library's, at least
+        self.assertEqual([n for n in undefined if n.startswith(("te_", "td_"))], [])
+
     def test_a_module_of_another_version_is_not_run(self):
-        # it calls into toolexec's code, whose interfaces are its own
+        # its one interface with toolexec, the argv of its main, is its own
         # version's: the engine is exec'd instead
         d = self.linked_engine_dir(None)
         self.module_of_another_version(os.path.join(d, "toolexec-sandbox.so"))
