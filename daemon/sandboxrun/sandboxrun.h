@@ -17,8 +17,7 @@ int td_sandboxrun_main(int argc, char **argv);
 
 /* What a run with an egress proxy needs before its call starts, or NULL:
  * toolexecd-sandbox and its module, which do not link http-parser, open
- * it (sandboxrun_parser.c); -1 with a message in err when they cannot. */
+ * it (confine/proxy_parser.c); -1 with a message in err when they cannot. */
 extern int (*td_sbx_proxy_prepare)(char *err, size_t errlen);
-int td_sbx_http_parser_open(char *err, size_t errlen);
 
 #endif

@@ -15,14 +15,15 @@
  *  - the journal (log.c with libsystemd) takes only structured records,
  *    which the one-shot does not log; a line goes to stderr as ever.
  * And http-parser, which only a run with an egress proxy uses, is opened
- * by such a run (sandboxrun_parser.c) rather than loaded by every one.
+ * by such a run (confine/proxy_parser.c) rather than loaded by every one.
  */
+#include "proxy_parser.h"
 #include "sandboxrun.h"
 
 int main(int argc, char **argv)
 {
 #ifdef TD_HTTP_PARSER_SONAME
-    td_sbx_proxy_prepare = td_sbx_http_parser_open;
+    td_sbx_proxy_prepare = td_proxy_parser_open;
 #endif
     return td_sandboxrun_main(argc, argv);
 }

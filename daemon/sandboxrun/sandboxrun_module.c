@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "proxy_parser.h"
 #include "sandboxrun.h"
 #include "util.h"
 
@@ -31,7 +32,7 @@ __attribute__((visibility("default"))) int toolexec_sandbox_main(int argc, char 
     static char self[PATH_MAX];
     td_self_exe = realpath(argv[0], self) ? self : argv[0];
 #ifdef TD_HTTP_PARSER_SONAME
-    td_sbx_proxy_prepare = td_sbx_http_parser_open;
+    td_sbx_proxy_prepare = td_proxy_parser_open;
 #endif
     return td_sandboxrun_main(argc, argv);
 }

@@ -1,10 +1,11 @@
 /*
- * sandboxrun_parser.c - http-parser for toolexecd-sandbox and its module
- * (sandboxrun_lean.c, sandboxrun_module.c), opened when a run has an
+ * proxy_parser.c - the egress proxy's http-parser in toolexecd-sandbox
+ * and its module (sandboxrun_lean.c, sandboxrun_module.c), opened when a
+ * run has an
  * egress proxy (an allow-list: its requests are parsed, proxy_head.c),
  * not mapped by the loader at every run: most runs have none (--net off
  * or host). The five functions the proxy calls are defined here and call
- * the library's, which td_sbx_http_parser_open() (the engine's
+ * the library's, which td_proxy_parser_open() (the engine's
  * td_sbx_proxy_prepare) found first, before the call starts; a run that
  * cannot have them says so and does not run. The daemon links the library
  * itself.
@@ -13,7 +14,7 @@
 #include <http_parser.h>
 #include <stdio.h>
 
-#include "sandboxrun.h"
+#include "proxy_parser.h"
 
 static struct {
     void (*init)(http_parser *, enum http_parser_type);
@@ -23,7 +24,7 @@ static struct {
     int (*parse_url)(const char *, size_t, int, struct http_parser_url *);
 } real;
 
-int td_sbx_http_parser_open(char *err, size_t errlen)
+int td_proxy_parser_open(char *err, size_t errlen)
 {
     if (real.parse_url)
         return 0;
