@@ -376,6 +376,8 @@ class Engine(unittest.TestCase):
     def test_neither_cli_nor_engine_loads_libm(self):
         # libtoolexec's one libm call (nearbyint, in its JSON numbers) is
         # gone: a library less to load at each start of each
+        if any(n.startswith(("libasan.", "libubsan.")) for n in self.needed(TOOLEXEC)):
+            self.skipTest("a sanitized build: its instrumentation needs libm itself")
         for path in (TOOLEXEC, self.ENGINE, self.MODULE):
             self.assertFalse([n for n in self.needed(path) if n.startswith("libm.")], path)
 
